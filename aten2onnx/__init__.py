@@ -1,0 +1,120 @@
+"""aten2onnx: export PyTorch models to ONNX through opset-versioned symbolic functions, and run
+what it exports.
+
+    import aten2onnx
+    exported = aten2onnx.export(model, (x,), opset=18)
+    exported.save("model.onnx")
+    y = exported.run(x)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Literal, Mapping, Sequence
+
+import torch
+from beartype import BeartypeConf, beartype
+from torch.export import ExportedProgram
+
+from aten2onnx.errors import (
+    Aten2OnnxError,
+    CaptureError,
+    ExportError,
+    InvalidInputError,
+    InvalidModelError,
+    KernelError,
+    RegistrationError,
+    RunError,
+    SymbolicError,
+    UnsupportedOperatorError,
+)
+from aten2onnx.exporter.builder import GraphBuilder, Value
+from aten2onnx.exporter.model import ExportedModel
+from aten2onnx.registry import REGISTRY
+
+__all__ = [
+    "export",
+    "ExportedModel",
+    "register_symbolic",
+    "unregister_symbolic",
+    "GraphBuilder",
+    "Value",
+    "Aten2OnnxError",
+    "ArgumentError",
+    "CaptureError",
+    "ExportError",
+    "InvalidInputError",
+    "InvalidModelError",
+    "KernelError",
+    "RegistrationError",
+    "RunError",
+    "SymbolicError",
+    "UnsupportedOperatorError",
+]
+__version__ = "0.1.0"
+
+
+class ArgumentError(ExportError, TypeError):
+    """A public API function was called with an argument of the wrong type."""
+
+
+_checked = beartype(conf=BeartypeConf(violation_param_type=ArgumentError, violation_return_type=ArgumentError))
+
+
+@_checked
+def export(
+    model: torch.nn.Module | ExportedProgram | Callable[..., Any],
+    args: tuple[Any, ...] | torch.Tensor = (),
+    kwargs: Mapping[str, Any] | None = None,
+    *,
+    opset: int = 18,
+    dynamic_shapes: Mapping[str, Any] | tuple[Any, ...] | list[Any] | None = None,
+    fallback: Literal["aten", "error"] = "aten",
+    input_names: Sequence[str] | None = None,
+    output_names: Sequence[str] | None = None,
+    custom_symbolics: Mapping[str, Callable[..., Any]] | None = None,
+) -> ExportedModel:
+    """Export `model` called on `args`/`kwargs` to ONNX at `opset`.
+
+    model: an nn.Module (exported in eval mode; its state is left exactly as it was), a plain
+        function of tensors, or a torch.export.ExportedProgram.
+    fallback: "aten" exports ops with no symbolic as ATen nodes (runnable in aten2onnx.runtime) and
+        warns; "error" raises one UnsupportedOperatorError listing every such op.
+    custom_symbolics: {"aten::op.overload": fn} used for this export only, at every opset.
+    """
+    from aten2onnx.exporter import export_program
+
+    if isinstance(args, torch.Tensor):
+        args = (args,)
+    return export_program(
+        model,
+        args,
+        dict(kwargs) if kwargs is not None else None,
+        opset=opset,
+        dynamic_shapes=dynamic_shapes,
+        fallback=fallback,
+        input_names=list(input_names) if input_names is not None else None,
+        output_names=list(output_names) if output_names is not None else None,
+        custom_symbolics=dict(custom_symbolics) if custom_symbolics is not None else None,
+    )
+
+
+@_checked
+def register_symbolic(name: str, opset: int = 9) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register `fn(g, <schema arguments>)` as the translation of `name` (an ATen overload such as
+    "aten::gelu.default", or a torch.library custom op "mylib::op") for every target opset >= opset.
+
+    A user registration wins over the built-in ones at every opset at or above its own.
+    """
+    from aten2onnx import symbolic  # noqa: F401  (built-ins first, so the user layer sits on top)
+
+    def decorator(fn: Callable[..., Any]) -> Callable[..., Any]:
+        REGISTRY.add(name, opset, fn, user=True)
+        return fn
+
+    return decorator
+
+
+@_checked
+def unregister_symbolic(name: str, opset: int | None = None) -> None:
+    """Remove a user registration (at one opset, or all of them); the built-in applies again."""
+    REGISTRY.remove_user(name, opset)

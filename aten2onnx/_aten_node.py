@@ -1,0 +1,71 @@
+"""The encoding of an ATen fallback node, shared by the exporter (writes it) and the runtime
+(reads it). See README "ATen fallback nodes".
+
+    op_type "ATen", domain "org.pytorch.aten"
+    operator       STRING  operator name without namespace ("add")
+    overload_name  STRING  overload ("Tensor"; "" for default)
+    namespace      STRING  only when not "aten" ("mylib")
+    input_args     STRINGS for each ONNX input, the schema argument it feeds; a list argument
+                           (Tensor[], Tensor?[]) repeats its name once per element, "" inputs for None
+    <argument>     one attribute per non-tensor argument, named as in the schema, typed by its value:
+                   int/bool/SymInt -> INT, float -> FLOAT, Scalar -> INT or FLOAT, int[] -> INTS,
+                   float[] -> FLOATS, str -> STRING, ScalarType -> STRING ("float32"),
+                   Layout/Device/MemoryFormat -> STRING ("strided", "cpu", "contiguous_format").
+                   An argument that is None is left out.
+    A non-tensor argument known only at run time (a SymInt) is an input named in input_args instead:
+    a 0-d tensor for a scalar, a 1-D int64 tensor for an int list.
+"""
+
+from __future__ import annotations
+
+import torch
+
+DOMAIN = "org.pytorch.aten"
+RESERVED = frozenset({"operator", "overload_name", "namespace", "input_args"})
+
+MEMORY_FORMATS = {
+    "contiguous_format": torch.contiguous_format,
+    "preserve_format": torch.preserve_format,
+    "channels_last": torch.channels_last,
+    "channels_last_3d": torch.channels_last_3d,
+}
+LAYOUTS = {"strided": torch.strided, "sparse_coo": torch.sparse_coo}
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def dtype_from_name(name: str) -> torch.dtype:
+    dtype = getattr(torch, name, None)
+    if not isinstance(dtype, torch.dtype):
+        raise ValueError(f"{name!r} is not a torch dtype")
+    return dtype
+
+
+def memory_format_name(fmt: torch.memory_format) -> str:
+    for name, value in MEMORY_FORMATS.items():
+        if value == fmt:
+            return name
+    raise ValueError(f"unknown memory format {fmt}")
+
+
+def layout_name(layout: torch.layout) -> str:
+    for name, value in LAYOUTS.items():
+        if value == layout:
+            return name
+    raise ValueError(f"unsupported layout {layout}")
+
+
+def schema_kind(arg: torch._C.Argument) -> tuple[str, bool, bool]:
+    """(kind, is_list, is_optional) of a schema argument: kind is the element type's name as the
+    schema writes it ("Tensor", "int", "SymInt", "float", "bool", "str", "number" for Scalar,
+    "ScalarType", "Layout", "Device", "MemoryFormat", ...)."""
+    text = str(arg.real_type)
+    optional = text.startswith("Optional[")
+    if optional:
+        text = text[len("Optional["):-1]
+    is_list = text.startswith("List[")
+    if is_list:
+        text = text[len("List["):-1].removeprefix("Optional[").removesuffix("]")
+    return text, is_list, optional

@@ -1,0 +1,52 @@
+"""The one table between torch dtypes and ONNX TensorProto element types."""
+
+from __future__ import annotations
+
+import torch
+from onnx import TensorProto
+
+_TORCH_TO_ONNX: dict[torch.dtype, int] = {
+    torch.float32: TensorProto.FLOAT,
+    torch.float64: TensorProto.DOUBLE,
+    torch.float16: TensorProto.FLOAT16,
+    torch.bfloat16: TensorProto.BFLOAT16,
+    torch.int8: TensorProto.INT8,
+    torch.int16: TensorProto.INT16,
+    torch.int32: TensorProto.INT32,
+    torch.int64: TensorProto.INT64,
+    torch.uint8: TensorProto.UINT8,
+    torch.uint16: TensorProto.UINT16,
+    torch.uint32: TensorProto.UINT32,
+    torch.uint64: TensorProto.UINT64,
+    torch.bool: TensorProto.BOOL,
+    torch.complex64: TensorProto.COMPLEX64,
+    torch.complex128: TensorProto.COMPLEX128,
+    torch.float8_e4m3fn: TensorProto.FLOAT8E4M3FN,
+    torch.float8_e4m3fnuz: TensorProto.FLOAT8E4M3FNUZ,
+    torch.float8_e5m2: TensorProto.FLOAT8E5M2,
+    torch.float8_e5m2fnuz: TensorProto.FLOAT8E5M2FNUZ,
+}
+_ONNX_TO_TORCH = {v: k for k, v in _TORCH_TO_ONNX.items()}
+
+
+def to_onnx(dtype: torch.dtype) -> int:
+    try:
+        return _TORCH_TO_ONNX[dtype]
+    except KeyError:
+        raise TypeError(f"dtype {dtype} has no ONNX element type") from None
+
+
+def to_torch(elem_type: int) -> torch.dtype:
+    try:
+        return _ONNX_TO_TORCH[elem_type]
+    except KeyError:
+        name = TensorProto.DataType.Name(elem_type) if elem_type in TensorProto.DataType.values() else elem_type
+        raise TypeError(f"ONNX element type {name} has no torch dtype") from None
+
+
+def is_float(dtype: torch.dtype) -> bool:
+    return dtype.is_floating_point
+
+
+def is_integer(dtype: torch.dtype) -> bool:
+    return not dtype.is_floating_point and not dtype.is_complex and dtype != torch.bool

@@ -1,0 +1,85 @@
+"""Every exception aten2onnx raises on purpose.
+
+Exporter errors derive from `ExportError`, runtime errors from `RunError`; both from `Aten2OnnxError`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+class Aten2OnnxError(Exception):
+    """Base of every error raised by aten2onnx."""
+
+
+class RegistrationError(Aten2OnnxError, TypeError):
+    """A symbolic function was registered wrongly: unknown overload, duplicate, or a signature
+    that does not match the ATen schema. Raised at registration (import) time."""
+
+
+class ExportError(Aten2OnnxError):
+    """Base of every error raised while exporting a model."""
+
+
+class CaptureError(ExportError):
+    """torch.export could not capture the model; carries torch.export's own messages."""
+
+
+class SymbolicError(ExportError):
+    """A symbolic function failed on one node; the message names the node, overload, opset and
+    the user's source line, and the original exception is chained as `__cause__`."""
+
+
+@dataclasses.dataclass(frozen=True)
+class UnsupportedOp:
+    """One unmapped operator occurrence: which overload, where in the user's code, and the opsets
+    that do have a handler (empty when none does)."""
+
+    overload: str
+    node: str
+    source: str | None
+    registered_opsets: tuple[int, ...]
+
+    def describe(self, opset: int) -> str:
+        where = f" at {self.source}" if self.source else ""
+        if not self.registered_opsets:
+            hint = "no symbolic at any opset; register one with aten2onnx.register_symbolic"
+        elif min(self.registered_opsets) > opset:
+            hint = f"supported from opset {min(self.registered_opsets)}"
+        else:
+            hint = f"registered at opsets {list(self.registered_opsets)}"
+        return f"{self.overload} (node {self.node}{where}): {hint}"
+
+
+class UnsupportedOperatorError(ExportError):
+    """One or more operators have no symbolic function at the target opset.
+
+    `ops` lists every occurrence, so a user sees all the work at once rather than one op at a time.
+    """
+
+    def __init__(self, ops: list[UnsupportedOp], opset: int):
+        self.ops = ops
+        self.opset = opset
+        lines = "\n".join("  - " + op.describe(opset) for op in ops)
+        super().__init__(
+            f"{len(ops)} operator(s) have no symbolic function for opset {opset}:\n{lines}\n"
+            "Use fallback='aten' to export them as ATen nodes runnable in aten2onnx.runtime, choose "
+            "an opset where they are supported, or register a symbolic with "
+            "aten2onnx.register_symbolic."
+        )
+
+
+class RunError(Aten2OnnxError):
+    """Base of every error raised by aten2onnx.runtime."""
+
+
+class InvalidModelError(RunError):
+    """The model cannot be loaded: malformed graph, unknown op or opset, refused ATen operator."""
+
+
+class InvalidInputError(RunError, ValueError):
+    """A feed is missing, unknown, or of the wrong rank, shape or dtype."""
+
+
+class KernelError(RunError):
+    """A kernel failed while running; the message names the node and its op."""

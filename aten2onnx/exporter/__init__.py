@@ -1,0 +1,68 @@
+"""The export pipeline: capture with torch.export, translate through the registry, assemble."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Callable
+
+import torch
+
+from aten2onnx.errors import ExportError
+from aten2onnx.exporter.builder import GraphBuilder, Value
+from aten2onnx.exporter.capture import capture
+from aten2onnx.exporter.model import ExportedModel, build_model
+from aten2onnx.exporter.translate import Translator
+from aten2onnx.registry._schema import check_signature, is_python_key, normalize_key, resolve_overload
+
+__all__ = ["ExportedModel", "GraphBuilder", "Value", "export_program"]
+
+MIN_OPSET = 9
+
+
+def _check_overrides(custom_symbolics: dict[str, Callable] | None) -> dict[str, Callable]:
+    overrides = {}
+    for name, fn in (custom_symbolics or {}).items():
+        key = normalize_key(name)
+        if not is_python_key(key):
+            check_signature(fn, resolve_overload(key)._schema, key)
+        overrides[key] = fn
+    return overrides
+
+
+def export_program(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic_shapes: Any,
+                   fallback: str, input_names: list[str] | None, output_names: list[str] | None,
+                   custom_symbolics: dict[str, Callable] | None) -> ExportedModel:
+    from aten2onnx import symbolic  # noqa: F401  (registers the built-in symbolics)
+    from aten2onnx.runtime.fold import evaluate_constant
+    from aten2onnx.symbolic import MAX_OPSET
+
+    if not MIN_OPSET <= opset <= MAX_OPSET:
+        raise ExportError(f"opset {opset} is not supported; aten2onnx exports opsets {MIN_OPSET} to {MAX_OPSET}")
+    if fallback not in ("aten", "error"):
+        raise ExportError(f"fallback must be 'aten' or 'error', not {fallback!r}")
+    overrides = _check_overrides(custom_symbolics)
+    ep = capture(model, args, kwargs, dynamic_shapes)
+    translator = Translator(ep, opset=opset, fallback=fallback, overrides=overrides, evaluator=evaluate_constant)
+    with torch.no_grad():
+        translation = translator.run(input_names)
+    proto, in_names, out_names = build_model(translation, opset=opset, output_names=output_names)
+    if translation.fallback_ops:
+        warnings.warn(
+            f"{len(translation.fallback_ops)} op(s) exported as ATen fallback nodes, runnable in aten2onnx.runtime "
+            f"but not in onnxruntime: {', '.join(translation.fallback_ops)}",
+            stacklevel=3,
+        )
+    out_iter = iter(out_names)
+    outputs = [(next(out_iter), None) if slot.value is not None else (None, slot.constant) for slot in translation.outputs]
+    call_spec = getattr(ep, "call_spec", None)
+    return ExportedModel(
+        proto,
+        input_names=in_names,
+        output_names=out_names,
+        fallback_ops=translation.fallback_ops,
+        in_spec=call_spec.in_spec if call_spec else None,
+        out_spec=call_spec.out_spec if call_spec else None,
+        user_inputs=[v.name if v is not None else None for v in translation.user_inputs],
+        outputs=outputs,
+        opset=opset,
+    )

@@ -1,0 +1,322 @@
+"""GraphBuilder: the one API through which symbolic functions, built-in and user-written, build ONNX.
+
+    y = g.op("Add", a, b)                       # one output -> Value
+    values, indices = g.op("TopK", x, k, outputs=2, axis=-1)
+    half = g.const(0.5, like=x)                 # a constant of x's dtype
+    x.dtype, x.shape, x.rank                    # known from the FX metadata where the exporter had it
+
+Nodes are kept as light Python objects and turned into protobuf once, at the end; constants built
+only from other constants are folded on the spot by the runtime's own kernels.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import onnx
+import torch
+from onnx import AttributeProto, helper
+
+from aten2onnx import _dtypes
+
+Dim = int | str | None
+
+# Largest constant (in elements) the builder folds at build time; folding bigger ones would put
+# large tensors into the model where the computation is cheaper.
+FOLD_LIMIT = 1 << 16
+
+
+class Value:
+    """A value in the graph being built: a name, and the dtype/shape where known.
+
+    `const` holds the tensor of a constant made by `g.const` (or folded from constants), so
+    handlers can read static values such as shapes.
+    """
+
+    __slots__ = ("name", "dtype", "shape", "const", "producer", "kind")
+
+    def __init__(self, name: str, dtype: torch.dtype | None = None, shape: tuple[Dim, ...] | None = None,
+                 const: torch.Tensor | None = None, kind: str = "node") -> None:
+        self.name = name
+        self.dtype = dtype
+        self.shape = shape
+        self.const = const
+        self.producer: Node | None = None
+        self.kind = kind  # "node", "input", "initializer" (a weight), "const"
+
+    @property
+    def rank(self) -> int | None:
+        return None if self.shape is None else len(self.shape)
+
+    @property
+    def is_static(self) -> bool:
+        """True when every dim is a known int."""
+        return self.shape is not None and all(isinstance(d, int) for d in self.shape)
+
+    def __repr__(self) -> str:
+        return f"Value({self.name!r}, {self.dtype}, {self.shape})"
+
+
+class Node:
+    __slots__ = ("op_type", "inputs", "outputs", "attrs", "domain", "name", "meta")
+
+    def __init__(self, op_type: str, inputs: list[Value | None], outputs: list[Value], attrs: dict[str, Any],
+                 domain: str, name: str, meta: dict[str, str]) -> None:
+        self.op_type = op_type
+        self.inputs = inputs
+        self.outputs = outputs
+        self.attrs = attrs
+        self.domain = domain
+        self.name = name
+        self.meta = meta
+
+
+# Output dtype rules for ops whose output is not of their first input's dtype.
+_BOOL_OUT = frozenset({"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or", "Xor",
+                       "IsNaN", "IsInf"})
+_INT64_OUT = frozenset({"Shape", "Size", "ArgMax", "ArgMin", "NonZero"})
+# Ops whose single output has the first input's shape.
+_SAME_SHAPE = frozenset({
+    "Identity", "Cast", "CastLike", "Neg", "Abs", "Relu", "Sigmoid", "Tanh", "Erf", "Exp", "Log", "Sqrt",
+    "Reciprocal", "Softmax", "LogSoftmax", "LeakyRelu", "Elu", "Selu", "Celu", "Gelu", "HardSigmoid",
+    "HardSwish", "Softplus", "Softsign", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Floor",
+    "Ceil", "Round", "Sign", "Not", "IsNaN", "IsInf", "Clip", "LayerNormalization", "Dropout", "Mish",
+    "CumSum", "Trilu", "ThresholdedRelu", "Shrink", "PRelu",
+})
+_BROADCAST = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Equal", "Less", "Greater", "LessOrEqual",
+                        "GreaterOrEqual", "And", "Or", "Xor", "Max", "Min", "Mod", "Where", "BitShift"})
+
+
+def broadcast_shapes(*shapes: tuple[Dim, ...] | None) -> tuple[Dim, ...] | None:
+    if any(s is None for s in shapes):
+        return None
+    rank = max(len(s) for s in shapes)
+    out: list[Dim] = []
+    for i in range(rank):
+        dims = [s[i - rank + len(s)] for s in shapes if i - rank + len(s) >= 0]
+        known = [d for d in dims if d != 1]
+        if not known:
+            out.append(1)
+        elif all(d == known[0] for d in known):
+            out.append(known[0])
+        else:
+            ints = [d for d in known if isinstance(d, int)]
+            out.append(ints[0] if ints else None)
+    return tuple(out)
+
+
+class GraphBuilder:
+    """Builds one ONNX graph at one target opset."""
+
+    def __init__(self, opset: int, *, evaluator: Callable[..., tuple[torch.Tensor, ...]] | None = None) -> None:
+        self.opset = opset
+        self.nodes: list[Node] = []
+        self.inputs: list[Value] = []
+        self.initializers: dict[str, Value] = {}
+        self.domains: dict[str, int] = {}
+        self.meta: dict[str, str] = {}  # metadata stamped on every node built; set by the translator
+        self._scope = "n"
+        self._counter = itertools.count()
+        self._const_cache: dict[tuple, Value] = {}
+        self._evaluator = evaluator
+        self._names: set[str] = set()
+
+    # -- naming -------------------------------------------------------------------------------
+    def set_scope(self, scope: str, meta: dict[str, str]) -> None:
+        """Name values and nodes after the FX node being translated, and stamp its metadata."""
+        self._scope = scope
+        self.meta = meta
+
+    def fresh_name(self, hint: str | None = None) -> str:
+        base = hint or self._scope
+        name = base
+        while name in self._names:
+            name = f"{base}.{next(self._counter)}"
+        self._names.add(name)
+        return name
+
+    # -- graph inputs and weights -------------------------------------------------------------
+    def input(self, name: str, dtype: torch.dtype, shape: tuple[Dim, ...]) -> Value:
+        value = Value(self.fresh_name(name), dtype, tuple(shape), kind="input")
+        self.inputs.append(value)
+        return value
+
+    def initializer(self, name: str, tensor: torch.Tensor) -> Value:
+        """A named weight (parameter, buffer or lifted constant); stored once, never folded."""
+        value = Value(self.fresh_name(name), tensor.dtype, tuple(tensor.shape), kind="initializer")
+        value.const = tensor.detach()
+        self.initializers[value.name] = value
+        return value
+
+    # -- constants ----------------------------------------------------------------------------
+    def const(self, value: Any, dtype: torch.dtype | None = None, like: Value | None = None) -> Value:
+        """A constant tensor. `value` may be a Python number or (nested) list, a numpy array or a
+        torch tensor; `dtype` or `like` (take that value's dtype) sets its element type."""
+        if like is not None and dtype is None:
+            dtype = like.dtype
+        if isinstance(value, torch.Tensor):
+            tensor = value.detach().to(dtype) if dtype is not None else value.detach()
+        elif isinstance(value, np.ndarray):
+            tensor = torch.from_numpy(np.ascontiguousarray(value))
+            tensor = tensor.to(dtype) if dtype is not None else tensor
+        else:
+            if dtype is None:
+                dtype = _python_dtype(value)
+            tensor = torch.tensor(value, dtype=dtype)
+        return self._const_tensor(tensor.contiguous())
+
+    def _const_tensor(self, tensor: torch.Tensor) -> Value:
+        key = None
+        if tensor.numel() <= 64:
+            key = (tensor.dtype, tuple(tensor.shape), tensor.numpy().tobytes() if tensor.dtype != torch.bfloat16
+                   else tensor.view(torch.int16).numpy().tobytes())
+            cached = self._const_cache.get(key)
+            if cached is not None:
+                return cached
+        value = Value(self.fresh_name("const"), tensor.dtype, tuple(tensor.shape), const=tensor, kind="const")
+        self.initializers[value.name] = value
+        if key is not None:
+            self._const_cache[key] = value
+        return value
+
+    def int_list(self, items: Sequence[int | Value]) -> Value:
+        """A 1-D int64 tensor from ints and 0-d int graph values (SymInts), as shape arguments need."""
+        if all(isinstance(i, int) for i in items):
+            return self.const(list(items), dtype=torch.int64)
+        parts = []
+        for item in items:
+            if isinstance(item, Value):
+                if item.dtype != torch.int64:
+                    item = self.op("Cast", item, to=onnx.TensorProto.INT64)
+                parts.append(self.op("Reshape", item, self.const([1], dtype=torch.int64)))
+            else:
+                parts.append(self.const([item], dtype=torch.int64))
+        return self.op("Concat", *parts, axis=0)
+
+    # -- nodes --------------------------------------------------------------------------------
+    def op(self, op_type: str, *inputs: Value | None, outputs: int = 1, domain: str = "",
+           **attributes: Any) -> Any:
+        """Add a node; returns its Value, or a tuple of Values when outputs > 1.
+
+        Attribute types follow the Python values: int/bool -> INT, float -> FLOAT, str -> STRING,
+        list of ints/floats/strs -> INTS/FLOATS/STRINGS, tensor -> TENSOR. A None attribute is left out.
+        """
+        for i, value in enumerate(inputs):
+            if value is not None and not isinstance(value, Value):
+                raise TypeError(f"g.op({op_type!r}): input {i} is a {type(value).__name__}, not a Value; "
+                                "wrap constants with g.const(...)")
+        attrs = {k: v for k, v in attributes.items() if v is not None}
+        if domain:
+            self.domains.setdefault(domain, 1)
+        folded = self._try_fold(op_type, inputs, attrs, outputs, domain)
+        if folded is not None:
+            return folded
+        dtypes, shape = self._infer(op_type, inputs, attrs, outputs)
+        outs = [Value(self.fresh_name(), dtypes[i], shape if i == 0 else None) for i in range(outputs)]
+        node = Node(op_type, list(inputs), outs, attrs, domain, self.fresh_name(f"{self._scope}/{op_type}"), self.meta)
+        for out in outs:
+            out.producer = node
+        self.nodes.append(node)
+        return outs[0] if outputs == 1 else tuple(outs)
+
+    def _try_fold(self, op_type: str, inputs: tuple, attrs: dict, outputs: int, domain: str) -> Any:
+        if self._evaluator is None or domain or not inputs:
+            return None
+        if any(v is not None and (v.kind != "const") for v in inputs):
+            return None
+        if sum(v.const.numel() for v in inputs if v is not None) > FOLD_LIMIT:
+            return None
+        results = self._evaluator(op_type, self.opset, [None if v is None else v.const for v in inputs], attrs)
+        if results is None or any(r.numel() > FOLD_LIMIT for r in results):
+            return None
+        values = tuple(self._const_tensor(r.contiguous()) for r in results)
+        return values[0] if outputs == 1 else values
+
+    def _infer(self, op_type: str, inputs: tuple, attrs: dict, outputs: int) -> tuple[list, tuple | None]:
+        first = next((v for v in inputs if v is not None), None)
+        dtype = first.dtype if first is not None else None
+        if op_type == "Cast":
+            dtype = _dtypes.to_torch(attrs["to"])
+        elif op_type == "CastLike":
+            dtype = inputs[1].dtype
+        elif op_type in _BOOL_OUT:
+            dtype = torch.bool
+        elif op_type in _INT64_OUT:
+            dtype = torch.int64
+        elif op_type == "Where":
+            dtype = inputs[1].dtype
+        elif op_type in ("ConstantOfShape", "Constant"):
+            tensor = attrs.get("value")
+            dtype = tensor.dtype if isinstance(tensor, torch.Tensor) else torch.float32
+        dtypes = [dtype] * outputs
+        if op_type in ("TopK", "MaxPool") and outputs == 2:
+            dtypes[1] = torch.int64
+        shape = None
+        if op_type in _SAME_SHAPE and first is not None:
+            shape = first.shape
+        elif op_type in _BROADCAST:
+            shape = broadcast_shapes(*(v.shape for v in inputs if v is not None))
+        return dtypes, shape
+
+    # -- serialization ------------------------------------------------------------------------
+    def node_protos(self, nodes: list[Node]) -> list[onnx.NodeProto]:
+        protos = []
+        for node in nodes:
+            proto = onnx.NodeProto()
+            proto.op_type = node.op_type
+            proto.name = node.name
+            if node.domain:
+                proto.domain = node.domain
+            proto.input.extend("" if v is None else v.name for v in node.inputs)
+            proto.output.extend(v.name for v in node.outputs)
+            if node.attrs:
+                proto.attribute.extend(make_attribute(k, v) for k, v in sorted(node.attrs.items()))
+            for key, value in node.meta.items():
+                entry = proto.metadata_props.add()
+                entry.key = key
+                entry.value = value
+            protos.append(proto)
+        return protos
+
+
+def _python_dtype(value: Any) -> torch.dtype:
+    flat = value
+    while isinstance(flat, (list, tuple)) and flat:
+        flat = flat[0]
+    if isinstance(flat, bool):
+        return torch.bool
+    if isinstance(flat, int):
+        return torch.int64
+    return torch.float32
+
+
+def tensor_proto(tensor: torch.Tensor, name: str = "") -> onnx.TensorProto:
+    """A TensorProto holding a torch tensor's bytes (one copy)."""
+    proto = onnx.TensorProto()
+    proto.name = name
+    proto.data_type = _dtypes.to_onnx(tensor.dtype)
+    proto.dims.extend(tensor.shape)
+    tensor = tensor.detach().cpu().contiguous()
+    if tensor.dtype == torch.bfloat16 or tensor.dtype.itemsize == 1 and tensor.dtype.is_floating_point:
+        tensor = tensor.view(torch.uint8 if tensor.dtype.itemsize == 1 else torch.int16)
+    proto.raw_data = tensor.numpy().tobytes()
+    return proto
+
+
+def make_attribute(name: str, value: Any) -> onnx.AttributeProto:
+    if isinstance(value, torch.Tensor):
+        return helper.make_attribute(name, tensor_proto(value))
+    if isinstance(value, np.ndarray):
+        return helper.make_attribute(name, tensor_proto(torch.from_numpy(value)))
+    if isinstance(value, float) and math.isinf(value):
+        return helper.make_attribute(name, value)
+    if isinstance(value, (list, tuple)) and not value:
+        return helper.make_attribute(name, [], attr_type=AttributeProto.INTS)
+    if isinstance(value, (list, tuple)) and any(isinstance(v, float) for v in value):
+        return helper.make_attribute(name, [float(v) for v in value])
+    if isinstance(value, bool):
+        return helper.make_attribute(name, int(value))
+    return helper.make_attribute(name, value)

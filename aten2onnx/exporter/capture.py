@@ -1,0 +1,76 @@
+"""Capture a model as an ATen-level ExportedProgram with torch.export, leaving the model as it was."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import traceback
+from typing import Any, Callable, Iterator
+
+import torch
+from torch.export import ExportedProgram
+
+from aten2onnx.errors import CaptureError
+
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+
+
+class _FunctionModule(torch.nn.Module):
+    """Lets torch.export capture a plain function of tensors."""
+
+    def __init__(self, fn: Callable) -> None:
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+
+@contextlib.contextmanager
+def _preserved(model: torch.nn.Module) -> Iterator[None]:
+    """Export in eval mode, then put back every module's training flag and every parameter's
+    requires_grad exactly as they were."""
+    training = {m: m.training for m in model.modules()}
+    requires_grad = {p: p.requires_grad for p in model.parameters()}
+    try:
+        model.eval()
+        yield
+    finally:
+        for module, flag in training.items():
+            module.training = flag
+        for param, flag in requires_grad.items():
+            param.requires_grad_(flag)
+
+
+def _user_frame(exc: BaseException) -> str | None:
+    """file:line of the innermost frame in the user's code (outside torch) of an exception."""
+    found = None
+    while exc is not None:
+        for frame in traceback.extract_tb(exc.__traceback__):
+            if not frame.filename.startswith(_TORCH_DIR) and "aten2onnx" not in frame.filename:
+                found = f"{frame.filename}:{frame.lineno}"
+        exc = exc.__cause__ or exc.__context__
+    return found
+
+
+def capture(model: Any, args: tuple, kwargs: dict | None, dynamic_shapes: Any) -> ExportedProgram:
+    if isinstance(model, ExportedProgram):
+        return model
+    module = model if isinstance(model, torch.nn.Module) else _FunctionModule(model)
+    failures: list[tuple[str, BaseException]] = []
+    with _preserved(module):
+        for strict in (False, True):
+            try:
+                return torch.export.export(module, args, kwargs, dynamic_shapes=dynamic_shapes, strict=strict)
+            except Exception as e:  # torch.export raises many types; all are reported below
+                failures.append(("non-strict" if not strict else "strict", e))
+    where = next((w for w in (_user_frame(e) for _, e in failures) if w), None)
+    lines = [f"torch.export could not capture the model{f' (at {where})' if where else ''}."]
+    for mode, e in failures:
+        message = str(e).strip().split("\n\n")[0]
+        lines.append(f"  {mode} capture: {type(e).__name__}: {message}")
+    lines.append("Fix the first failure: non-strict capture traces your Python as written.")
+    error = CaptureError("\n".join(lines))
+    error.failures = failures
+    error.source = where
+    raise error from failures[0][1]

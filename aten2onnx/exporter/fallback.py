@@ -1,0 +1,58 @@
+"""Emit an ATen fallback node for an overload with no symbolic; the encoding is in _aten_node."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from aten2onnx import _aten_node
+from aten2onnx.exporter.builder import GraphBuilder, Value
+from aten2onnx.registry._schema import python_name
+
+
+def emit_aten_node(g: GraphBuilder, op: torch._ops.OpOverload, bound: dict[str, Any], outputs: int) -> Any:
+    """One ATen node computing `op` on the bound arguments; returns its output Value(s)."""
+    schema = op._schema
+    namespace, name = schema.name.split("::", 1)
+    inputs: list[Value | None] = []
+    input_args: list[str] = []
+    attrs: dict[str, Any] = {"operator": name, "overload_name": schema.overload_name}
+    if namespace != "aten":
+        attrs["namespace"] = namespace
+    for arg in schema.arguments:
+        if arg.name in _aten_node.RESERVED:
+            raise ValueError(f"{schema.name}: argument {arg.name!r} collides with an ATen node attribute")
+        value = bound[python_name(arg.name)]
+        kind, is_list, _ = _aten_node.schema_kind(arg)
+        if value is None:
+            continue
+        if kind == "Tensor":
+            items = list(value) if is_list else [value]
+            inputs.extend(items)
+            input_args.extend([arg.name] * len(items))
+        elif isinstance(value, Value) or (is_list and any(isinstance(v, Value) for v in value)):
+            inputs.append(g.int_list(value) if is_list else value)
+            input_args.append(arg.name)
+        else:
+            attrs[arg.name] = _encode_constant(kind, value, is_list, schema.name, arg.name)
+    attrs["input_args"] = input_args
+    return g.op("ATen", *inputs, outputs=outputs, domain=_aten_node.DOMAIN, **attrs)
+
+
+def _encode_constant(kind: str, value: Any, is_list: bool, op: str, arg: str) -> Any:
+    if isinstance(value, torch.dtype):
+        return _aten_node.dtype_name(value)
+    if isinstance(value, torch.memory_format):
+        return _aten_node.memory_format_name(value)
+    if isinstance(value, torch.layout):
+        return _aten_node.layout_name(value)
+    if isinstance(value, torch.device):
+        return str(value)
+    if isinstance(value, (bool, int, float, str)):
+        return int(value) if isinstance(value, bool) else value
+    if is_list and all(isinstance(v, (bool, int, float)) for v in value):
+        if any(isinstance(v, float) for v in value):
+            return [float(v) for v in value]
+        return [int(v) for v in value]
+    raise TypeError(f"{op}: argument {arg!r} of type {kind} ({type(value).__name__}) cannot be encoded in an ATen node")

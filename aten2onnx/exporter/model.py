@@ -1,0 +1,184 @@
+"""Assemble the ModelProto from a translation, and ExportedModel: what `aten2onnx.export` returns."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Any
+
+import onnx
+import torch
+import torch.utils._pytree as pytree
+from onnx import helper
+
+from aten2onnx import _dtypes
+from aten2onnx.errors import ExportError, InvalidInputError
+from aten2onnx.exporter.builder import Node, Value, tensor_proto
+from aten2onnx.exporter.translate import Translation
+
+PRODUCER = "aten2onnx"
+TWO_GB = 2**31
+MIN_IR_VERSION = 10  # node metadata_props need IR 10
+
+
+def live_nodes(nodes: list[Node], outputs: list[Value]) -> list[Node]:
+    """The nodes the outputs depend on, in their original order (dead nodes removed)."""
+    live: set[int] = set()
+    stack = [v.producer for v in outputs if v.producer is not None]
+    while stack:
+        node = stack.pop()
+        if id(node) in live:
+            continue
+        live.add(id(node))
+        stack.extend(v.producer for v in node.inputs if v is not None and v.producer is not None)
+    return [n for n in nodes if id(n) in live]
+
+
+def _value_info(value: Value, name: str) -> onnx.ValueInfoProto:
+    shape = None if value.shape is None else [d if d is not None else None for d in value.shape]
+    elem = _dtypes.to_onnx(value.dtype) if value.dtype is not None else onnx.TensorProto.UNDEFINED
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def build_model(t: Translation, *, opset: int, output_names: list[str] | None) -> tuple[onnx.ModelProto, list[str], list[str]]:
+    g = t.graph
+    nodes = list(g.nodes)
+    graph_outputs = [slot.value for slot in t.outputs if slot.value is not None]
+    if output_names is not None and len(output_names) != len(graph_outputs):
+        raise ExportError(f"output_names has {len(output_names)} names but the model has {len(graph_outputs)} tensor outputs")
+    names = list(output_names) if output_names is not None else (
+        ["output"] if len(graph_outputs) == 1 else [f"output_{i}" for i in range(len(graph_outputs))])
+    final: list[Value] = []
+    seen: set[int] = set()
+    for value, name in zip(graph_outputs, names):
+        if value.kind != "node" or id(value) in seen or value.producer is None:
+            # An input, weight, constant or repeated value: give it an output name through Identity.
+            out = Value(name, value.dtype, value.shape)
+            node = Node("Identity", [value], [out], {}, "", f"{name}/Identity", {})
+            out.producer = node
+            nodes.append(node)
+            value = out
+        else:
+            value.name = name
+        seen.add(id(value))
+        final.append(value)
+    nodes = live_nodes(nodes, final)
+    used = {v.name for n in nodes for v in n.inputs if v is not None}
+    initializers = [tensor_proto(v.const, v.name) for name, v in g.initializers.items() if name in used]
+    graph = helper.make_graph(
+        g.node_protos(nodes),
+        "main_graph",
+        [_value_info(v, v.name) for v in g.inputs],
+        [_value_info(v, v.name) for v in final],
+        initializer=initializers,
+    )
+    imports = [helper.make_opsetid("", opset)] + [helper.make_opsetid(d, v) for d, v in sorted(g.domains.items())]
+    model = helper.make_model(graph, opset_imports=imports, producer_name=PRODUCER,
+                              ir_version=max(MIN_IR_VERSION, helper.find_min_ir_version_for(imports[:1])))
+    return model, [v.name for v in g.inputs], names
+
+
+class ExportedModel:
+    """An exported model: `.model_proto`, `.save(path)`, `.run(*args)`, and what the export did."""
+
+    def __init__(self, model_proto: onnx.ModelProto, *, input_names: list[str], output_names: list[str],
+                 fallback_ops: list[str], in_spec: pytree.TreeSpec | None, out_spec: pytree.TreeSpec | None,
+                 user_inputs: list[str | None], outputs: list[tuple[str | None, Any]], opset: int) -> None:
+        self.model_proto = model_proto
+        self.input_names = input_names
+        self.output_names = output_names
+        self.fallback_ops = fallback_ops
+        self.opset = opset
+        self._in_spec = in_spec
+        self._out_spec = out_spec
+        self._user_inputs = user_inputs
+        self._outputs = outputs
+        self._session = None
+
+    def __repr__(self) -> str:
+        return (f"ExportedModel(opset={self.opset}, nodes={len(self.model_proto.graph.node)}, "
+                f"inputs={self.input_names}, outputs={self.output_names}, fallback_ops={self.fallback_ops})")
+
+    # -- running --------------------------------------------------------------------------------
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        """Run in aten2onnx.runtime; takes the model's own arguments, returns its own output structure."""
+        from aten2onnx.runtime import InferenceSession
+
+        if self._session is None:
+            self._session = InferenceSession(self.model_proto)
+        flat, spec = pytree.tree_flatten((args, kwargs))
+        if self._in_spec is not None and spec != self._in_spec:
+            raise InvalidInputError(f"run() got arguments structured as {spec}; the model was exported with {self._in_spec}")
+        if len(flat) != len(self._user_inputs):
+            raise InvalidInputError(f"run() got {len(flat)} inputs; the model takes {len(self._user_inputs)}")
+        feeds = {name: torch.as_tensor(x) for name, x in zip(self._user_inputs, flat) if name is not None}
+        results = self._session.run_torch(feeds)
+        flat_out = [results[name] if name is not None else constant for name, constant in self._outputs]
+        if self._out_spec is None:
+            return flat_out[0] if len(flat_out) == 1 else tuple(flat_out)
+        return pytree.tree_unflatten(flat_out, self._out_spec)
+
+    # -- saving ---------------------------------------------------------------------------------
+    def save(self, path: str | os.PathLike, external_data: bool | None = None) -> None:
+        """Write the model atomically. Weights go to `<file>.data` beside it when external_data is
+        True, or when None and the model's weights exceed 2 GB."""
+        path = os.fspath(path)
+        weight_bytes = sum(len(t.raw_data) for t in self.model_proto.graph.initializer)
+        if external_data is None:
+            external_data = weight_bytes >= TWO_GB - (64 << 20)
+        folder = os.path.dirname(os.path.abspath(path))
+        if not external_data:
+            _atomic_write(folder, path, [self.model_proto.SerializeToString()])
+            return
+        data_name = os.path.basename(path) + ".data"
+        skeleton, chunks = _split_external(self.model_proto, data_name)
+        _atomic_write(folder, os.path.join(folder, data_name), chunks)
+        _atomic_write(folder, path, [skeleton.SerializeToString()])
+
+
+def _split_external(model: onnx.ModelProto, location: str) -> tuple[onnx.ModelProto, list[bytes]]:
+    """A copy of the model whose initializers point into one data file, and that file's chunks."""
+    skeleton = onnx.ModelProto()
+    for field in ("ir_version", "producer_name", "producer_version", "domain", "model_version", "doc_string"):
+        setattr(skeleton, field, getattr(model, field))
+    skeleton.opset_import.extend(model.opset_import)
+    skeleton.metadata_props.extend(model.metadata_props)
+    graph = skeleton.graph
+    graph.name = model.graph.name
+    graph.node.extend(model.graph.node)
+    graph.input.extend(model.graph.input)
+    graph.output.extend(model.graph.output)
+    graph.value_info.extend(model.graph.value_info)
+    chunks: list[bytes] = []
+    offset = 0
+    for init in model.graph.initializer:
+        ref = graph.initializer.add()
+        ref.name = init.name
+        ref.data_type = init.data_type
+        ref.dims.extend(init.dims)
+        data = init.raw_data
+        pad = (-offset) % 64  # aligned offsets let loaders map weights without copying
+        if pad:
+            chunks.append(b"\0" * pad)
+            offset += pad
+        ref.data_location = onnx.TensorProto.EXTERNAL
+        for key, value in (("location", location), ("offset", str(offset)), ("length", str(len(data)))):
+            entry = ref.external_data.add()
+            entry.key, entry.value = key, value
+        chunks.append(data)
+        offset += len(data)
+    return skeleton, chunks
+
+
+def _atomic_write(folder: str, path: str, chunks: list[bytes]) -> None:
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".aten2onnx-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            for chunk in chunks:
+                f.write(chunk)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+

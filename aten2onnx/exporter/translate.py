@@ -1,0 +1,267 @@
+"""Translate an ExportedProgram's ATen graph into ONNX nodes, one FX node at a time, through the
+registry; ops without a symbolic become ATen fallback nodes or are collected into one error."""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+import os
+import re
+from typing import Any, Callable
+
+import torch
+import torch.fx
+from torch.export import ExportedProgram
+from torch.export.graph_signature import InputKind, OutputKind
+
+from aten2onnx import registry as _registry
+from aten2onnx.errors import ExportError, SymbolicError, UnsupportedOp, UnsupportedOperatorError
+from aten2onnx.exporter.builder import Dim, GraphBuilder, Node, Value
+from aten2onnx.exporter.fallback import emit_aten_node
+from aten2onnx.registry import REGISTRY, Resolved, bind
+
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)')
+
+
+def source_of(node: torch.fx.Node) -> str | None:
+    """file:line of the user's code that made node: the innermost frame outside torch itself."""
+    frames = _FRAME.findall(node.meta.get("stack_trace") or "")
+    if not frames:
+        return None
+    for file, line, _ in reversed(frames):
+        if not file.startswith(_TORCH_DIR):
+            return f"{file}:{line}"
+    file, line, _ = frames[-1]
+    return f"{file}:{line}"
+
+
+def module_of(node: torch.fx.Node) -> str:
+    stack = node.meta.get("nn_module_stack") or {}
+    if not stack:
+        return ""
+    path, cls = list(stack.values())[-1]
+    cls_name = cls if isinstance(cls, str) else getattr(cls, "__qualname__", str(cls))
+    return f"{path or '<root>'} ({cls_name.rsplit('.', 1)[-1]})"
+
+
+def dim_of(d: Any) -> Dim:
+    if isinstance(d, int):
+        return d
+    if isinstance(d, torch.SymInt):
+        expr = d.node.expr
+        return int(expr) if expr.is_number else str(expr)
+    return None
+
+
+def value_info(val: Any) -> tuple[torch.dtype | None, tuple[Dim, ...] | None]:
+    if isinstance(val, torch.Tensor):
+        return val.dtype, tuple(dim_of(d) for d in val.shape)
+    if isinstance(val, (torch.SymInt, int)) and not isinstance(val, bool):
+        return torch.int64, ()
+    if isinstance(val, (torch.SymFloat, float)):
+        return torch.float32, ()
+    if isinstance(val, (torch.SymBool, bool)):
+        return torch.bool, ()
+    return None, None
+
+
+@dataclasses.dataclass
+class OutputSlot:
+    """One entry of the flattened user output: a graph output, or a constant torch.export baked."""
+
+    value: Value | None
+    constant: Any = None
+
+
+@dataclasses.dataclass
+class Translation:
+    graph: GraphBuilder
+    nodes: list[Node]
+    user_inputs: list[Value | None]  # per flattened user input: its graph input, None if baked
+    outputs: list[OutputSlot]
+    fallback_ops: list[str]
+
+
+class Translator:
+    def __init__(self, ep: ExportedProgram, *, opset: int, fallback: str,
+                 overrides: dict[str, Callable], evaluator: Callable | None) -> None:
+        self.ep = ep
+        self.opset = opset
+        self.fallback = fallback
+        self.overrides = overrides
+        self.g = GraphBuilder(opset, evaluator=evaluator)
+        self.env: dict[torch.fx.Node, Any] = {}
+        self.unsupported: list[UnsupportedOp] = []
+        self.fallback_ops: set[str] = set()
+
+    # -- entry ----------------------------------------------------------------------------------
+    def run(self, input_names: list[str] | None) -> Translation:
+        user_inputs = self._bind_placeholders(input_names)
+        for node in self.ep.graph.nodes:
+            if node.op == "call_function":
+                self._translate_call(node)
+        if self.unsupported:
+            raise UnsupportedOperatorError(self.unsupported, self.opset)
+        outputs = self._collect_outputs()
+        return Translation(self.g, self.g.nodes, user_inputs, outputs, sorted(self.fallback_ops))
+
+    # -- placeholders -----------------------------------------------------------------------------
+    def _bind_placeholders(self, input_names: list[str] | None) -> list[Value | None]:
+        specs = {spec.arg.name: spec for spec in self.ep.graph_signature.input_specs}
+        user_inputs: list[Value | None] = []
+        names = list(input_names or [])
+        for node in self.ep.graph.nodes:
+            if node.op != "placeholder":
+                continue
+            spec = specs[node.name]
+            if spec.kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR):
+                tensor = self.ep.state_dict.get(spec.target)
+                if tensor is None:
+                    tensor = self.ep.constants[spec.target]
+                self.env[node] = self.g.initializer(spec.target, tensor)
+            elif spec.kind == InputKind.USER_INPUT:
+                val = node.meta.get("val")
+                if isinstance(val, torch.Tensor):
+                    name = names[len(user_inputs)] if len(user_inputs) < len(names) else node.name
+                    dtype, shape = value_info(val)
+                    value = self.g.input(name, dtype, shape)
+                    self.env[node] = value
+                    user_inputs.append(value)
+                else:
+                    # A non-tensor input torch.export specialized: its example value is baked in.
+                    self.env[node] = val
+                    user_inputs.append(None)
+            else:
+                raise ExportError(f"input {node.name!r} is a {spec.kind.name}, which aten2onnx does not export")
+        tensor_inputs = sum(v is not None for v in user_inputs)
+        if input_names is not None and len(input_names) != tensor_inputs:
+            raise ExportError(f"input_names has {len(input_names)} names but the model has {tensor_inputs} tensor inputs")
+        return user_inputs
+
+    # -- call_function nodes ------------------------------------------------------------------------
+    def _translate_call(self, node: torch.fx.Node) -> None:
+        target = node.target
+        if target is operator.getitem:
+            self.env[node] = self.env[node.args[0]][node.args[1]]
+            return
+        meta = {"source": source_of(node) or "", "module": module_of(node), "aten_op": _registry.overload_key(target)}
+        self.g.set_scope(node.name, {k: v for k, v in meta.items() if v})
+        resolved = self._resolve(target)
+        if resolved is None:
+            self._unmapped(node, target)
+            return
+        schema = resolved.schema
+        if schema is not None:
+            bound = bind(schema, node.args, node.kwargs)
+        else:
+            bound = None
+        mapped = torch.fx.node.map_aggregate(bound if bound is not None else node.args, self._lookup)
+        first_new = len(self.g.nodes)
+        try:
+            result = resolved.handler(self.g, **mapped) if bound is not None else resolved.handler(self.g, *mapped)
+            result = self._finish(node, result, first_new)
+        except ExportError:
+            raise
+        except Exception as e:
+            where = f" at {meta['source']}" if meta["source"] else ""
+            who = "user symbolic" if resolved.user else "symbolic"
+            raise SymbolicError(
+                f"{who} {resolved.handler.__module__}.{resolved.handler.__qualname__} for {resolved.key} "
+                f"(registered at opset {resolved.opset}) failed on node {node.name!r}{where} "
+                f"exporting at opset {self.opset}: {type(e).__name__}: {e}"
+            ) from e
+        self.env[node] = result
+        if resolved.via_twin is not None:
+            self._rebind_written(node, target, result)
+
+    def _lookup(self, arg: Any) -> Any:
+        return self.env[arg] if isinstance(arg, torch.fx.Node) else arg
+
+    def _resolve(self, target: Any) -> Resolved | None:
+        key = _registry.overload_key(target)
+        fn = self.overrides.get(key)
+        if fn is not None:
+            schema = target._schema if isinstance(target, torch._ops.OpOverload) else None
+            return Resolved(fn, key, self.opset, schema, True, None)
+        return REGISTRY.resolve(target, self.opset)
+
+    def _rebind_written(self, node: torch.fx.Node, target: torch._ops.OpOverload, result: Any) -> None:
+        """After `x.add_(y)` is translated as `add`, later readers of x see the new value."""
+        bound = bind(target._schema, node.args, node.kwargs)
+        for name in _registry.written_arguments(target):
+            written = bound.get(name)
+            if not isinstance(written, torch.fx.Node):
+                continue
+            if written.op == "placeholder":
+                raise ExportError(
+                    f"node {node.name!r} ({_registry.overload_key(target)}) at {source_of(node) or '?'} updates the "
+                    f"model input or buffer {written.name!r} in place; writing state back is not supported yet. "
+                    "Return the new value as an output instead."
+                )
+            self.env[written] = result
+
+    def _unmapped(self, node: torch.fx.Node, target: Any) -> None:
+        key = _registry.overload_key(target)
+        if self.fallback == "error" or not isinstance(target, torch._ops.OpOverload):
+            self.unsupported.append(UnsupportedOp(key, node.name, source_of(node), REGISTRY.opsets_for(target)))
+            self.env[node] = _placeholder_result(node)
+            return
+        bound = torch.fx.node.map_aggregate(bind(target._schema, node.args, node.kwargs), self._lookup)
+        val = node.meta.get("val")
+        count = len(val) if isinstance(val, (tuple, list)) else 1
+        first_new = len(self.g.nodes)
+        result = emit_aten_node(self.g, target, bound, count)
+        if isinstance(val, (tuple, list)):
+            result = list(result) if count > 1 else [result]
+        self.env[node] = self._finish(node, result, first_new)
+        self.fallback_ops.add(key)
+
+    def _finish(self, node: torch.fx.Node, result: Any, first_new: int) -> Any:
+        """Name the handler's outputs after the FX node and give them the dtype/shape FX knows."""
+        val = node.meta.get("val")
+        new = {id(out) for n in self.g.nodes[first_new:] for out in n.outputs}
+        if isinstance(result, Value):
+            self._stamp(result, val, node.name, new)
+        elif isinstance(result, (tuple, list)) and isinstance(val, (tuple, list)):
+            for i, (res, v) in enumerate(zip(result, val)):
+                if isinstance(res, Value):
+                    self._stamp(res, v, f"{node.name}.{i}", new)
+        elif result is None and val is not None and not isinstance(val, (int, float, bool)):
+            raise TypeError("the handler returned None; a handler must return its output Value(s) or raise")
+        return result
+
+    def _stamp(self, value: Value, val: Any, name: str, new: set[int]) -> None:
+        if id(value) not in new:
+            return  # the handler passed an existing value through (a no-op such as contiguous)
+        dtype, shape = value_info(val)
+        if dtype is not None:
+            value.dtype = dtype
+            value.shape = shape
+        if name not in self.g._names:
+            self.g._names.discard(value.name)
+            value.name = name
+            self.g._names.add(name)
+
+    # -- outputs ----------------------------------------------------------------------------------
+    def _collect_outputs(self) -> list[OutputSlot]:
+        out_node = next(n for n in reversed(self.ep.graph.nodes) if n.op == "output")
+        specs = self.ep.graph_signature.output_specs
+        slots = []
+        for spec, arg in zip(specs, out_node.args[0]):
+            if spec.kind != OutputKind.USER_OUTPUT:
+                raise ExportError(f"output {spec.arg} is a {spec.kind.name}, which aten2onnx does not export yet")
+            value = self.env[arg] if isinstance(arg, torch.fx.Node) else arg
+            if isinstance(value, Value):
+                slots.append(OutputSlot(value))
+            else:
+                slots.append(OutputSlot(None, value))
+        return slots
+
+
+def _placeholder_result(node: torch.fx.Node) -> Any:
+    """Stand-in values so translation can go on and find every unsupported op in one pass."""
+    val = node.meta.get("val")
+    if isinstance(val, (tuple, list)):
+        return [Value(f"{node.name}.{i}", *value_info(v)) for i, v in enumerate(val)]
+    return Value(node.name, *value_info(val))

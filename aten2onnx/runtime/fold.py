@@ -1,0 +1,30 @@
+"""Constant folding for the exporter, with the runtime's own kernels."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from aten2onnx.runtime.kernel import SessionContext, find_kernel
+
+_CPU = torch.device("cpu")
+# Ops never folded: random, or with subgraphs.
+_NEVER = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
+                    "Bernoulli", "Dropout", "If", "Loop", "Scan"})
+
+
+def evaluate_constant(op_type: str, opset: int, inputs: list[torch.Tensor | None], attrs: dict[str, Any]
+                      ) -> tuple[torch.Tensor, ...] | None:
+    """The node's outputs on constant inputs, or None when it cannot be folded here."""
+    from aten2onnx.runtime import ops  # noqa: F401  (registers the kernels)
+
+    if op_type in _NEVER:
+        return None
+    cls = find_kernel("", op_type, opset)
+    if cls is None:
+        return None
+    kernel = cls(SessionContext(_CPU, {"": opset}, ()), None, **attrs)
+    with torch.inference_mode():
+        results = kernel.run(*inputs)
+    return tuple(r.clone() if r.is_inference() else r for r in results)

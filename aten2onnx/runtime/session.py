@@ -1,0 +1,321 @@
+"""InferenceSession: plans a model once (order, kernels, slots, frees), then runs it on torch tensors."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+import onnx
+import torch
+
+from aten2onnx import _dtypes
+from aten2onnx.errors import InvalidInputError, InvalidModelError, KernelError, RunError
+from aten2onnx.runtime.kernel import Kernel, SessionContext, decode_attribute, find_kernel, kernel_versions, tensor_from_proto
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeArg:
+    """An input or output of the model, as onnxruntime describes it."""
+
+    name: str
+    shape: list[int | str | None]
+    type: str
+
+
+def _type_string(elem_type: int) -> str:
+    return f"tensor({onnx.TensorProto.DataType.Name(elem_type).lower()})"
+
+
+def _node_arg(info: onnx.ValueInfoProto) -> NodeArg:
+    tensor_type = info.type.tensor_type
+    shape: list[int | str | None] = []
+    if tensor_type.HasField("shape"):
+        for d in tensor_type.shape.dim:
+            shape.append(d.dim_value if d.HasField("dim_value") else (d.dim_param or None))
+    return NodeArg(info.name, shape, _type_string(tensor_type.elem_type))
+
+
+def free_variables(graph: onnx.GraphProto) -> set[str]:
+    """Names a (sub)graph reads from its enclosing scopes."""
+    defined = {i.name for i in graph.input} | {i.name for i in graph.initializer}
+    used: set[str] = set()
+    for node in graph.node:
+        used.update(n for n in node.input if n)
+        for attr in node.attribute:
+            for sub in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)):
+                used |= free_variables(sub)
+        defined.update(node.output)
+    return used - defined
+
+
+class _Step:
+    __slots__ = ("kernel", "inputs", "outputs", "free", "implicit", "node")
+
+    def __init__(self, kernel: Kernel, inputs: list[int], outputs: list[int], implicit: list[tuple[str, int]],
+                 node: onnx.NodeProto) -> None:
+        self.kernel = kernel
+        self.inputs = inputs
+        self.outputs = outputs
+        self.free: list[int] = []
+        self.implicit = implicit
+        self.node = node
+
+
+class GraphRunner:
+    """A planned graph. The session runs the main graph with one; If, Loop and Scan run their
+    bodies with others, passing the enclosing scope's values as `outer`."""
+
+    def __init__(self, graph: onnx.GraphProto, ctx: SessionContext, *, outer_names: Iterable[str] = (),
+                 base_dir: str | None = None) -> None:
+        self.ctx = ctx
+        self.graph = graph
+        self._slot: dict[str, int] = {}
+        self.input_names = [i.name for i in graph.input]
+        self.output_names = [o.name for o in graph.output]
+        self._initial: list[Any] = []
+
+        for init in graph.initializer:
+            try:
+                tensor = tensor_from_proto(init, base_dir)
+            except Exception as e:
+                raise InvalidModelError(f"initializer {init.name!r} cannot be read: {e}") from e
+            slot = self._new_slot(init.name)
+            self._initial[slot] = tensor.to(ctx.device) if ctx.device.type != "cpu" else tensor
+        self._input_slots = [self._new_slot(name) for name in self.input_names]
+        self._outer_slots = [(name, self._new_slot(name)) for name in outer_names if name not in self._slot]
+        self.steps = [self._plan_node(node) for node in self._ordered(graph)]
+        missing = [name for name in self.output_names if name not in self._slot]
+        if missing:
+            raise InvalidModelError(f"graph outputs {missing} are produced by no node, input or initializer")
+        self._output_slots = [self._slot[name] for name in self.output_names]
+        self._plan_frees()
+
+    def _new_slot(self, name: str) -> int:
+        slot = self._slot.get(name)
+        if slot is None:
+            slot = len(self._initial)
+            self._slot[name] = slot
+            self._initial.append(None)
+        return slot
+
+    def _ordered(self, graph: onnx.GraphProto) -> list[onnx.NodeProto]:
+        """Nodes in an order where each reads only what is already defined (Kahn's algorithm)."""
+        available = set(self._slot)
+        nodes = list(graph.node)
+        order: list[onnx.NodeProto] = []
+        pending = nodes
+        while pending:
+            progressed = []
+            rest = []
+            for node in pending:
+                needs = [n for n in node.input if n] + sorted(_implicit_names(node))
+                if all(n in available for n in needs):
+                    progressed.append(node)
+                    available.update(node.output)
+                else:
+                    rest.append(node)
+            if not progressed:
+                node = rest[0]
+                unknown = [n for n in list(node.input) + sorted(_implicit_names(node)) if n and n not in available]
+                raise InvalidModelError(
+                    f"node {node.name!r} ({node.op_type}) reads {unknown}, which no node, graph input or "
+                    "initializer defines (or the graph has a cycle)"
+                )
+            order.extend(progressed)
+            pending = rest
+        return order
+
+    def _plan_node(self, node: onnx.NodeProto) -> _Step:
+        domain = "" if node.domain in ("", "ai.onnx") else node.domain
+        opset = self.ctx.opsets.get(domain)
+        where = f"node {node.name!r} ({node.op_type})"
+        if opset is None:
+            raise InvalidModelError(f"{where} uses domain {domain!r}, which the model does not import")
+        cls = find_kernel(domain, node.op_type, opset)
+        if cls is None:
+            versions = kernel_versions(domain, node.op_type)
+            detail = f"kernels exist from versions {versions}" if versions else "aten2onnx.runtime has no kernel for it"
+            raise InvalidModelError(f"{where}: {domain or 'ai.onnx'}::{node.op_type} at opset {opset} is not supported; {detail}")
+        try:
+            attrs = {a.name: decode_attribute(a) for a in node.attribute}
+            kernel = cls(self.ctx, node, **attrs)
+        except InvalidModelError as e:
+            raise InvalidModelError(f"{where}: {e}") from e
+        except TypeError as e:
+            raise InvalidModelError(f"{where}: bad attributes: {e}") from e
+        except Exception as e:
+            raise InvalidModelError(f"{where}: {type(e).__name__}: {e}") from e
+        inputs = [self._slot[name] if name else -1 for name in node.input]
+        implicit = [(name, self._slot[name]) for name in sorted(_implicit_names(node))]
+        outputs = [self._new_slot(name) if name else -1 for name in node.output]
+        return _Step(kernel, inputs, outputs, implicit, node)
+
+    def _plan_frees(self) -> None:
+        keep = set(self._output_slots)
+        last: dict[int, int] = {}
+        for i, step in enumerate(self.steps):
+            for slot in step.inputs + [s for _, s in step.implicit]:
+                if slot >= 0:
+                    last[slot] = i
+            for slot in step.outputs:
+                if slot >= 0:
+                    last.setdefault(slot, i)  # an output nobody reads is freed right away
+        for slot, i in last.items():
+            if slot not in keep and self._initial[slot] is None:
+                self.steps[i].free.append(slot)
+
+    def run(self, inputs: Sequence[Any], outer: dict[str, Any] | None = None) -> list[Any]:
+        values = list(self._initial)
+        for slot, value in zip(self._input_slots, inputs):
+            values[slot] = value
+        if self._outer_slots:
+            for name, slot in self._outer_slots:
+                values[slot] = outer[name]
+        for step in self.steps:
+            args = [values[s] if s >= 0 else None for s in step.inputs]
+            try:
+                if step.implicit:
+                    results = step.kernel.run(*args, outer={name: values[s] for name, s in step.implicit})
+                else:
+                    results = step.kernel.run(*args)
+            except RunError:
+                raise
+            except Exception as e:
+                shapes = [tuple(a.shape) if isinstance(a, torch.Tensor) else type(a).__name__ for a in args]
+                raise KernelError(
+                    f"node {step.node.name!r} ({step.node.op_type}) failed on inputs {list(step.node.input)} "
+                    f"with shapes {shapes}: {type(e).__name__}: {e}"
+                ) from e
+            for slot, value in zip(step.outputs, results):
+                if slot >= 0:
+                    values[slot] = value
+            for slot in step.free:
+                values[slot] = None
+        return [values[s] for s in self._output_slots]
+
+
+def _implicit_names(node: onnx.NodeProto) -> set[str]:
+    names: set[str] = set()
+    for attr in node.attribute:
+        if attr.type == onnx.AttributeProto.GRAPH:
+            names |= free_variables(attr.g)
+        elif attr.type == onnx.AttributeProto.GRAPHS:
+            for g in attr.graphs:
+                names |= free_variables(g)
+    return names
+
+
+class InferenceSession:
+    """Runs an ONNX model with PyTorch kernels, with onnxruntime's API.
+
+    model: a path, serialized bytes or an onnx.ModelProto. External data files are read from the
+    model file's folder. ATen fallback nodes run as torch.ops.<namespace>.<op>.<overload> for the
+    namespaces in allowed_aten_namespaces only; anything else is refused here, before any run.
+    """
+
+    def __init__(self, model: str | os.PathLike | bytes | onnx.ModelProto, *, device: str | torch.device = "cpu",
+                 allowed_aten_namespaces: Sequence[str] = ("aten",)) -> None:
+        from aten2onnx.runtime import ops  # noqa: F401  (registers the kernels)
+
+        proto, base_dir = _load(model)
+        self.device = torch.device(device)
+        if self.device.type == "cuda" and not torch.cuda.is_available():
+            raise InvalidModelError("device='cuda' was asked for but torch sees no CUDA device")
+        opsets = {("" if o.domain in ("", "ai.onnx") else o.domain): o.version for o in proto.opset_import}
+        if "" not in opsets:
+            raise InvalidModelError("the model imports no ai.onnx opset")
+        from aten2onnx.runtime.ops import MAX_OPSET
+
+        if opsets[""] > MAX_OPSET:
+            raise InvalidModelError(f"the model's opset {opsets['']} is newer than the newest this runtime runs, {MAX_OPSET}")
+        self._ctx = SessionContext(self.device, opsets, tuple(allowed_aten_namespaces))
+        self._ctx.compile_graph = lambda graph, outer=(): GraphRunner(graph, self._ctx, outer_names=outer, base_dir=base_dir)
+        initializers = {i.name for i in proto.graph.initializer}
+        self._inputs = [_node_arg(i) for i in proto.graph.input if i.name not in initializers]
+        self._outputs = [_node_arg(o) for o in proto.graph.output]
+        self._input_types = {i.name: i.type.tensor_type for i in proto.graph.input if i.name not in initializers}
+        self._runner = GraphRunner(proto.graph, self._ctx, base_dir=base_dir)
+        self._feed_order = [n for n in self._runner.input_names if n not in initializers]
+        self.model_proto = proto
+
+    def get_inputs(self) -> list[NodeArg]:
+        return list(self._inputs)
+
+    def get_outputs(self) -> list[NodeArg]:
+        return list(self._outputs)
+
+    def get_modelmeta(self) -> dict[str, str]:
+        return {p.key: p.value for p in self.model_proto.metadata_props}
+
+    def run(self, output_names: Sequence[str] | None, feeds: dict[str, Any]) -> list[np.ndarray]:
+        """numpy in, numpy out, as onnxruntime does."""
+        tensors = {}
+        for name, value in feeds.items():
+            if isinstance(value, np.ndarray) or np.isscalar(value):
+                value = torch.from_numpy(np.asarray(value))
+            tensors[name] = value
+        results = self.run_torch(tensors, output_names)
+        return [t.detach().cpu().numpy() if isinstance(t, torch.Tensor) else t for t in results.values()]
+
+    def run_torch(self, feeds: dict[str, torch.Tensor], output_names: Sequence[str] | None = None) -> dict[str, torch.Tensor]:
+        """torch tensors in and out; inputs are used as given (no copies on the session's device)."""
+        names = [o.name for o in self._outputs] if output_names is None else list(output_names)
+        unknown_out = [n for n in names if n not in {o.name for o in self._outputs}]
+        if unknown_out:
+            raise InvalidInputError(f"unknown output names {unknown_out}; the model's outputs are {[o.name for o in self._outputs]}")
+        inputs = self._check_feeds(feeds)
+        with torch.inference_mode():
+            results = self._runner.run(inputs)
+        by_name = dict(zip(self._runner.output_names, results))
+        return {n: by_name[n] for n in names}
+
+    def _check_feeds(self, feeds: dict[str, Any]) -> list[torch.Tensor]:
+        unknown = sorted(set(feeds) - set(self._feed_order))
+        missing = [n for n in self._feed_order if n not in feeds]
+        if unknown or missing:
+            raise InvalidInputError(
+                f"inputs do not match the model: missing {missing}, unknown {unknown}; the model takes {self._feed_order}"
+            )
+        dims: dict[str, tuple[int, str]] = {}
+        out = []
+        for name in self._feed_order:
+            value = feeds[name]
+            if not isinstance(value, torch.Tensor):
+                raise InvalidInputError(f"input {name!r} is a {type(value).__name__}, not a tensor")
+            expected = self._input_types[name]
+            want = _dtypes.to_torch(expected.elem_type)
+            if value.dtype != want:
+                raise InvalidInputError(f"input {name!r} has dtype {value.dtype}; the model expects {want}")
+            if expected.HasField("shape"):
+                want_dims = expected.shape.dim
+                if len(want_dims) != value.dim():
+                    raise InvalidInputError(f"input {name!r} has rank {value.dim()} (shape {tuple(value.shape)}); "
+                                            f"the model expects rank {len(want_dims)}")
+                for axis, (d, actual) in enumerate(zip(want_dims, value.shape)):
+                    if d.HasField("dim_value") and d.dim_value != actual:
+                        raise InvalidInputError(f"input {name!r} has size {actual} in dim {axis}; the model expects {d.dim_value}")
+                    if d.dim_param:
+                        seen = dims.setdefault(d.dim_param, (actual, f"{name}[{axis}]"))
+                        if seen[0] != actual:
+                            raise InvalidInputError(
+                                f"dim {d.dim_param!r} is {actual} in {name}[{axis}] but {seen[0]} in {seen[1]}")
+            if value.device != self.device:
+                value = value.to(self.device)
+            out.append(value)
+        return out
+
+
+def _load(model: Any) -> tuple[onnx.ModelProto, str | None]:
+    try:
+        if isinstance(model, onnx.ModelProto):
+            return model, None
+        if isinstance(model, (bytes, bytearray)):
+            return onnx.load_from_string(bytes(model)), None
+        path = os.fspath(model)
+        return onnx.load(path, load_external_data=True), os.path.dirname(os.path.abspath(path))
+    except (OSError, TypeError) as e:
+        raise InvalidModelError(f"cannot load the model: {e}") from e
+    except Exception as e:  # protobuf's DecodeError and friends
+        raise InvalidModelError(f"the model is malformed: {type(e).__name__}: {e}") from e

@@ -1,0 +1,21 @@
+"""Built-in symbolic functions: opset9 is the base; each later module holds only what changed.
+
+Importing this package registers them all.
+"""
+
+from aten2onnx.symbolic import (  # noqa: F401  (imported to register)
+    opset9,
+    opset10,
+    opset11,
+    opset12,
+    opset13,
+    opset14,
+    opset17,
+    opset18,
+    opset20,
+    opset26,
+)
+
+MIN_OPSET = 9
+# The newest opset onnxruntime 1.31 runs; exports beyond it could not be checked against it.
+MAX_OPSET = 26

@@ -1,0 +1,39 @@
+"""Opset 10: Slice takes its bounds as inputs and gains steps; MaxPool gains dilations and
+ceil_mode; AveragePool gains ceil_mode."""
+
+from __future__ import annotations
+
+import functools
+
+from aten2onnx import registry
+from aten2onnx.symbolic._helpers import norm_dim
+from aten2onnx.symbolic.opset9 import INT64_MAX, is_full_slice, max_pool, pool_args, slice_axis
+
+register = functools.partial(registry.register, opset=10)
+
+
+@register("aten::slice.Tensor")
+def aten_slice(g, self, dim=0, start=None, end=None, step=1):
+    """slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)"""
+    dim = norm_dim(dim, self.rank)
+    if is_full_slice(self, dim, start, end, step):
+        return self
+    return slice_axis(g, self, dim, 0 if start is None else start, INT64_MAX if end is None else end, step,
+                      as_inputs=True)
+
+
+@register("aten::max_pool2d.default")
+def aten_max_pool2d(g, self, kernel_size, stride=[], padding=[0, 0], dilation=[1, 1], ceil_mode=False):
+    """max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor"""
+    return max_pool(g, self, kernel_size, stride, padding, dilation, ceil_mode, 2, has_dilation_and_ceil=True)
+
+
+@register("aten::avg_pool2d.default")
+def aten_avg_pool2d(g, self, kernel_size, stride=[], padding=[0, 0], ceil_mode=False, count_include_pad=True,
+                    divisor_override=None):
+    """avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor"""
+    if divisor_override is not None:
+        raise NotImplementedError("avg_pool2d with divisor_override has no ONNX equivalent")
+    kernel, strides, pads = pool_args(kernel_size, stride, padding, 2)
+    return g.op("AveragePool", self, kernel_shape=kernel, strides=strides, pads=pads,
+                count_include_pad=int(count_include_pad), ceil_mode=int(ceil_mode))

@@ -1,0 +1,125 @@
+"""Opset 11: Equal takes floats; Range, CumSum, GatherElements, GatherND and ScatterND arrive;
+Clip takes min/max as inputs; Gather accepts negative indices."""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+
+from aten2onnx import registry
+from aten2onnx.exporter.builder import GraphBuilder, Value
+from aten2onnx.symbolic._helpers import as_value, cast, norm_dim
+from aten2onnx.symbolic.opset9 import FLOATS, arange, clamp_minmax, equal, sum_dtype, unsqueeze_static
+
+register = functools.partial(registry.register, opset=11)
+
+
+@register("aten::eq.Tensor", "aten::eq.Scalar")
+def aten_eq(g, self, other):
+    """eq.Tensor(Tensor self, Tensor other) -> Tensor"""
+    return equal(g, self, other, float_equal=True)
+
+
+@register("aten::ne.Tensor", "aten::ne.Scalar")
+def aten_ne(g, self, other):
+    """ne.Tensor(Tensor self, Tensor other) -> Tensor"""
+    return g.op("Not", equal(g, self, other, float_equal=True))
+
+
+@register("aten::select.int")
+def aten_select(g, self, dim, index):
+    """select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)"""
+    idx = index if isinstance(index, Value) else g.const(index, dtype=torch.int64)
+    return g.op("Gather", self, idx, axis=norm_dim(dim, self.rank))
+
+
+@register("aten::gather.default")
+def aten_gather(g, self, dim, index, *, sparse_grad=False):
+    """gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor"""
+    return g.op("GatherElements", self, index, axis=norm_dim(dim, self.rank))
+
+
+@register("aten::cumsum.default")
+def aten_cumsum(g, self, dim, *, dtype=None):
+    """cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor"""
+    x = cast(g, self, sum_dtype(self, dtype))
+    return g.op("CumSum", x, g.const(norm_dim(dim, self.rank), dtype=torch.int64))
+
+
+@register("aten::clamp.default")
+def aten_clamp(g, self, min=None, max=None):
+    """clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor"""
+    if self.dtype not in FLOATS:
+        return clamp_minmax(g, self, min, max)
+    lo = None if min is None else as_value(g, min, self.dtype)
+    hi = None if max is None else as_value(g, max, self.dtype)
+    return g.op("Clip", self, lo, hi)
+
+
+@register("aten::arange.default")
+def aten_arange(g, end, *, dtype=None, layout=None, device=None, pin_memory=None):
+    """arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"""
+    return arange(g, 0, end, 1, dtype, has_range=True)
+
+
+@register("aten::arange.start")
+def aten_arange_start(g, start, end, *, dtype=None, layout=None, device=None, pin_memory=None):
+    """arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"""
+    return arange(g, start, end, 1, dtype, has_range=True)
+
+
+@register("aten::arange.start_step")
+def aten_arange_start_step(g, start, end, step=1, *, dtype=None, layout=None, device=None, pin_memory=None):
+    """arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"""
+    return arange(g, start, end, step, dtype, has_range=True)
+
+
+def broadcast_indices(g: GraphBuilder, indices: list[Value]) -> list[Value]:
+    """Index tensors broadcast to one shape, as advanced indexing does (x*0 sums share the shape)."""
+    if len(indices) == 1:
+        return indices
+    zero = None
+    for idx in indices:
+        z = g.op("Mul", idx, g.const(0, like=idx))
+        zero = z if zero is None else g.op("Add", zero, z)
+    return [g.op("Add", idx, zero) for idx in indices]
+
+
+def advanced_index(g: GraphBuilder, self: Value, indices: list[Value | None]) -> Value:
+    """x[i0, i1, ...] with integer or boolean index tensors (None for a full dim), by GatherND."""
+    rank = self.rank
+    expanded: list[Value | None] = []
+    for idx in indices:
+        if idx is not None and idx.dtype in (torch.bool, torch.uint8):
+            # A mask over k dims stands for k index tensors: the coordinates of its true entries.
+            coords = g.op("NonZero", cast(g, idx, torch.bool))
+            for k in range(idx.rank):
+                expanded.append(g.op("Gather", coords, g.const(k, dtype=torch.int64), axis=0))
+        else:
+            expanded.append(idx)
+    positions = [i for i, idx in enumerate(expanded) if idx is not None]
+    if len(positions) == 1:
+        return g.op("Gather", self, expanded[positions[0]], axis=positions[0])
+    adjacent = positions == list(range(positions[0], positions[-1] + 1))
+    rest = [i for i in range(rank) if i not in positions]
+    perm = positions + rest
+    x = self if perm == list(range(rank)) else g.op("Transpose", self, perm=perm)
+    idx = broadcast_indices(g, [cast(g, expanded[i], torch.int64) for i in positions])
+    idx_rank = idx[0].rank
+    stacked = g.op("Concat", *(unsqueeze_static(g, i, i.rank) for i in idx), axis=-1)
+    out = g.op("GatherND", x, stacked)
+    if not adjacent or positions[0] == 0 or idx_rank is None:
+        return out
+    # Adjacent indexed dims keep their place in the result: move the index dims back to it.
+    first = positions[0]
+    out_rank = idx_rank + len(rest)
+    lead = list(range(idx_rank, idx_rank + first))
+    order = lead + list(range(idx_rank)) + list(range(idx_rank + first, out_rank))
+    return g.op("Transpose", out, perm=order)
+
+
+@register("aten::index.Tensor")
+def aten_index(g, self, indices):
+    """index.Tensor(Tensor self, Tensor?[] indices) -> Tensor"""
+    return advanced_index(g, self, list(indices))

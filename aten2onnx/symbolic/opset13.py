@@ -1,0 +1,96 @@
+"""Opset 13: Unsqueeze, Squeeze, Split and ReduceSum take axes (or sizes) as inputs; Softmax and
+LogSoftmax work along any axis instead of flattening to 2-D."""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+
+from aten2onnx import registry
+from aten2onnx.symbolic._helpers import cast, norm_dim, norm_dims, reduce, squeeze, unsqueeze
+from aten2onnx.symbolic.opset9 import chunk_sizes, softmax, split_by_sizes, squeezable, static_dim, sum_dtype
+
+register = functools.partial(registry.register, opset=13)
+
+
+@register("aten::unsqueeze.default")
+def aten_unsqueeze(g, self, dim):
+    """unsqueeze(Tensor(a) self, int dim) -> Tensor(a)"""
+    return unsqueeze(g, self, [norm_dim(dim, self.rank + 1)], axes_as_input=True)
+
+
+@register("aten::squeeze.dims")
+def aten_squeeze_dims(g, self, dim):
+    """squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)"""
+    if self.rank == 0:
+        return self
+    axes = squeezable(self, norm_dims(dim, self.rank))
+    return squeeze(g, self, axes, axes_as_input=True) if axes else self
+
+
+@register("aten::squeeze.dim")
+def aten_squeeze_dim(g, self, dim):
+    """squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)"""
+    return aten_squeeze_dims(g, self, [dim])
+
+
+@register("aten::squeeze.default")
+def aten_squeeze(g, self):
+    """squeeze(Tensor(a) self) -> Tensor(a)"""
+    return aten_squeeze_dims(g, self, list(range(self.rank)))
+
+
+@register("aten::split.Tensor")
+def aten_split(g, self, split_size, dim=0):
+    """split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]"""
+    dim = norm_dim(dim, self.rank)
+    return split_by_sizes(g, self, chunk_sizes(static_dim(self, dim, "split"), split_size), dim, sizes_as_input=True)
+
+
+@register("aten::split_with_sizes.default")
+def aten_split_with_sizes(g, self, split_sizes, dim=0):
+    """split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]"""
+    return split_by_sizes(g, self, list(split_sizes), norm_dim(dim, self.rank), sizes_as_input=True)
+
+
+@register("aten::chunk.default")
+def aten_chunk(g, self, chunks, dim=0):
+    """chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]"""
+    dim = norm_dim(dim, self.rank)
+    total = static_dim(self, dim, "chunk")
+    return split_by_sizes(g, self, chunk_sizes(total, -(-total // chunks)), dim, sizes_as_input=True)
+
+
+@register("aten::sum.dim_IntList")
+def aten_sum_dim(g, self, dim, keepdim=False, *, dtype=None):
+    """sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"""
+    x = cast(g, self, sum_dtype(self, dtype))
+    return reduce(g, "ReduceSum", x, norm_dims(dim or [], self.rank), keepdim, axes_as_input=True)
+
+
+@register("aten::sum.default")
+def aten_sum(g, self, *, dtype=None):
+    """sum(Tensor self, *, ScalarType? dtype=None) -> Tensor"""
+    return aten_sum_dim(g, self, None, False, dtype=dtype)
+
+
+@register("aten::softmax.int")
+def aten_softmax(g, self, dim, dtype=None):
+    """softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor"""
+    x = self if dtype is None else cast(g, self, dtype)
+    return softmax(g, "Softmax", x, dim, any_axis=True)
+
+
+@register("aten::_softmax.default")
+def aten__softmax(g, self, dim, half_to_float):
+    """_softmax(Tensor self, int dim, bool half_to_float) -> Tensor"""
+    x = cast(g, self, torch.float32) if half_to_float else self
+    return softmax(g, "Softmax", x, dim, any_axis=True)
+
+
+@register("aten::log_softmax.int")
+def aten_log_softmax(g, self, dim, dtype=None):
+    """log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor"""
+    x = self if dtype is None else cast(g, self, dtype)
+    return softmax(g, "LogSoftmax", x, dim, any_axis=True)

@@ -1,0 +1,1225 @@
+"""ATen -> ONNX symbolic functions for the base opset, 9.
+
+Later opsetN modules hold only the handlers whose ONNX output changed in opset N.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import operator
+
+import torch
+
+from aten2onnx import registry
+from aten2onnx.exporter.builder import GraphBuilder, Value
+from aten2onnx.symbolic._helpers import (
+    FLOATS,
+    as_value,
+    cast,
+    norm_dim,
+    norm_dims,
+    promote,
+    reduce,
+    result_type,
+    squeeze,
+    unsqueeze,
+)
+
+register = functools.partial(registry.register, opset=9)
+
+INT64_MAX = 2**63 - 1
+SymInt = int | Value
+
+
+# -- shared pieces used by several handlers (and by later opset modules) ------------------------------
+
+
+def binary(g: GraphBuilder, op_type: str, self: Value, other, alpha=1) -> Value:
+    self, other = promote(g, self, other)
+    if alpha != 1:
+        other = g.op("Mul", other, g.const(alpha, like=other))
+    return g.op(op_type, self, other)
+
+
+def to_float(g: GraphBuilder, x: Value) -> Value:
+    """Ints and bools go to the default float dtype, as torch does for float-only math."""
+    return x if x.dtype is not None and (x.dtype.is_floating_point or x.dtype.is_complex) else cast(g, x, torch.get_default_dtype())
+
+
+def float_unary(g: GraphBuilder, op_type: str, self: Value) -> Value:
+    return g.op(op_type, to_float(g, self))
+
+
+def compare(g: GraphBuilder, op_type: str, self: Value, other) -> Value:
+    self, other = promote(g, self, other)
+    return g.op(op_type, self, other)
+
+
+def equal_nan_safe(g: GraphBuilder, a: Value, b: Value) -> Value:
+    """a == b with Less/Greater, for opsets whose Equal takes no floats; NaN compares unequal."""
+    differ = g.op("Or", g.op("Less", a, b), g.op("Greater", a, b))
+    nan = g.op("Or", g.op("IsNaN", a), g.op("IsNaN", b))
+    return g.op("Not", g.op("Or", differ, nan))
+
+
+def equal(g: GraphBuilder, self: Value, other, *, float_equal: bool) -> Value:
+    self, other = promote(g, self, other)
+    if self.dtype is not None and self.dtype.is_floating_point and not float_equal:
+        return equal_nan_safe(g, self, other)
+    return g.op("Equal", self, other)
+
+
+def dim_size(g: GraphBuilder, x: Value, dim: int) -> SymInt:
+    """Size of one dim: an int where static, else a 0-d int64 graph value."""
+    if x.shape is not None and isinstance(x.shape[dim], int):
+        return x.shape[dim]
+    return g.op("Gather", g.op("Shape", x), g.const(dim, dtype=torch.int64), axis=0)
+
+
+def reshape(g: GraphBuilder, x: Value, shape: list[SymInt]) -> Value:
+    return g.op("Reshape", x, g.int_list(shape))
+
+
+def transpose_perm(rank: int, dim0: int, dim1: int) -> list[int]:
+    perm = list(range(rank))
+    perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
+    return perm
+
+
+def slice_axis(g: GraphBuilder, x: Value, axis: int, start: SymInt, end: SymInt, step: int = 1, *,
+               as_inputs: bool) -> Value:
+    """x[start:end:step] along axis; Slice takes attributes up to opset 9, inputs from 10."""
+    if as_inputs:
+        return g.op("Slice", x, g.int_list([start]), g.int_list([end]), g.const([axis], dtype=torch.int64),
+                    g.const([step], dtype=torch.int64))
+    if step != 1 or isinstance(start, Value) or isinstance(end, Value):
+        raise NotImplementedError("opset 9 Slice takes only constant bounds and step 1; export at opset 10 or later")
+    return g.op("Slice", x, starts=[start], ends=[end], axes=[axis])
+
+
+def is_full_slice(x: Value, dim: int, start, end, step) -> bool:
+    size = x.shape[dim] if x.shape is not None else None
+    return (step == 1 and start in (None, 0) and
+            (end is None or (isinstance(end, int) and (end >= INT64_MAX or (isinstance(size, int) and end >= size)))))
+
+
+def softmax(g: GraphBuilder, op_type: str, x: Value, dim: int, *, any_axis: bool) -> Value:
+    """Softmax/LogSoftmax over dim. Before opset 13 the op flattens to 2-D at axis, which is only
+    softmax over one dim when that dim is the last; other dims are moved last and back."""
+    rank = x.rank
+    dim = norm_dim(dim, rank)
+    if any_axis or dim == rank - 1:
+        return g.op(op_type, x, axis=dim)
+    perm = transpose_perm(rank, dim, rank - 1)
+    y = g.op(op_type, g.op("Transpose", x, perm=perm), axis=rank - 1)
+    return g.op("Transpose", y, perm=perm)
+
+
+def fill(g: GraphBuilder, size: list[SymInt] | Value, value, dtype: torch.dtype) -> Value:
+    """A tensor of `size` filled with value: a small constant, or ConstantOfShape."""
+    if isinstance(size, list) and all(isinstance(s, int) for s in size) and math.prod(size) <= 64:
+        return g.const(torch.full(size, value, dtype=dtype))
+    shape = size if isinstance(size, Value) else g.int_list(size)
+    return g.op("ConstantOfShape", shape, value=torch.tensor([value], dtype=dtype))
+
+
+def fill_dtype(value, dtype: torch.dtype | None) -> torch.dtype:
+    if dtype is not None:
+        return dtype
+    if isinstance(value, bool):
+        return torch.bool
+    if isinstance(value, int):
+        return torch.int64
+    return torch.get_default_dtype()
+
+
+def layer_norm_decomposed(g: GraphBuilder, x: Value, axes: list[int], weight, bias, eps: float,
+                          *, reduce_axes_as_input: bool) -> Value:
+    mean = reduce(g, "ReduceMean", x, axes, True, axes_as_input=reduce_axes_as_input)
+    centered = g.op("Sub", x, mean)
+    var = reduce(g, "ReduceMean", g.op("Mul", centered, centered), axes, True, axes_as_input=reduce_axes_as_input)
+    y = g.op("Div", centered, g.op("Sqrt", g.op("Add", var, g.const(eps, like=x))))
+    if weight is not None:
+        y = g.op("Mul", y, weight)
+    if bias is not None:
+        y = g.op("Add", y, bias)
+    return y
+
+
+def attention(g: GraphBuilder, query: Value, key: Value, value: Value, attn_mask, is_causal: bool,
+              scale, enable_gqa: bool) -> Value:
+    """softmax(q k^T * scale + mask) v, the math of torch's reference implementation."""
+    rank = key.rank
+    head_dim = query.shape[-1]
+    if scale is None:
+        if not isinstance(head_dim, int):
+            raise NotImplementedError("scaled_dot_product_attention needs a static head dim when scale is None")
+        scale = 1.0 / math.sqrt(head_dim)
+    if enable_gqa and query.shape[-3] != key.shape[-3]:
+        repeats = query.shape[-3] // key.shape[-3]
+        key, value = (repeat_heads(g, t, repeats) for t in (key, value))
+    key_t = g.op("Transpose", key, perm=transpose_perm(rank, rank - 2, rank - 1))
+    scores = g.op("Mul", g.op("MatMul", query, key_t), g.const(scale, like=query))
+    if is_causal:
+        length, source = query.shape[-2], key.shape[-2]
+        if not (isinstance(length, int) and isinstance(source, int)):
+            raise NotImplementedError("is_causal=True needs static sequence lengths")
+        causal = torch.ones(length, source, dtype=torch.bool).tril()
+        scores = g.op("Where", g.const(causal), scores, g.const(float("-inf"), like=scores))
+    if attn_mask is not None:
+        if attn_mask.dtype == torch.bool:
+            scores = g.op("Where", attn_mask, scores, g.const(float("-inf"), like=scores))
+        else:
+            scores = g.op("Add", scores, cast(g, attn_mask, scores.dtype))
+    weights = g.op("Softmax", scores, axis=rank - 1)
+    return g.op("MatMul", weights, value)
+
+
+def repeat_heads(g: GraphBuilder, x: Value, repeats: int) -> Value:
+    """[B, H, S, E] -> [B, H*repeats, S, E], each head repeated in place (repeat_interleave)."""
+    b, h, s, e = x.shape
+    expanded = g.op("Expand", unsqueeze_static(g, x, 2),
+                    g.int_list([dim_size(g, x, 0), h, repeats, dim_size(g, x, 2), e]))
+    return reshape(g, expanded, [0, h * repeats, -1, e])
+
+
+def unsqueeze_static(g: GraphBuilder, x: Value, axis: int) -> Value:
+    """Unsqueeze by Reshape, which reads the same at every opset."""
+    dims = [0] * axis + [1] + [0] * (x.rank - axis)
+    return g.op("Reshape", x, g.const(dims, dtype=torch.int64))
+
+
+# -- elementwise arithmetic ----------------------------------------------------------------------------
+
+
+@register("aten::add.Tensor")
+def aten_add(g, self, other, *, alpha=1):
+    """add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor"""
+    return binary(g, "Add", self, other, alpha)
+
+
+@register("aten::add.Scalar")
+def aten_add_scalar(g, self, other, alpha=1):
+    """add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor"""
+    return binary(g, "Add", self, other, alpha)
+
+
+@register("aten::sub.Tensor")
+def aten_sub(g, self, other, *, alpha=1):
+    """sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor"""
+    return binary(g, "Sub", self, other, alpha)
+
+
+@register("aten::sub.Scalar")
+def aten_sub_scalar(g, self, other, alpha=1):
+    """sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor"""
+    return binary(g, "Sub", self, other, alpha)
+
+
+@register("aten::rsub.Scalar")
+def aten_rsub(g, self, other, alpha=1):
+    """rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor"""
+    self, other = promote(g, self, other)
+    return binary(g, "Sub", other, self, alpha)
+
+
+@register("aten::mul.Tensor", "aten::mul.Scalar")
+def aten_mul(g, self, other):
+    """mul.Tensor(Tensor self, Tensor other) -> Tensor"""
+    if self.dtype == torch.bool and isinstance(other, Value) and other.dtype == torch.bool:
+        return g.op("And", self, other)
+    return binary(g, "Mul", self, other)
+
+
+@register("aten::div.Tensor", "aten::div.Scalar")
+def aten_div(g, self, other):
+    """div.Tensor(Tensor self, Tensor other) -> Tensor"""
+    dtype = result_type(self, other)
+    if not dtype.is_floating_point:
+        dtype = torch.get_default_dtype()
+    self, other = promote(g, self, other, to=dtype)
+    return g.op("Div", self, other)
+
+
+@register("aten::div.Tensor_mode", "aten::div.Scalar_mode")
+def aten_div_mode(g, self, other, *, rounding_mode):
+    """div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor"""
+    if rounding_mode is None:
+        return aten_div(g, self, other)
+    dtype = result_type(self, other)
+    if dtype.is_floating_point:
+        q = g.op("Div", *promote(g, self, other, to=dtype))
+        if rounding_mode == "floor":
+            return g.op("Floor", q)
+        return g.op("Mul", g.op("Sign", q), g.op("Floor", g.op("Abs", q)))
+    if rounding_mode == "trunc":
+        return g.op("Div", *promote(g, self, other, to=dtype))  # integer Div truncates
+    q = g.op("Floor", g.op("Div", *promote(g, self, other, to=torch.float64)))
+    return cast(g, q, dtype)
+
+
+@register("aten::floor_divide.default", "aten::floor_divide.Scalar")
+def aten_floor_divide(g, self, other):
+    """floor_divide(Tensor self, Tensor other) -> Tensor"""
+    return aten_div_mode(g, self, other, rounding_mode="floor")
+
+
+@register("aten::pow.Tensor_Scalar")
+def aten_pow_tensor_scalar(g, self, exponent):
+    """pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor"""
+    if exponent == 2:
+        # ATen computes x**2 as x*x; the same node keeps results identical.
+        (x,) = promote(g, self, to=result_type(self, exponent))
+        return g.op("Mul", x, x)
+    if exponent == 0.5:
+        return g.op("Sqrt", to_float(g, self))
+    return binary(g, "Pow", self, exponent)
+
+
+@register("aten::pow.Tensor_Tensor")
+def aten_pow(g, self, exponent):
+    """pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor"""
+    return binary(g, "Pow", self, exponent)
+
+
+@register("aten::pow.Scalar")
+def aten_pow_scalar(g, self, exponent):
+    """pow.Scalar(Scalar self, Tensor exponent) -> Tensor"""
+    base, exponent = promote(g, self, exponent)
+    return g.op("Pow", base, exponent)
+
+
+@register("aten::neg.default")
+def aten_neg(g, self):
+    """neg(Tensor self) -> Tensor"""
+    return g.op("Neg", self)
+
+
+@register("aten::abs.default")
+def aten_abs(g, self):
+    """abs(Tensor self) -> Tensor"""
+    return g.op("Abs", self)
+
+
+@register("aten::reciprocal.default")
+def aten_reciprocal(g, self):
+    """reciprocal(Tensor self) -> Tensor"""
+    return float_unary(g, "Reciprocal", self)
+
+
+@register("aten::sqrt.default")
+def aten_sqrt(g, self):
+    """sqrt(Tensor self) -> Tensor"""
+    return float_unary(g, "Sqrt", self)
+
+
+@register("aten::rsqrt.default")
+def aten_rsqrt(g, self):
+    """rsqrt(Tensor self) -> Tensor"""
+    return g.op("Reciprocal", float_unary(g, "Sqrt", self))
+
+
+@register("aten::exp.default")
+def aten_exp(g, self):
+    """exp(Tensor self) -> Tensor"""
+    return float_unary(g, "Exp", self)
+
+
+@register("aten::log.default")
+def aten_log(g, self):
+    """log(Tensor self) -> Tensor"""
+    return float_unary(g, "Log", self)
+
+
+@register("aten::sin.default")
+def aten_sin(g, self):
+    """sin(Tensor self) -> Tensor"""
+    return float_unary(g, "Sin", self)
+
+
+@register("aten::cos.default")
+def aten_cos(g, self):
+    """cos(Tensor self) -> Tensor"""
+    return float_unary(g, "Cos", self)
+
+
+@register("aten::tanh.default")
+def aten_tanh(g, self):
+    """tanh(Tensor self) -> Tensor"""
+    return float_unary(g, "Tanh", self)
+
+
+@register("aten::sigmoid.default")
+def aten_sigmoid(g, self):
+    """sigmoid(Tensor self) -> Tensor"""
+    return float_unary(g, "Sigmoid", self)
+
+
+@register("aten::erf.default")
+def aten_erf(g, self):
+    """erf(Tensor self) -> Tensor"""
+    return float_unary(g, "Erf", self)
+
+
+@register("aten::floor.default")
+def aten_floor(g, self):
+    """floor(Tensor self) -> Tensor"""
+    return self if not self.dtype.is_floating_point else g.op("Floor", self)
+
+
+@register("aten::relu.default")
+def aten_relu(g, self):
+    """relu(Tensor self) -> Tensor"""
+    return g.op("Relu", self)
+
+
+@register("aten::silu.default")
+def aten_silu(g, self):
+    """silu(Tensor self) -> Tensor"""
+    return g.op("Mul", self, g.op("Sigmoid", self))
+
+
+@register("aten::gelu.default")
+def aten_gelu(g, self, *, approximate="none"):
+    """gelu(Tensor self, *, str approximate="none") -> Tensor"""
+    half = g.const(0.5, like=self)
+    if approximate == "tanh":
+        cube = g.op("Mul", g.op("Mul", self, self), self)
+        inner = g.op("Add", self, g.op("Mul", cube, g.const(0.044715, like=self)))
+        t = g.op("Tanh", g.op("Mul", inner, g.const(math.sqrt(2 / math.pi), like=self)))
+    else:
+        t = g.op("Erf", g.op("Mul", self, g.const(1 / math.sqrt(2), like=self)))
+    return g.op("Mul", g.op("Mul", self, half), g.op("Add", t, g.const(1.0, like=self)))
+
+
+@register("aten::leaky_relu.default")
+def aten_leaky_relu(g, self, negative_slope=0.01):
+    """leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor"""
+    return g.op("LeakyRelu", self, alpha=float(negative_slope))
+
+
+@register("aten::clamp.default")
+def aten_clamp(g, self, min=None, max=None):
+    """clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor"""
+    if self.dtype not in FLOATS:
+        return clamp_minmax(g, self, min, max)
+    return g.op("Clip", self, min=None if min is None else float(min), max=None if max is None else float(max))
+
+
+def clamp_minmax(g: GraphBuilder, self: Value, min, max) -> Value:
+    if min is not None:
+        self = g.op("Max", self, as_value(g, min, self.dtype))
+    if max is not None:
+        self = g.op("Min", self, as_value(g, max, self.dtype))
+    return self
+
+
+@register("aten::hardtanh.default")
+def aten_hardtanh(g, self, min_val=-1, max_val=1):
+    """hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor"""
+    return aten_clamp(g, self, min_val, max_val)
+
+
+# -- comparisons and logic -------------------------------------------------------------------------------
+
+
+@register("aten::eq.Tensor", "aten::eq.Scalar")
+def aten_eq(g, self, other):
+    """eq.Tensor(Tensor self, Tensor other) -> Tensor"""
+    return equal(g, self, other, float_equal=False)
+
+
+@register("aten::ne.Tensor", "aten::ne.Scalar")
+def aten_ne(g, self, other):
+    """ne.Tensor(Tensor self, Tensor other) -> Tensor"""
+    return g.op("Not", aten_eq(g, self, other))
+
+
+@register("aten::lt.Tensor", "aten::lt.Scalar")
+def aten_lt(g, self, other):
+    """lt.Tensor(Tensor self, Tensor other) -> Tensor"""
+    return compare(g, "Less", self, other)
+
+
+@register("aten::gt.Tensor", "aten::gt.Scalar")
+def aten_gt(g, self, other):
+    """gt.Tensor(Tensor self, Tensor other) -> Tensor"""
+    return compare(g, "Greater", self, other)
+
+
+@register("aten::le.Tensor", "aten::le.Scalar")
+def aten_le(g, self, other):
+    """le.Tensor(Tensor self, Tensor other) -> Tensor"""
+    a, b = promote(g, self, other)
+    return g.op("Or", g.op("Less", a, b), equal(g, a, b, float_equal=False))
+
+
+@register("aten::ge.Tensor", "aten::ge.Scalar")
+def aten_ge(g, self, other):
+    """ge.Tensor(Tensor self, Tensor other) -> Tensor"""
+    a, b = promote(g, self, other)
+    return g.op("Or", g.op("Greater", a, b), equal(g, a, b, float_equal=False))
+
+
+@register("aten::logical_not.default")
+def aten_logical_not(g, self):
+    """logical_not(Tensor self) -> Tensor"""
+    return g.op("Not", cast(g, self, torch.bool))
+
+
+@register("aten::logical_and.default")
+def aten_logical_and(g, self, other):
+    """logical_and(Tensor self, Tensor other) -> Tensor"""
+    return g.op("And", cast(g, self, torch.bool), cast(g, other, torch.bool))
+
+
+@register("aten::logical_or.default")
+def aten_logical_or(g, self, other):
+    """logical_or(Tensor self, Tensor other) -> Tensor"""
+    return g.op("Or", cast(g, self, torch.bool), cast(g, other, torch.bool))
+
+
+def bitwise(g: GraphBuilder, bool_op: str, self: Value, other) -> Value:
+    self, other = promote(g, self, other)
+    if self.dtype != torch.bool:
+        raise NotImplementedError(f"bitwise ops on {self.dtype} need opset 18 (Bitwise*)")
+    return g.op(bool_op, self, other)
+
+
+@register("aten::__and__.Tensor", "aten::bitwise_and.Tensor", "aten::bitwise_and.Scalar")
+def aten_bitwise_and(g, self, other):
+    """bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor"""
+    return bitwise(g, "And", self, other)
+
+
+@register("aten::__or__.Tensor", "aten::bitwise_or.Tensor", "aten::bitwise_or.Scalar")
+def aten_bitwise_or(g, self, other):
+    """bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor"""
+    return bitwise(g, "Or", self, other)
+
+
+@register("aten::bitwise_not.default")
+def aten_bitwise_not(g, self):
+    """bitwise_not(Tensor self) -> Tensor"""
+    if self.dtype != torch.bool:
+        raise NotImplementedError(f"bitwise_not on {self.dtype} needs opset 18 (BitwiseNot)")
+    return g.op("Not", self)
+
+
+@register("aten::where.self")
+def aten_where(g, condition, self, other):
+    """where.self(Tensor condition, Tensor self, Tensor other) -> Tensor"""
+    self, other = promote(g, self, other)
+    return g.op("Where", cast(g, condition, torch.bool), self, other)
+
+
+@register("aten::where.ScalarOther", "aten::where.ScalarSelf", "aten::where.Scalar")
+def aten_where_scalar(g, condition, self, other):
+    """where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor"""
+    return aten_where(g, condition, self, other)
+
+
+@register("aten::masked_fill.Scalar", "aten::masked_fill.Tensor")
+def aten_masked_fill(g, self, mask, value):
+    """masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor"""
+    return g.op("Where", cast(g, mask, torch.bool), as_value(g, value, self.dtype), self)
+
+
+# -- no-ops and conversions ----------------------------------------------------------------------------
+
+
+@register("aten::contiguous.default")
+def aten_contiguous(g, self, *, memory_format=torch.contiguous_format):
+    """contiguous(Tensor(a) self, *, MemoryFormat memory_format=0) -> Tensor(a)"""
+    return self
+
+
+@register("aten::clone.default")
+def aten_clone(g, self, *, memory_format=None):
+    """clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor"""
+    return self
+
+
+@register("aten::detach.default", "aten::alias.default", "aten::lift_fresh_copy.default")
+def aten_detach(g, self):
+    """detach(Tensor(a) self) -> Tensor(a)"""
+    return self
+
+
+@register("aten::dropout.default")
+def aten_dropout(g, input, p, train):
+    """dropout(Tensor input, float p, bool train) -> Tensor"""
+    if train and p > 0:
+        raise NotImplementedError("dropout in training mode is random; export the model in eval mode")
+    return input
+
+
+@register("aten::_assert_tensor_metadata.default")
+def aten_assert_tensor_metadata(g, a, size=None, stride=None, dtype=None, *, device=None, layout=None):
+    """_assert_tensor_metadata(Tensor a, SymInt[]? size=None, SymInt[]? stride=None, ScalarType? dtype=None, *, Device? device=None, Layout? layout=None) -> ()"""
+    return None
+
+
+@register("aten::_assert_scalar.default")
+def aten_assert_scalar(g, self, assert_msg):
+    """_assert_scalar(Scalar self, str assert_msg) -> ()"""
+    return None
+
+
+@register("aten::sym_constrain_range_for_size.default")
+def aten_sym_constrain_range_for_size(g, size, *, min=None, max=None):
+    """sym_constrain_range_for_size(Scalar size, *, int? min=None, int? max=None) -> ()"""
+    return None
+
+
+@register("aten::to.dtype")
+def aten_to_dtype(g, self, dtype, non_blocking=False, copy=False, memory_format=None):
+    """to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)"""
+    return cast(g, self, dtype)
+
+
+@register("aten::to.dtype_layout")
+def aten_to_dtype_layout(g, self, *, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False,
+                         copy=False, memory_format=None):
+    """to.dtype_layout(Tensor(a) self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)"""
+    return self if dtype is None else cast(g, self, dtype)
+
+
+@register("aten::to.device")
+def aten_to_device(g, self, device, dtype, non_blocking=False, copy=False, memory_format=None):
+    """to.device(Tensor(a) self, Device device, ScalarType dtype, bool non_blocking=False, bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)"""
+    return cast(g, self, dtype)
+
+
+@register("aten::_to_copy.default")
+def aten_to_copy(g, self, *, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False,
+                 memory_format=None):
+    """_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor"""
+    return self if dtype is None else cast(g, self, dtype)
+
+
+@register("aten::type_as.default")
+def aten_type_as(g, self, other):
+    """type_as(Tensor self, Tensor other) -> Tensor"""
+    return cast(g, self, other.dtype)
+
+
+# -- shapes and views --------------------------------------------------------------------------------------
+
+
+@register("aten::sym_size.int")
+def aten_sym_size(g, self, dim):
+    """sym_size.int(Tensor self, int dim) -> SymInt"""
+    return dim_size(g, self, norm_dim(dim, self.rank))
+
+
+@register("aten::view.default", "aten::_unsafe_view.default")
+def aten_view(g, self, size):
+    """view(Tensor(a) self, SymInt[] size) -> Tensor(a)"""
+    return reshape(g, self, size)
+
+
+@register("aten::reshape.default")
+def aten_reshape(g, self, shape):
+    """reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)"""
+    return reshape(g, self, shape)
+
+
+@register("aten::expand.default")
+def aten_expand(g, self, size, *, implicit=False):
+    """expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)"""
+    # -1 keeps a dim; Expand broadcasts, so 1 does the same.
+    target = [1 if isinstance(s, int) and s == -1 else s for s in size]
+    if self.shape is not None and list(self.shape) == target:
+        return self
+    return g.op("Expand", self, g.int_list(target))
+
+
+@register("aten::expand_as.default")
+def aten_expand_as(g, self, other):
+    """expand_as(Tensor(a) self, Tensor other) -> Tensor(a)"""
+    return g.op("Expand", self, g.op("Shape", other))
+
+
+@register("aten::unsqueeze.default")
+def aten_unsqueeze(g, self, dim):
+    """unsqueeze(Tensor(a) self, int dim) -> Tensor(a)"""
+    return unsqueeze(g, self, [norm_dim(dim, self.rank + 1)], axes_as_input=False)
+
+
+def squeezable(x: Value, dims: list[int]) -> list[int]:
+    """The dims ATen's squeeze would drop: those of size 1 (others are a no-op in ATen)."""
+    return [d for d in dims if x.shape is not None and x.shape[d] == 1]
+
+
+@register("aten::squeeze.dim")
+def aten_squeeze_dim(g, self, dim):
+    """squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)"""
+    return aten_squeeze_dims(g, self, [dim])
+
+
+@register("aten::squeeze.dims")
+def aten_squeeze_dims(g, self, dim):
+    """squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)"""
+    if self.rank == 0:
+        return self
+    axes = squeezable(self, norm_dims(dim, self.rank))
+    return squeeze(g, self, axes, axes_as_input=False) if axes else self
+
+
+@register("aten::squeeze.default")
+def aten_squeeze(g, self):
+    """squeeze(Tensor(a) self) -> Tensor(a)"""
+    return aten_squeeze_dims(g, self, list(range(self.rank)))
+
+
+@register("aten::transpose.int")
+def aten_transpose(g, self, dim0, dim1):
+    """transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)"""
+    rank = self.rank
+    if rank < 2:
+        return self
+    dim0, dim1 = norm_dim(dim0, rank), norm_dim(dim1, rank)
+    if dim0 == dim1:
+        return self
+    return g.op("Transpose", self, perm=transpose_perm(rank, dim0, dim1))
+
+
+@register("aten::permute.default")
+def aten_permute(g, self, dims):
+    """permute(Tensor(a) self, int[] dims) -> Tensor(a)"""
+    perm = norm_dims(dims, self.rank)
+    if perm == sorted(perm):
+        return self
+    return g.op("Transpose", self, perm=perm)
+
+
+@register("aten::t.default")
+def aten_t(g, self):
+    """t(Tensor(a) self) -> Tensor(a)"""
+    return aten_transpose(g, self, 0, 1)
+
+
+@register("aten::flatten.using_ints")
+def aten_flatten(g, self, start_dim=0, end_dim=-1):
+    """flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)"""
+    rank = self.rank
+    if rank == 0:
+        return reshape(g, self, [1])
+    start, end = norm_dim(start_dim, rank), norm_dim(end_dim, rank)
+    if start == end:
+        return self
+    # Reshape's 0 copies the input dim at the same index, which holds for the dims before start.
+    shape = [0] * start + [-1] + [dim_size(g, self, d) for d in range(end + 1, rank)]
+    return reshape(g, self, shape)
+
+
+@register("aten::unflatten.int")
+def aten_unflatten(g, self, dim, sizes):
+    """unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)"""
+    rank = self.rank
+    dim = norm_dim(dim, rank)
+    shape = [0] * dim + list(sizes) + [dim_size(g, self, d) for d in range(dim + 1, rank)]
+    return reshape(g, self, shape)
+
+
+@register("aten::slice.Tensor")
+def aten_slice(g, self, dim=0, start=None, end=None, step=1):
+    """slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)"""
+    dim = norm_dim(dim, self.rank)
+    if is_full_slice(self, dim, start, end, step):
+        return self
+    return slice_axis(g, self, dim, 0 if start is None else start, INT64_MAX if end is None else end, step,
+                      as_inputs=False)
+
+
+@register("aten::select.int")
+def aten_select(g, self, dim, index):
+    """select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)"""
+    dim = norm_dim(dim, self.rank)
+    if isinstance(index, int) and index < 0:
+        size = self.shape[dim]
+        if not isinstance(size, int):
+            raise NotImplementedError("select with a negative index on a dynamic dim needs opset 11")
+        index += size
+    idx = index if isinstance(index, Value) else g.const(index, dtype=torch.int64)
+    return g.op("Gather", self, idx, axis=dim)
+
+
+def split_by_sizes(g: GraphBuilder, self: Value, sizes: list[int], dim: int, *, sizes_as_input: bool) -> list[Value]:
+    if len(sizes) == 1:
+        return [self]
+    if sizes_as_input:
+        outs = g.op("Split", self, g.const(sizes, dtype=torch.int64), outputs=len(sizes), axis=dim)
+    else:
+        outs = g.op("Split", self, outputs=len(sizes), axis=dim, split=sizes)
+    return list(outs)
+
+
+def chunk_sizes(total: int, split_size: int) -> list[int]:
+    if split_size == 0:
+        return [0]
+    n = max(1, -(-total // split_size))
+    return [split_size] * (n - 1) + [total - split_size * (n - 1)]
+
+
+def static_dim(x: Value, dim: int, what: str) -> int:
+    size = x.shape[dim] if x.shape is not None else None
+    if not isinstance(size, int):
+        raise NotImplementedError(f"{what} along a dynamic dim is not supported yet")
+    return size
+
+
+@register("aten::split.Tensor")
+def aten_split(g, self, split_size, dim=0):
+    """split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]"""
+    dim = norm_dim(dim, self.rank)
+    return split_by_sizes(g, self, chunk_sizes(static_dim(self, dim, "split"), split_size), dim, sizes_as_input=False)
+
+
+@register("aten::split_with_sizes.default")
+def aten_split_with_sizes(g, self, split_sizes, dim=0):
+    """split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]"""
+    return split_by_sizes(g, self, list(split_sizes), norm_dim(dim, self.rank), sizes_as_input=False)
+
+
+@register("aten::chunk.default")
+def aten_chunk(g, self, chunks, dim=0):
+    """chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]"""
+    dim = norm_dim(dim, self.rank)
+    total = static_dim(self, dim, "chunk")
+    return split_by_sizes(g, self, chunk_sizes(total, -(-total // chunks)), dim, sizes_as_input=False)
+
+
+@register("aten::unbind.int")
+def aten_unbind(g, self, dim=0):
+    """unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]"""
+    dim = norm_dim(dim, self.rank)
+    return [aten_select(g, self, dim, i) for i in range(static_dim(self, dim, "unbind"))]
+
+
+@register("aten::cat.default")
+def aten_cat(g, tensors, dim=0):
+    """cat(Tensor[] tensors, int dim=0) -> Tensor"""
+    # ATen skips legacy empty 1-D tensors in cat; ONNX Concat would reject them.
+    tensors = [t for t in tensors if not (t.shape == (0,) and t.rank == 1)] or tensors[:1]
+    tensors = promote(g, *tensors)
+    if len(tensors) == 1:
+        return tensors[0]
+    return g.op("Concat", *tensors, axis=norm_dim(dim, tensors[0].rank))
+
+
+@register("aten::stack.default")
+def aten_stack(g, tensors, dim=0):
+    """stack(Tensor[] tensors, int dim=0) -> Tensor"""
+    dim = norm_dim(dim, tensors[0].rank + 1)
+    tensors = promote(g, *tensors)
+    return g.op("Concat", *(unsqueeze_static(g, t, dim) for t in tensors), axis=dim)
+
+
+# -- indexing ---------------------------------------------------------------------------------------------------
+
+
+@register("aten::embedding.default")
+def aten_embedding(g, weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    """embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor"""
+    return g.op("Gather", weight, indices, axis=0)
+
+
+@register("aten::index_select.default")
+def aten_index_select(g, self, dim, index):
+    """index_select(Tensor self, int dim, Tensor index) -> Tensor"""
+    return g.op("Gather", self, index, axis=norm_dim(dim, self.rank))
+
+
+@register("aten::index.Tensor")
+def aten_index(g, self, indices):
+    """index.Tensor(Tensor self, Tensor?[] indices) -> Tensor"""
+    used = [(i, idx) for i, idx in enumerate(indices) if idx is not None]
+    if len(used) == 1 and used[0][1].dtype not in (torch.bool, torch.uint8):
+        axis, idx = used[0]
+        return g.op("Gather", self, idx, axis=axis)
+    raise NotImplementedError("index with several or boolean index tensors needs opset 11 (GatherND)")
+
+
+# -- linear algebra ---------------------------------------------------------------------------------------------
+
+
+@register("aten::linear.default")
+def aten_linear(g, input, weight, bias=None):
+    """linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor"""
+    if input.rank == 2 and bias is not None and weight.rank == 2:
+        return g.op("Gemm", input, weight, bias, transB=1)
+    y = g.op("MatMul", input, aten_t(g, weight))
+    return y if bias is None else g.op("Add", y, bias)
+
+
+@register("aten::addmm.default")
+def aten_addmm(g, self, mat1, mat2, *, beta=1, alpha=1):
+    """addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor"""
+    return g.op("Gemm", mat1, mat2, self, alpha=float(alpha), beta=float(beta))
+
+
+@register("aten::mm.default", "aten::bmm.default")
+def aten_mm(g, self, mat2):
+    """mm(Tensor self, Tensor mat2) -> Tensor"""
+    return g.op("MatMul", self, mat2)
+
+
+@register("aten::matmul.default")
+def aten_matmul(g, self, other):
+    """matmul(Tensor self, Tensor other) -> Tensor"""
+    return g.op("MatMul", self, other)
+
+
+# -- normalization, convolution, pooling -------------------------------------------------------------------------
+
+
+@register("aten::layer_norm.default")
+def aten_layer_norm(g, input, normalized_shape, weight=None, bias=None, eps=1e-05, cudnn_enable=True):
+    """layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor"""
+    axes = list(range(input.rank - len(normalized_shape), input.rank))
+    return layer_norm_decomposed(g, input, axes, weight, bias, eps, reduce_axes_as_input=False)
+
+
+@register("aten::batch_norm.default")
+def aten_batch_norm(g, input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled):
+    """batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor"""
+    if training or running_mean is None:
+        raise NotImplementedError("batch_norm with batch statistics (training mode) is not exported; use eval mode")
+    channels = running_mean.shape[0]
+    if weight is None:
+        weight = g.const(torch.ones(channels, dtype=input.dtype))
+    if bias is None:
+        bias = g.const(torch.zeros(channels, dtype=input.dtype))
+    return g.op("BatchNormalization", input, weight, bias, running_mean, running_var, epsilon=float(eps))
+
+
+def conv(g: GraphBuilder, input: Value, weight: Value, bias, stride, padding, dilation, groups: int) -> Value:
+    spatial = weight.rank - 2
+    expand = (lambda v: list(v) * spatial if len(v) == 1 else list(v))
+    pads = expand(padding)
+    return g.op("Conv", input, weight, bias, strides=expand(stride), pads=pads + pads, dilations=expand(dilation),
+                group=int(groups), kernel_shape=[d for d in weight.shape[2:]] if weight.is_static else None)
+
+
+@register("aten::conv1d.default")
+def aten_conv1d(g, input, weight, bias=None, stride=[1], padding=[0], dilation=[1], groups=1):
+    """conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=[1], SymInt[1] padding=[0], SymInt[1] dilation=[1], SymInt groups=1) -> Tensor"""
+    return conv(g, input, weight, bias, stride, padding, dilation, groups)
+
+
+@register("aten::conv2d.default")
+def aten_conv2d(g, input, weight, bias=None, stride=[1, 1], padding=[0, 0], dilation=[1, 1], groups=1):
+    """conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=[1, 1], SymInt[2] padding=[0, 0], SymInt[2] dilation=[1, 1], SymInt groups=1) -> Tensor"""
+    return conv(g, input, weight, bias, stride, padding, dilation, groups)
+
+
+@register("aten::conv3d.default")
+def aten_conv3d(g, input, weight, bias=None, stride=[1, 1, 1], padding=[0, 0, 0], dilation=[1, 1, 1], groups=1):
+    """conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=[1, 1, 1], SymInt[3] padding=[0, 0, 0], SymInt[3] dilation=[1, 1, 1], SymInt groups=1) -> Tensor"""
+    return conv(g, input, weight, bias, stride, padding, dilation, groups)
+
+
+@register("aten::convolution.default")
+def aten_convolution(g, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    """convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor"""
+    if not transposed:
+        return conv(g, input, weight, bias, stride, padding, dilation, groups)
+    spatial = weight.rank - 2
+    expand = (lambda v: list(v) * spatial if len(v) == 1 else list(v))
+    pads = expand(padding)
+    return g.op("ConvTranspose", input, weight, bias, strides=expand(stride), pads=pads + pads,
+                dilations=expand(dilation), group=int(groups), output_padding=expand(output_padding))
+
+
+def pool_args(kernel_size, stride, padding, spatial: int) -> tuple[list[int], list[int], list[int]]:
+    expand = (lambda v: list(v) * spatial if len(v) == 1 else list(v))
+    kernel = expand(kernel_size)
+    strides = expand(stride) if stride else kernel
+    pads = expand(padding if isinstance(padding, (list, tuple)) else [padding])
+    return kernel, strides, pads + pads
+
+
+def max_pool(g: GraphBuilder, self: Value, kernel_size, stride, padding, dilation, ceil_mode: bool, spatial: int,
+             *, has_dilation_and_ceil: bool) -> Value:
+    kernel, strides, pads = pool_args(kernel_size, stride, padding, spatial)
+    dilations = list(dilation) * spatial if len(dilation) == 1 else list(dilation)
+    if not has_dilation_and_ceil:
+        if ceil_mode or any(d != 1 for d in dilations):
+            raise NotImplementedError("max_pool with ceil_mode or dilation needs opset 10")
+        return g.op("MaxPool", self, kernel_shape=kernel, strides=strides, pads=pads)
+    return g.op("MaxPool", self, kernel_shape=kernel, strides=strides, pads=pads, dilations=dilations,
+                ceil_mode=int(ceil_mode))
+
+
+@register("aten::max_pool2d.default")
+def aten_max_pool2d(g, self, kernel_size, stride=[], padding=[0, 0], dilation=[1, 1], ceil_mode=False):
+    """max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor"""
+    return max_pool(g, self, kernel_size, stride, padding, dilation, ceil_mode, 2, has_dilation_and_ceil=False)
+
+
+@register("aten::avg_pool2d.default")
+def aten_avg_pool2d(g, self, kernel_size, stride=[], padding=[0, 0], ceil_mode=False, count_include_pad=True,
+                    divisor_override=None):
+    """avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor"""
+    if divisor_override is not None or ceil_mode:
+        raise NotImplementedError("avg_pool2d with divisor_override or ceil_mode is not supported at this opset")
+    kernel, strides, pads = pool_args(kernel_size, stride, padding, 2)
+    return g.op("AveragePool", self, kernel_shape=kernel, strides=strides, pads=pads,
+                count_include_pad=int(count_include_pad))
+
+
+@register("aten::adaptive_avg_pool2d.default", "aten::adaptive_avg_pool1d.default")
+def aten_adaptive_avg_pool(g, self, output_size):
+    """adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor"""
+    if all(s == 1 for s in output_size):
+        return g.op("GlobalAveragePool", self)
+    spatial = list(self.shape[-len(output_size):])
+    if not all(isinstance(s, int) and s % o == 0 for s, o in zip(spatial, output_size)):
+        raise NotImplementedError("adaptive_avg_pool with an output size that does not divide the input")
+    kernel = [s // o for s, o in zip(spatial, output_size)]
+    return g.op("AveragePool", self, kernel_shape=kernel, strides=kernel)
+
+
+# -- reductions and softmax -----------------------------------------------------------------------------------------
+
+
+def sum_dtype(self: Value, dtype: torch.dtype | None) -> torch.dtype:
+    """torch sums integers and bools in int64 unless told otherwise."""
+    if dtype is not None:
+        return dtype
+    return torch.int64 if not self.dtype.is_floating_point and not self.dtype.is_complex else self.dtype
+
+
+@register("aten::sum.dim_IntList")
+def aten_sum_dim(g, self, dim, keepdim=False, *, dtype=None):
+    """sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"""
+    x = cast(g, self, sum_dtype(self, dtype))
+    return reduce(g, "ReduceSum", x, norm_dims(dim or [], self.rank), keepdim, axes_as_input=False)
+
+
+@register("aten::sum.default")
+def aten_sum(g, self, *, dtype=None):
+    """sum(Tensor self, *, ScalarType? dtype=None) -> Tensor"""
+    return aten_sum_dim(g, self, None, False, dtype=dtype)
+
+
+@register("aten::mean.dim")
+def aten_mean_dim(g, self, dim, keepdim=False, *, dtype=None):
+    """mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"""
+    x = self if dtype is None else cast(g, self, dtype)
+    return reduce(g, "ReduceMean", x, norm_dims(dim or [], self.rank), keepdim, axes_as_input=False)
+
+
+@register("aten::mean.default")
+def aten_mean(g, self, *, dtype=None):
+    """mean(Tensor self, *, ScalarType? dtype=None) -> Tensor"""
+    return aten_mean_dim(g, self, None, False, dtype=dtype)
+
+
+@register("aten::amax.default")
+def aten_amax(g, self, dim=[], keepdim=False):
+    """amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor"""
+    return reduce(g, "ReduceMax", self, norm_dims(dim, self.rank), keepdim, axes_as_input=False)
+
+
+@register("aten::amin.default")
+def aten_amin(g, self, dim=[], keepdim=False):
+    """amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor"""
+    return reduce(g, "ReduceMin", self, norm_dims(dim, self.rank), keepdim, axes_as_input=False)
+
+
+@register("aten::max.dim")
+def aten_max_dim(g, self, dim, keepdim=False):
+    """max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)"""
+    dim = norm_dim(dim, self.rank)
+    values = reduce(g, "ReduceMax", self, [dim], keepdim, axes_as_input=False)
+    return values, g.op("ArgMax", self, axis=dim, keepdims=int(keepdim))
+
+
+@register("aten::argmax.default")
+def aten_argmax(g, self, dim=None, keepdim=False):
+    """argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor"""
+    if dim is None:
+        flat = reshape(g, self, [-1])
+        out = g.op("ArgMax", flat, axis=0, keepdims=0)
+        return reshape(g, out, [1] * self.rank) if keepdim else out
+    return g.op("ArgMax", self, axis=norm_dim(dim, self.rank), keepdims=int(keepdim))
+
+
+@register("aten::softmax.int")
+def aten_softmax(g, self, dim, dtype=None):
+    """softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor"""
+    x = self if dtype is None else cast(g, self, dtype)
+    return softmax(g, "Softmax", x, dim, any_axis=False)
+
+
+@register("aten::_softmax.default")
+def aten__softmax(g, self, dim, half_to_float):
+    """_softmax(Tensor self, int dim, bool half_to_float) -> Tensor"""
+    x = cast(g, self, torch.float32) if half_to_float else self
+    return softmax(g, "Softmax", x, dim, any_axis=False)
+
+
+@register("aten::log_softmax.int")
+def aten_log_softmax(g, self, dim, dtype=None):
+    """log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor"""
+    x = self if dtype is None else cast(g, self, dtype)
+    return softmax(g, "LogSoftmax", x, dim, any_axis=False)
+
+
+@register("aten::scaled_dot_product_attention.default")
+def aten_scaled_dot_product_attention(g, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *,
+                                      scale=None, enable_gqa=False):
+    """scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0., bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor"""
+    return attention(g, query, key, value, attn_mask, is_causal, scale, enable_gqa)
+
+
+# -- creation -------------------------------------------------------------------------------------------------------------
+
+
+def creation_dtype(dtype: torch.dtype | None, *values) -> torch.dtype:
+    if dtype is not None:
+        return dtype
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in values if not isinstance(v, Value)):
+        return torch.int64
+    return torch.get_default_dtype()
+
+
+def arange(g: GraphBuilder, start, end, step, dtype: torch.dtype | None, *, has_range: bool) -> Value:
+    dtype = creation_dtype(dtype, start, end, step)
+    if any(isinstance(v, Value) for v in (start, end, step)):
+        if not has_range:
+            raise NotImplementedError("arange with dynamic bounds needs opset 11 (Range)")
+        if dtype.is_floating_point:
+            raise NotImplementedError("arange with dynamic float bounds is not supported")
+        return g.op("Range", *(as_value(g, v, dtype) for v in (start, end, step)))
+    return g.const(torch.arange(start, end, step, dtype=dtype))
+
+
+@register("aten::arange.default")
+def aten_arange(g, end, *, dtype=None, layout=None, device=None, pin_memory=None):
+    """arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"""
+    return arange(g, 0, end, 1, dtype, has_range=False)
+
+
+@register("aten::arange.start")
+def aten_arange_start(g, start, end, *, dtype=None, layout=None, device=None, pin_memory=None):
+    """arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"""
+    return arange(g, start, end, 1, dtype, has_range=False)
+
+
+@register("aten::arange.start_step")
+def aten_arange_start_step(g, start, end, step=1, *, dtype=None, layout=None, device=None, pin_memory=None):
+    """arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"""
+    return arange(g, start, end, step, dtype, has_range=False)
+
+
+@register("aten::full.default")
+def aten_full(g, size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None):
+    """full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"""
+    return fill(g, list(size), fill_value, fill_dtype(fill_value, dtype))
+
+
+@register("aten::zeros.default")
+def aten_zeros(g, size, *, dtype=None, layout=None, device=None, pin_memory=None):
+    """zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"""
+    return fill(g, list(size), 0, dtype or torch.get_default_dtype())
+
+
+@register("aten::ones.default")
+def aten_ones(g, size, *, dtype=None, layout=None, device=None, pin_memory=None):
+    """ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"""
+    return fill(g, list(size), 1, dtype or torch.get_default_dtype())
+
+
+@register("aten::new_ones.default")
+def aten_new_ones(g, self, size, *, dtype=None, layout=None, device=None, pin_memory=None):
+    """new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"""
+    return fill(g, list(size), 1, dtype or self.dtype)
+
+
+@register("aten::new_zeros.default")
+def aten_new_zeros(g, self, size, *, dtype=None, layout=None, device=None, pin_memory=None):
+    """new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"""
+    return fill(g, list(size), 0, dtype or self.dtype)
+
+
+def fill_like(g: GraphBuilder, self: Value, value, dtype: torch.dtype | None) -> Value:
+    size = list(self.shape) if self.is_static else g.op("Shape", self)
+    return fill(g, size, value, dtype or self.dtype)
+
+
+@register("aten::zeros_like.default")
+def aten_zeros_like(g, self, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    """zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor"""
+    return fill_like(g, self, 0, dtype)
+
+
+@register("aten::ones_like.default")
+def aten_ones_like(g, self, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    """ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor"""
+    return fill_like(g, self, 1, dtype)
+
+
+@register("aten::full_like.default")
+def aten_full_like(g, self, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None,
+                   memory_format=None):
+    """full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor"""
+    return fill_like(g, self, fill_value, dtype)
+
+
+@register("aten::tril.default")
+def aten_tril(g, self, diagonal=0):
+    """tril(Tensor self, SymInt diagonal=0) -> Tensor"""
+    return triangle(g, self, diagonal, upper=False)
+
+
+@register("aten::triu.default")
+def aten_triu(g, self, diagonal=0):
+    """triu(Tensor self, SymInt diagonal=0) -> Tensor"""
+    return triangle(g, self, diagonal, upper=True)
+
+
+def triangle(g: GraphBuilder, self: Value, diagonal: int, *, upper: bool) -> Value:
+    """tril/triu by a constant mask, for opsets before Trilu (14)."""
+    rows, cols = self.shape[-2], self.shape[-1]
+    if not (isinstance(rows, int) and isinstance(cols, int) and isinstance(diagonal, int)):
+        raise NotImplementedError("tril/triu on dynamic dims needs opset 14 (Trilu)")
+    ones = torch.ones(rows, cols, dtype=torch.bool)
+    mask = ones.triu(diagonal) if upper else ones.tril(diagonal)
+    return g.op("Where", g.const(mask), self, g.const(0, like=self) if self.dtype != torch.bool else g.const(False))
+
+
+# -- SymInt arithmetic left as Python operators by torch.export -------------------------------------------------------
+
+
+def sym_binary(g: GraphBuilder, op_type: str, fn, a, b):
+    if not isinstance(a, Value) and not isinstance(b, Value):
+        return fn(a, b)
+    a, b = promote(g, a, b)
+    return g.op(op_type, a, b)
+
+
+@register("_operator::add")
+def py_add(g, a, b):
+    return sym_binary(g, "Add", operator.add, a, b)
+
+
+@register("_operator::sub")
+def py_sub(g, a, b):
+    return sym_binary(g, "Sub", operator.sub, a, b)
+
+
+@register("_operator::mul")
+def py_mul(g, a, b):
+    return sym_binary(g, "Mul", operator.mul, a, b)
+
+
+@register("_operator::floordiv")
+def py_floordiv(g, a, b):
+    if not isinstance(a, Value) and not isinstance(b, Value):
+        return a // b
+    return aten_div_mode(g, as_value(g, a, torch.int64), as_value(g, b, torch.int64), rounding_mode="floor")
