@@ -21,6 +21,8 @@ from aten2onnx.exporter.fallback import emit_aten_node
 from aten2onnx.registry import REGISTRY, Resolved, bind
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+# Higher-order ops that only wrap a body in a grad or autocast mode: position of the body argument.
+_WRAPPERS = {"wrap_with_set_grad_enabled": 1, "wrap_with_autocast": 4}
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)')
 
 
@@ -98,9 +100,7 @@ class Translator:
     # -- entry ----------------------------------------------------------------------------------
     def run(self, input_names: list[str] | None) -> Translation:
         user_inputs = self._bind_placeholders(input_names)
-        for node in self.ep.graph.nodes:
-            if node.op == "call_function":
-                self._translate_call(node)
+        self._translate_nodes(self.ep.graph_module)
         if self.unsupported:
             raise UnsupportedOperatorError(self.unsupported, self.opset)
         outputs = self._collect_outputs()
@@ -140,10 +140,34 @@ class Translator:
         return user_inputs
 
     # -- call_function nodes ------------------------------------------------------------------------
+    def _translate_nodes(self, gm: torch.fx.GraphModule) -> Any:
+        """Translate a graph module's nodes; returns what its output node returns."""
+        for node in gm.graph.nodes:
+            if node.op == "call_function":
+                self._translate_call(node)
+            elif node.op == "get_attr":
+                attr = getattr(gm, node.target)
+                self.env[node] = self.g.initializer(node.target, attr) if isinstance(attr, torch.Tensor) else attr
+            elif node.op == "output":
+                return torch.fx.node.map_aggregate(node.args[0], self._lookup)
+        return None
+
+    def _inline(self, node: torch.fx.Node, submodule: torch.fx.GraphModule, operands: tuple) -> None:
+        """Translate a wrapper higher-order op's body in place (grad mode and autocast do not
+        change an inference graph)."""
+        placeholders = [n for n in submodule.graph.nodes if n.op == "placeholder"]
+        for placeholder, operand in zip(placeholders, operands):
+            self.env[placeholder] = self._lookup(operand)
+        self.env[node] = self._translate_nodes(submodule)
+
     def _translate_call(self, node: torch.fx.Node) -> None:
         target = node.target
         if target is operator.getitem:
             self.env[node] = self.env[node.args[0]][node.args[1]]
+            return
+        wrapper_arity = _WRAPPERS.get(getattr(target, "__name__", None)) if isinstance(target, torch._ops.HigherOrderOperator) else None
+        if wrapper_arity is not None:
+            self._inline(node, self.env[node.args[wrapper_arity]], node.args[wrapper_arity + 1:])
             return
         meta = {"source": source_of(node) or "", "module": module_of(node), "aten_op": _registry.overload_key(target)}
         self.g.set_scope(node.name, {k: v for k, v in meta.items() if v})

@@ -7,7 +7,7 @@ import functools
 
 from aten2onnx import registry
 from aten2onnx.symbolic._helpers import norm_dim
-from aten2onnx.symbolic.opset9 import INT64_MAX, is_full_slice, max_pool, pool_args, slice_axis
+from aten2onnx.symbolic.opset9 import INT64_MAX, diff, is_full_slice, max_pool, pool_args, slice_axis
 
 register = functools.partial(registry.register, opset=10)
 
@@ -37,3 +37,9 @@ def aten_avg_pool2d(g, self, kernel_size, stride=[], padding=[0, 0], ceil_mode=F
     kernel, strides, pads = pool_args(kernel_size, stride, padding, 2)
     return g.op("AveragePool", self, kernel_shape=kernel, strides=strides, pads=pads,
                 count_include_pad=int(count_include_pad), ceil_mode=int(ceil_mode))
+
+
+@register("aten::diff.default")
+def aten_diff(g, self, n=1, dim=-1, prepend=None, append=None):
+    """diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor"""
+    return diff(g, self, n, dim, prepend, append, slice_as_inputs=True)

@@ -818,6 +818,23 @@ def aten_stack(g, tensors, dim=0):
     return g.op("Concat", *(unsqueeze_static(g, t, dim) for t in tensors), axis=dim)
 
 
+def diff(g: GraphBuilder, self: Value, n: int, dim: int, prepend, append, *, slice_as_inputs: bool) -> Value:
+    dim = norm_dim(dim, self.rank)
+    parts = [t for t in (prepend, self, append) if t is not None]
+    x = g.op("Concat", *promote(g, *parts), axis=dim) if len(parts) > 1 else self
+    for _ in range(n):
+        later = slice_axis(g, x, dim, 1, INT64_MAX, as_inputs=slice_as_inputs)
+        earlier = slice_axis(g, x, dim, 0, -1, as_inputs=slice_as_inputs)
+        x = g.op("Xor" if x.dtype == torch.bool else "Sub", later, earlier)
+    return x
+
+
+@register("aten::diff.default")
+def aten_diff(g, self, n=1, dim=-1, prepend=None, append=None):
+    """diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor"""
+    return diff(g, self, n, dim, prepend, append, slice_as_inputs=False)
+
+
 # -- indexing ---------------------------------------------------------------------------------------------------
 
 
