@@ -9,7 +9,7 @@ what it exports.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Literal, Mapping, Sequence
+from typing import Any, Callable, Literal, Mapping
 
 import torch
 from beartype import BeartypeConf, beartype
@@ -69,8 +69,8 @@ def export(
     opset: int = 18,
     dynamic_shapes: Mapping[str, Any] | tuple[Any, ...] | list[Any] | None = None,
     fallback: Literal["aten", "error"] = "aten",
-    input_names: Sequence[str] | None = None,
-    output_names: Sequence[str] | None = None,
+    input_names: list[str] | tuple[str, ...] | None = None,
+    output_names: list[str] | tuple[str, ...] | None = None,
     custom_symbolics: Mapping[str, Callable[..., Any]] | None = None,
 ) -> ExportedModel:
     """Export `model` called on `args`/`kwargs` to ONNX at `opset`.

@@ -39,10 +39,13 @@ class UnsupportedOp:
     node: str
     source: str | None
     registered_opsets: tuple[int, ...]
+    reason: str | None = None  # why the handler at this opset could not translate this node
 
     def describe(self, opset: int) -> str:
         where = f" at {self.source}" if self.source else ""
-        if not self.registered_opsets:
+        if self.reason:
+            hint = self.reason
+        elif not self.registered_opsets:
             hint = "no symbolic at any opset; register one with aten2onnx.register_symbolic"
         elif min(self.registered_opsets) > opset:
             hint = f"supported from opset {min(self.registered_opsets)}"

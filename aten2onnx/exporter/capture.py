@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import traceback
 from typing import Any, Callable, Iterator
@@ -13,6 +14,7 @@ from torch.export import ExportedProgram
 from aten2onnx.errors import CaptureError
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+_OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 class _FunctionModule(torch.nn.Module):
@@ -22,8 +24,23 @@ class _FunctionModule(torch.nn.Module):
         super().__init__()
         self.fn = fn
 
+
+def _function_module(fn: Callable) -> torch.nn.Module:
+    """A module whose forward has fn's signature, so inputs keep the function's parameter names."""
+
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
+
+    signature = inspect.signature(fn)
+    self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    forward.__signature__ = signature.replace(parameters=[self_param, *signature.parameters.values()])
+    cls = type(f"Function_{getattr(fn, '__name__', 'fn')}", (_FunctionModule,), {"forward": forward})
+    # torch.export keeps stack frames of functions named "forward" only, unless a function is
+    # registered as an anchor; without this, nodes of a plain function would have no source line.
+    anchor = getattr(torch.fx.proxy, "_register_stack_trace_anchor", None)
+    if anchor is not None:
+        anchor(fn)
+    return cls(fn)
 
 
 @contextlib.contextmanager
@@ -47,7 +64,7 @@ def _user_frame(exc: BaseException) -> str | None:
     found = None
     while exc is not None:
         for frame in traceback.extract_tb(exc.__traceback__):
-            if not frame.filename.startswith(_TORCH_DIR) and "aten2onnx" not in frame.filename:
+            if not frame.filename.startswith((_TORCH_DIR, _OWN_DIR)):
                 found = f"{frame.filename}:{frame.lineno}"
         exc = exc.__cause__ or exc.__context__
     return found
@@ -56,7 +73,7 @@ def _user_frame(exc: BaseException) -> str | None:
 def capture(model: Any, args: tuple, kwargs: dict | None, dynamic_shapes: Any) -> ExportedProgram:
     if isinstance(model, ExportedProgram):
         return model
-    module = model if isinstance(model, torch.nn.Module) else _FunctionModule(model)
+    module = model if isinstance(model, torch.nn.Module) else _function_module(model)
     failures: list[tuple[str, BaseException]] = []
     with _preserved(module):
         for strict in (False, True):

@@ -21,18 +21,19 @@ from aten2onnx.exporter.fallback import emit_aten_node
 from aten2onnx.registry import REGISTRY, Resolved, bind
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+_OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 # Higher-order ops that only wrap a body in a grad or autocast mode: position of the body argument.
 _WRAPPERS = {"wrap_with_set_grad_enabled": 1, "wrap_with_autocast": 4}
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)')
 
 
 def source_of(node: torch.fx.Node) -> str | None:
-    """file:line of the user's code that made node: the innermost frame outside torch itself."""
+    """file:line of the user's code that made node: the innermost frame outside torch and aten2onnx."""
     frames = _FRAME.findall(node.meta.get("stack_trace") or "")
     if not frames:
         return None
     for file, line, _ in reversed(frames):
-        if not file.startswith(_TORCH_DIR):
+        if not file.startswith((_TORCH_DIR, _OWN_DIR)):
             return f"{file}:{line}"
     file, line, _ = frames[-1]
     return f"{file}:{line}"
@@ -187,6 +188,11 @@ class Translator:
             result = self._finish(node, result, first_new)
         except ExportError:
             raise
+        except NotImplementedError as e:
+            # The handler says ONNX cannot express this case at this opset: treat the node as unmapped.
+            # Nodes it built before raising are unused and removed with the dead code.
+            self._unmapped(node, target, reason=str(e) or f"not expressible at opset {self.opset}")
+            return
         except Exception as e:
             where = f" at {meta['source']}" if meta["source"] else ""
             who = "user symbolic" if resolved.user else "symbolic"
@@ -225,10 +231,10 @@ class Translator:
                 )
             self.env[written] = result
 
-    def _unmapped(self, node: torch.fx.Node, target: Any) -> None:
+    def _unmapped(self, node: torch.fx.Node, target: Any, reason: str | None = None) -> None:
         key = _registry.overload_key(target)
         if self.fallback == "error" or not isinstance(target, torch._ops.OpOverload):
-            self.unsupported.append(UnsupportedOp(key, node.name, source_of(node), REGISTRY.opsets_for(target)))
+            self.unsupported.append(UnsupportedOp(key, node.name, source_of(node), REGISTRY.opsets_for(target), reason))
             self.env[node] = _placeholder_result(node)
             return
         bound = torch.fx.node.map_aggregate(bind(target._schema, node.args, node.kwargs), self._lookup)

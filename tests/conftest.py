@@ -1,0 +1,36 @@
+"""Shared test settings: a derandomized hypothesis profile for CI, and the runners we compare."""
+
+import os
+import warnings
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+import torch
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("ci", derandomize=True, max_examples=60, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("dev", max_examples=30, deadline=None)
+settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+warnings.filterwarnings("ignore", category=DeprecationWarning)
+warnings.filterwarnings("ignore", category=FutureWarning)
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    torch.manual_seed(0)
+
+
+def run_ort(model: onnx.ModelProto, feeds: dict[str, torch.Tensor]) -> list[np.ndarray]:
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    return session.run(None, {k: v.numpy() for k, v in feeds.items()})
+
+
+def flat_tensors(out) -> list[torch.Tensor]:
+    leaves = torch.utils._pytree.tree_leaves(out)
+    return [t for t in leaves if isinstance(t, torch.Tensor)]

@@ -1,0 +1,410 @@
+"""The export API: fallback, user symbolics, errors, model preservation, saving, metadata."""
+
+import inspect
+import os
+import warnings
+
+import onnx
+import pytest
+import torch
+
+import aten2onnx
+from aten2onnx import ArgumentError, CaptureError, SymbolicError, UnsupportedOperatorError
+from aten2onnx.symbolic import MAX_OPSET
+from conftest import run_ort
+from models import MLP
+
+
+def this_line(offset: int = 0) -> str:
+    """file:line of the caller's line plus offset, as the exporter reports user code."""
+    frame = inspect.currentframe().f_back
+    return f"{frame.f_code.co_filename}:{frame.f_lineno + offset}"
+
+
+# -- ATen fallback -------------------------------------------------------------------------------------
+
+
+class Unmapped(torch.nn.Module):
+    """Uses two ops with no symbolic: special_i1 and logaddexp."""
+
+    def forward(self, x, y):
+        a = torch.special.i1(x)
+        return torch.logaddexp(a, y) * 2
+
+
+def test_fallback_aten_exports_runnable_aten_nodes_and_warns():
+    x, y = torch.randn(4, 3), torch.randn(4, 3)
+    with pytest.warns(UserWarning, match="aten::logaddexp.default"):
+        exported = aten2onnx.export(Unmapped(), (x, y), opset=18)
+    assert exported.fallback_ops == ["aten::logaddexp.default", "aten::special_i1.default"]
+    model = exported.model_proto
+    aten_nodes = [n for n in model.graph.node if n.op_type == "ATen"]
+    assert {n.domain for n in aten_nodes} == {"org.pytorch.aten"}
+    assert any(o.domain == "org.pytorch.aten" for o in model.opset_import)
+    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in aten_nodes[0].attribute}
+    assert attrs["operator"] in (b"special_i1", b"logaddexp")
+    assert "overload_name" in attrs
+    onnx.checker.check_model(model, full_check=True)
+    torch.testing.assert_close(exported.run(x, y), Unmapped()(x, y))
+    from aten2onnx.runtime import InferenceSession
+
+    out = InferenceSession(model.SerializeToString()).run(None, {"x": x.numpy(), "y": y.numpy()})
+    torch.testing.assert_close(torch.from_numpy(out[0]), Unmapped()(x, y))
+
+
+def test_fallback_encodes_lists_scalars_and_dtypes():
+    def f(x, y):
+        z = torch.ops.aten.logcumsumexp.default(x, 1)  # int argument
+        w = torch.ops.aten.cummax.default(y, 0)[1]  # second output of a tuple
+        return z, w, torch.ops.aten.special_xlog1py.other_scalar(x, 2.5)
+
+    x, y = torch.randn(3, 5), torch.randn(3, 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exported = aten2onnx.export(f, (x, y))
+    assert len(exported.fallback_ops) == 3
+    for got, want in zip(exported.run(x, y), f(x, y)):
+        torch.testing.assert_close(got, want)
+
+
+def test_fallback_error_lists_every_unsupported_op_with_source_lines():
+    x, y = torch.randn(4, 3), torch.randn(4, 3)
+    with pytest.raises(UnsupportedOperatorError) as info:
+        aten2onnx.export(Unmapped(), (x, y), fallback="error")
+    message = str(info.value)
+    assert "aten::special_i1.default" in message and "aten::logaddexp.default" in message
+    source = inspect.getsource(Unmapped.forward).splitlines()
+    first = inspect.getsourcelines(Unmapped.forward)[1]
+    i1_line = first + next(i for i, line in enumerate(source) if "special.i1" in line)
+    assert f"{__file__}:{i1_line}" in message
+    assert {op.overload for op in info.value.ops} == {"aten::special_i1.default", "aten::logaddexp.default"}
+
+
+def test_fallback_error_names_the_lowest_opset_that_supports_an_op():
+    def f(x):
+        return torch.cumsum(x, 0)
+
+    with pytest.raises(UnsupportedOperatorError, match="supported from opset 11"):
+        aten2onnx.export(f, (torch.randn(3),), opset=9, fallback="error")
+
+
+def test_fallback_covers_a_case_the_opset_cannot_express():
+    def f(x, i, j):
+        return x[i, j]
+
+    x, i, j = torch.randn(4, 5), torch.tensor([0, 3]), torch.tensor([1, 4])
+    with pytest.raises(UnsupportedOperatorError, match="needs opset 11"):
+        aten2onnx.export(f, (x, i, j), opset=9, fallback="error")
+    with pytest.warns(UserWarning):
+        exported = aten2onnx.export(f, (x, i, j), opset=9)
+    torch.testing.assert_close(exported.run(x, i, j), f(x, i, j))
+
+
+# -- user symbolics --------------------------------------------------------------------------------------
+
+
+class LayerNormModel(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(6)
+
+    def forward(self, x):
+        return self.norm(x)
+
+
+def user_layer_norm(g, input, normalized_shape, weight=None, bias=None, eps=1e-05, cudnn_enable=True):
+    mean = g.op("ReduceMean", input, axes=[-1], keepdims=1) if g.opset < 18 else g.op(
+        "ReduceMean", input, g.const([-1]), keepdims=1)
+    centered = g.op("Sub", input, mean)
+    var = g.op("ReduceMean", g.op("Mul", centered, centered), axes=[-1], keepdims=1) if g.opset < 18 else g.op(
+        "ReduceMean", g.op("Mul", centered, centered), g.const([-1]), keepdims=1)
+    y = g.op("Div", centered, g.op("Sqrt", g.op("Add", var, g.const(eps, like=input))))
+    return g.op("Identity", g.op("Add", g.op("Mul", y, weight), bias))
+
+
+def test_user_symbolic_overrides_builtin_at_every_opset_at_or_above_its_own():
+    x = torch.randn(2, 3, 6)
+    model = LayerNormModel().eval()
+    aten2onnx.register_symbolic("aten::layer_norm.default", opset=13)(user_layer_norm)
+    try:
+        for opset in (13, 17, 18, MAX_OPSET):  # built-in LayerNormalization exists from 17
+            exported = aten2onnx.export(model, (x,), opset=opset)
+            ops = {n.op_type for n in exported.model_proto.graph.node}
+            assert "LayerNormalization" not in ops and "Identity" in ops, opset
+            torch.testing.assert_close(torch.from_numpy(run_ort(exported.model_proto, {"x": x})[0]), model(x))
+        below = aten2onnx.export(model, (x,), opset=11)
+        assert "Identity" not in {n.op_type for n in below.model_proto.graph.node}
+    finally:
+        aten2onnx.unregister_symbolic("aten::layer_norm.default")
+    restored = aten2onnx.export(model, (x,), opset=17)
+    assert "LayerNormalization" in {n.op_type for n in restored.model_proto.graph.node}
+
+
+def test_custom_symbolics_argument_applies_to_one_export_only():
+    x = torch.randn(2, 3, 6)
+    model = LayerNormModel().eval()
+    once = aten2onnx.export(model, (x,), opset=17, custom_symbolics={"aten::layer_norm.default": user_layer_norm})
+    assert "LayerNormalization" not in {n.op_type for n in once.model_proto.graph.node}
+    again = aten2onnx.export(model, (x,), opset=17)
+    assert "LayerNormalization" in {n.op_type for n in again.model_proto.graph.node}
+
+
+@torch.library.custom_op("aten2onnx_test::scaled_tanh", mutates_args=())
+def scaled_tanh(x: torch.Tensor, scale: float) -> torch.Tensor:
+    return torch.tanh(x) * scale
+
+
+@scaled_tanh.register_fake
+def _(x, scale):
+    return torch.empty_like(x)
+
+
+def test_custom_op_from_torch_library_gets_a_user_symbolic():
+    def f(x):
+        return scaled_tanh(x, 3.0) + 1
+
+    x = torch.randn(5)
+    with pytest.raises(UnsupportedOperatorError, match="aten2onnx_test::scaled_tanh.default"):
+        aten2onnx.export(f, (x,), fallback="error")
+
+    @aten2onnx.register_symbolic("aten2onnx_test::scaled_tanh")
+    def scaled_tanh_onnx(g, x, scale):
+        return g.op("Mul", g.op("Tanh", x), g.const(scale, like=x))
+
+    try:
+        exported = aten2onnx.export(f, (x,), fallback="error")
+        torch.testing.assert_close(torch.from_numpy(run_ort(exported.model_proto, {"x": x})[0]), f(x))
+    finally:
+        aten2onnx.unregister_symbolic("aten2onnx_test::scaled_tanh")
+
+
+def test_custom_op_falls_back_to_an_aten_node_in_its_own_namespace():
+    def f(x):
+        return scaled_tanh(x, 2.0)
+
+    x = torch.randn(5)
+    with pytest.warns(UserWarning):
+        exported = aten2onnx.export(f, (x,))
+    node = next(n for n in exported.model_proto.graph.node if n.op_type == "ATen")
+    assert {a.name for a in node.attribute} >= {"namespace", "operator", "scale"}
+    from aten2onnx.errors import InvalidModelError
+    from aten2onnx.runtime import InferenceSession
+
+    with pytest.raises(InvalidModelError, match="aten2onnx_test"):
+        InferenceSession(exported.model_proto)  # not an allowed namespace by default
+    session = InferenceSession(exported.model_proto, allowed_aten_namespaces=("aten", "aten2onnx_test"))
+    torch.testing.assert_close(torch.from_numpy(session.run(None, {"x": x.numpy()})[0]), f(x))
+
+
+def test_user_registration_is_checked_against_the_schema():
+    with pytest.raises(aten2onnx.RegistrationError, match="name the parameters"):
+        aten2onnx.register_symbolic("aten::relu.default")(lambda g, x: x)
+
+
+# -- in-place ops ----------------------------------------------------------------------------------------
+
+
+def test_inplace_ops_dispatch_to_their_functional_twin():
+    def f(x):
+        y = x * 2
+        y.add_(1, alpha=3)
+        y.relu_()
+        return y.mul_(x)
+
+    x = torch.randn(4, 4)
+    exported = aten2onnx.export(f, (x,), fallback="error")
+    torch.testing.assert_close(torch.from_numpy(run_ort(exported.model_proto, {"x": x})[0]), f(x.clone()))
+
+
+# -- errors ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kwargs, argument", [
+    ({"args": [torch.randn(3, 8)]}, "args"),
+    ({"args": (torch.randn(3, 8),), "opset": "17"}, "opset"),
+    ({"args": (torch.randn(3, 8),), "fallback": "ignore"}, "fallback"),
+    ({"args": (torch.randn(3, 8),), "input_names": "x"}, None),
+])
+def test_wrong_argument_types_name_the_argument(kwargs, argument):
+    with pytest.raises(ArgumentError) as info:
+        aten2onnx.export(MLP(), **kwargs)
+    if argument:
+        assert argument in str(info.value)
+
+
+def test_opset_out_of_range_is_an_export_error():
+    with pytest.raises(aten2onnx.ExportError, match="opsets 9 to"):
+        aten2onnx.export(MLP(), (torch.randn(3, 8),), opset=MAX_OPSET + 1)
+
+
+def test_handler_failure_names_node_overload_opset_and_source():
+    def broken(g, self):
+        raise ValueError("boom")
+
+    def f(x):
+        return torch.relu(x) + 1  # the failing line
+
+    line = inspect.getsourcelines(f)[1] + 1
+    with pytest.raises(SymbolicError) as info:
+        aten2onnx.export(f, (torch.randn(3),), opset=17, custom_symbolics={"aten::relu.default": broken})
+    message = str(info.value)
+    for part in ("aten::relu.default", "'relu'", "opset 17", f"{__file__}:{line}", "ValueError: boom"):
+        assert part in message
+    assert isinstance(info.value.__cause__, ValueError)
+
+
+def test_capture_failure_reports_both_modes_and_the_user_line():
+    class DataDependent(torch.nn.Module):
+        def forward(self, x):
+            if x.sum() > 0:  # data-dependent control flow
+                return x + 1
+            return x - 1
+
+    with pytest.raises(CaptureError) as info:
+        aten2onnx.export(DataDependent(), (torch.randn(3),))
+    message = str(info.value)
+    assert "non-strict capture" in message and "strict capture" in message
+    line = inspect.getsourcelines(DataDependent.forward)[1] + 1
+    assert f"{__file__}:{line}" in message
+
+
+# -- the user's model is left as it was ---------------------------------------------------------------------
+
+
+def test_model_state_flags_and_requires_grad_are_unchanged():
+    model = MLP()
+    model.train()
+    model.net[0].eval()
+    model.net[2].weight.requires_grad_(False)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    flags = [m.training for m in model.modules()]
+    grads = [p.requires_grad for p in model.parameters()]
+    aten2onnx.export(model, (torch.randn(3, 8),))
+    assert [m.training for m in model.modules()] == flags
+    assert [p.requires_grad for p in model.parameters()] == grads
+    after = model.state_dict()
+    assert before.keys() == after.keys()
+    for key in before:
+        assert torch.equal(before[key], after[key]) and before[key].dtype == after[key].dtype
+
+
+def test_parameters_become_initializers_named_by_state_dict_keys():
+    model = MLP().eval()
+    exported = aten2onnx.export(model, (torch.randn(3, 8),))
+    names = {i.name for i in exported.model_proto.graph.initializer}
+    assert {k for k in model.state_dict()} <= names
+
+
+def test_nodes_carry_source_location_and_module_path():
+    model = MLP().eval()
+    exported = aten2onnx.export(model, (torch.randn(3, 8),))
+    metas = [{p.key: p.value for p in n.metadata_props} for n in exported.model_proto.graph.node]
+    assert all("aten_op" in m for m in metas)
+    softmax_line = inspect.getsourcelines(MLP.forward)[1] + 1
+    assert any(m.get("source", "").endswith(f"models.py:{softmax_line}") for m in metas)
+    assert any(m.get("module", "").startswith("net.0 (Linear)") for m in metas)
+
+
+# -- saving ------------------------------------------------------------------------------------------------------
+
+
+def test_save_writes_atomically_and_reloads(tmp_path):
+    x = torch.randn(3, 8)
+    model = MLP().eval()
+    exported = aten2onnx.export(model, (x,))
+    path = tmp_path / "model.onnx"
+    exported.save(path)
+    assert os.listdir(tmp_path) == ["model.onnx"]
+    loaded = onnx.load(str(path))
+    onnx.checker.check_model(loaded, full_check=True)
+    torch.testing.assert_close(torch.from_numpy(run_ort(loaded, {"x": x})[0]), model(x))
+
+
+def test_save_with_external_data_keeps_weights_beside_the_model(tmp_path):
+    x = torch.randn(3, 8)
+    model = MLP().eval()
+    exported = aten2onnx.export(model, (x,))
+    path = tmp_path / "model.onnx"
+    exported.save(path, external_data=True)
+    assert sorted(os.listdir(tmp_path)) == ["model.onnx", "model.onnx.data"]
+    assert os.path.getsize(path) < 10_000
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    torch.testing.assert_close(torch.from_numpy(session.run(None, {"x": x.numpy()})[0]), model(x))
+    from aten2onnx.runtime import InferenceSession
+
+    ours = InferenceSession(str(path)).run(None, {"x": x.numpy()})
+    torch.testing.assert_close(torch.from_numpy(ours[0]), model(x))
+    assert exported.model_proto.graph.initializer[0].raw_data  # the in-memory model is untouched
+
+
+def test_failed_save_leaves_no_partial_file(tmp_path, monkeypatch):
+    exported = aten2onnx.export(MLP().eval(), (torch.randn(3, 8),))
+    path = tmp_path / "model.onnx"
+    path.write_bytes(b"previous")
+
+    def fail(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", fail)
+    with pytest.raises(OSError):
+        exported.save(path)
+    assert path.read_bytes() == b"previous"
+    assert os.listdir(tmp_path) == ["model.onnx"]
+
+
+# -- names, structure, dynamic dims ---------------------------------------------------------------------------------
+
+
+def test_input_and_output_names():
+    x = torch.randn(3, 8)
+    exported = aten2onnx.export(MLP().eval(), (x,), input_names=["features"], output_names=["probs"])
+    assert exported.input_names == ["features"] and exported.output_names == ["probs"]
+    assert [i.name for i in exported.model_proto.graph.input] == ["features"]
+    with pytest.raises(aten2onnx.ExportError, match="output_names has 2 names"):
+        aten2onnx.export(MLP().eval(), (x,), output_names=["a", "b"])
+
+
+def test_outputs_that_are_inputs_or_repeated_get_their_own_names():
+    def f(x, y):
+        z = x + y
+        return x, z, z, {"w": y}
+
+    x, y = torch.randn(2), torch.randn(2)
+    exported = aten2onnx.export(f, (x, y))
+    onnx.checker.check_model(exported.model_proto, full_check=True)
+    out = exported.run(x, y)
+    assert isinstance(out, tuple) and isinstance(out[3], dict)
+    torch.testing.assert_close(out[2], x + y)
+    torch.testing.assert_close(out[3]["w"], y)
+    assert len(set(exported.output_names)) == 4
+
+
+def test_kwargs_and_nested_inputs():
+    def f(x, *, scale):
+        return x * scale["a"]
+
+    x, a = torch.randn(3), torch.randn(3)
+    exported = aten2onnx.export(f, (x,), {"scale": {"a": a}})
+    torch.testing.assert_close(exported.run(x, scale={"a": a}), x * a)
+
+
+def test_dynamic_batch_becomes_a_dim_param_and_runs_on_other_sizes():
+    model = MLP().eval()
+    batch = torch.export.Dim("batch")
+    exported = aten2onnx.export(model, (torch.randn(3, 8),), dynamic_shapes={"x": {0: batch}})
+    dim = exported.model_proto.graph.input[0].type.tensor_type.shape.dim[0]
+    assert dim.dim_param and not dim.HasField("dim_value")
+    for size in (1, 5, 17):
+        x = torch.randn(size, 8)
+        torch.testing.assert_close(torch.from_numpy(run_ort(exported.model_proto, {"x": x})[0]), model(x))
+        torch.testing.assert_close(exported.run(x), model(x))
+
+
+def test_exported_program_input():
+    model = MLP().eval()
+    x = torch.randn(3, 8)
+    ep = torch.export.export(model, (x,))
+    exported = aten2onnx.export(ep, (x,))
+    torch.testing.assert_close(torch.from_numpy(run_ort(exported.model_proto, {"x": x})[0]), model(x))

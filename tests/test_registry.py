@@ -1,0 +1,118 @@
+"""Registry: floor dispatch, the user layer, import-time validation, schema binding, in-place twins."""
+
+import pytest
+import torch
+
+import aten2onnx
+from aten2onnx.errors import RegistrationError
+from aten2onnx.registry import REGISTRY, Registry, bind, functional_twin, overload_key
+from aten2onnx.registry._schema import check_signature, resolve_overload
+
+
+def h9(g, self):
+    return self
+
+
+def h13(g, self):
+    return self
+
+
+def user(g, self):
+    return self
+
+
+def test_floor_dispatch_picks_newest_at_or_below_target():
+    reg = Registry()
+    reg.add("aten::relu.default", 9, h9, user=False)
+    reg.add("aten::relu.default", 13, h13, user=False)
+    relu = torch.ops.aten.relu.default
+    assert reg.resolve(relu, 8) is None
+    assert [reg.resolve(relu, v).handler for v in (9, 12, 13, 26)] == [h9, h9, h13, h13]
+    assert reg.resolve(relu, 12).opset == 9
+    assert reg.registered_opsets("aten::relu.default") == (9, 13)
+
+
+def test_user_layer_wins_at_and_above_its_opset_even_over_newer_builtins():
+    reg = Registry()
+    reg.add("aten::relu.default", 9, h9, user=False)
+    reg.add("aten::relu.default", 14, h13, user=False)
+    reg.add("aten::relu.default", 11, user, user=True)
+    relu = torch.ops.aten.relu.default
+    assert reg.resolve(relu, 10).handler is h9
+    assert all(reg.resolve(relu, v).handler is user for v in (11, 14, 26))
+    reg.remove_user("aten::relu.default")
+    assert reg.resolve(relu, 26).handler is h13
+
+
+@pytest.mark.parametrize("name, fn, message", [
+    ("aten::not_an_op.default", h9, "no operator aten::not_an_op"),
+    ("aten::relu.nope", h9, "has no overload 'nope'"),
+    ("relu", h9, "not a qualified op name"),
+    ("aten::add.Tensor", lambda g, x, y: x, "name the parameters (g, self, other, alpha)"),
+    ("aten::add.Tensor", lambda g, self, other, alpha=1: self, "must come after '*'"),
+    ("aten::add.Tensor", lambda g, self, other, *, alpha: self, "needs the schema's default"),
+    ("aten::add.Tensor", lambda g, self, other, *, alpha=2: self, "defaults to 2, the schema to 1"),
+    ("aten::relu.default", lambda: None, "must take the graph builder first"),
+])
+def test_registration_is_validated(name, fn, message):
+    with pytest.raises(RegistrationError, match=None) as info:
+        Registry().add(name, 9, fn, user=False)
+    assert message in str(info.value)
+
+
+def test_duplicate_builtin_registration_raises():
+    reg = Registry()
+    reg.add("aten::relu.default", 9, h9, user=False)
+    with pytest.raises(RegistrationError, match="registered twice at opset 9"):
+        reg.add("aten::relu.default", 9, h13, user=False)
+
+
+def test_every_builtin_handler_matches_its_schema():
+    from aten2onnx import symbolic  # noqa: F401
+
+    table = REGISTRY.builtin_table()
+    assert len(table) > 100
+    for key, versions in table.items():
+        if key.startswith("_operator::"):
+            continue
+        schema = resolve_overload(key)._schema
+        for version in versions:
+            check_signature(REGISTRY._builtin[key][version], schema, key)
+
+
+def test_bind_uses_schema_names_for_tensor_and_scalar_overloads():
+    x, y = object(), object()
+    assert bind(torch.ops.aten.add.Tensor._schema, (x, y), {"alpha": 2}) == {"self": x, "other": y, "alpha": 2}
+    assert bind(torch.ops.aten.add.Scalar._schema, (x, 3.5, 2), {}) == {"self": x, "other": 3.5, "alpha": 2}
+    assert bind(torch.ops.aten.add.Tensor._schema, (x, y), {}) == {"self": x, "other": y, "alpha": 1}
+    with pytest.raises(TypeError, match="missing argument 'other'"):
+        bind(torch.ops.aten.add.Tensor._schema, (x,), {})
+
+
+def test_add_tensor_and_add_scalar_export_through_one_binding():
+    def f(x, y):
+        return torch.ops.aten.add.Scalar(x, 2.5, 3) + torch.ops.aten.add.Tensor(x, y, alpha=2)
+
+    x, y = torch.randn(3), torch.randn(3)
+    exported = aten2onnx.export(f, (x, y))
+    torch.testing.assert_close(exported.run(x, y), f(x, y))
+
+
+@pytest.mark.parametrize("op, twin", [
+    (torch.ops.aten.add_.Tensor, torch.ops.aten.add.Tensor),
+    (torch.ops.aten.add.out, torch.ops.aten.add.Tensor),
+    (torch.ops.aten.relu_.default, torch.ops.aten.relu.default),
+    (torch.ops.aten.index_put_.default, torch.ops.aten.index_put.default),
+    (torch.ops.aten.mul_.Scalar, torch.ops.aten.mul.Scalar),
+    (torch.ops.aten.relu.default, None),
+])
+def test_functional_twin_comes_from_the_schema(op, twin):
+    assert functional_twin(op) is twin
+
+
+def test_overload_keys():
+    assert overload_key(torch.ops.aten.add.Tensor) == "aten::add.Tensor"
+    assert overload_key(torch.ops.aten.relu.default) == "aten::relu.default"
+    import operator
+
+    assert overload_key(operator.mul) == "_operator::mul"
