@@ -45,7 +45,7 @@ def export_program(model: Any, args: tuple, kwargs: dict | None, *, opset: int, 
     translator = Translator(ep, opset=opset, fallback=fallback, overrides=overrides, evaluator=evaluate_constant)
     with torch.no_grad():
         translation = translator.run(input_names)
-    proto, in_names, out_names = build_model(translation, opset=opset, output_names=output_names)
+    skeleton, weights, in_names, out_names = build_model(translation, opset=opset, output_names=output_names)
     if translation.fallback_ops:
         warnings.warn(
             f"{len(translation.fallback_ops)} op(s) exported as ATen fallback nodes, runnable in aten2onnx.runtime "
@@ -56,7 +56,8 @@ def export_program(model: Any, args: tuple, kwargs: dict | None, *, opset: int, 
     outputs = [(next(out_iter), None) if slot.value is not None else (None, slot.constant) for slot in translation.outputs]
     call_spec = getattr(ep, "call_spec", None)
     return ExportedModel(
-        proto,
+        skeleton,
+        weights,
         input_names=in_names,
         output_names=out_names,
         fallback_ops=translation.fallback_ops,

@@ -12,7 +12,6 @@ only from other constants are folded on the spot by the runtime's own kernels.
 from __future__ import annotations
 
 import itertools
-import math
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -223,9 +222,12 @@ class GraphBuilder:
         return outs[0] if outputs == 1 else tuple(outs)
 
     def _try_fold(self, op_type: str, inputs: tuple, attrs: dict, outputs: int, domain: str) -> Any:
+        if op_type == "Transpose" and not domain and inputs[0].kind == "initializer":
+            return self._transposed_weight(inputs[0], attrs.get("perm"))
         if self._evaluator is None or domain or not inputs:
             return None
-        if any(v is not None and (v.kind != "const") for v in inputs):
+        # Small weights fold too (a slice of a position-ids buffer); large ones stay initializers.
+        if any(v is not None and v.kind not in ("const", "initializer") for v in inputs):
             return None
         if sum(v.const.numel() for v in inputs if v is not None) > FOLD_LIMIT:
             return None
@@ -234,6 +236,19 @@ class GraphBuilder:
             return None
         values = tuple(self._const_tensor(r.contiguous()) for r in results)
         return values[0] if outputs == 1 else values
+
+    def _transposed_weight(self, weight: Value, perm: list[int] | None) -> Value:
+        """A weight stored transposed (as a lazy view, copied only when the model is written), so
+        `linear` needs no Transpose node. Named after the weight: `<key>.T` for a 2-D transpose."""
+        perm = list(perm) if perm is not None else list(range(weight.rank))[::-1]
+        key = (weight.name, tuple(perm))
+        cached = self._const_cache.get(key)
+        if cached is not None:
+            return cached
+        suffix = ".T" if perm == [1, 0] else ".permuted_" + "_".join(map(str, perm))
+        value = self.initializer(weight.name + suffix, weight.const.permute(perm))
+        self._const_cache[key] = value
+        return value
 
     def _infer(self, op_type: str, inputs: tuple, attrs: dict, outputs: int) -> tuple[list, tuple | None]:
         first = next((v for v in inputs if v is not None), None)
@@ -293,17 +308,26 @@ def _python_dtype(value: Any) -> torch.dtype:
     return torch.float32
 
 
-def tensor_proto(tensor: torch.Tensor, name: str = "") -> onnx.TensorProto:
-    """A TensorProto holding a torch tensor's bytes (one copy)."""
-    proto = onnx.TensorProto()
+def tensor_bytes(tensor: torch.Tensor) -> bytes:
+    """A tensor's bytes in ONNX's raw_data layout (one copy)."""
+    tensor = tensor.detach().cpu().contiguous()
+    if tensor.dtype == torch.bfloat16:
+        tensor = tensor.view(torch.int16)
+    elif tensor.dtype.is_floating_point and tensor.dtype.itemsize == 1:
+        tensor = tensor.view(torch.uint8)
+    return tensor.numpy().tobytes()
+
+
+def fill_tensor_proto(proto: onnx.TensorProto, tensor: torch.Tensor, name: str = "") -> onnx.TensorProto:
     proto.name = name
     proto.data_type = _dtypes.to_onnx(tensor.dtype)
     proto.dims.extend(tensor.shape)
-    tensor = tensor.detach().cpu().contiguous()
-    if tensor.dtype == torch.bfloat16 or tensor.dtype.itemsize == 1 and tensor.dtype.is_floating_point:
-        tensor = tensor.view(torch.uint8 if tensor.dtype.itemsize == 1 else torch.int16)
-    proto.raw_data = tensor.numpy().tobytes()
+    proto.raw_data = tensor_bytes(tensor)
     return proto
+
+
+def tensor_proto(tensor: torch.Tensor, name: str = "") -> onnx.TensorProto:
+    return fill_tensor_proto(onnx.TensorProto(), tensor, name)
 
 
 def make_attribute(name: str, value: Any) -> onnx.AttributeProto:
@@ -311,8 +335,6 @@ def make_attribute(name: str, value: Any) -> onnx.AttributeProto:
         return helper.make_attribute(name, tensor_proto(value))
     if isinstance(value, np.ndarray):
         return helper.make_attribute(name, tensor_proto(torch.from_numpy(value)))
-    if isinstance(value, float) and math.isinf(value):
-        return helper.make_attribute(name, value)
     if isinstance(value, (list, tuple)) and not value:
         return helper.make_attribute(name, [], attr_type=AttributeProto.INTS)
     if isinstance(value, (list, tuple)) and any(isinstance(v, float) for v in value):

@@ -13,7 +13,7 @@ from onnx import helper
 
 from aten2onnx import _dtypes
 from aten2onnx.errors import ExportError, InvalidInputError
-from aten2onnx.exporter.builder import Node, Value, tensor_proto
+from aten2onnx.exporter.builder import Node, Value, fill_tensor_proto, tensor_bytes
 from aten2onnx.exporter.translate import Translation
 
 PRODUCER = "aten2onnx"
@@ -40,7 +40,10 @@ def _value_info(value: Value, name: str) -> onnx.ValueInfoProto:
     return helper.make_tensor_value_info(name, elem, shape)
 
 
-def build_model(t: Translation, *, opset: int, output_names: list[str] | None) -> tuple[onnx.ModelProto, list[str], list[str]]:
+def build_model(t: Translation, *, opset: int, output_names: list[str] | None
+                ) -> tuple[onnx.ModelProto, list[tuple[str, torch.Tensor]], list[str], list[str]]:
+    """The model without its weights, and the weights: they are written into protobuf only when
+    the model is first needed whole (`model_proto`, `save`), and straight to a file for external data."""
     g = t.graph
     nodes = list(g.nodes)
     graph_outputs = [slot.value for slot in t.outputs if slot.value is not None]
@@ -64,27 +67,34 @@ def build_model(t: Translation, *, opset: int, output_names: list[str] | None) -
         final.append(value)
     nodes = live_nodes(nodes, final)
     used = {v.name for n in nodes for v in n.inputs if v is not None}
-    initializers = [tensor_proto(v.const, v.name) for name, v in g.initializers.items() if name in used]
-    graph = helper.make_graph(
-        g.node_protos(nodes),
-        "main_graph",
-        [_value_info(v, v.name) for v in g.inputs],
-        [_value_info(v, v.name) for v in final],
-        initializer=initializers,
-    )
-    imports = [helper.make_opsetid("", opset)] + [helper.make_opsetid(d, v) for d, v in sorted(g.domains.items())]
-    model = helper.make_model(graph, opset_imports=imports, producer_name=PRODUCER,
-                              ir_version=max(MIN_IR_VERSION, helper.find_min_ir_version_for(imports[:1])))
-    return model, [v.name for v in g.inputs], names
+    weights = [(name, v.const) for name, v in g.initializers.items() if name in used]
+    model = onnx.ModelProto()
+    model.ir_version = max(MIN_IR_VERSION, helper.find_min_ir_version_for([helper.make_opsetid("", opset)]))
+    model.producer_name = PRODUCER
+    model.opset_import.extend([helper.make_opsetid("", opset)] +
+                              [helper.make_opsetid(d, v) for d, v in sorted(g.domains.items())])
+    graph = model.graph
+    graph.name = "main_graph"
+    graph.node.extend(g.node_protos(nodes))
+    graph.input.extend(_value_info(v, v.name) for v in g.inputs)
+    graph.output.extend(_value_info(v, v.name) for v in final)
+    return model, weights, [v.name for v in g.inputs], names
 
 
 class ExportedModel:
-    """An exported model: `.model_proto`, `.save(path)`, `.run(*args)`, and what the export did."""
+    """An exported model: `.model_proto`, `.save(path)`, `.run(*args)`, and what the export did.
 
-    def __init__(self, model_proto: onnx.ModelProto, *, input_names: list[str], output_names: list[str],
-                 fallback_ops: list[str], in_spec: pytree.TreeSpec | None, out_spec: pytree.TreeSpec | None,
+    Weights are copied out of the module when the model is first needed whole; if one is changed
+    in place before then, that raises rather than writing weights the export did not see.
+    """
+
+    def __init__(self, skeleton: onnx.ModelProto, weights: list[tuple[str, torch.Tensor]], *,
+                 input_names: list[str], output_names: list[str], fallback_ops: list[str],
+                 in_spec: pytree.TreeSpec | None, out_spec: pytree.TreeSpec | None,
                  user_inputs: list[str | None], outputs: list[tuple[str | None, Any]], opset: int) -> None:
-        self.model_proto = model_proto
+        self._skeleton = skeleton
+        self._weights = [(name, tensor, tensor._version) for name, tensor in weights]
+        self._proto: onnx.ModelProto | None = None
         self.input_names = input_names
         self.output_names = output_names
         self.fallback_ops = fallback_ops
@@ -96,8 +106,29 @@ class ExportedModel:
         self._session = None
 
     def __repr__(self) -> str:
-        return (f"ExportedModel(opset={self.opset}, nodes={len(self.model_proto.graph.node)}, "
+        return (f"ExportedModel(opset={self.opset}, nodes={len(self._skeleton.graph.node)}, "
                 f"inputs={self.input_names}, outputs={self.output_names}, fallback_ops={self.fallback_ops})")
+
+    def _checked_weights(self) -> list[tuple[str, torch.Tensor]]:
+        changed = [name for name, tensor, version in self._weights if tensor._version != version]
+        if changed:
+            raise ExportError(f"weights {changed[:5]} were changed in place after export; export the model again")
+        return [(name, tensor) for name, tensor, _ in self._weights]
+
+    @property
+    def model_proto(self) -> onnx.ModelProto:
+        """The whole model, weights included (built on first use)."""
+        if self._proto is None:
+            weights = self._checked_weights()
+            model = self._skeleton
+            for name, tensor in weights:
+                fill_tensor_proto(model.graph.initializer.add(), tensor, name)
+            self._proto = model
+        return self._proto
+
+    @property
+    def weight_bytes(self) -> int:
+        return sum(t.numel() * t.element_size() for _, t, _ in self._weights)
 
     # -- running --------------------------------------------------------------------------------
     def run(self, *args: Any, **kwargs: Any) -> Any:
@@ -121,56 +152,66 @@ class ExportedModel:
     # -- saving ---------------------------------------------------------------------------------
     def save(self, path: str | os.PathLike, external_data: bool | None = None) -> None:
         """Write the model atomically. Weights go to `<file>.data` beside it when external_data is
-        True, or when None and the model's weights exceed 2 GB."""
+        True, or when None and the model's weights exceed 2 GB; they are streamed to that file
+        from the module's tensors, one at a time."""
         path = os.fspath(path)
-        weight_bytes = sum(len(t.raw_data) for t in self.model_proto.graph.initializer)
         if external_data is None:
-            external_data = weight_bytes >= TWO_GB - (64 << 20)
+            external_data = self.weight_bytes >= TWO_GB - (64 << 20)
         folder = os.path.dirname(os.path.abspath(path))
         if not external_data:
             _atomic_write(folder, path, [self.model_proto.SerializeToString()])
             return
         data_name = os.path.basename(path) + ".data"
-        skeleton, chunks = _split_external(self.model_proto, data_name)
+        skeleton, chunks = self._external(data_name)
         _atomic_write(folder, os.path.join(folder, data_name), chunks)
         _atomic_write(folder, path, [skeleton.SerializeToString()])
 
+    def _external(self, location: str) -> tuple[onnx.ModelProto, Any]:
+        """The model with initializers pointing into one data file, and a generator of its bytes."""
+        weights = self._checked_weights()
+        skeleton = onnx.ModelProto()
+        skeleton.CopyFrom(self._skeleton) if self._proto is None else _copy_without_weights(self._proto, skeleton)
+        offset = 0
+        layout = []
+        for name, tensor in weights:
+            offset += (-offset) % 64  # aligned offsets let loaders map weights without copying
+            size = tensor.numel() * tensor.element_size()
+            ref = skeleton.graph.initializer.add()
+            ref.name = name
+            ref.data_type = _dtypes.to_onnx(tensor.dtype)
+            ref.dims.extend(tensor.shape)
+            ref.data_location = onnx.TensorProto.EXTERNAL
+            for key, value in (("location", location), ("offset", str(offset)), ("length", str(size))):
+                entry = ref.external_data.add()
+                entry.key, entry.value = key, value
+            layout.append((offset, tensor))
+            offset += size
 
-def _split_external(model: onnx.ModelProto, location: str) -> tuple[onnx.ModelProto, list[bytes]]:
-    """A copy of the model whose initializers point into one data file, and that file's chunks."""
-    skeleton = onnx.ModelProto()
+        def chunks():
+            written = 0
+            for start, tensor in layout:
+                if start > written:
+                    yield b"\0" * (start - written)
+                data = tensor_bytes(tensor)
+                yield data
+                written = start + len(data)
+
+        return skeleton, chunks()
+
+
+def _copy_without_weights(model: onnx.ModelProto, out: onnx.ModelProto) -> None:
     for field in ("ir_version", "producer_name", "producer_version", "domain", "model_version", "doc_string"):
-        setattr(skeleton, field, getattr(model, field))
-    skeleton.opset_import.extend(model.opset_import)
-    skeleton.metadata_props.extend(model.metadata_props)
-    graph = skeleton.graph
-    graph.name = model.graph.name
-    graph.node.extend(model.graph.node)
-    graph.input.extend(model.graph.input)
-    graph.output.extend(model.graph.output)
-    graph.value_info.extend(model.graph.value_info)
-    chunks: list[bytes] = []
-    offset = 0
-    for init in model.graph.initializer:
-        ref = graph.initializer.add()
-        ref.name = init.name
-        ref.data_type = init.data_type
-        ref.dims.extend(init.dims)
-        data = init.raw_data
-        pad = (-offset) % 64  # aligned offsets let loaders map weights without copying
-        if pad:
-            chunks.append(b"\0" * pad)
-            offset += pad
-        ref.data_location = onnx.TensorProto.EXTERNAL
-        for key, value in (("location", location), ("offset", str(offset)), ("length", str(len(data)))):
-            entry = ref.external_data.add()
-            entry.key, entry.value = key, value
-        chunks.append(data)
-        offset += len(data)
-    return skeleton, chunks
+        setattr(out, field, getattr(model, field))
+    out.opset_import.extend(model.opset_import)
+    out.metadata_props.extend(model.metadata_props)
+    out.graph.name = model.graph.name
+    out.graph.node.extend(model.graph.node)
+    out.graph.input.extend(model.graph.input)
+    out.graph.output.extend(model.graph.output)
+    out.graph.value_info.extend(model.graph.value_info)
 
 
-def _atomic_write(folder: str, path: str, chunks: list[bytes]) -> None:
+def _atomic_write(folder: str, path: str, chunks: Any) -> None:
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".aten2onnx-", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
