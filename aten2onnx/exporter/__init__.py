@@ -50,7 +50,7 @@ def export_program(model: Any, args: tuple, kwargs: dict | None, *, opset: int, 
         warnings.warn(
             f"{len(translation.fallback_ops)} op(s) exported as ATen fallback nodes, runnable in aten2onnx.runtime "
             f"but not in onnxruntime: {', '.join(translation.fallback_ops)}",
-            stacklevel=3,
+            stacklevel=4,  # the user's call, past export() and its beartype wrapper
         )
     out_iter = iter(out_names)
     outputs = [(next(out_iter), None) if slot.value is not None else (None, slot.constant) for slot in translation.outputs]

@@ -51,7 +51,7 @@ def aten_cumsum(g, self, dim, *, dtype=None):
 def aten_clamp(g, self, min=None, max=None):
     """clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor"""
     if self.dtype not in FLOATS:
-        return clamp_minmax(g, self, min, max)
+        return clamp_minmax(g, self, min, max, int_inputs=False)
     lo = None if min is None else as_value(g, min, self.dtype)
     hi = None if max is None else as_value(g, max, self.dtype)
     return g.op("Clip", self, lo, hi)

@@ -1,11 +1,12 @@
-"""Opset 12: LessOrEqual and GreaterOrEqual arrive."""
+"""Opset 12: LessOrEqual and GreaterOrEqual arrive; Max, Min and Clip take integers."""
 
 from __future__ import annotations
 
 import functools
 
 from aten2onnx import registry
-from aten2onnx.symbolic.opset9 import compare
+from aten2onnx.symbolic._helpers import as_value
+from aten2onnx.symbolic.opset9 import compare, extremum
 
 register = functools.partial(registry.register, opset=12)
 
@@ -20,3 +21,23 @@ def aten_le(g, self, other):
 def aten_ge(g, self, other):
     """ge.Tensor(Tensor self, Tensor other) -> Tensor"""
     return compare(g, "GreaterOrEqual", self, other)
+
+
+@register("aten::maximum.default")
+def aten_maximum(g, self, other):
+    """maximum(Tensor self, Tensor other) -> Tensor"""
+    return extremum(g, "Max", self, other, int_inputs=True)
+
+
+@register("aten::minimum.default")
+def aten_minimum(g, self, other):
+    """minimum(Tensor self, Tensor other) -> Tensor"""
+    return extremum(g, "Min", self, other, int_inputs=True)
+
+
+@register("aten::clamp.default")
+def aten_clamp(g, self, min=None, max=None):
+    """clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor"""
+    lo = None if min is None else as_value(g, min, self.dtype)
+    hi = None if max is None else as_value(g, max, self.dtype)
+    return g.op("Clip", self, lo, hi)

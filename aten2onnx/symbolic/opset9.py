@@ -393,6 +393,27 @@ def aten_gelu(g, self, *, approximate="none"):
     return g.op("Mul", g.op("Mul", self, half), g.op("Add", t, g.const(1.0, like=self)))
 
 
+def extremum(g: GraphBuilder, op_type: str, a: Value, b, *, int_inputs: bool) -> Value:
+    """Max/Min; before opset 12 they take floats only, so ints compare and select instead."""
+    a, b = promote(g, a, b)
+    if int_inputs or a.dtype in FLOATS:
+        return g.op(op_type, a, b)
+    pick_a = g.op("Greater" if op_type == "Max" else "Less", a, b)
+    return g.op("Where", pick_a, a, b)
+
+
+@register("aten::maximum.default")
+def aten_maximum(g, self, other):
+    """maximum(Tensor self, Tensor other) -> Tensor"""
+    return extremum(g, "Max", self, other, int_inputs=False)
+
+
+@register("aten::minimum.default")
+def aten_minimum(g, self, other):
+    """minimum(Tensor self, Tensor other) -> Tensor"""
+    return extremum(g, "Min", self, other, int_inputs=False)
+
+
 @register("aten::leaky_relu.default")
 def aten_leaky_relu(g, self, negative_slope=0.01):
     """leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor"""
@@ -403,15 +424,15 @@ def aten_leaky_relu(g, self, negative_slope=0.01):
 def aten_clamp(g, self, min=None, max=None):
     """clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor"""
     if self.dtype not in FLOATS:
-        return clamp_minmax(g, self, min, max)
+        return clamp_minmax(g, self, min, max, int_inputs=False)
     return g.op("Clip", self, min=None if min is None else float(min), max=None if max is None else float(max))
 
 
-def clamp_minmax(g: GraphBuilder, self: Value, min, max) -> Value:
+def clamp_minmax(g: GraphBuilder, self: Value, min, max, *, int_inputs: bool) -> Value:
     if min is not None:
-        self = g.op("Max", self, as_value(g, min, self.dtype))
+        self = extremum(g, "Max", self, as_value(g, min, self.dtype), int_inputs=int_inputs)
     if max is not None:
-        self = g.op("Min", self, as_value(g, max, self.dtype))
+        self = extremum(g, "Min", self, as_value(g, max, self.dtype), int_inputs=int_inputs)
     return self
 
 
