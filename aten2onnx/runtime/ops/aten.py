@@ -1,0 +1,135 @@
+"""The ATen fallback node (org.pytorch.aten::ATen): runs torch.ops.<namespace>.<operator>.<overload>.
+The overload is looked up and every argument decoded once, at session creation; a namespace not
+allowed by the session, or an operator or overload torch does not have, is refused there."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from aten2onnx import _aten_node
+from aten2onnx.errors import InvalidModelError
+from aten2onnx.runtime.kernel import Kernel
+
+_ABSENT = object()
+
+
+def _lookup(namespace: str, operator: str, overload_name: str) -> torch._ops.OpOverload:
+    where = f"{namespace}::{operator}" + (f".{overload_name}" if overload_name else "")
+    try:
+        packet = getattr(getattr(torch.ops, namespace), operator)
+    except (AttributeError, RuntimeError) as e:
+        raise InvalidModelError(f"ATen node names {where}, but torch has no operator {namespace}::{operator}") from e
+    overload = overload_name or "default"
+    if overload not in packet.overloads():
+        raise InvalidModelError(f"ATen node names {where}, but {namespace}::{operator} has no overload "
+                                f"{overload!r}; it has {sorted(packet.overloads())}")
+    return getattr(packet, overload)
+
+
+def _from_attribute(value: Any, kind: str, is_list: bool, device: torch.device) -> Any:
+    if kind == "bool":
+        return [bool(v) for v in value] if is_list else bool(value)
+    if kind in ("int", "SymInt"):
+        return [int(v) for v in value] if is_list else int(value)
+    if kind == "float":
+        return [float(v) for v in value] if is_list else float(value)
+    if kind == "ScalarType":
+        return _aten_node.dtype_from_name(value)
+    if kind == "MemoryFormat":
+        return _aten_node.MEMORY_FORMATS[value]
+    if kind == "Layout":
+        return _aten_node.LAYOUTS[value]
+    if kind == "Device":
+        return device
+    return value  # Scalar ("number"), str, and anything already in its Python form
+
+
+def _from_input(value: torch.Tensor | None, kind: str, is_list: bool) -> Any:
+    """A non-tensor argument known only at run time arrives as a tensor: 0-d for a scalar, 1-D for a list."""
+    if value is None:
+        return None
+    if is_list:
+        return value.tolist()
+    item = value.item()
+    return bool(item) if kind == "bool" else item
+
+
+class ATen(Kernel):
+    domain, op_type, since_version = _aten_node.DOMAIN, "ATen", 1
+
+    def setup(self, operator: str, overload_name: str = "", namespace: str = "aten",
+              input_args: list[str] | None = None, **arguments: Any) -> None:
+        if namespace not in self.ctx.allowed_aten_namespaces:
+            raise InvalidModelError(f"ATen node runs {namespace}::{operator}, but namespace {namespace!r} is not "
+                                    f"allowed; the session allows {list(self.ctx.allowed_aten_namespaces)}")
+        self.op = _lookup(namespace, operator, overload_name)
+        schema = self.op._schema
+        input_args = list(input_args or [])
+        names = {a.name for a in schema.arguments}
+        stray = sorted((set(arguments) | set(input_args)) - names)
+        if stray:
+            raise InvalidModelError(f"ATen node for {schema.name}.{schema.overload_name}: {stray} are not arguments "
+                                    f"of its schema {schema}")
+        # plan: per schema argument, (name, keyword_only, source, payload); source is "const" or "input"
+        self.plan: list[tuple[str, bool, str, Any]] = []
+        for arg in schema.arguments:
+            kind, is_list, optional = _aten_node.schema_kind(arg)
+            positions = [i for i, name in enumerate(input_args) if name == arg.name]
+            if positions:
+                if kind == "Tensor" and is_list:
+                    payload = ("list", positions)
+                elif kind == "Tensor":
+                    payload = ("one", positions[0])
+                else:
+                    payload = ("value", positions[0], kind, is_list)
+                self.plan.append((arg.name, arg.kwarg_only, "input", payload))
+            elif arg.name in arguments:
+                value = _from_attribute(arguments[arg.name], kind, is_list, self.ctx.device)
+                self.plan.append((arg.name, arg.kwarg_only, "const", value))
+            elif optional:
+                self.plan.append((arg.name, arg.kwarg_only, "const", None))
+            elif arg.has_default_value():
+                self.plan.append((arg.name, arg.kwarg_only, "const", _ABSENT))
+            else:
+                raise InvalidModelError(f"ATen node for {schema.name}.{schema.overload_name} gives no value for "
+                                        f"the required argument {arg.name!r}")
+        self.n_outputs = len(self.node.output) if self.node is not None else None
+
+    def run(self, *inputs):
+        args: list[Any] = []
+        kwargs: dict[str, Any] = {}
+        positional = True
+        for name, keyword_only, source, payload in self.plan:
+            if source == "const":
+                value = payload
+            elif payload[0] == "one":
+                value = inputs[payload[1]]
+            elif payload[0] == "list":
+                value = [inputs[i] for i in payload[1]]
+            else:
+                value = _from_input(inputs[payload[1]], payload[2], payload[3])
+            if value is _ABSENT:
+                positional = False  # later positional arguments must be named
+                continue
+            if keyword_only or not positional:
+                kwargs[name] = value
+            else:
+                args.append(value)
+        result = self.op(*args, **kwargs)
+        return tuple(_flatten(result))
+
+
+def _flatten(result: Any) -> list[Any]:
+    if isinstance(result, (tuple, list)):
+        out: list[Any] = []
+        for item in result:
+            out.extend(_flatten(item))
+        return out
+    if isinstance(result, torch.Tensor) or result is None:
+        return [result]
+    return [torch.tensor(result)]
+
+
+KERNELS = (ATen,)

@@ -1,0 +1,169 @@
+"""Attention (opsets 23, 24, 25) and RotaryEmbedding (23), following the ONNX reference: scale split
+as sqrt(scale) on Q and K, causal masks aligned bottom-right to the KV cache, GQA by repeating KV
+heads, and rows with no attendable key giving zeros."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from aten2onnx import _dtypes
+from aten2onnx.runtime.kernel import Kernel
+
+
+def _to_heads(x: torch.Tensor, heads: int) -> torch.Tensor:
+    b, s, hidden = x.shape
+    return x.reshape(b, s, heads, hidden // heads).transpose(1, 2)
+
+
+def _allowed(q_len: int, kv_len: int, offset, left: int, right: int, causal: bool, device) -> torch.Tensor | None:
+    """Which (query, key) pairs the causal and sliding-window rules allow; offset is an int or (batch,)."""
+    i = torch.arange(q_len, device=device).reshape(q_len, 1)
+    j = torch.arange(kv_len, device=device).reshape(1, kv_len)
+    if isinstance(offset, torch.Tensor):
+        i = i + offset.reshape(-1, 1, 1, 1).to(i.device)
+    else:
+        i = i + offset
+    allowed = None
+    if causal:
+        allowed = j <= i
+    diff = i - j
+    if left >= 0:
+        allowed = (diff <= left) if allowed is None else allowed & (diff <= left)
+    if right >= 0:
+        allowed = (-diff <= right) if allowed is None else allowed & (-diff <= right)
+    return allowed
+
+
+def _attention(q, k, v, attn_mask, past_key, past_value, nonpad, *, scale, is_causal, q_num_heads, kv_num_heads,
+               softmax_precision, softcap, qk_mode, left=-1, right=-1):
+    three_d = q.dim() == 3
+    if three_d:
+        q, k, v = _to_heads(q, q_num_heads), _to_heads(k, kv_num_heads), _to_heads(v, kv_num_heads)
+    dtype = q.dtype
+    if scale is None:
+        scale = 1 / math.sqrt(q.shape[3])
+    root = torch.tensor(math.sqrt(scale), dtype=dtype)
+    present_key = torch.cat([past_key, k], 2) if past_key is not None else k
+    present_value = torch.cat([past_value, v], 2) if past_value is not None else v
+    k, v = present_key, present_value
+    q_len, kv_len = q.shape[2], k.shape[2]
+    neg_inf = torch.tensor(float("-inf"), dtype=dtype, device=q.device)
+    zero = torch.zeros((), dtype=dtype, device=q.device)
+    bias = torch.zeros((q_len, kv_len), dtype=dtype, device=q.device)
+    if attn_mask is not None:
+        pad = kv_len - attn_mask.shape[-1]
+        if attn_mask.dtype == torch.bool:
+            attn_mask = torch.where(attn_mask, zero, neg_inf)
+        if pad > 0:
+            attn_mask = torch.nn.functional.pad(attn_mask, (0, pad), value=float("-inf"))
+        bias = bias + attn_mask
+    if past_key is None and nonpad is not None:
+        offset = nonpad.reshape(-1).to(torch.int64) - q_len
+    else:
+        offset = past_key.shape[2] if past_key is not None else 0
+    allowed = _allowed(q_len, kv_len, offset, left, right, bool(is_causal), q.device)
+    if allowed is not None:
+        bias = bias + torch.where(allowed, zero, neg_inf)
+    if nonpad is not None:
+        keep = torch.arange(kv_len, device=q.device) < nonpad.reshape(-1, 1).to(q.device)
+        bias = bias + torch.where(keep, zero, neg_inf).reshape(-1, 1, 1, kv_len)
+    heads_q, heads_k = q.shape[1], k.shape[1]
+    if heads_q != heads_k and heads_q % heads_k == 0:
+        k = k.repeat_interleave(heads_q // heads_k, 1)
+        v = v.repeat_interleave(heads_q // heads_k, 1)
+    scores = torch.matmul(q * root, k.transpose(2, 3) * root)
+    if softcap:
+        scores = torch.tanh(scores / softcap) * softcap
+    with_bias = scores + bias
+    qk_out = with_bias if qk_mode == 2 else scores
+    work = with_bias if softmax_precision is None else with_bias.to(_dtypes.to_torch(softmax_precision))
+    probs = _softmax(work)
+    masked_rows = torch.isneginf(torch.amax(bias, -1, keepdim=True))
+    probs = torch.where(masked_rows, torch.zeros((), dtype=probs.dtype, device=probs.device), probs)
+    if qk_mode == 3:
+        qk_out = probs
+    y = torch.matmul(probs.to(dtype), v)
+    if three_d:
+        y = y.transpose(1, 2).reshape(y.shape[0], y.shape[2], -1)
+    return y, present_key, present_value, qk_out.to(dtype)
+
+
+def _softmax(x: torch.Tensor) -> torch.Tensor:
+    if x.dtype in (torch.float32, torch.float64):
+        return torch.softmax(x, -1)
+    # half types: round after each step as the reference (and the function body) does
+    top = torch.amax(x, -1, keepdim=True)
+    top = torch.where(torch.isneginf(top), torch.zeros_like(top), top)
+    e = torch.exp(x - top)
+    total = torch.sum(e, -1, keepdim=True)
+    return e / torch.where(total == 0, torch.ones_like(total), total)
+
+
+class Attention23(Kernel):
+    op_type, since_version = "Attention", 23
+
+    def setup(self, is_causal: int = 0, kv_num_heads: int | None = None, q_num_heads: int | None = None,
+              qk_matmul_output_mode: int = 0, scale: float | None = None, softcap: float = 0.0,
+              softmax_precision: int | None = None) -> None:
+        self.options = dict(scale=scale, is_causal=is_causal, q_num_heads=q_num_heads, kv_num_heads=kv_num_heads,
+                            softmax_precision=softmax_precision, softcap=softcap, qk_mode=qk_matmul_output_mode)
+
+    def run(self, q, k, v, attn_mask=None, past_key=None, past_value=None):
+        return _attention(q, k, v, attn_mask, past_key, past_value, None, **self.options)
+
+
+class Attention24(Attention23):
+    """Attention from opset 24: nonpad_kv_seqlen, per-batch valid KV lengths of a static cache."""
+
+    since_version = 24
+
+    def run(self, q, k, v, attn_mask=None, past_key=None, past_value=None, nonpad_kv_seqlen=None):
+        return _attention(q, k, v, attn_mask, past_key, past_value, nonpad_kv_seqlen, **self.options)
+
+
+class Attention25(Attention24):
+    """Attention from opset 25: a sliding window of left/right_window_size keys (-1: unbounded)."""
+
+    since_version = 25
+
+    def setup(self, is_causal: int = 0, kv_num_heads: int | None = None, q_num_heads: int | None = None,
+              qk_matmul_output_mode: int = 0, scale: float | None = None, softcap: float = 0.0,
+              softmax_precision: int | None = None, left_window_size: int = -1, right_window_size: int = -1) -> None:
+        super().setup(is_causal, kv_num_heads, q_num_heads, qk_matmul_output_mode, scale, softcap, softmax_precision)
+        self.options.update(left=left_window_size, right=right_window_size)
+
+
+class RotaryEmbedding(Kernel):
+    op_type, since_version = "RotaryEmbedding", 23
+
+    def setup(self, interleaved: int = 0, num_heads: int | None = None, rotary_embedding_dim: int = 0) -> None:
+        self.interleaved, self.num_heads, self.dim = interleaved, num_heads, rotary_embedding_dim
+
+    def run(self, x, cos_cache, sin_cache, position_ids=None):
+        shape = x.shape
+        if x.dim() == 4:
+            x = x.transpose(1, 2)  # (batch, seq, heads, head_size)
+        else:
+            x = x.reshape(shape[0], shape[1], self.num_heads, shape[2] // self.num_heads)
+        dim = self.dim or x.shape[3]
+        rotate, keep = x[..., :dim], x[..., dim:]
+        if position_ids is not None:
+            cos_cache, sin_cache = cos_cache[position_ids], sin_cache[position_ids]
+        cos, sin = cos_cache.unsqueeze(2), sin_cache.unsqueeze(2)
+        if self.interleaved:
+            x1, x2 = rotate[..., 0::2], rotate[..., 1::2]
+        else:
+            x1, x2 = rotate.chunk(2, -1)
+        real = cos * x1 - sin * x2
+        imag = sin * x1 + cos * x2
+        if self.interleaved:
+            rotated = torch.stack([real, imag], -1).reshape(rotate.shape)
+        else:
+            rotated = torch.cat([real, imag], -1)
+        out = torch.cat([rotated, keep], -1)
+        return (out.reshape(shape) if len(shape) == 3 else out.transpose(1, 2),)
+
+
+KERNELS = (Attention23, Attention24, Attention25, RotaryEmbedding)

@@ -1,0 +1,134 @@
+"""If, Loop and Scan: bodies are compiled once, at session creation, into GraphRunners; the values a
+body reads from enclosing scopes arrive in `outer` and are passed on to it."""
+
+from __future__ import annotations
+
+import torch
+
+from aten2onnx import _dtypes
+from aten2onnx.runtime.kernel import Kernel
+from aten2onnx.runtime.session import free_variables
+
+
+def _compile(kernel: Kernel, graph):
+    return kernel.ctx.compile_graph(graph, sorted(free_variables(graph)))
+
+
+def _empty_scan_output(info, device) -> torch.Tensor:
+    """A scan output of a loop that ran zero times: shape (0,), the body output's dtype."""
+    try:
+        dtype = _dtypes.to_torch(info.type.tensor_type.elem_type)
+    except TypeError:
+        dtype = torch.float32
+    return torch.empty((0,), dtype=dtype, device=device)
+
+
+class If(Kernel):
+    op_type, since_version = "If", 1
+
+    def setup(self, then_branch, else_branch) -> None:
+        self.then_branch = _compile(self, then_branch)
+        self.else_branch = _compile(self, else_branch)
+
+    def run(self, cond, outer=None):
+        branch = self.then_branch if bool(cond) else self.else_branch
+        return tuple(branch.run([], outer))
+
+
+class Loop(Kernel):
+    """Loop: runs the body while the trip count M (if given) is not reached and cond holds; returns
+    the final loop-carried values, then each scan output stacked along a new first axis."""
+
+    op_type, since_version = "Loop", 1
+
+    def setup(self, body) -> None:
+        self.body = _compile(self, body)
+        self.body_proto = body
+
+    def run(self, trip_count=None, cond=None, *carried, outer=None):
+        max_trip = None if trip_count is None else int(trip_count)
+        keep = True if cond is None else bool(cond)
+        n_carried = len(carried)
+        scans: list[list[torch.Tensor]] = [[] for _ in range(len(self.body_proto.output) - 1 - n_carried)]
+        i = 0
+        device = self.ctx.device
+        while keep and (max_trip is None or i < max_trip):
+            outs = self.body.run([torch.tensor(i, dtype=torch.int64, device=device),
+                                  torch.tensor(keep, device=device), *carried], outer)
+            keep = bool(outs[0])
+            carried = tuple(outs[1:1 + n_carried])
+            for acc, value in zip(scans, outs[1 + n_carried:]):
+                acc.append(value)
+            i += 1
+        stacked = tuple(
+            torch.stack(acc) if acc else _empty_scan_output(self.body_proto.output[1 + n_carried + j], device)
+            for j, acc in enumerate(scans)
+        )
+        return tuple(carried) + stacked
+
+
+def _scan(body, num_scan_inputs, state, scan_inputs, in_axes, in_dirs, out_axes, out_dirs, outer):
+    steps = scan_inputs[0].shape[in_axes[0]] if scan_inputs else 0
+    n_state = len(state)
+    collected: list[list[torch.Tensor]] = []
+    for t in range(steps):
+        slices = [x.select(axis, steps - 1 - t if d else t) for x, axis, d in zip(scan_inputs, in_axes, in_dirs)]
+        outs = body.run(list(state) + slices, outer)
+        state = outs[:n_state]
+        if not collected:
+            collected = [[] for _ in outs[n_state:]]
+        for acc, value in zip(collected, outs[n_state:]):
+            acc.append(value)
+    results = []
+    for j, acc in enumerate(collected):
+        if out_dirs[j]:
+            acc = acc[::-1]
+        axis = out_axes[j]
+        rank = acc[0].dim() + 1
+        results.append(torch.stack(acc, axis + rank if axis < 0 else axis))
+    return tuple(state) + tuple(results)
+
+
+class Scan8(Kernel):
+    """Scan at opset 8: a leading batch axis, then time on axis 1; sequence_lens must be full."""
+
+    op_type, since_version = "Scan", 8
+
+    def setup(self, body, num_scan_inputs: int, directions: list[int] | None = None) -> None:
+        self.body = _compile(self, body)
+        self.n, self.directions = num_scan_inputs, directions
+
+    def run(self, sequence_lens, *inputs, outer=None):
+        n_state = len(inputs) - self.n
+        dirs = self.directions or [0] * self.n
+        per_batch = []
+        for b in range(inputs[0].shape[0]):
+            state = [x[b] for x in inputs[:n_state]]
+            scans = [x[b] for x in inputs[n_state:]]
+            n_out = len(self.body.output_names) - n_state
+            per_batch.append(_scan(self.body, self.n, state, scans, [0] * self.n, dirs, [0] * n_out, [0] * n_out, outer))
+        return tuple(torch.stack(vals) for vals in zip(*per_batch))
+
+
+class Scan9(Kernel):
+    op_type, since_version = "Scan", 9
+
+    def setup(self, body, num_scan_inputs: int, scan_input_axes: list[int] | None = None,
+              scan_input_directions: list[int] | None = None, scan_output_axes: list[int] | None = None,
+              scan_output_directions: list[int] | None = None) -> None:
+        self.body = _compile(self, body)
+        self.n = num_scan_inputs
+        n_out = len(body.output) - (len(body.input) - num_scan_inputs)
+        self.in_axes = scan_input_axes or [0] * num_scan_inputs
+        self.in_dirs = scan_input_directions or [0] * num_scan_inputs
+        self.out_axes = scan_output_axes or [0] * n_out
+        self.out_dirs = scan_output_directions or [0] * n_out
+
+    def run(self, *inputs, outer=None):
+        n_state = len(inputs) - self.n
+        scans = inputs[n_state:]
+        axes = [a + x.dim() if a < 0 else a for a, x in zip(self.in_axes, scans)]
+        return _scan(self.body, self.n, inputs[:n_state], scans, axes, self.in_dirs, self.out_axes, self.out_dirs, outer)
+
+
+KERNELS = (If, Loop, Scan8, Scan9)

@@ -1,0 +1,114 @@
+"""Tensors made from attributes or shapes: Constant, ConstantOfShape, Range, EyeLike, Trilu, and the
+signal windows (Hann, Hamming, Blackman)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from aten2onnx import _dtypes
+from aten2onnx.runtime.kernel import Kernel
+from aten2onnx.runtime.ops._util import int_list, scalar
+
+
+class Constant(Kernel):
+    """Constant: exactly one of value / value_float(s) / value_int(s) (opset 12); strings unsupported."""
+
+    op_type, since_version = "Constant", 1
+
+    def setup(self, value: torch.Tensor | None = None, value_float: float | None = None,
+              value_floats: list[float] | None = None, value_int: int | None = None,
+              value_ints: list[int] | None = None, sparse_value=None, value_string: str | None = None,
+              value_strings: list[str] | None = None) -> None:
+        if value is not None:
+            tensor = value
+        elif value_float is not None:
+            tensor = torch.tensor(value_float, dtype=torch.float32)
+        elif value_floats is not None:
+            tensor = torch.tensor(value_floats, dtype=torch.float32)
+        elif value_int is not None:
+            tensor = torch.tensor(value_int, dtype=torch.int64)
+        elif value_ints is not None:
+            tensor = torch.tensor(value_ints, dtype=torch.int64)
+        else:
+            raise ValueError("Constant needs a value, value_float(s) or value_int(s) attribute; "
+                             "sparse and string constants are not supported")
+        self.value = tensor.to(self.ctx.device)
+
+    def run(self):
+        return (self.value,)
+
+
+class ConstantOfShape(Kernel):
+    op_type, since_version = "ConstantOfShape", 9
+
+    def setup(self, value: torch.Tensor | None = None) -> None:
+        value = torch.zeros(1, dtype=torch.float32) if value is None else value
+        self.fill, self.dtype = value.reshape(-1)[0].item(), value.dtype
+
+    def run(self, shape):
+        return (torch.full(int_list(shape), self.fill, dtype=self.dtype, device=self.ctx.device),)
+
+
+class Range(Kernel):
+    op_type, since_version = "Range", 11
+
+    def run(self, start, limit, delta):
+        return (torch.arange(start.item(), limit.item(), delta.item(), dtype=start.dtype, device=self.ctx.device),)
+
+
+class EyeLike(Kernel):
+    op_type, since_version = "EyeLike", 9
+
+    def setup(self, dtype: int | None = None, k: int = 0) -> None:
+        self.dtype = None if dtype is None else _dtypes.to_torch(dtype)
+        self.k = k
+
+    def run(self, x):
+        n, m = x.shape
+        rows = torch.arange(n, device=x.device).unsqueeze(1)
+        cols = torch.arange(m, device=x.device).unsqueeze(0)
+        return ((cols - rows == self.k).to(self.dtype or x.dtype),)
+
+
+class Trilu(Kernel):
+    op_type, since_version = "Trilu", 14
+
+    def setup(self, upper: int = 1) -> None:
+        self.fn = torch.triu if upper else torch.tril
+
+    def run(self, x, k=None):
+        return (self.fn(x, 0 if k is None else int(scalar(k))),)
+
+
+def _window(kind: str, size: torch.Tensor, periodic: int, dtype: torch.dtype, device) -> torch.Tensor:
+    n = int(scalar(size))
+    denominator = n if periodic else n - 1
+    k = torch.arange(n, dtype=torch.float64, device=device)
+    phase = 2 * math.pi * k / denominator
+    if kind == "hann":
+        w = 0.5 - 0.5 * torch.cos(phase)
+    elif kind == "hamming":
+        w = 25 / 46 - 21 / 46 * torch.cos(phase)
+    else:
+        w = 0.42 - 0.5 * torch.cos(phase) + 0.08 * torch.cos(2 * phase)
+    return w.to(dtype)
+
+
+def _window_kernel(op_type: str, kind: str) -> type[Kernel]:
+    def setup(self, output_datatype: int = 1, periodic: int = 1) -> None:
+        self.dtype, self.periodic = _dtypes.to_torch(output_datatype), periodic
+
+    def run(self, size):
+        return (_window(kind, size, self.periodic, self.dtype, self.ctx.device),)
+
+    return type(op_type, (Kernel,), {"op_type": op_type, "since_version": 17, "setup": setup, "run": run,
+                                     "__module__": __name__})
+
+
+HannWindow = _window_kernel("HannWindow", "hann")
+HammingWindow = _window_kernel("HammingWindow", "hamming")
+BlackmanWindow = _window_kernel("BlackmanWindow", "blackman")
+
+KERNELS = (Constant, ConstantOfShape, Range, EyeLike, Trilu, HannWindow, HammingWindow, BlackmanWindow)

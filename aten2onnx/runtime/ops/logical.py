@@ -1,0 +1,89 @@
+"""Comparisons, boolean logic, bitwise ops, IsNaN/IsInf and Where."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+
+from aten2onnx.runtime.kernel import Kernel
+from aten2onnx.runtime.ops._util import WIDEN
+
+
+def _compare(op_type: str, since_version: int, fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> type[Kernel]:
+    def run(self, a, b):
+        if a.dtype in WIDEN:  # uint16/32/64 have no torch comparison kernels; int64 holds their values
+            a, b = a.to(torch.int64), b.to(torch.int64)
+        return (fn(a, b),)
+
+    return type(op_type, (Kernel,), {"op_type": op_type, "since_version": since_version, "run": run,
+                                     "__doc__": f"{op_type}: {fn.__name__}", "__module__": __name__})
+
+
+Equal = _compare("Equal", 7, torch.eq)
+Less = _compare("Less", 7, torch.lt)
+Greater = _compare("Greater", 7, torch.gt)
+LessOrEqual = _compare("LessOrEqual", 12, torch.le)
+GreaterOrEqual = _compare("GreaterOrEqual", 12, torch.ge)
+And = _compare("And", 7, torch.logical_and)
+Or = _compare("Or", 7, torch.logical_or)
+Xor = _compare("Xor", 7, torch.logical_xor)
+
+
+def _bitwise(op_type: str, fn: Callable[..., torch.Tensor]) -> type[Kernel]:
+    def run(self, *xs):
+        dtype = xs[0].dtype
+        if dtype in WIDEN:  # same bits in a signed type of the same width
+            signed = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64: torch.int64}[dtype]
+            return (fn(*[x.view(signed) for x in xs]).view(dtype),)
+        return (fn(*xs),)
+
+    return type(op_type, (Kernel,), {"op_type": op_type, "since_version": 18, "run": run,
+                                     "__doc__": f"{op_type}: {fn.__name__}", "__module__": __name__})
+
+
+BitwiseAnd = _bitwise("BitwiseAnd", torch.bitwise_and)
+BitwiseOr = _bitwise("BitwiseOr", torch.bitwise_or)
+BitwiseXor = _bitwise("BitwiseXor", torch.bitwise_xor)
+BitwiseNot = _bitwise("BitwiseNot", torch.bitwise_not)
+
+
+class Not(Kernel):
+    op_type, since_version = "Not", 1
+
+    def run(self, x):
+        return (torch.logical_not(x),)
+
+
+class IsNaN(Kernel):
+    op_type, since_version = "IsNaN", 9
+
+    def run(self, x):
+        return (torch.isnan(x),)
+
+
+class IsInf(Kernel):
+    op_type, since_version = "IsInf", 10
+
+    def setup(self, detect_negative: int = 1, detect_positive: int = 1) -> None:
+        self.fn = (torch.isinf if detect_negative and detect_positive else torch.isneginf if detect_negative
+                   else torch.isposinf if detect_positive else None)
+
+    def run(self, x):
+        if self.fn is None:
+            return (torch.zeros_like(x, dtype=torch.bool),)
+        return (self.fn(x),)
+
+
+class Where(Kernel):
+    op_type, since_version = "Where", 9
+
+    def run(self, cond, x, y):
+        if x.dtype in WIDEN:
+            signed = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64: torch.int64}[x.dtype]
+            return (torch.where(cond, x.view(signed), y.view(signed)).view(x.dtype),)
+        return (torch.where(cond, x, y),)
+
+
+KERNELS = (Equal, Less, Greater, LessOrEqual, GreaterOrEqual, And, Or, Xor, Not, BitwiseAnd, BitwiseOr,
+           BitwiseXor, BitwiseNot, IsNaN, IsInf, Where)

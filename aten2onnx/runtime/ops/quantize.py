@@ -1,0 +1,153 @@
+"""Linear quantization: QuantizeLinear, DequantizeLinear (per tensor, per axis, per block),
+DynamicQuantizeLinear, QLinearMatMul, MatMulInteger's convolution twin ConvInteger."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from aten2onnx import _dtypes
+from aten2onnx.runtime.kernel import Kernel
+from aten2onnx.runtime.ops._util import norm_axis
+from aten2onnx.runtime.ops.cast import _cast
+
+
+def _broadcast_param(p: torch.Tensor, x: torch.Tensor, axis: int, block_size: int) -> torch.Tensor:
+    """A scale or zero point shaped to broadcast against x: scalar, per axis (1-D), or per block."""
+    if p.dim() == 0 or p.numel() == 1 and p.dim() <= 1:
+        return p.reshape(())
+    axis = norm_axis(axis, x.dim())
+    if block_size:
+        return p.repeat_interleave(block_size, axis).narrow(axis, 0, x.shape[axis])
+    shape = [1] * x.dim()
+    shape[axis] = -1
+    return p.reshape(shape)
+
+
+def _quantize(x, scale, zero_point, axis, block_size, out_dtype, saturate):
+    scale = _broadcast_param(scale, x, axis, block_size)
+    if out_dtype.is_floating_point:  # float8
+        y = x.to(torch.float32) / scale.to(torch.float32)
+        if zero_point is not None:
+            y = y + _broadcast_param(zero_point, x, axis, block_size).to(torch.float32)
+        return _cast(y, out_dtype, saturate)
+    y = torch.round(x.to(torch.float32) / scale.to(torch.float32))
+    if zero_point is not None:
+        y = y + _broadcast_param(zero_point, x, axis, block_size).to(torch.float32)
+    info = torch.iinfo(out_dtype)
+    return torch.clamp(y, info.min, info.max).to(out_dtype)
+
+
+class QuantizeLinear(Kernel):
+    op_type, since_version = "QuantizeLinear", 10
+
+    def setup(self, axis: int = 1, block_size: int = 0, output_dtype: int = 0, saturate: int = 1,
+              precision: int = 0) -> None:
+        self.axis, self.block_size, self.saturate = axis, block_size, bool(saturate)
+        self.output_dtype = _dtypes.to_torch(output_dtype) if output_dtype else None
+
+    def run(self, x, y_scale, y_zero_point=None):
+        dtype = y_zero_point.dtype if y_zero_point is not None else (self.output_dtype or torch.uint8)
+        return (_quantize(x, y_scale, y_zero_point, self.axis, self.block_size, dtype, self.saturate),)
+
+
+class DequantizeLinear(Kernel):
+    op_type, since_version = "DequantizeLinear", 10
+
+    def setup(self, axis: int = 1, block_size: int = 0, output_dtype: int = 0) -> None:
+        self.axis, self.block_size = axis, block_size
+        self.output_dtype = _dtypes.to_torch(output_dtype) if output_dtype else None
+
+    def run(self, x, x_scale, x_zero_point=None):
+        scale = _broadcast_param(x_scale, x, self.axis, self.block_size)
+        y = x.to(torch.float32)
+        if x_zero_point is not None:
+            y = y - _broadcast_param(x_zero_point, x, self.axis, self.block_size).to(torch.float32)
+        return ((y * scale.to(torch.float32)).to(self.output_dtype or x_scale.dtype),)
+
+
+class DynamicQuantizeLinear(Kernel):
+    op_type, since_version = "DynamicQuantizeLinear", 11
+
+    def run(self, x):
+        lo = torch.clamp(torch.amin(x), max=0.0)
+        hi = torch.clamp(torch.amax(x), min=0.0)
+        scale = (hi - lo) / 255.0
+        zero_point = torch.clamp(torch.round(-lo / scale), 0, 255).to(torch.uint8)
+        y = torch.clamp(torch.round(x / scale) + zero_point.to(torch.float32), 0, 255).to(torch.uint8)
+        return y, scale.to(x.dtype), zero_point
+
+
+class QLinearMatMul(Kernel):
+    op_type, since_version = "QLinearMatMul", 10
+
+    def run(self, a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point):
+        fa = (a.to(torch.float32) - _vec(a_zero_point, a, -2)) * _vec(a_scale, a, -2)
+        fb = (b.to(torch.float32) - _vec(b_zero_point, b, -1)) * _vec(b_scale, b, -1)
+        y = torch.matmul(fa, fb)
+        return (_quantize(y, y_scale, y_zero_point, 1, 0, y_zero_point.dtype, True),)
+
+
+def _vec(p: torch.Tensor, x: torch.Tensor, axis: int) -> torch.Tensor:
+    """A per-row (axis -2) or per-column (axis -1) parameter as a broadcastable float tensor."""
+    p = p.to(torch.float32)
+    if p.numel() == 1:
+        return p.reshape(())
+    return p.reshape(-1, 1) if axis == -2 else p.reshape(-1)
+
+
+class ConvInteger(Kernel):
+    op_type, since_version = "ConvInteger", 10
+
+    def setup(self, auto_pad: str = "NOTSET", dilations: list[int] | None = None, group: int = 1,
+              kernel_shape: list[int] | None = None, pads: list[int] | None = None,
+              strides: list[int] | None = None) -> None:
+        from aten2onnx.runtime.ops.nn import Conv
+
+        self.conv = Conv(self.ctx, self.node, auto_pad=auto_pad, dilations=dilations, group=group,
+                         kernel_shape=kernel_shape, pads=pads, strides=strides)
+
+    def run(self, x, w, x_zero_point=None, w_zero_point=None):
+        xf = x.to(torch.float64) - (0 if x_zero_point is None else x_zero_point.to(torch.float64))
+        wf = w.to(torch.float64)
+        if w_zero_point is not None:
+            wf = wf - _broadcast_param(w_zero_point, w, 0, 0).to(torch.float64)
+        return (self.conv.run(xf, wf)[0].round().to(torch.int32),)
+
+
+class BitCast(Kernel):
+    op_type, since_version = "BitCast", 26
+
+    def setup(self, to: int) -> None:
+        self.dtype = _dtypes.to_torch(to)
+
+    def run(self, x):
+        return (x.view(self.dtype),)
+
+
+class GridSample(Kernel):
+    """GridSample: torch.grid_sample; opset 20 renamed the modes linear/cubic (and allows N-D)."""
+
+    op_type, since_version = "GridSample", 16
+
+    def setup(self, align_corners: int = 0, mode: str = "bilinear", padding_mode: str = "zeros") -> None:
+        self.align_corners = bool(align_corners)
+        self.mode = {"linear": "bilinear", "cubic": "bicubic"}.get(mode, mode)
+        self.padding_mode = padding_mode
+
+    def run(self, x, grid):
+        return (F.grid_sample(x, grid.to(x.dtype), self.mode, self.padding_mode, self.align_corners),)
+
+
+class AffineGrid(Kernel):
+    op_type, since_version = "AffineGrid", 20
+
+    def setup(self, align_corners: int = 0) -> None:
+        self.align_corners = bool(align_corners)
+
+    def run(self, theta, size):
+        return (F.affine_grid(theta, size.tolist(), align_corners=self.align_corners),)
+
+
+KERNELS = (QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, QLinearMatMul, ConvInteger, BitCast, GridSample,
+           AffineGrid)

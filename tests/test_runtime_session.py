@@ -1,0 +1,236 @@
+"""InferenceSession: the onnxruntime-style API, model loading, refusals with our own exceptions,
+control flow reading outer-scope values, hand-built ATen nodes, and freeing of intermediates."""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+import onnx
+import pytest
+import torch
+from onnx import TensorProto, helper, numpy_helper
+
+from aten2onnx import _aten_node
+from aten2onnx.errors import InvalidInputError, InvalidModelError, RunError
+from aten2onnx.runtime import InferenceSession
+from aten2onnx.runtime.kernel import Kernel, register_kernels
+
+
+def _model(nodes, inputs, outputs, initializers=(), opset=18, extra_opsets=()):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(initializers))
+    opsets = [helper.make_opsetid("", opset)] + [helper.make_opsetid(d, v) for d, v in extra_opsets]
+    return helper.make_model(graph, opset_imports=opsets, ir_version=10)
+
+
+def _vi(name, shape, elem=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+@pytest.fixture
+def add_model():
+    return _model([helper.make_node("Add", ["x", "y"], ["z"])], [_vi("x", ["n", 3]), _vi("y", [3])], [_vi("z", ["n", 3])])
+
+
+def test_run_numpy_and_metadata(add_model):
+    sess = InferenceSession(add_model)
+    x, y = np.ones((2, 3), np.float32), np.arange(3, dtype=np.float32)
+    (z,) = sess.run(None, {"x": x, "y": y})
+    assert isinstance(z, np.ndarray)
+    np.testing.assert_array_equal(z, x + y)
+    assert [(i.name, i.shape, i.type) for i in sess.get_inputs()] == [("x", ["n", 3], "tensor(float)"),
+                                                                      ("y", [3], "tensor(float)")]
+    assert [(o.name, o.shape, o.type) for o in sess.get_outputs()] == [("z", ["n", 3], "tensor(float)")]
+    assert sess.run(["z"], {"x": x, "y": y})[0].shape == (2, 3)
+
+
+def test_run_torch_does_not_copy_inputs():
+    model = _model([helper.make_node("Identity", ["x"], ["y"])], [_vi("x", [4])], [_vi("y", [4])])
+    x = torch.arange(4.0)
+    y = InferenceSession(model).run_torch({"x": x})["y"]
+    assert y.data_ptr() == x.data_ptr()
+
+
+def test_load_from_path_bytes_and_external_data(tmp_path, add_model):
+    weight = np.arange(3000, dtype=np.float32).reshape(1000, 3)
+    model = _model([helper.make_node("Add", ["x", "w"], ["z"])], [_vi("x", [1000, 3])], [_vi("z", [1000, 3])],
+                   [numpy_helper.from_array(weight, "w")])
+    path = tmp_path / "model.onnx"
+    onnx.save(model, str(path), save_as_external_data=True, location="weights.bin", size_threshold=0)
+    assert (tmp_path / "weights.bin").exists()
+    x = np.ones((1000, 3), np.float32)
+    np.testing.assert_array_equal(InferenceSession(str(path)).run(None, {"x": x})[0], x + weight)
+    np.testing.assert_array_equal(InferenceSession(path).run(None, {"x": x})[0], x + weight)
+    sess = InferenceSession(add_model.SerializeToString())
+    assert sess.get_outputs()[0].name == "z"
+
+
+@pytest.mark.parametrize("feeds, message", [
+    ({"x": np.ones((2, 3), np.float32)}, "missing"),
+    ({"x": np.ones((2, 3), np.float32), "y": np.ones(3, np.float32), "w": np.ones(1, np.float32)}, "unknown"),
+    ({"x": np.ones((2, 3, 1), np.float32), "y": np.ones(3, np.float32)}, "rank"),
+    ({"x": np.ones((2, 3), np.float32), "y": np.ones(4, np.float32)}, "size"),
+    ({"x": np.ones((2, 3), np.float64), "y": np.ones(3, np.float32)}, "dtype"),
+])
+def test_bad_feeds_raise_invalid_input(add_model, feeds, message):
+    with pytest.raises(InvalidInputError, match=message):
+        InferenceSession(add_model).run(None, feeds)
+
+
+def test_unknown_output_name_raises(add_model):
+    with pytest.raises(InvalidInputError):
+        InferenceSession(add_model).run(["nope"], {"x": np.ones((1, 3), np.float32), "y": np.ones(3, np.float32)})
+
+
+def test_refused_models():
+    unknown_op = _model([helper.make_node("NoSuchOp", ["x"], ["y"])], [_vi("x", [1])], [_vi("y", [1])])
+    with pytest.raises(InvalidModelError, match="NoSuchOp"):
+        InferenceSession(unknown_op)
+    too_new = _model([helper.make_node("Relu", ["x"], ["y"])], [_vi("x", [1])], [_vi("y", [1])], opset=27)
+    with pytest.raises(InvalidModelError, match="27"):
+        InferenceSession(too_new)
+    with pytest.raises(InvalidModelError):
+        InferenceSession(b"\x08\x07this is not a model\xff\xff")
+    bad_attr = _model([helper.make_node("Relu", ["x"], ["y"], color="red")], [_vi("x", [1])], [_vi("y", [1])])
+    with pytest.raises(InvalidModelError, match="bad attributes"):
+        InferenceSession(bad_attr)
+    assert issubclass(InvalidModelError, RunError)
+
+
+# ---- ATen fallback nodes ----
+
+def _aten_model(operator, overload, inputs, input_args, output_shape, namespace=None, **attrs):
+    names = [f"i{k}" for k in range(len(inputs))]
+    if namespace is not None:
+        attrs["namespace"] = namespace
+    node = helper.make_node("ATen", names, ["out"], domain=_aten_node.DOMAIN, operator=operator,
+                            overload_name=overload, input_args=input_args, **attrs)
+    return _model([node], [_vi(n, list(x.shape)) for n, x in zip(names, inputs)], [_vi("out", output_shape)],
+                  extra_opsets=[(_aten_node.DOMAIN, 1)])
+
+
+def test_aten_add_with_alpha():
+    a, b = torch.randn(2, 3), torch.randn(2, 3)
+    model = _aten_model("add", "Tensor", [a, b], ["self", "other"], [2, 3], alpha=2.5)
+    out = InferenceSession(model).run_torch({"i0": a, "i1": b})["out"]
+    assert torch.equal(out, torch.add(a, b, alpha=2.5))
+
+
+def test_aten_cat_tensor_list():
+    xs = [torch.randn(2, 3), torch.randn(1, 3), torch.randn(4, 3)]
+    model = _aten_model("cat", "default", xs, ["tensors"] * 3, [7, 3], dim=0)
+    out = InferenceSession(model).run_torch({f"i{k}": x for k, x in enumerate(xs)})["out"]
+    assert torch.equal(out, torch.cat(xs))
+
+
+def test_aten_refusals_happen_at_session_creation():
+    a = torch.randn(2)
+    with pytest.raises(InvalidModelError, match="no operator"):
+        InferenceSession(_aten_model("definitely_not_an_op", "", [a], ["self"], [2]))
+    with pytest.raises(InvalidModelError, match="no overload"):
+        InferenceSession(_aten_model("add", "NoSuchOverload", [a, a], ["self", "other"], [2]))
+    with pytest.raises(InvalidModelError, match="not allowed"):
+        InferenceSession(_aten_model("add", "Tensor", [a, a], ["self", "other"], [2], namespace="mylib"))
+    # allowed when the session says so; then the operator must exist in that namespace
+    with pytest.raises(InvalidModelError, match="no operator"):
+        InferenceSession(_aten_model("add", "Tensor", [a, a], ["self", "other"], [2], namespace="mylib"),
+                         allowed_aten_namespaces=("aten", "mylib"))
+
+
+# ---- control flow with outer-scope values ----
+
+def test_if_reads_outer_scope():
+    then_g = helper.make_graph([helper.make_node("Add", ["x", "y"], ["r"])], "then", [], [_vi("r", [3])])
+    else_g = helper.make_graph([helper.make_node("Sub", ["x", "y"], ["r2"])], "else", [], [_vi("r2", [3])])
+    model = _model([helper.make_node("If", ["c"], ["z"], then_branch=then_g, else_branch=else_g)],
+                   [_vi("c", [], TensorProto.BOOL), _vi("x", [3]), _vi("y", [3])], [_vi("z", [3])])
+    sess = InferenceSession(model)
+    x, y = torch.randn(3), torch.randn(3)
+    assert torch.equal(sess.run_torch({"c": torch.tensor(True), "x": x, "y": y})["z"], x + y)
+    assert torch.equal(sess.run_torch({"c": torch.tensor(False), "x": x, "y": y})["z"], x - y)
+
+
+def test_loop_reads_outer_scope():
+    body = helper.make_graph(
+        [helper.make_node("Add", ["acc", "x"], ["acc_out"]), helper.make_node("Identity", ["cond"], ["cond_out"]),
+         helper.make_node("Identity", ["acc_out"], ["scan"])],
+        "body", [_vi("i", [], TensorProto.INT64), _vi("cond", [], TensorProto.BOOL), _vi("acc", [3])],
+        [_vi("cond_out", [], TensorProto.BOOL), _vi("acc_out", [3]), _vi("scan", [3])])
+    model = _model([helper.make_node("Loop", ["m", "", "a0"], ["a", "s"], body=body)],
+                   [_vi("m", [], TensorProto.INT64), _vi("a0", [3]), _vi("x", [3])], [_vi("a", [3]), _vi("s", [5, 3])])
+    x = torch.randn(3)
+    out = InferenceSession(model).run_torch({"m": torch.tensor(5), "a0": torch.zeros(3), "x": x})
+    expected = torch.zeros(3)
+    rows = []
+    for _ in range(5):
+        expected = expected + x
+        rows.append(expected)
+    assert torch.equal(out["a"], expected)
+    assert torch.equal(out["s"], torch.stack(rows))
+
+
+def test_scan_reads_outer_scope():
+    body = helper.make_graph(
+        [helper.make_node("Mul", ["row", "w"], ["rw"]), helper.make_node("Add", ["s", "rw"], ["s_out"]),
+         helper.make_node("Identity", ["s_out"], ["y"])],
+        "body", [_vi("s", [2]), _vi("row", [2])], [_vi("s_out", [2]), _vi("y", [2])])
+    model = _model([helper.make_node("Scan", ["s0", "rows"], ["s", "ys"], body=body, num_scan_inputs=1)],
+                   [_vi("s0", [2]), _vi("rows", [4, 2]), _vi("w", [2])], [_vi("s", [2]), _vi("ys", [4, 2])])
+    rows, w = torch.randn(4, 2), torch.randn(2)
+    out = InferenceSession(model).run_torch({"s0": torch.zeros(2), "rows": rows, "w": w})
+    expected = torch.cumsum(rows * w, 0)
+    torch.testing.assert_close(out["ys"], expected)
+    torch.testing.assert_close(out["s"], expected[-1])
+
+
+# ---- intermediates are freed as soon as their last reader has run ----
+
+_PROBED: list[weakref.ref] = []
+_ALIVE_AT_PROBE: list[int] = []
+
+
+class _Probe(Kernel):
+    """Test-only kernel: remembers its input weakly and counts earlier probed tensors still alive."""
+
+    domain, op_type, since_version = "test.probe", "Probe", 1
+
+    def run(self, x):
+        _ALIVE_AT_PROBE.append(sum(r() is not None for r in _PROBED))
+        _PROBED.append(weakref.ref(x))
+        return (x,)
+
+
+register_kernels([_Probe])
+
+
+def test_intermediates_are_freed():
+    nodes, prev = [], "x"
+    for k in range(200):
+        nodes.append(helper.make_node("Add", [prev, "one"], [f"a{k}"]))
+        prev = f"a{k}"
+        if k % 20 == 10:
+            nodes.append(helper.make_node("Probe", [prev], [f"p{k}"], domain="test.probe"))
+            prev = f"p{k}"
+    model = _model(nodes, [_vi("x", [256, 1024])], [_vi(prev, [256, 1024])],
+                   [numpy_helper.from_array(np.ones((), np.float32), "one")], extra_opsets=[("test.probe", 1)])
+    _PROBED.clear()
+    _ALIVE_AT_PROBE.clear()
+    out = InferenceSession(model).run_torch({"x": torch.zeros(256, 1024)})[prev]
+    assert float(out[0, 0]) == 200.0
+    assert len(_ALIVE_AT_PROBE) == 10
+    assert _ALIVE_AT_PROBE == [0] * 10  # each probed intermediate died before the next probe ran
+    assert all(r() is None for r in _PROBED)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_session(add_model):
+    sess = InferenceSession(add_model, device="cuda")
+    out = sess.run_torch({"x": torch.ones(2, 3, device="cuda"), "y": torch.ones(3, device="cuda")})["z"]
+    assert out.device.type == "cuda"
+    assert torch.equal(out.cpu(), torch.full((2, 3), 2.0))
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal without CUDA")
+def test_cuda_refused_without_cuda(add_model):
+    with pytest.raises(InvalidModelError, match="cuda"):
+        InferenceSession(add_model, device="cuda")
