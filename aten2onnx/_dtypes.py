@@ -42,11 +42,3 @@ def to_torch(elem_type: int) -> torch.dtype:
     except KeyError:
         name = TensorProto.DataType.Name(elem_type) if elem_type in TensorProto.DataType.values() else elem_type
         raise TypeError(f"ONNX element type {name} has no torch dtype") from None
-
-
-def is_float(dtype: torch.dtype) -> bool:
-    return dtype.is_floating_point
-
-
-def is_integer(dtype: torch.dtype) -> bool:
-    return not dtype.is_floating_point and not dtype.is_complex and dtype != torch.bool

@@ -1,7 +1,5 @@
 """Type promotion helpers against torch.result_type and against eager ops, over the dtype lattice."""
 
-import onnx
-import pytest
 import torch
 from hypothesis import given, strategies as st
 

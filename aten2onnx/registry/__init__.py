@@ -36,10 +36,6 @@ __all__ = [
 
 Handler = Callable[..., Any]
 
-# Python callables that torch.export leaves in graphs (SymInt arithmetic); keyed without a schema.
-_PYTHON_TARGETS: dict[str, Callable] = {}
-
-
 @dataclasses.dataclass(frozen=True)
 class Resolved:
     """What dispatch found for one FX target: the handler, and the schema to bind arguments with."""

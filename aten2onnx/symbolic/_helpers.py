@@ -6,27 +6,12 @@ from __future__ import annotations
 from typing import Sequence
 
 import torch
-from onnx import TensorProto
-
 from aten2onnx import _dtypes
 from aten2onnx.exporter.builder import GraphBuilder, Value
 
 Operand = Value | int | float | bool
 
 # -- type promotion (torch.result_type semantics) ---------------------------------------------------
-
-_CATEGORY = {"bool": 0, "int": 1, "float": 2, "complex": 3}
-
-
-def _category(dtype: torch.dtype) -> int:
-    if dtype == torch.bool:
-        return 0
-    if dtype.is_complex:
-        return 3
-    if dtype.is_floating_point:
-        return 2
-    return 1
-
 
 def _scalar_dtype(x: int | float | bool | complex) -> torch.dtype:
     if isinstance(x, bool):
@@ -101,13 +86,7 @@ def promote(g: GraphBuilder, *operands: Operand, to: torch.dtype | None = None) 
     return [as_value(g, x, dtype) for x in operands]
 
 
-def compute_in(g: GraphBuilder, dtype: torch.dtype, supported: Sequence[torch.dtype]) -> torch.dtype:
-    """The dtype to compute in when an ONNX op lacks `dtype` (e.g. float-only ops on ints)."""
-    return dtype if dtype in supported else torch.float32
-
-
 FLOATS = (torch.float16, torch.float32, torch.float64)
-FLOATS_BF16 = FLOATS + (torch.bfloat16,)
 
 # -- axes and shapes ----------------------------------------------------------------------------
 
@@ -142,19 +121,3 @@ def reduce(g: GraphBuilder, op_type: str, x: Value, axes: Sequence[int] | None, 
     if axes_as_input:
         return g.op(op_type, x, g.const(list(axes), dtype=torch.int64), keepdims=int(keepdim))
     return g.op(op_type, x, axes=list(axes), keepdims=int(keepdim))
-
-
-def shape_of(g: GraphBuilder, x: Value) -> Value:
-    return g.op("Shape", x)
-
-
-def int_list(g: GraphBuilder, items: Sequence[int | Value]) -> Value:
-    return g.int_list(items)
-
-
-def onnx_dtype(dtype: torch.dtype) -> int:
-    return _dtypes.to_onnx(dtype)
-
-
-def bool_to_int(dtype: torch.dtype) -> int:
-    return TensorProto.INT32 if dtype == torch.bool else _dtypes.to_onnx(dtype)
