@@ -408,3 +408,17 @@ def test_exported_program_input():
     ep = torch.export.export(model, (x,))
     exported = aten2onnx.export(ep, (x,))
     torch.testing.assert_close(torch.from_numpy(run_ort(exported.model_proto, {"x": x})[0]), model(x))
+
+
+def test_fallback_takes_runtime_symint_arguments_as_inputs():
+    def f(x):
+        return x.repeat(x.shape[0], 2)  # repeat has no symbolic; its repeats depend on the batch
+
+    exported = aten2onnx.export(f, (torch.randn(3, 4),), dynamic_shapes={"x": {0: torch.export.Dim("b")}})
+    assert exported.fallback_ops == ["aten::repeat.default"]
+    node = next(n for n in exported.model_proto.graph.node if n.op_type == "ATen")
+    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+    assert attrs["input_args"] == [b"self", b"repeats"]
+    for batch in (1, 5):
+        x = torch.randn(batch, 4)
+        torch.testing.assert_close(exported.run(x), f(x))
