@@ -77,6 +77,8 @@ def export(
 
     model: an nn.Module (exported in eval mode; its state is left exactly as it was), a plain
         function of tensors, or a torch.export.ExportedProgram.
+    dynamic_shapes: torch.export's forms (Dim, Dim.AUTO, dicts/tuples by argument) or plain names,
+        {"input_ids": {0: "batch", 1: "seq"}}; dynamic dims become ONNX dim_params named after them.
     fallback: "aten" exports ops with no symbolic as ATen nodes (runnable in aten2onnx.runtime) and
         warns; "error" raises one UnsupportedOperatorError listing every such op.
     custom_symbolics: {"aten::op.overload": fn} used for this export only, at every opset.

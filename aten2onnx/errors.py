@@ -86,3 +86,17 @@ class InvalidInputError(RunError, ValueError):
 
 class KernelError(RunError):
     """A kernel failed while running; the message names the node and its op."""
+
+
+def warn_user(message: str, category: type[Warning] = UserWarning) -> None:
+    """Warn, attributed to the first caller outside aten2onnx (and its beartype wrappers)."""
+    import os
+    import sys
+    import warnings
+
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame, level = sys._getframe(1), 1
+    while frame is not None and (frame.f_code.co_filename.startswith(package)
+                                 or frame.f_code.co_filename.startswith("<@beartype")):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level + 1)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import warnings
 from typing import Any, Callable
 
 import torch
 
-from aten2onnx.errors import ExportError
+from aten2onnx.errors import ExportError, warn_user
+from aten2onnx.exporter import dynamic
 from aten2onnx.exporter.builder import GraphBuilder, Value
 from aten2onnx.exporter.capture import capture
 from aten2onnx.exporter.model import ExportedModel, build_model
@@ -41,16 +41,17 @@ def export_program(model: Any, args: tuple, kwargs: dict | None, *, opset: int, 
     if fallback not in ("aten", "error"):
         raise ExportError(f"fallback must be 'aten' or 'error', not {fallback!r}")
     overrides = _check_overrides(custom_symbolics)
-    ep = capture(model, args, kwargs, dynamic_shapes)
+    ep = capture(model, args, kwargs, dynamic.normalize(dynamic_shapes))
+    names = dynamic.dim_names(ep, model, args, kwargs, dynamic_shapes)
     translator = Translator(ep, opset=opset, fallback=fallback, overrides=overrides, evaluator=evaluate_constant)
     with torch.no_grad():
         translation = translator.run(input_names)
     skeleton, weights, in_names, out_names = build_model(translation, opset=opset, output_names=output_names)
+    dynamic.rename_dims(skeleton, names)
     if translation.fallback_ops:
-        warnings.warn(
+        warn_user(
             f"{len(translation.fallback_ops)} op(s) exported as ATen fallback nodes, runnable in aten2onnx.runtime "
-            f"but not in onnxruntime: {', '.join(translation.fallback_ops)}",
-            stacklevel=4,  # the user's call, past export() and its beartype wrapper
+            f"but not in onnxruntime: {', '.join(translation.fallback_ops)}"
         )
     out_iter = iter(out_names)
     outputs = [(next(out_iter), None) if slot.value is not None else (None, slot.constant) for slot in translation.outputs]

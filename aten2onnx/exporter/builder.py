@@ -73,6 +73,61 @@ class Node:
         self.meta = meta
 
 
+class Subgraph:
+    """A finished control-flow body: its builder, formal inputs and outputs; a GRAPH attribute."""
+
+    def __init__(self, builder: GraphBuilder, inputs: list[Value], outputs: list[Value], name: str) -> None:
+        self.builder = builder
+        self.inputs = inputs
+        self.outputs = outputs
+        self.name = name
+
+    def live(self) -> list[Node]:
+        return live_nodes(self.builder.nodes, self.outputs)
+
+    def outer_refs(self) -> list[Value]:
+        """Values this body reads from enclosing graphs."""
+        nodes = self.live()
+        own = {id(v) for v in self.inputs} | {id(o) for n in nodes for o in n.outputs}
+        refs: dict[int, Value] = {}
+        for value in node_inputs(nodes):
+            if id(value) not in own:
+                refs[id(value)] = value
+        return list(refs.values())
+
+    def to_proto(self) -> onnx.GraphProto:
+        nodes = self.live()
+        return helper.make_graph(self.builder.node_protos(nodes), self.name,
+                                 [value_info(v) for v in self.inputs], [value_info(v) for v in self.outputs])
+
+
+def live_nodes(nodes: list[Node], outputs: list[Value]) -> list[Node]:
+    """The nodes the outputs depend on, in their original order (dead nodes removed)."""
+    live: set[int] = set()
+    stack = [v.producer for v in outputs if v.producer is not None]
+    while stack:
+        node = stack.pop()
+        if id(node) in live:
+            continue
+        live.add(id(node))
+        stack.extend(v.producer for v in node_inputs([node]) if v.producer is not None)
+    return [n for n in nodes if id(n) in live]
+
+
+def node_inputs(nodes: list[Node]):
+    """Every value the nodes read, bodies of control-flow nodes included."""
+    for node in nodes:
+        yield from (v for v in node.inputs if v is not None)
+        for attr in node.attrs.values():
+            if isinstance(attr, Subgraph):
+                yield from attr.outer_refs()
+
+
+def value_info(value: Value) -> onnx.ValueInfoProto:
+    elem = _dtypes.to_onnx(value.dtype) if value.dtype is not None else onnx.TensorProto.UNDEFINED
+    return helper.make_tensor_value_info(value.name, elem, None if value.shape is None else list(value.shape))
+
+
 # Output dtype rules for ops whose output is not of their first input's dtype.
 _BOOL_OUT = frozenset({"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or", "Xor",
                        "IsNaN", "IsInf"})
@@ -110,18 +165,34 @@ def broadcast_shapes(*shapes: tuple[Dim, ...] | None) -> tuple[Dim, ...] | None:
 class GraphBuilder:
     """Builds one ONNX graph at one target opset."""
 
-    def __init__(self, opset: int, *, evaluator: Callable[..., tuple[torch.Tensor, ...]] | None = None) -> None:
+    def __init__(self, opset: int, *, evaluator: Callable[..., tuple[torch.Tensor, ...]] | None = None,
+                 parent: GraphBuilder | None = None) -> None:
         self.opset = opset
         self.nodes: list[Node] = []
         self.inputs: list[Value] = []
-        self.initializers: dict[str, Value] = {}
-        self.domains: dict[str, int] = {}
+        self.parent = parent
         self.meta: dict[str, str] = {}  # metadata stamped on every node built; set by the translator
         self._scope = "n"
-        self._counter = itertools.count()
-        self._const_cache: dict[tuple, Value] = {}
-        self._evaluator = evaluator
-        self._names: set[str] = set()
+        if parent is None:
+            self.initializers: dict[str, Value] = {}
+            self.domains: dict[str, int] = {}
+            self._counter = itertools.count()
+            self._const_cache: dict[tuple, Value] = {}
+            self._names: set[str] = set()
+            self._evaluator = evaluator
+        else:
+            # A subgraph (If/Loop/Scan body): value names are unique across the whole model, and
+            # constants live in the main graph, which subgraphs read from their outer scope.
+            self.initializers = parent.initializers
+            self.domains = parent.domains
+            self._counter = parent._counter
+            self._const_cache = parent._const_cache
+            self._names = parent._names
+            self._evaluator = parent._evaluator
+
+    def subgraph(self) -> GraphBuilder:
+        """A builder for a control-flow body; it may read this graph's values as outer-scope names."""
+        return GraphBuilder(self.opset, parent=self)
 
     # -- naming -------------------------------------------------------------------------------
     def set_scope(self, scope: str, meta: dict[str, str]) -> None:
@@ -331,6 +402,8 @@ def tensor_proto(tensor: torch.Tensor, name: str = "") -> onnx.TensorProto:
 
 
 def make_attribute(name: str, value: Any) -> onnx.AttributeProto:
+    if isinstance(value, Subgraph):
+        return helper.make_attribute(name, value.to_proto())
     if isinstance(value, torch.Tensor):
         return helper.make_attribute(name, tensor_proto(value))
     if isinstance(value, np.ndarray):

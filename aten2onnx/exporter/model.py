@@ -13,31 +13,12 @@ from onnx import helper
 
 from aten2onnx import _dtypes
 from aten2onnx.errors import ExportError, InvalidInputError
-from aten2onnx.exporter.builder import Node, Value, fill_tensor_proto, tensor_bytes
+from aten2onnx.exporter.builder import Node, Value, fill_tensor_proto, live_nodes, node_inputs, tensor_bytes, value_info
 from aten2onnx.exporter.translate import Translation
 
 PRODUCER = "aten2onnx"
 TWO_GB = 2**31
 MIN_IR_VERSION = 10  # node metadata_props need IR 10
-
-
-def live_nodes(nodes: list[Node], outputs: list[Value]) -> list[Node]:
-    """The nodes the outputs depend on, in their original order (dead nodes removed)."""
-    live: set[int] = set()
-    stack = [v.producer for v in outputs if v.producer is not None]
-    while stack:
-        node = stack.pop()
-        if id(node) in live:
-            continue
-        live.add(id(node))
-        stack.extend(v.producer for v in node.inputs if v is not None and v.producer is not None)
-    return [n for n in nodes if id(n) in live]
-
-
-def _value_info(value: Value, name: str) -> onnx.ValueInfoProto:
-    shape = None if value.shape is None else [d if d is not None else None for d in value.shape]
-    elem = _dtypes.to_onnx(value.dtype) if value.dtype is not None else onnx.TensorProto.UNDEFINED
-    return helper.make_tensor_value_info(name, elem, shape)
 
 
 def build_model(t: Translation, *, opset: int, output_names: list[str] | None
@@ -66,7 +47,7 @@ def build_model(t: Translation, *, opset: int, output_names: list[str] | None
         seen.add(id(value))
         final.append(value)
     nodes = live_nodes(nodes, final)
-    used = {v.name for n in nodes for v in n.inputs if v is not None}
+    used = {v.name for v in node_inputs(nodes)}
     weights = [(name, v.const) for name, v in g.initializers.items() if name in used]
     model = onnx.ModelProto()
     model.ir_version = max(MIN_IR_VERSION, helper.find_min_ir_version_for([helper.make_opsetid("", opset)]))
@@ -76,8 +57,8 @@ def build_model(t: Translation, *, opset: int, output_names: list[str] | None
     graph = model.graph
     graph.name = "main_graph"
     graph.node.extend(g.node_protos(nodes))
-    graph.input.extend(_value_info(v, v.name) for v in g.inputs)
-    graph.output.extend(_value_info(v, v.name) for v in final)
+    graph.input.extend(value_info(v) for v in g.inputs)
+    graph.output.extend(value_info(v) for v in final)
     return model, weights, [v.name for v in g.inputs], names
 
 

@@ -9,6 +9,7 @@ import os
 import re
 from typing import Any, Callable
 
+import onnx
 import torch
 import torch.fx
 from torch.export import ExportedProgram
@@ -16,7 +17,7 @@ from torch.export.graph_signature import InputKind, OutputKind
 
 from aten2onnx import registry as _registry
 from aten2onnx.errors import ExportError, SymbolicError, UnsupportedOp, UnsupportedOperatorError
-from aten2onnx.exporter.builder import Dim, GraphBuilder, Node, Value
+from aten2onnx.exporter.builder import Dim, GraphBuilder, Node, Subgraph, Value
 from aten2onnx.exporter.fallback import emit_aten_node
 from aten2onnx.registry import REGISTRY, Resolved, bind
 
@@ -24,6 +25,8 @@ _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 # Higher-order ops that only wrap a body in a grad or autocast mode: position of the body argument.
 _WRAPPERS = {"wrap_with_set_grad_enabled": 1, "wrap_with_autocast": 4}
+# Control-flow higher-order ops and the Translator method that turns each into If, Loop or Scan.
+_CONTROL_FLOW = {"cond": "_cond", "while_loop": "_while_loop", "scan": "_scan"}
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)')
 
 
@@ -156,20 +159,120 @@ class Translator:
     def _inline(self, node: torch.fx.Node, submodule: torch.fx.GraphModule, operands: tuple) -> None:
         """Translate a wrapper higher-order op's body in place (grad mode and autocast do not
         change an inference graph)."""
-        placeholders = [n for n in submodule.graph.nodes if n.op == "placeholder"]
-        for placeholder, operand in zip(placeholders, operands):
-            self.env[placeholder] = self._lookup(operand)
+        self._bind(submodule, [self._lookup(o) for o in operands])
         self.env[node] = self._translate_nodes(submodule)
+
+    # -- control flow -------------------------------------------------------------------------------
+    def _bind(self, gm: torch.fx.GraphModule, bindings: list[Any]) -> None:
+        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        for placeholder, value in zip(placeholders, bindings):
+            self.env[placeholder] = value
+
+    def _run_graph(self, gm: torch.fx.GraphModule, bindings: list[Any]) -> list[Any]:
+        """Translate gm with its placeholders bound to values; its results as a list."""
+        self._bind(gm, bindings)
+        results = self._translate_nodes(gm)
+        return list(results) if isinstance(results, (list, tuple)) else [results]
+
+    def _body(self, inputs: list[Value], build: Callable[[], list[Any]], name: str) -> Subgraph:
+        """A control-flow body: `build` translates into a fresh subgraph builder whose formal inputs
+        are `inputs`; anything else it reads comes from the enclosing scope."""
+        parent = self.g
+        self.g = parent.subgraph()
+        self.g.inputs = inputs
+        try:
+            outputs: list[Value] = []
+            for value in build():
+                outputs.append(self._body_output(value, outputs))
+            return Subgraph(self.g, inputs, outputs, self.g.fresh_name(name))
+        finally:
+            self.g = parent
+
+    def _body_output(self, value: Any, taken: list[Value]) -> Value:
+        """A subgraph output must be made inside the subgraph, once: pass anything else
+        (an input, an outer value, a constant, a repeat) through Identity."""
+        g = self.g
+        if not isinstance(value, Value):
+            value = g.const(value)
+        made_here = value.producer is not None and any(value.producer is n for n in g.nodes)
+        if made_here and all(value is not t for t in taken):
+            return value
+        out = g.op("Identity", value)
+        out.dtype, out.shape = value.dtype, value.shape
+        return out
+
+    def _formal(self, like: Value, name: str, *, drop_first_dim: bool = False) -> Value:
+        shape = like.shape[1:] if drop_first_dim and like.shape is not None else like.shape
+        return Value(self.g.fresh_name(name), like.dtype, shape, kind="input")
+
+    def _stamp_all(self, node: torch.fx.Node, outs: Any) -> list[Value]:
+        outs = list(outs) if isinstance(outs, tuple) else [outs]
+        vals = node.meta.get("val")
+        vals = list(vals) if isinstance(vals, (list, tuple)) else [vals]
+        for out, val in zip(outs, vals):
+            out.dtype, out.shape = value_info(val)
+        return outs
+
+    def _cond(self, node: torch.fx.Node) -> list[Value]:
+        """torch.cond -> If; each branch reads the operands from the enclosing scope."""
+        pred, true_gm, false_gm, operands = node.args
+        values = [self._lookup(o) for o in operands]
+        then_graph = self._body([], lambda: self._run_graph(self.env[true_gm], values), f"{node.name}_then")
+        else_graph = self._body([], lambda: self._run_graph(self.env[false_gm], values), f"{node.name}_else")
+        predicate = _as_bool_scalar(self.g, self._lookup(pred))
+        outs = self.g.op("If", predicate, outputs=len(then_graph.outputs), then_branch=then_graph,
+                         else_branch=else_graph)
+        return self._stamp_all(node, outs)
+
+    def _while_loop(self, node: torch.fx.Node) -> list[Value]:
+        """while_loop -> Loop with no trip count: the condition is evaluated once before the loop,
+        and again at the end of each iteration inside the body."""
+        cond_gm, body_gm, carried, additional = node.args
+        cond_gm, body_gm = self.env[cond_gm], self.env[body_gm]
+        carried = [self._lookup(c) for c in carried]
+        extra = [self._lookup(a) for a in additional]
+        first = _as_bool_scalar(self.g, self._run_graph(cond_gm, carried + extra))
+        counter = Value(self.g.fresh_name(f"{node.name}_iteration"), torch.int64, (), kind="input")
+        condition = Value(self.g.fresh_name(f"{node.name}_condition"), torch.bool, (), kind="input")
+        state = [self._formal(c, f"{node.name}_carried") for c in carried]
+
+        def build() -> list[Any]:
+            updated = self._run_graph(body_gm, state + extra)
+            again = _as_bool_scalar(self.g, self._run_graph(cond_gm, updated + extra))
+            return [again] + updated
+
+        graph = self._body([counter, condition] + state, build, f"{node.name}_body")
+        outs = self.g.op("Loop", None, first, *carried, outputs=len(carried), body=graph)
+        return self._stamp_all(node, outs)
+
+    def _scan(self, node: torch.fx.Node) -> list[Value]:
+        """scan -> Scan along dim 0 (torch.export has already moved the scanned dim first)."""
+        combine_gm, init, xs, additional = node.args
+        init = [self._lookup(v) for v in init]
+        xs = [self._lookup(v) for v in xs]
+        extra = [self._lookup(a) for a in additional]
+        formals = [self._formal(v, f"{node.name}_state") for v in init]
+        formals += [self._formal(v, f"{node.name}_x", drop_first_dim=True) for v in xs]
+        graph = self._body(formals, lambda: self._run_graph(self.env[combine_gm], formals + extra), f"{node.name}_body")
+        outs = self.g.op("Scan", *init, *xs, outputs=len(graph.outputs), body=graph, num_scan_inputs=len(xs))
+        return self._stamp_all(node, outs)
 
     def _translate_call(self, node: torch.fx.Node) -> None:
         target = node.target
         if target is operator.getitem:
             self.env[node] = self.env[node.args[0]][node.args[1]]
             return
-        wrapper_arity = _WRAPPERS.get(getattr(target, "__name__", None)) if isinstance(target, torch._ops.HigherOrderOperator) else None
-        if wrapper_arity is not None:
-            self._inline(node, self.env[node.args[wrapper_arity]], node.args[wrapper_arity + 1:])
-            return
+        if isinstance(target, torch._ops.HigherOrderOperator):
+            name = getattr(target, "__name__", None)
+            if name in _WRAPPERS:
+                body = _WRAPPERS[name]
+                self._inline(node, self.env[node.args[body]], node.args[body + 1:])
+                return
+            if name in _CONTROL_FLOW:
+                self.g.set_scope(node.name, {"source": source_of(node) or "", "module": module_of(node),
+                                              "aten_op": f"higher_order::{name}"})
+                self.env[node] = getattr(self, _CONTROL_FLOW[name])(node)
+                return
         meta = {"source": source_of(node) or "", "module": module_of(node), "aten_op": _registry.overload_key(target)}
         self.g.set_scope(node.name, {k: v for k, v in meta.items() if v})
         resolved = self._resolve(target)
@@ -287,6 +390,19 @@ class Translator:
             else:
                 slots.append(OutputSlot(None, value))
         return slots
+
+
+def _as_bool_scalar(g: GraphBuilder, value: Any) -> Value:
+    """A predicate as the 0-d bool tensor If and Loop take."""
+    if isinstance(value, (list, tuple)):
+        (value,) = value
+    if not isinstance(value, Value):
+        return g.const(bool(value))
+    if value.dtype != torch.bool:
+        value = g.op("Cast", value, to=onnx.TensorProto.BOOL)
+    if value.shape != ():
+        value = g.op("Reshape", value, g.const([], dtype=torch.int64))
+    return value
 
 
 def _placeholder_result(node: torch.fx.Node) -> Any:

@@ -1,12 +1,14 @@
-"""Opset 10: Slice takes its bounds as inputs and gains steps; MaxPool gains dilations and
+"""Opset 10: Slice takes its bounds as inputs and gains steps (so flip); MaxPool gains dilations and
 ceil_mode; AveragePool gains ceil_mode."""
 
 from __future__ import annotations
 
 import functools
 
+import torch
+
 from aten2onnx import registry
-from aten2onnx.symbolic._helpers import norm_dim
+from aten2onnx.symbolic._helpers import norm_dim, norm_dims
 from aten2onnx.symbolic.opset9 import INT64_MAX, diff, is_full_slice, max_pool, pool_args, slice_axis
 
 register = functools.partial(registry.register, opset=10)
@@ -43,3 +45,14 @@ def aten_avg_pool2d(g, self, kernel_size, stride=[], padding=[0, 0], ceil_mode=F
 def aten_diff(g, self, n=1, dim=-1, prepend=None, append=None):
     """diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor"""
     return diff(g, self, n, dim, prepend, append, slice_as_inputs=True)
+
+
+@register("aten::flip.default")
+def aten_flip(g, self, dims):
+    """flip(Tensor self, int[] dims) -> Tensor"""
+    axes = norm_dims(dims, self.rank)
+    if not axes:
+        return self
+    n = len(axes)
+    return g.op("Slice", self, g.const([-1] * n, dtype=torch.int64), g.const([-INT64_MAX] * n, dtype=torch.int64),
+                g.const(axes, dtype=torch.int64), g.const([-1] * n, dtype=torch.int64))

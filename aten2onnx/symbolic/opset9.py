@@ -722,6 +722,15 @@ def aten_t(g, self):
     return aten_transpose(g, self, 0, 1)
 
 
+@register("aten::movedim.int")
+def aten_movedim(g, self, source, destination):
+    """movedim.int(Tensor(a) self, int source, int destination) -> Tensor(a)"""
+    rank = self.rank
+    order = [d for d in range(rank) if d != norm_dim(source, rank)]
+    order.insert(norm_dim(destination, rank), norm_dim(source, rank))
+    return aten_permute(g, self, order)
+
+
 @register("aten::flatten.using_ints")
 def aten_flatten(g, self, start_dim=0, end_dim=-1):
     """flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)"""

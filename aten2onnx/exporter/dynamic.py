@@ -1,0 +1,107 @@
+"""Dynamic shapes: accept torch.export's forms and the plain `{"x": {0: "batch"}}` form, name ONNX
+dim_params after the user's dims, and say when torch.export made a declared-dynamic dim static."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from typing import Any
+
+import onnx
+import torch
+from torch.export import Dim, ExportedProgram
+from torch.export.graph_signature import InputKind
+
+from aten2onnx.errors import warn_user
+
+
+def normalize(dynamic_shapes: Any) -> Any:
+    """torch.export's dynamic_shapes, with plain dim names turned into Dim.AUTO: torch.export then
+    works out each dim's range and relations itself, as users of dynamic_axes expect; the name is
+    kept for the ONNX dim_param."""
+
+    def convert(spec: Any) -> Any:
+        if isinstance(spec, str):
+            if not spec.isidentifier():
+                raise ValueError(f"dynamic dim name {spec!r} must be a Python identifier")
+            return Dim.AUTO
+        if isinstance(spec, dict):
+            return {k: convert(v) for k, v in spec.items()}
+        if isinstance(spec, (list, tuple)):
+            return type(spec)(convert(v) for v in spec)
+        return spec
+
+    return convert(dynamic_shapes)
+
+
+def _declared(module: torch.nn.Module, args: tuple, kwargs: dict | None, dynamic_shapes: Any) -> dict[str, dict[int, str]]:
+    """{argument name: {dim: display name}} for top-level tensor arguments declared dynamic."""
+    if dynamic_shapes is None:
+        return {}
+    try:
+        bound = inspect.signature(module.forward).bind(*args, **(kwargs or {}))
+    except TypeError:
+        return {}
+    names = list(bound.arguments)
+    if isinstance(dynamic_shapes, dict):
+        items = dynamic_shapes.items()
+    else:
+        items = zip(names, dynamic_shapes)
+    declared: dict[str, dict[int, str]] = {}
+    for name, spec in items:
+        if isinstance(spec, dict) and isinstance(bound.arguments.get(name), torch.Tensor):
+            declared[name] = {int(d): _dim_label(v, name, d) for d, v in spec.items() if v is not None}
+    return declared
+
+
+def _dim_label(spec: Any, arg: str, dim: int) -> str:
+    name = spec if isinstance(spec, str) else getattr(spec, "__name__", None)
+    return name if isinstance(name, str) and name.isidentifier() else f"{arg}_dim{dim}"
+
+
+def dim_names(ep: ExportedProgram, module: Any, args: tuple, kwargs: dict | None, dynamic_shapes: Any) -> dict[str, str]:
+    """torch.export's symbol names (s31) -> the user's dim names (batch); warns for each declared
+    dynamic dim that torch.export specialized to a constant. dynamic_shapes is the user's own spec."""
+    if not isinstance(module, torch.nn.Module):
+        return {}
+    declared = _declared(module, args, kwargs, dynamic_shapes)
+    if not declared:
+        return {}
+    user = [spec.arg.name for spec in ep.graph_signature.input_specs if spec.kind == InputKind.USER_INPUT]
+    placeholders = {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
+    mapping: dict[str, str] = {}
+    for name in user:
+        dims = declared.get(name)
+        node = placeholders.get(name)
+        if not dims or node is None or not isinstance(node.meta.get("val"), torch.Tensor):
+            continue
+        shape = node.meta["val"].shape
+        for dim, label in dims.items():
+            size = shape[dim] if dim < len(shape) else None
+            if isinstance(size, torch.SymInt) and size.node.expr.is_symbol:
+                mapping.setdefault(str(size.node.expr), label)
+            elif isinstance(size, int):
+                warn_user(
+                    f"input {name!r} dim {dim} ({label}) was declared dynamic but torch.export specialized it to "
+                    f"{size}; the exported model accepts only that size. Export with an example size other than "
+                    f"0 or 1, or remove the code that fixes the size.")
+    return mapping
+
+
+def rename_dims(model: onnx.ModelProto, mapping: dict[str, str]) -> None:
+    """Replace symbol names in every dim_param of the graph's (and subgraphs') inputs and outputs."""
+    if not mapping:
+        return
+    pattern = re.compile(r"\b(" + "|".join(map(re.escape, mapping)) + r")\b")
+
+    def fix(graph: onnx.GraphProto) -> None:
+        for info in list(graph.input) + list(graph.output) + list(graph.value_info):
+            for d in info.type.tensor_type.shape.dim:
+                if d.dim_param:
+                    d.dim_param = pattern.sub(lambda m: mapping[m.group(1)], d.dim_param)
+        for node in graph.node:
+            for attr in node.attribute:
+                if attr.type == onnx.AttributeProto.GRAPH:
+                    fix(attr.g)
+
+    fix(model.graph)

@@ -1,0 +1,90 @@
+"""Dynamic shapes: exported once, right on other shapes (1 and larger than the example included)."""
+
+import warnings
+
+import onnx
+import pytest
+import torch
+
+import aten2onnx
+from conftest import flat_tensors, run_ort
+from models import CNN, MLP, bert, gpt2, llama, token_ids
+
+Dim = torch.export.Dim
+
+
+class HalfReshape(torch.nn.Module):
+    def forward(self, x):
+        return x.reshape(x.shape[0], 2, x.size(1) // 2).sum(-1)
+
+
+class Positions(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(64, 8)
+
+    def forward(self, x):
+        return x + self.embed(torch.arange(x.shape[1]))[None]
+
+
+def check_shapes(model, example, dynamic_shapes, others, opset=18):
+    model.eval()
+    exported = aten2onnx.export(model, example, dynamic_shapes=dynamic_shapes, opset=opset, fallback="error")
+    onnx.checker.check_model(exported.model_proto, full_check=True)
+    for args in others:
+        with torch.no_grad():
+            expected = flat_tensors(model(*args))
+        got_ort = run_ort(exported.model_proto, dict(zip(exported.input_names, args)))
+        got_ours = flat_tensors(exported.run(*args))
+        for want, a, b in zip(expected, got_ort, got_ours):
+            torch.testing.assert_close(torch.from_numpy(a), want, rtol=1e-4, atol=1e-5)
+            torch.testing.assert_close(b, want, rtol=1e-4, atol=1e-5)
+    return exported
+
+
+CASES = {
+    "mlp": (MLP, lambda b, s: (torch.randn(b, 8),), {"x": {0: Dim("batch")}}, False),
+    "cnn": (CNN, lambda b, s: (torch.randn(b, 3, 16, 16),), {"x": {0: Dim("batch")}}, False),
+    "half_reshape": (HalfReshape, lambda b, s: (torch.randn(b, 2 * s),), {"x": {0: Dim("batch"), 1: Dim("half") * 2}}, True),
+    "positions": (Positions, lambda b, s: (torch.randn(b, s, 8),), {"x": {0: Dim("batch"), 1: Dim("seq", max=64)}}, True),
+    "gpt2": (gpt2, lambda b, s: (token_ids(b, s),), {"input_ids": {0: "batch", 1: "seq"}}, True),
+    "llama": (llama, lambda b, s: (token_ids(b, s),), {"input_ids": {0: "batch", 1: "seq"}}, True),
+    "bert": (bert, lambda b, s: (token_ids(b, s),), {"input_ids": {0: "batch", 1: "seq"}}, True),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_dynamic_model_is_right_on_other_shapes(name):
+    factory, make, spec, has_seq = CASES[name]
+    others = [make(1, 1 if has_seq else 4), make(3, 5), make(9, 40)]
+    check_shapes(factory(), make(2, 16), spec, others)
+
+
+def test_plain_names_become_dim_params():
+    exported = aten2onnx.export(gpt2().eval(), (token_ids(2, 16),), dynamic_shapes={"input_ids": {0: "batch", 1: "seq"}})
+    dims = [[d.dim_param or d.dim_value for d in v.type.tensor_type.shape.dim]
+            for v in list(exported.model_proto.graph.input) + list(exported.model_proto.graph.output)]
+    assert dims == [["batch", "seq"], ["batch", "seq", 64]]
+
+
+def test_no_reshape_bakes_the_example_size():
+    exported = aten2onnx.export(HalfReshape(), (torch.randn(2, 16),),
+                                dynamic_shapes={"x": {0: Dim("batch"), 1: Dim("half") * 2}})
+    consts = {tuple(onnx.numpy_helper.to_array(i).tolist()) for i in exported.model_proto.graph.initializer
+              if i.data_type == onnx.TensorProto.INT64 and len(i.dims) == 1}
+    assert (2, 2, 8) not in consts and (2, 8) not in consts
+
+
+def test_specialized_dynamic_dim_is_reported():
+    with pytest.warns(UserWarning, match=r"input 'input' dim 0 .* specialized it to 1"):
+        aten2onnx.export(torch.nn.Linear(4, 2), (torch.randn(1, 4),), dynamic_shapes={"input": {0: Dim.AUTO}})
+    with pytest.warns(UserWarning, match=r"input 'input' dim 0 \(batch\) .* specialized it to 1"):
+        aten2onnx.export(torch.nn.Linear(4, 2), (torch.randn(1, 4),), dynamic_shapes={"input": {0: "batch"}})
+    with pytest.raises(aten2onnx.CaptureError, match="batch"):
+        aten2onnx.export(torch.nn.Linear(4, 2), (torch.randn(1, 4),), dynamic_shapes={"input": {0: Dim("batch")}})
+
+
+def test_dynamic_export_does_not_warn_when_dims_stay_dynamic():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        aten2onnx.export(MLP().eval(), (torch.randn(3, 8),), dynamic_shapes={"x": {0: "batch"}})
