@@ -42,11 +42,23 @@ def check_shapes(model, example, dynamic_shapes, others, opset=18):
     return exported
 
 
+class CausalAttention(torch.nn.Module):
+    """is_causal with a dynamic sequence length, and SymInt arithmetic (%, //) on it."""
+
+    def forward(self, q, k, v):
+        out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return out * (q.shape[2] % 3 + 1) + q.shape[2] // 2
+
+
+SEQ = Dim("seq", min=2, max=64)
 CASES = {
     "mlp": (MLP, lambda b, s: (torch.randn(b, 8),), {"x": {0: Dim("batch")}}, False),
     "cnn": (CNN, lambda b, s: (torch.randn(b, 3, 16, 16),), {"x": {0: Dim("batch")}}, False),
     "half_reshape": (HalfReshape, lambda b, s: (torch.randn(b, 2 * s),), {"x": {0: Dim("batch"), 1: Dim("half") * 2}}, True),
     "positions": (Positions, lambda b, s: (torch.randn(b, s, 8),), {"x": {0: Dim("batch"), 1: Dim("seq", max=64)}}, True),
+    "causal_attention": (CausalAttention, lambda b, s: tuple(torch.randn(b, 2, s, 8) for _ in range(3)),
+                         {"q": {0: Dim("batch"), 2: SEQ}, "k": {0: Dim("batch"), 2: SEQ}, "v": {0: Dim("batch"), 2: SEQ}},
+                         True),
     "gpt2": (gpt2, lambda b, s: (token_ids(b, s),), {"input_ids": {0: "batch", 1: "seq"}}, True),
     "llama": (llama, lambda b, s: (token_ids(b, s),), {"input_ids": {0: "batch", 1: "seq"}}, True),
     "bert": (bert, lambda b, s: (token_ids(b, s),), {"input_ids": {0: "batch", 1: "seq"}}, True),
@@ -56,7 +68,7 @@ CASES = {
 @pytest.mark.parametrize("name", list(CASES))
 def test_dynamic_model_is_right_on_other_shapes(name):
     factory, make, spec, has_seq = CASES[name]
-    others = [make(1, 1 if has_seq else 4), make(3, 5), make(9, 40)]
+    others = [make(1, 2 if has_seq else 4), make(3, 5), make(9, 40)]
     check_shapes(factory(), make(2, 16), spec, others)
 
 

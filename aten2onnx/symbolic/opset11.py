@@ -1,4 +1,4 @@
-"""Opset 11: Equal takes floats; Range, CumSum, GatherElements, GatherND and ScatterND arrive;
+"""Opset 11: Equal takes floats; Range (so dynamic arange and causal masks), CumSum, GatherElements, GatherND and ScatterND arrive;
 Clip takes min/max as inputs; Gather accepts negative indices."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import torch
 from aten2onnx import registry
 from aten2onnx.exporter.builder import GraphBuilder, Value
 from aten2onnx.symbolic._helpers import as_value, cast, norm_dim
-from aten2onnx.symbolic.opset9 import FLOATS, arange, clamp_minmax, equal, sum_dtype, unsqueeze_static
+from aten2onnx.symbolic.opset9 import FLOATS, arange, attention, clamp_minmax, equal, sum_dtype, unsqueeze_static
 
 register = functools.partial(registry.register, opset=11)
 
@@ -123,3 +123,10 @@ def advanced_index(g: GraphBuilder, self: Value, indices: list[Value | None]) ->
 def aten_index(g, self, indices):
     """index.Tensor(Tensor self, Tensor?[] indices) -> Tensor"""
     return advanced_index(g, self, list(indices))
+
+
+@register("aten::scaled_dot_product_attention.default")
+def aten_scaled_dot_product_attention(g, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *,
+                                      scale=None, enable_gqa=False):
+    """scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0., bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor"""
+    return attention(g, query, key, value, attn_mask, is_causal, scale, enable_gqa, has_range=True)

@@ -147,8 +147,23 @@ def layer_norm_decomposed(g: GraphBuilder, x: Value, axes: list[int], weight, bi
     return y
 
 
+def causal_mask(g: GraphBuilder, query: Value, key: Value, *, has_range: bool) -> Value:
+    """The [L, S] bool mask j <= i that is_causal applies: a constant when both lengths are
+    static, else built with Range (opset 11)."""
+    length, source = query.shape[-2], key.shape[-2]
+    if isinstance(length, int) and isinstance(source, int):
+        return g.const(torch.ones(length, source, dtype=torch.bool).tril())
+    if not has_range:
+        raise NotImplementedError("is_causal=True with dynamic sequence lengths needs opset 11 (Range)")
+    zero, one = g.const(0, dtype=torch.int64), g.const(1, dtype=torch.int64)
+    rows = g.op("Range", zero, as_value(g, dim_size(g, query, query.rank - 2), torch.int64), one)
+    cols = g.op("Range", zero, as_value(g, dim_size(g, key, key.rank - 2), torch.int64), one)
+    rows = g.op("Reshape", rows, g.const([-1, 1], dtype=torch.int64))
+    return g.op("Not", g.op("Less", rows, cols))
+
+
 def attention(g: GraphBuilder, query: Value, key: Value, value: Value, attn_mask, is_causal: bool,
-              scale, enable_gqa: bool) -> Value:
+              scale, enable_gqa: bool, *, has_range: bool) -> Value:
     """softmax(q k^T * scale + mask) v, the math of torch's reference implementation."""
     rank = key.rank
     head_dim = query.shape[-1]
@@ -162,11 +177,8 @@ def attention(g: GraphBuilder, query: Value, key: Value, value: Value, attn_mask
     key_t = g.op("Transpose", key, perm=transpose_perm(rank, rank - 2, rank - 1))
     scores = g.op("Mul", g.op("MatMul", query, key_t), g.const(scale, like=query))
     if is_causal:
-        length, source = query.shape[-2], key.shape[-2]
-        if not (isinstance(length, int) and isinstance(source, int)):
-            raise NotImplementedError("is_causal=True needs static sequence lengths")
-        causal = torch.ones(length, source, dtype=torch.bool).tril()
-        scores = g.op("Where", g.const(causal), scores, g.const(float("-inf"), like=scores))
+        mask = causal_mask(g, query, key, has_range=has_range)
+        scores = g.op("Where", mask, scores, g.const(float("-inf"), like=scores))
     if attn_mask is not None:
         if attn_mask.dtype == torch.bool:
             scores = g.op("Where", attn_mask, scores, g.const(float("-inf"), like=scores))
@@ -1121,7 +1133,7 @@ def aten_log_softmax(g, self, dim, dtype=None):
 def aten_scaled_dot_product_attention(g, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *,
                                       scale=None, enable_gqa=False):
     """scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0., bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor"""
-    return attention(g, query, key, value, attn_mask, is_causal, scale, enable_gqa)
+    return attention(g, query, key, value, attn_mask, is_causal, scale, enable_gqa, has_range=False)
 
 
 # -- creation -------------------------------------------------------------------------------------------------------------
@@ -1263,6 +1275,20 @@ def py_sub(g, a, b):
 @register("_operator::mul")
 def py_mul(g, a, b):
     return sym_binary(g, "Mul", operator.mul, a, b)
+
+
+@register("_operator::mod")
+def py_mod(g, a, b):
+    if not isinstance(a, Value) and not isinstance(b, Value):
+        return a % b
+    a, b = promote(g, a, b)
+    # Python's % takes the divisor's sign: a - floor(a / b) * b (Mod arrives only in opset 10).
+    return g.op("Sub", a, g.op("Mul", aten_div_mode(g, a, b, rounding_mode="floor"), b))
+
+
+@register("_operator::neg")
+def py_neg(g, a):
+    return -a if not isinstance(a, Value) else g.op("Neg", a)
 
 
 @register("_operator::floordiv")
