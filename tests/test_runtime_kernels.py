@@ -180,6 +180,24 @@ TABLE = [
           opset=13, id="nearest"),
     Entry("DepthToSpace", [f32(1, 8, 2, 2)], attrs={"blocksize": 2, "mode": "CRD"}, opset=13),
     Entry("OneHot", [i64([0, 2, -1]), np.array(3, np.int64), np.array([0, 5], np.float32)], opset=11),
+    # recurrent layers: ONNX gate orders (LSTM iofc, GRU zrh), directions, layout, sequence_lens
+    Entry("RNN", [f32(5, 2, 3), f32(1, 4, 3), f32(1, 4, 4), f32(1, 8)], attrs={"hidden_size": 4}, opset=14,
+          n_outputs=2, rtol=1e-4, atol=1e-5),
+    Entry("GRU", [f32(5, 2, 3), f32(2, 12, 3), f32(2, 12, 4), f32(2, 24), np.array([5, 3], np.int32)],
+          attrs={"hidden_size": 4, "direction": "bidirectional", "linear_before_reset": 1}, opset=14, n_outputs=2,
+          rtol=1e-4, atol=1e-5, id="bidirectional_lens"),
+    Entry("LSTM", [f32(5, 2, 3), f32(1, 16, 3), f32(1, 16, 4), f32(1, 32), None, f32(1, 2, 4), f32(1, 2, 4),
+                   f32(1, 12)],
+          attrs={"hidden_size": 4}, opset=14, n_outputs=3, rtol=1e-4, atol=1e-5, id="peepholes"),
+    Entry("LSTM", [f32(4, 2, 3), f32(1, 16, 3), f32(1, 16, 4)],
+          attrs={"hidden_size": 4, "direction": "reverse", "clip": 0.5}, opset=14, n_outputs=3, rtol=1e-4,
+          atol=1e-5, id="reverse_clip"),
+    Entry("NonMaxSuppression", [np.abs(f32(2, 6, 4)).cumsum(-1), np.abs(f32(2, 2, 6)), i64([3]),
+                                np.array([0.3], np.float32), np.array([0.1], np.float32)], opset=11),
+    Entry("DFT", [f32(2, 8, 1), None, i64(-2)], attrs={"onesided": 1}, opset=20, rtol=1e-4, atol=1e-5),
+    Entry("DFT", [f32(2, 8, 2), i64(8), i64(1)], attrs={"inverse": 1}, opset=20, rtol=1e-4, atol=1e-5, id="inverse"),
+    Entry("Mod", [f32(6) * 3, f32(6) + 3], opset=13, attrs={"fmod": 1}, id="fmod13"),
+
 ]
 
 

@@ -12,9 +12,11 @@ import torch
 from onnx import TensorProto, helper, numpy_helper
 
 from aten2onnx import _aten_node
-from aten2onnx.errors import InvalidInputError, InvalidModelError, RunError
+from aten2onnx.errors import InvalidInputError, InvalidModelError, KernelError, RunError
 from aten2onnx.runtime import InferenceSession
-from aten2onnx.runtime.kernel import Kernel, register_kernels
+from aten2onnx.runtime import ops
+from aten2onnx.runtime.kernel import Kernel, all_kernels, find_kernel, register_kernels, runs_schema, tensor_from_proto
+from aten2onnx.runtime.ops import MAX_OPSET
 
 
 def _model(nodes, inputs, outputs, initializers=(), opset=18, extra_opsets=()):
@@ -86,8 +88,8 @@ def test_refused_models():
     unknown_op = _model([helper.make_node("NoSuchOp", ["x"], ["y"])], [_vi("x", [1])], [_vi("y", [1])])
     with pytest.raises(InvalidModelError, match="NoSuchOp"):
         InferenceSession(unknown_op)
-    too_new = _model([helper.make_node("Relu", ["x"], ["y"])], [_vi("x", [1])], [_vi("y", [1])], opset=27)
-    with pytest.raises(InvalidModelError, match="27"):
+    too_new = _model([helper.make_node("Relu", ["x"], ["y"])], [_vi("x", [1])], [_vi("y", [1])], opset=MAX_OPSET + 1)
+    with pytest.raises(InvalidModelError, match=str(MAX_OPSET + 1)):
         InferenceSession(too_new)
     with pytest.raises(InvalidModelError):
         InferenceSession(b"\x08\x07this is not a model\xff\xff")
@@ -234,3 +236,127 @@ def test_cuda_session(add_model):
 def test_cuda_refused_without_cuda(add_model):
     with pytest.raises(InvalidModelError, match="cuda"):
         InferenceSession(add_model, device="cuda")
+
+
+# ---- opsets beyond the exporter's: every schema version is run by a kernel that declares it ----
+
+def test_max_opset_is_onnx_newest():
+    assert MAX_OPSET == onnx.defs.onnx_opset_version()
+
+
+def test_every_schema_version_has_a_kernel_that_runs_it():
+    """Floor dispatch never runs old semantics: from its first kernel on, each schema version of an op
+    is either some kernel's since_version or listed in the floor kernel's `covers` (type-only)."""
+    versions: dict[tuple[str, str], set[int]] = {}
+    for schema in onnx.defs.get_all_schemas_with_history():
+        versions.setdefault((schema.domain, schema.name), set()).add(schema.since_version)
+    uncovered = {}
+    for (domain, op), ours in all_kernels().items():
+        for v in sorted(versions.get((domain, op), ())):
+            if v >= min(ours) and not runs_schema(find_kernel(domain, op, v), v):
+                uncovered.setdefault(op, []).append(v)
+    assert not uncovered
+
+
+@pytest.mark.parametrize("op, opset, since", [
+    ("Mod", 28, 28), ("Mod", 27, 10), ("SpaceToDepth", 28, 28), ("Range", 27, 27), ("Range", 26, 11),
+    ("Cast", 28, 24), ("Reshape", 25, 14), ("Pad", 19, 19), ("Resize", 19, 19), ("TopK", 24, 11),
+])
+def test_newer_semantics_get_their_own_kernel(op, opset, since):
+    assert find_kernel("", op, opset).since_version == since
+
+
+def test_uncovered_newer_version_is_refused(monkeypatch):
+    model = _model([helper.make_node("Celu", ["x"], ["y"], name="c")], [_vi("x", [2])], [_vi("y", [2])], opset=28)
+    np.testing.assert_allclose(InferenceSession(model).run(None, {"x": np.array([-1.0, 1.0], np.float32)})[0],
+                               [np.expm1(-1.0), 1.0], rtol=1e-6)
+    monkeypatch.setattr(ops.activation.Celu, "covers", ())
+    with pytest.raises(InvalidModelError, match=r"'c' \(Celu\).*opset 28 is version 28.*kernels for versions \[12\]"):
+        InferenceSession(model)
+
+
+def test_float8_tensor_not_stored_raw():
+    proto = helper.make_tensor("w", TensorProto.FLOAT8E4M3FN, [3], [1.0, -2.5, 448.0])
+    assert not proto.raw_data
+    t = tensor_from_proto(proto)
+    assert t.dtype == torch.float8_e4m3fn
+    assert t.to(torch.float32).tolist() == [1.0, -2.5, 448.0]
+
+
+# ---- feeds of sequences and optionals ----
+
+def _seq_vi(name, elem=TensorProto.FLOAT):
+    return helper.make_value_info(name, helper.make_sequence_type_proto(helper.make_tensor_type_proto(elem, None)))
+
+
+def _opt_vi(name, elem=TensorProto.FLOAT):
+    return helper.make_value_info(name, helper.make_optional_type_proto(helper.make_tensor_type_proto(elem, [2])))
+
+
+def test_sequence_and_optional_feeds():
+    seq = _model([helper.make_node("SequenceLength", ["s"], ["n"])], [_seq_vi("s")], [_vi("n", [], TensorProto.INT64)])
+    sess = InferenceSession(seq)
+    assert sess.get_inputs()[0].type == "seq(tensor(float))"
+    assert int(sess.run(None, {"s": [np.ones(2, np.float32), np.ones(3, np.float32)]})[0]) == 2
+    opt = _model([helper.make_node("OptionalHasElement", ["o"], ["h"])], [_opt_vi("o")], [_vi("h", [], TensorProto.BOOL)])
+    sess = InferenceSession(opt)
+    assert not sess.run(None, {"o": None})[0]
+    assert sess.run(None, {"o": np.ones(2, np.float32)})[0]
+
+
+@pytest.mark.parametrize("feed, message", [
+    (np.ones(2, np.float32), "expects a sequence"),
+    ([np.ones(2, np.float64)], r"s\[0\].*dtype"),
+    ([[np.ones(2, np.float32)]], "not a tensor"),
+])
+def test_bad_sequence_feeds_raise_invalid_input(feed, message):
+    seq = _model([helper.make_node("SequenceLength", ["s"], ["n"])], [_seq_vi("s")], [_vi("n", [], TensorProto.INT64)])
+    with pytest.raises(InvalidInputError, match=message):
+        InferenceSession(seq).run(None, {"s": feed})
+
+
+def test_non_tensor_input_type_raises_invalid_input_not_type_error():
+    map_vi = helper.make_value_info("m", helper.make_map_type_proto(TensorProto.INT64, helper.make_tensor_type_proto(
+        TensorProto.FLOAT, [])))
+    model = _model([helper.make_node("Identity", ["m"], ["y"])], [map_vi], [helper.make_empty_tensor_value_info("y")])
+    with pytest.raises(InvalidInputError, match="map_type"):
+        InferenceSession(model).run_torch({"m": {1: torch.ones(())}})
+    e8m0 = _model([helper.make_node("Identity", ["x"], ["y"])], [_vi("x", [2], TensorProto.FLOAT8E8M0)], [_vi("y", [2])])
+    with pytest.raises(InvalidInputError, match="no torch dtype"):
+        InferenceSession(e8m0).run_torch({"x": torch.ones(2)})
+
+
+# ---- models without an ai.onnx import ----
+
+def test_model_importing_only_other_domains():
+    graph = helper.make_graph([], "g", [_vi("x", [2])], [_vi("x", [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("ai.onnx.ml", 3)], ir_version=10)
+    np.testing.assert_array_equal(InferenceSession(model).run(None, {"x": np.ones(2, np.float32)})[0], np.ones(2))
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [_vi("x", [2])], [_vi("y", [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("ai.onnx.ml", 3)], ir_version=10)
+    with pytest.raises(InvalidModelError, match="does not import"):
+        InferenceSession(model)
+
+
+# ---- planning and running ----
+
+def test_node_output_named_like_an_initializer_is_freed():
+    model = _model([helper.make_node("Relu", ["x"], ["h"]), helper.make_node("Add", ["h", "x"], ["y"])],
+                   [_vi("x", [2])], [_vi("y", [2])], [numpy_helper.from_array(np.zeros(2, np.float32), "h")])
+    sess = InferenceSession(model)
+    runner = sess._runner
+    assert runner._slot["h"] in runner.steps[1].free
+    for _ in range(2):
+        np.testing.assert_array_equal(sess.run(None, {"x": np.array([-1.0, 2.0], np.float32)})[0], [-1.0, 4.0])
+
+
+@pytest.mark.parametrize("raised, expected", [(ValueError("boom"), KernelError), (KeyboardInterrupt(), KeyboardInterrupt)])
+def test_kernel_failures_wrap_exceptions_but_not_interrupts(add_model, raised, expected):
+    sess = InferenceSession(add_model)
+
+    def fail(*args):
+        raise raised
+
+    sess._runner.steps[0].kernel.run = fail
+    with pytest.raises(expected):
+        sess.run(None, {"x": np.ones((1, 3), np.float32), "y": np.ones(3, np.float32)})

@@ -16,6 +16,7 @@ import bisect
 import warnings
 from typing import Any, ClassVar, Iterable
 
+import numpy as np
 import onnx
 import torch
 from onnx import AttributeProto, numpy_helper
@@ -38,6 +39,10 @@ class Kernel:
     domain: ClassVar[str] = ""
     op_type: ClassVar[str]
     since_version: ClassVar[int]
+    # Later since_versions of the op whose changes are type/constraint-only (new element types, a
+    # wider accepted range such as negative axes) and that this kernel already handles. A model at
+    # such an opset runs this kernel; at any other newer since_version the session refuses it.
+    covers: ClassVar[tuple[int, ...]] = ()
 
     def __init__(self, ctx: SessionContext, node: onnx.NodeProto | None = None, **attrs: Any) -> None:
         self.ctx = ctx
@@ -74,6 +79,11 @@ def find_kernel(domain: str, op_type: str, opset: int) -> type[Kernel] | None:
     return best
 
 
+def runs_schema(cls: type[Kernel], schema_since: int) -> bool:
+    """Whether kernel cls implements the op as defined by the schema version schema_since."""
+    return schema_since == cls.since_version or schema_since in cls.covers
+
+
 def kernel_versions(domain: str, op_type: str) -> list[int]:
     return [k.since_version for k in _TABLE.get((domain, op_type), [])]
 
@@ -108,8 +118,30 @@ def decode_attribute(attr: AttributeProto) -> Any:
     raise ValueError(f"attribute {attr.name!r} has unsupported type {AttributeProto.AttributeType.Name(kind)}")
 
 
+# ONNX element types torch has no dtype for, held widened: int4/int2 as int8, uint4/uint2 as uint8,
+# float4e2m1 as float32 (each value exact). Kernels that care (Cast, QuantizeLinear, ...) clamp or
+# round to the narrow type's range themselves.
+SUB_BYTE: dict[int, torch.dtype] = {
+    onnx.TensorProto.INT4: torch.int8,
+    onnx.TensorProto.UINT4: torch.uint8,
+    onnx.TensorProto.INT2: torch.int8,
+    onnx.TensorProto.UINT2: torch.uint8,
+    onnx.TensorProto.FLOAT4E2M1: torch.float32,
+}
+_FLOAT8_STORAGE = (torch.float8_e4m3fn, torch.float8_e5m2, torch.float8_e4m3fnuz, torch.float8_e5m2fnuz)
+
+
+def runtime_dtype(elem_type: int) -> torch.dtype:
+    """The torch dtype the runtime holds an ONNX element type in (sub-byte types widened)."""
+    if elem_type in SUB_BYTE:
+        return SUB_BYTE[elem_type]
+    return _dtypes.to_torch(elem_type)
+
+
 def tensor_from_proto(proto: onnx.TensorProto, base_dir: str | None = None) -> torch.Tensor:
     """A torch tensor over a TensorProto's bytes, sharing them where the proto holds raw data."""
+    if proto.data_type in SUB_BYTE or proto.data_type == onnx.TensorProto.STRING:
+        return from_numpy(numpy_helper.to_array(proto, base_dir or ""))
     dtype = _dtypes.to_torch(proto.data_type)
     shape = tuple(proto.dims)
     if proto.data_location != onnx.TensorProto.EXTERNAL and proto.raw_data:
@@ -127,4 +159,31 @@ def tensor_from_proto(proto: onnx.TensorProto, base_dir: str | None = None) -> t
     array = numpy_helper.to_array(proto, base_dir or "")
     if dtype == torch.bfloat16:
         return torch.from_numpy(array.astype("float32")).to(torch.bfloat16).reshape(shape)
+    if dtype in _FLOAT8_STORAGE:  # numpy_helper gives ml_dtypes float8 arrays, which torch refuses
+        return torch.from_numpy(np.ascontiguousarray(array).view(np.uint8).copy()).view(dtype).reshape(shape)
     return torch.from_numpy(array.copy()).reshape(shape)
+
+
+def from_numpy(array: np.ndarray) -> Any:
+    """A numpy array (ml_dtypes included) as the runtime holds it: a torch tensor, sub-byte types
+    widened (see SUB_BYTE), float8 and bfloat16 moved bit for bit; string arrays stay numpy
+    object arrays, the string kernels' representation."""
+    name = array.dtype.name
+    if array.dtype.kind in "OSU":
+        return np.asarray(array, dtype=object)
+    if name in _ML_BITS:
+        storage, dtype = _ML_BITS[name]
+        return torch.from_numpy(np.array(array, order="C").view(storage)).view(dtype)
+    if name in _ML_WIDE:
+        return torch.from_numpy(np.array(array.astype(_ML_WIDE[name]), order="C"))
+    return torch.from_numpy(np.array(array, order="C"))
+
+
+_ML_BITS = {
+    "bfloat16": (np.uint16, torch.bfloat16),
+    "float8_e4m3fn": (np.uint8, torch.float8_e4m3fn),
+    "float8_e4m3fnuz": (np.uint8, torch.float8_e4m3fnuz),
+    "float8_e5m2": (np.uint8, torch.float8_e5m2),
+    "float8_e5m2fnuz": (np.uint8, torch.float8_e5m2fnuz),
+}
+_ML_WIDE = {"int4": np.int8, "uint4": np.uint8, "int2": np.int8, "uint2": np.uint8, "float4_e2m1fn": np.float32}

@@ -12,7 +12,8 @@ import torch
 
 from aten2onnx import _dtypes
 from aten2onnx.errors import InvalidInputError, InvalidModelError, KernelError, RunError
-from aten2onnx.runtime.kernel import Kernel, SessionContext, decode_attribute, find_kernel, kernel_versions, tensor_from_proto
+from aten2onnx.runtime.kernel import (Kernel, SessionContext, decode_attribute, find_kernel, from_numpy, kernel_versions,
+                                      runs_schema, runtime_dtype, tensor_from_proto)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -24,17 +25,25 @@ class NodeArg:
     type: str
 
 
-def _type_string(elem_type: int) -> str:
-    return f"tensor({onnx.TensorProto.DataType.Name(elem_type).lower()})"
+def _type_string(tp: onnx.TypeProto) -> str:
+    """onnxruntime's spelling of a type: tensor(float), seq(tensor(int64)), optional(...)."""
+    kind = tp.WhichOneof("value")
+    if kind == "tensor_type":
+        return f"tensor({onnx.TensorProto.DataType.Name(tp.tensor_type.elem_type).lower()})"
+    if kind == "sequence_type":
+        return f"seq({_type_string(tp.sequence_type.elem_type)})"
+    if kind == "optional_type":
+        return f"optional({_type_string(tp.optional_type.elem_type)})"
+    return kind or "unknown"
 
 
 def _node_arg(info: onnx.ValueInfoProto) -> NodeArg:
     tensor_type = info.type.tensor_type
     shape: list[int | str | None] = []
-    if tensor_type.HasField("shape"):
+    if info.type.HasField("tensor_type") and tensor_type.HasField("shape"):
         for d in tensor_type.shape.dim:
             shape.append(d.dim_value if d.HasField("dim_value") else (d.dim_param or None))
-    return NodeArg(info.name, shape, _type_string(tensor_type.elem_type))
+    return NodeArg(info.name, shape, _type_string(info.type))
 
 
 def free_variables(graph: onnx.GraphProto) -> set[str]:
@@ -138,6 +147,7 @@ class GraphRunner:
             versions = kernel_versions(domain, node.op_type)
             detail = f"kernels exist from versions {versions}" if versions else "aten2onnx.runtime has no kernel for it"
             raise InvalidModelError(f"{where}: {domain or 'ai.onnx'}::{node.op_type} at opset {opset} is not supported; {detail}")
+        _check_schema_version(cls, node, domain, opset, where)
         try:
             attrs = {a.name: decode_attribute(a) for a in node.attribute}
             kernel = cls(self.ctx, node, **attrs)
@@ -153,7 +163,11 @@ class GraphRunner:
         return _Step(kernel, inputs, outputs, implicit, node)
 
     def _plan_frees(self) -> None:
+        """Free each node-produced value after its last reader. Only what a node writes is freed:
+        a graph input or initializer slot that no node overwrites must stay set for the next run
+        (an initializer may share its name with a node output, which then overwrites it)."""
         keep = set(self._output_slots)
+        produced = {slot for step in self.steps for slot in step.outputs if slot >= 0}
         last: dict[int, int] = {}
         for i, step in enumerate(self.steps):
             for slot in step.inputs + [s for _, s in step.implicit]:
@@ -163,7 +177,7 @@ class GraphRunner:
                 if slot >= 0:
                     last.setdefault(slot, i)  # an output nobody reads is freed right away
         for slot, i in last.items():
-            if slot not in keep and self._initial[slot] is None:
+            if slot in produced and slot not in keep:
                 self.steps[i].free.append(slot)
 
     def run(self, inputs: Sequence[Any], outer: dict[str, Any] | None = None) -> list[Any]:
@@ -182,7 +196,7 @@ class GraphRunner:
                     results = step.kernel.run(*args)
             except RunError:
                 raise
-            except Exception as e:
+            except Exception as e:  # not BaseException: KeyboardInterrupt and SystemExit pass through as they are
                 shapes = [tuple(a.shape) if isinstance(a, torch.Tensor) else type(a).__name__ for a in args]
                 raise KernelError(
                     f"node {step.node.name!r} ({step.node.op_type}) failed on inputs {list(step.node.input)} "
@@ -194,6 +208,22 @@ class GraphRunner:
             for slot in step.free:
                 values[slot] = None
         return [values[s] for s in self._output_slots]
+
+
+def _check_schema_version(cls: type[Kernel], node: onnx.NodeProto, domain: str, opset: int, where: str) -> None:
+    """Refuse a node whose op changed after our kernel's version in a way the kernel does not
+    declare it handles (floor dispatch must never run old semantics under a newer opset)."""
+    try:
+        schema = onnx.defs.get_schema(node.op_type, opset, domain)
+    except onnx.defs.SchemaError:
+        return  # an op onnx does not define (ATen, contrib): our kernel is the definition
+    if schema.since_version > cls.since_version and not runs_schema(cls, schema.since_version):
+        versions = kernel_versions(domain, node.op_type)
+        raise InvalidModelError(
+            f"{where}: {domain or 'ai.onnx'}::{node.op_type} at opset {opset} is version {schema.since_version} of "
+            f"the op; aten2onnx.runtime has kernels for versions {versions} (covering also "
+            f"{list(cls.covers)}), and the changes since version {cls.since_version} are not all type-only"
+        )
 
 
 def _implicit_names(node: onnx.NodeProto) -> set[str]:
@@ -224,18 +254,18 @@ class InferenceSession:
         if self.device.type == "cuda" and not torch.cuda.is_available():
             raise InvalidModelError("device='cuda' was asked for but torch sees no CUDA device")
         opsets = {("" if o.domain in ("", "ai.onnx") else o.domain): o.version for o in proto.opset_import}
-        if "" not in opsets:
-            raise InvalidModelError("the model imports no ai.onnx opset")
         from aten2onnx.runtime.ops import MAX_OPSET
 
-        if opsets[""] > MAX_OPSET:
+        # A model importing only other domains (ai.onnx.ml, training) is fine; a node in the default
+        # domain then finds no opset and is refused when planned.
+        if opsets.get("", 0) > MAX_OPSET:
             raise InvalidModelError(f"the model's opset {opsets['']} is newer than the newest this runtime runs, {MAX_OPSET}")
         self._ctx = SessionContext(self.device, opsets, tuple(allowed_aten_namespaces))
         self._ctx.compile_graph = lambda graph, outer=(): GraphRunner(graph, self._ctx, outer_names=outer, base_dir=base_dir)
         initializers = {i.name for i in proto.graph.initializer}
         self._inputs = [_node_arg(i) for i in proto.graph.input if i.name not in initializers]
         self._outputs = [_node_arg(o) for o in proto.graph.output]
-        self._input_types = {i.name: i.type.tensor_type for i in proto.graph.input if i.name not in initializers}
+        self._input_types = {i.name: i.type for i in proto.graph.input if i.name not in initializers}
         self._runner = GraphRunner(proto.graph, self._ctx, base_dir=base_dir)
         self._feed_order = [n for n in self._runner.input_names if n not in initializers]
         self.model_proto = proto
@@ -251,13 +281,9 @@ class InferenceSession:
 
     def run(self, output_names: Sequence[str] | None, feeds: dict[str, Any]) -> list[np.ndarray]:
         """numpy in, numpy out, as onnxruntime does."""
-        tensors = {}
-        for name, value in feeds.items():
-            if isinstance(value, np.ndarray) or np.isscalar(value):
-                value = torch.from_numpy(np.asarray(value))
-            tensors[name] = value
+        tensors = {name: _from_feed(value) for name, value in feeds.items()}
         results = self.run_torch(tensors, output_names)
-        return [t.detach().cpu().numpy() if isinstance(t, torch.Tensor) else t for t in results.values()]
+        return [_to_numpy(t) for t in results.values()]
 
     def run_torch(self, feeds: dict[str, torch.Tensor], output_names: Sequence[str] | None = None) -> dict[str, torch.Tensor]:
         """torch tensors in and out; inputs are used as given (no copies on the session's device)."""
@@ -271,7 +297,7 @@ class InferenceSession:
         by_name = dict(zip(self._runner.output_names, results))
         return {n: by_name[n] for n in names}
 
-    def _check_feeds(self, feeds: dict[str, Any]) -> list[torch.Tensor]:
+    def _check_feeds(self, feeds: dict[str, Any]) -> list[Any]:
         unknown = sorted(set(feeds) - set(self._feed_order))
         missing = [n for n in self._feed_order if n not in feeds]
         if unknown or missing:
@@ -279,32 +305,72 @@ class InferenceSession:
                 f"inputs do not match the model: missing {missing}, unknown {unknown}; the model takes {self._feed_order}"
             )
         dims: dict[str, tuple[int, str]] = {}
-        out = []
-        for name in self._feed_order:
-            value = feeds[name]
-            if not isinstance(value, torch.Tensor):
-                raise InvalidInputError(f"input {name!r} is a {type(value).__name__}, not a tensor")
-            expected = self._input_types[name]
-            want = _dtypes.to_torch(expected.elem_type)
-            if value.dtype != want:
-                raise InvalidInputError(f"input {name!r} has dtype {value.dtype}; the model expects {want}")
-            if expected.HasField("shape"):
-                want_dims = expected.shape.dim
-                if len(want_dims) != value.dim():
-                    raise InvalidInputError(f"input {name!r} has rank {value.dim()} (shape {tuple(value.shape)}); "
-                                            f"the model expects rank {len(want_dims)}")
-                for axis, (d, actual) in enumerate(zip(want_dims, value.shape)):
-                    if d.HasField("dim_value") and d.dim_value != actual:
-                        raise InvalidInputError(f"input {name!r} has size {actual} in dim {axis}; the model expects {d.dim_value}")
-                    if d.dim_param:
-                        seen = dims.setdefault(d.dim_param, (actual, f"{name}[{axis}]"))
-                        if seen[0] != actual:
-                            raise InvalidInputError(
-                                f"dim {d.dim_param!r} is {actual} in {name}[{axis}] but {seen[0]} in {seen[1]}")
-            if value.device != self.device:
-                value = value.to(self.device)
-            out.append(value)
-        return out
+        return [self._check_value(name, feeds[name], self._input_types[name], dims) for name in self._feed_order]
+
+    def _check_value(self, name: str, value: Any, expected: onnx.TypeProto, dims: dict[str, tuple[int, str]] | None) -> Any:
+        """value checked against the declared type (tensor, sequence or optional), moved to the device."""
+        kind = expected.WhichOneof("value")
+        if kind is None:  # untyped input: taken as given
+            return value
+        if kind == "optional_type":
+            if value is None:
+                return None
+            return self._check_value(name, value, expected.optional_type.elem_type, dims)
+        if kind == "sequence_type":
+            if not isinstance(value, (list, tuple)):
+                raise InvalidInputError(f"input {name!r} is a {type(value).__name__}; the model expects a sequence "
+                                        f"({_type_string(expected)}), given as a list")
+            return [self._check_value(f"{name}[{i}]", v, expected.sequence_type.elem_type, None)
+                    for i, v in enumerate(value)]
+        if kind != "tensor_type":
+            raise InvalidInputError(f"input {name!r} has type {_type_string(expected)}, which aten2onnx.runtime does not take")
+        elem = expected.tensor_type.elem_type
+        if elem == onnx.TensorProto.STRING:
+            if not (isinstance(value, np.ndarray) and value.dtype == object):
+                raise InvalidInputError(f"input {name!r} is a string tensor; pass it as a numpy object array")
+            return value
+        if not isinstance(value, torch.Tensor):
+            raise InvalidInputError(f"input {name!r} is a {type(value).__name__}, not a tensor "
+                                    f"(the model expects {_type_string(expected)})")
+        try:
+            want = runtime_dtype(elem)
+        except TypeError as e:
+            raise InvalidInputError(f"input {name!r}: the model's type {_type_string(expected)} has no torch dtype") from e
+        if value.dtype != want:
+            raise InvalidInputError(f"input {name!r} has dtype {value.dtype}; the model expects {want}")
+        if expected.tensor_type.HasField("shape"):
+            want_dims = expected.tensor_type.shape.dim
+            if len(want_dims) != value.dim():
+                raise InvalidInputError(f"input {name!r} has rank {value.dim()} (shape {tuple(value.shape)}); "
+                                        f"the model expects rank {len(want_dims)}")
+            for axis, (d, actual) in enumerate(zip(want_dims, value.shape)):
+                if d.HasField("dim_value") and d.dim_value != actual:
+                    raise InvalidInputError(f"input {name!r} has size {actual} in dim {axis}; the model expects {d.dim_value}")
+                if d.dim_param and dims is not None:
+                    seen = dims.setdefault(d.dim_param, (actual, f"{name}[{axis}]"))
+                    if seen[0] != actual:
+                        raise InvalidInputError(
+                            f"dim {d.dim_param!r} is {actual} in {name}[{axis}] but {seen[0]} in {seen[1]}")
+        if value.device != self.device:
+            value = value.to(self.device)
+        return value
+
+
+def _from_feed(value: Any) -> Any:
+    """A numpy feed (array, scalar, list of arrays for a sequence, None for an empty optional) as torch."""
+    if isinstance(value, (list, tuple)):
+        return [_from_feed(v) for v in value]
+    if isinstance(value, np.ndarray) or np.isscalar(value):
+        return from_numpy(np.asarray(value))
+    return value
+
+
+def _to_numpy(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu().numpy()
+    if isinstance(value, list):
+        return [_to_numpy(v) for v in value]
+    return value
 
 
 def _load(model: Any) -> tuple[onnx.ModelProto, str | None]:

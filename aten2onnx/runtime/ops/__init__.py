@@ -1,5 +1,7 @@
 """The runtime's kernels, one module per ONNX op family; importing this package registers them all."""
 
+import onnx.defs
+
 from aten2onnx.runtime.kernel import register_kernels
 from aten2onnx.runtime.ops import (
     activation,
@@ -8,21 +10,28 @@ from aten2onnx.runtime.ops import (
     cast,
     control_flow,
     creation,
+    detection,
     elementwise,
     indexing,
     linalg,
     logical,
     nn,
     quantize,
+    random,
     reduction,
     resize,
+    rnn,
     sequence,
     shape,
+    signal,
+    strings,
 )
 
-# The newest ai.onnx opset a model may import; kernels are registered per since_version up to it.
-MAX_OPSET = 26
+# The newest ai.onnx opset a model may import: every opset the installed onnx defines. Each node is
+# still checked against its op's schema version there (see Kernel.covers), so a newer opset never
+# silently runs an older version's semantics. (The exporter's own limit lives in aten2onnx.symbolic.)
+MAX_OPSET = onnx.defs.onnx_opset_version()
 
-for _module in (activation, aten, attention, cast, control_flow, creation, elementwise, indexing, linalg, logical, nn,
-                quantize, reduction, resize, sequence, shape):
+for _module in (activation, aten, attention, cast, control_flow, creation, detection, elementwise, indexing, linalg,
+                logical, nn, quantize, random, reduction, resize, rnn, sequence, shape, signal, strings):
     register_kernels(_module.KERNELS)

@@ -16,6 +16,7 @@ _SELU_GAMMA = 1.05070102214813232421875
 
 class LeakyRelu(Kernel):
     op_type, since_version = "LeakyRelu", 6
+    covers = (16,)
 
     def setup(self, alpha: float = 0.01) -> None:
         self.alpha = alpha
@@ -26,6 +27,7 @@ class LeakyRelu(Kernel):
 
 class Elu(Kernel):
     op_type, since_version = "Elu", 6
+    covers = (22,)
 
     def setup(self, alpha: float = 1.0) -> None:
         self.alpha = alpha
@@ -36,6 +38,7 @@ class Elu(Kernel):
 
 class Selu(Kernel):
     op_type, since_version = "Selu", 6
+    covers = (22,)
 
     def setup(self, alpha: float = _SELU_ALPHA, gamma: float = _SELU_GAMMA) -> None:
         self.alpha, self.gamma = alpha, gamma
@@ -49,6 +52,7 @@ class Selu(Kernel):
 
 class Celu(Kernel):
     op_type, since_version = "Celu", 12
+    covers = (28,)
 
     def setup(self, alpha: float = 1.0) -> None:
         self.alpha = alpha
@@ -61,6 +65,7 @@ class HardSigmoid(Kernel):
     """HardSigmoid: max(0, min(1, alpha * x + beta)); torch's hardsigmoid where alpha is 1/6."""
 
     op_type, since_version = "HardSigmoid", 6
+    covers = (22,)
 
     def setup(self, alpha: float = 0.2, beta: float = 0.5) -> None:
         self.alpha, self.beta = alpha, beta
@@ -74,6 +79,7 @@ class HardSigmoid(Kernel):
 
 class HardSwish(Kernel):
     op_type, since_version = "HardSwish", 14
+    covers = (22,)
 
     def run(self, x):
         return (F.hardswish(x),)
@@ -81,6 +87,7 @@ class HardSwish(Kernel):
 
 class Softplus(Kernel):
     op_type, since_version = "Softplus", 1
+    covers = (22,)
 
     def run(self, x):
         return (F.softplus(x),)
@@ -88,6 +95,7 @@ class Softplus(Kernel):
 
 class Softsign(Kernel):
     op_type, since_version = "Softsign", 1
+    covers = (22,)
 
     def run(self, x):
         return (F.softsign(x),)
@@ -95,6 +103,7 @@ class Softsign(Kernel):
 
 class ThresholdedRelu(Kernel):
     op_type, since_version = "ThresholdedRelu", 10
+    covers = (22,)
 
     def setup(self, alpha: float = 1.0) -> None:
         self.alpha = alpha
@@ -118,6 +127,7 @@ class Shrink(Kernel):
 
 class Mish(Kernel):
     op_type, since_version = "Mish", 18
+    covers = (22,)
 
     def run(self, x):
         return (F.mish(x),)
@@ -151,6 +161,7 @@ class PRelu(Kernel):
     """PRelu: the slope broadcasts against x (ONNX allows more shapes than torch.prelu)."""
 
     op_type, since_version = "PRelu", 7
+    covers = (9, 16)
 
     def run(self, x, slope):
         return (torch.where(x > 0, x, x * slope),)

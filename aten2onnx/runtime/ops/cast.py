@@ -29,6 +29,7 @@ class Cast(Kernel):
     """Cast: `saturate` (opset 19) only affects float8 targets."""
 
     op_type, since_version = "Cast", 6
+    covers = (9, 13)  # 9: strings, 13: bfloat16
 
     def setup(self, to: int, saturate: int = 1) -> None:
         self.dtype = _dtypes.to_torch(to)
@@ -48,4 +49,32 @@ class CastLike(Kernel):
         return (_cast(x, like.dtype, self.saturate),)
 
 
-KERNELS = (Cast, CastLike)
+class Cast19(Cast):
+    """Cast from opset 19: float8 targets and `saturate`; 21 adds int4/uint4, 23 float4e2m1."""
+
+    since_version = 19
+    covers = (21, 23)
+
+
+class Cast24(Cast):
+    """Cast from opset 24: float8e8m0 and its `round_mode`; 25 adds int2/uint2, 28 float6."""
+
+    since_version = 24
+    covers = (25, 28)
+
+
+class CastLike19(CastLike):
+    """CastLike from opset 19: float8 targets and `saturate`."""
+
+    since_version = 19
+    covers = (21, 23)
+
+
+class CastLike24(CastLike):
+    """CastLike from opset 24: float8e8m0 and its `round_mode`."""
+
+    since_version = 24
+    covers = (25,)
+
+
+KERNELS = (Cast, CastLike, Cast19, Cast24, CastLike19, CastLike24)

@@ -25,6 +25,7 @@ def _empty_scan_output(info, device) -> torch.Tensor:
 
 class If(Kernel):
     op_type, since_version = "If", 1
+    covers = (11, 13, 16, 19, 21, 23, 24, 25)  # 11: branch shapes may differ; then types
 
     def setup(self, then_branch, else_branch) -> None:
         self.then_branch = _compile(self, then_branch)
@@ -112,6 +113,7 @@ class Scan8(Kernel):
 
 class Scan9(Kernel):
     op_type, since_version = "Scan", 9
+    covers = (11, 16, 19, 21, 23, 24, 25)  # 11: negative axes; then types
 
     def setup(self, body, num_scan_inputs: int, scan_input_axes: list[int] | None = None,
               scan_input_directions: list[int] | None = None, scan_output_axes: list[int] | None = None,
@@ -131,4 +133,11 @@ class Scan9(Kernel):
         return _scan(self.body, self.n, inputs[:n_state], scans, axes, self.in_dirs, self.out_axes, self.out_dirs, outer)
 
 
-KERNELS = (If, Loop, Scan8, Scan9)
+class Loop11(Loop):
+    """Loop from opset 11: the spec's rewording of loop-carried values; 13 adds sequences, 16 optionals."""
+
+    since_version = 11
+    covers = (13, 16, 19, 21, 23, 24, 25)
+
+
+KERNELS = (If, Loop, Scan8, Scan9, Loop11)

@@ -16,6 +16,7 @@ class Constant(Kernel):
     """Constant: exactly one of value / value_float(s) / value_int(s) (opset 12); strings unsupported."""
 
     op_type, since_version = "Constant", 1
+    covers = (9,)
 
     def setup(self, value: torch.Tensor | None = None, value_float: float | None = None,
               value_floats: list[float] | None = None, value_int: int | None = None,
@@ -42,6 +43,7 @@ class Constant(Kernel):
 
 class ConstantOfShape(Kernel):
     op_type, since_version = "ConstantOfShape", 9
+    covers = (20, 21, 23, 24, 25)
 
     def setup(self, value: torch.Tensor | None = None) -> None:
         value = torch.zeros(1, dtype=torch.float32) if value is None else value
@@ -58,8 +60,29 @@ class Range(Kernel):
         return (torch.arange(start.item(), limit.item(), delta.item(), dtype=start.dtype, device=self.ctx.device),)
 
 
+class Range27(Kernel):
+    """Range from opset 27: float16/bfloat16, accumulated as start + i * delta in float32 when
+    stash_type is 1 (the default), else in the input type itself."""
+
+    op_type, since_version = "Range", 27
+
+    def setup(self, stash_type: int = 1) -> None:
+        self.stash = stash_type == 1
+
+    def run(self, start, limit, delta):
+        dtype = start.dtype
+        if dtype not in (torch.float16, torch.bfloat16):
+            return (torch.arange(start.item(), limit.item(), delta.item(), dtype=dtype, device=self.ctx.device),)
+        wide = torch.float32 if self.stash else dtype
+        s, l, d = (t.to(wide) for t in (start, limit, delta))
+        n = max(int(torch.ceil((l - s) / d).item()), 0)
+        steps = torch.arange(n, dtype=wide, device=self.ctx.device)
+        return ((s + steps * d).to(dtype),)
+
+
 class EyeLike(Kernel):
     op_type, since_version = "EyeLike", 9
+    covers = (22,)
 
     def setup(self, dtype: int | None = None, k: int = 0) -> None:
         self.dtype = None if dtype is None else _dtypes.to_torch(dtype)
@@ -111,4 +134,17 @@ HannWindow = _window_kernel("HannWindow", "hann")
 HammingWindow = _window_kernel("HammingWindow", "hamming")
 BlackmanWindow = _window_kernel("BlackmanWindow", "blackman")
 
-KERNELS = (Constant, ConstantOfShape, Range, EyeLike, Trilu, HannWindow, HammingWindow, BlackmanWindow)
+class Constant11(Constant):
+    """Constant from opset 11: a sparse_value attribute (refused here)."""
+
+    since_version = 11
+
+
+class Constant12(Constant):
+    """Constant from opset 12: value_float(s)/value_int(s)/value_string(s)."""
+
+    since_version = 12
+    covers = (13, 19, 21, 23, 24, 25)
+
+
+KERNELS = (Constant, ConstantOfShape, Range, Range27, EyeLike, Trilu, HannWindow, HammingWindow, BlackmanWindow, Constant11, Constant12)

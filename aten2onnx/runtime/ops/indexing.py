@@ -18,6 +18,7 @@ def _positive(idx: torch.Tensor, size: int) -> torch.Tensor:
 
 class Gather(Kernel):
     op_type, since_version = "Gather", 1
+    covers = (11, 13)  # 11: negative indices
 
     def setup(self, axis: int = 0) -> None:
         self.axis = axis
@@ -35,6 +36,7 @@ class Gather(Kernel):
 
 class GatherElements(Kernel):
     op_type, since_version = "GatherElements", 11
+    covers = (13,)
 
     def setup(self, axis: int = 0) -> None:
         self.axis = axis
@@ -70,6 +72,7 @@ class ScatterND(Kernel):
     """ScatterND; reduction add/mul (opset 16) and max/min (18)."""
 
     op_type, since_version = "ScatterND", 11
+    covers = (13,)
 
     def setup(self, reduction: str = "none") -> None:
         if reduction not in ("none", "add", "mul", "max", "min"):
@@ -110,6 +113,7 @@ class Scatter(Kernel):
     """Scatter (opset 9, deprecated for ScatterElements at 11)."""
 
     op_type, since_version = "Scatter", 9
+    covers = (11,)  # 11: negative indices, deprecated
 
     def setup(self, axis: int = 0) -> None:
         self.axis = axis
@@ -120,6 +124,7 @@ class Scatter(Kernel):
 
 class ScatterElements(Kernel):
     op_type, since_version = "ScatterElements", 11
+    covers = (13,)
 
     def setup(self, axis: int = 0, reduction: str = "none") -> None:
         if reduction not in ("none", "add", "mul", "max", "min"):
@@ -132,6 +137,7 @@ class ScatterElements(Kernel):
 
 class NonZero(Kernel):
     op_type, since_version = "NonZero", 9
+    covers = (13,)
 
     def run(self, x):
         if x.dim() == 0:
@@ -143,6 +149,7 @@ class OneHot(Kernel):
     """OneHot: indices outside [-depth, depth) give an all-`off` row."""
 
     op_type, since_version = "OneHot", 9
+    covers = (11, 28)  # 11: negative axis and indices
 
     def setup(self, axis: int = -1) -> None:
         self.axis = axis
@@ -187,6 +194,7 @@ class Unique(Kernel):
     """Unique: values, first-occurrence indices, inverse indices, counts; sorted or in order of appearance."""
 
     op_type, since_version = "Unique", 11
+    covers = (28,)
 
     def setup(self, axis: int | None = None, sorted: int = 1) -> None:
         self.axis, self.sorted = axis, sorted
@@ -212,6 +220,7 @@ class Unique(Kernel):
 
 class Compress(Kernel):
     op_type, since_version = "Compress", 9
+    covers = (11, 28)  # 11: negative axis
 
     def setup(self, axis: int | None = None) -> None:
         self.axis = axis
@@ -228,6 +237,7 @@ class Compress(Kernel):
 
 class ReverseSequence(Kernel):
     op_type, since_version = "ReverseSequence", 10
+    covers = (28,)
 
     def setup(self, batch_axis: int = 1, time_axis: int = 0) -> None:
         self.batch_axis, self.time_axis = batch_axis, time_axis
@@ -243,5 +253,35 @@ class ReverseSequence(Kernel):
         return (torch.gather(x, self.time_axis, src.reshape(shape).expand(x.shape)),)
 
 
+class GatherND12(GatherND):
+    """GatherND from opset 12: batch_dims."""
+
+    since_version = 12
+    covers = (13,)
+
+
+class ScatterND16(ScatterND):
+    """ScatterND from opset 16: reduction add/mul; 18 widens it to max/min."""
+
+    since_version = 16
+    covers = (18,)
+
+
+class ScatterElements16(ScatterElements):
+    """ScatterElements from opset 16: reduction add/mul; 18 widens it to max/min."""
+
+    since_version = 16
+    covers = (18,)
+
+
+class TopK11(TopK10):
+    """TopK from opset 11: largest and sorted; negative axis."""
+
+    since_version = 11
+    covers = (24,)
+
+
 KERNELS = (Gather, GatherElements, GatherND, ScatterND, Scatter, ScatterElements, NonZero, OneHot, TopK1, TopK10,
-           Unique, Compress, ReverseSequence)
+           Unique, Compress, ReverseSequence,
+    GatherND12, ScatterND16, ScatterElements16, TopK11,
+)

@@ -10,6 +10,7 @@ from aten2onnx.runtime.ops._util import WIDEN
 
 class MatMul(Kernel):
     op_type, since_version = "MatMul", 1
+    covers = (9, 13)
 
     def run(self, a, b):
         if a.dtype in WIDEN:
@@ -22,6 +23,7 @@ class Gemm(Kernel):
     alpha and beta are passed only when not 1 so the call is the one eager makes."""
 
     op_type, since_version = "Gemm", 7
+    covers = (9,)
 
     def setup(self, alpha: float = 1.0, beta: float = 1.0, transA: int = 0, transB: int = 0) -> None:
         self.alpha, self.beta, self.trans_a, self.trans_b = alpha, beta, transA, transB
@@ -44,6 +46,7 @@ class Gemm(Kernel):
 
 class Einsum(Kernel):
     op_type, since_version = "Einsum", 12
+    covers = (28,)
 
     def setup(self, equation: str) -> None:
         self.equation = equation.replace(" ", "")
@@ -54,6 +57,7 @@ class Einsum(Kernel):
 
 class Det(Kernel):
     op_type, since_version = "Det", 11
+    covers = (22,)
 
     def run(self, x):
         return (torch.linalg.det(x),)
@@ -76,4 +80,11 @@ class MatMulInteger(Kernel):
         return (torch.matmul(a32, b32),)
 
 
-KERNELS = (MatMul, Gemm, Einsum, Det, MatMulInteger)
+class Gemm11(Gemm):
+    """Gemm from opset 11: C is optional."""
+
+    since_version = 11
+    covers = (13,)
+
+
+KERNELS = (MatMul, Gemm, Einsum, Det, MatMulInteger, Gemm11)

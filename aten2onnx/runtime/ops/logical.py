@@ -4,27 +4,33 @@ from __future__ import annotations
 
 from typing import Callable
 
+import numpy as np
 import torch
 
 from aten2onnx.runtime.kernel import Kernel
 from aten2onnx.runtime.ops._util import WIDEN
 
 
-def _compare(op_type: str, since_version: int, fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> type[Kernel]:
+def _compare(op_type: str, since_version: int, fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+             covers: tuple[int, ...] = ()) -> type[Kernel]:
     def run(self, a, b):
+        if isinstance(a, np.ndarray):  # string tensors: numpy object arrays (Equal from opset 19)
+            x, y = np.broadcast_arrays(a, b)
+            same = [p == q for p, q in zip(x.reshape(-1).tolist(), y.reshape(-1).tolist())]
+            return (torch.tensor(same, dtype=torch.bool).reshape(x.shape),)
         if a.dtype in WIDEN:  # uint16/32/64 have no torch comparison kernels; int64 holds their values
             a, b = a.to(torch.int64), b.to(torch.int64)
         return (fn(a, b),)
 
-    return type(op_type, (Kernel,), {"op_type": op_type, "since_version": since_version, "run": run,
+    return type(op_type, (Kernel,), {"op_type": op_type, "since_version": since_version, "covers": covers, "run": run,
                                      "__doc__": f"{op_type}: {fn.__name__}", "__module__": __name__})
 
 
-Equal = _compare("Equal", 7, torch.eq)
-Less = _compare("Less", 7, torch.lt)
-Greater = _compare("Greater", 7, torch.gt)
-LessOrEqual = _compare("LessOrEqual", 12, torch.le)
-GreaterOrEqual = _compare("GreaterOrEqual", 12, torch.ge)
+Equal = _compare("Equal", 7, torch.eq, covers=(11, 13, 19))  # 19: strings
+Less = _compare("Less", 7, torch.lt, covers=(9, 13))
+Greater = _compare("Greater", 7, torch.gt, covers=(9, 13))
+LessOrEqual = _compare("LessOrEqual", 12, torch.le, covers=(16,))
+GreaterOrEqual = _compare("GreaterOrEqual", 12, torch.ge, covers=(16,))
 And = _compare("And", 7, torch.logical_and)
 Or = _compare("Or", 7, torch.logical_or)
 Xor = _compare("Xor", 7, torch.logical_xor)
@@ -57,6 +63,7 @@ class Not(Kernel):
 
 class IsNaN(Kernel):
     op_type, since_version = "IsNaN", 9
+    covers = (13, 20)
 
     def run(self, x):
         return (torch.isnan(x),)
@@ -64,6 +71,7 @@ class IsNaN(Kernel):
 
 class IsInf(Kernel):
     op_type, since_version = "IsInf", 10
+    covers = (20,)
 
     def setup(self, detect_negative: int = 1, detect_positive: int = 1) -> None:
         self.fn = (torch.isinf if detect_negative and detect_positive else torch.isneginf if detect_negative
@@ -77,6 +85,7 @@ class IsInf(Kernel):
 
 class Where(Kernel):
     op_type, since_version = "Where", 9
+    covers = (16,)
 
     def run(self, cond, x, y):
         if x.dtype in WIDEN:

@@ -58,6 +58,7 @@ class _Spatial(Kernel):
 
 class Conv(_Spatial):
     op_type, since_version = "Conv", 1
+    covers = (11, 22)  # 11 rewords the docs only
 
     def setup(self, auto_pad: str = "NOTSET", dilations: list[int] | None = None, group: int = 1,
               kernel_shape: list[int] | None = None, pads: list[int] | None = None,
@@ -77,6 +78,7 @@ class ConvTranspose(_Spatial):
     full transposed convolution is cropped and padded to the ONNX output size."""
 
     op_type, since_version = "ConvTranspose", 1
+    covers = (11, 22)  # 11 rewords the docs only
 
     def setup(self, auto_pad: str = "NOTSET", dilations: list[int] | None = None, group: int = 1,
               kernel_shape: list[int] | None = None, output_padding: list[int] | None = None,
@@ -177,6 +179,7 @@ class AveragePool(_Pool):
 
 class LpPool(_Pool):
     op_type, since_version = "LpPool", 2
+    covers = (11,)  # 11 rewords the docs only
 
     def setup(self, kernel_shape: list[int], auto_pad: str = "NOTSET", ceil_mode: int = 0,
               dilations: list[int] | None = None, pads: list[int] | None = None, strides: list[int] | None = None,
@@ -244,6 +247,7 @@ class MaxPool(_Pool):
 
 class GlobalAveragePool(Kernel):
     op_type, since_version = "GlobalAveragePool", 1
+    covers = (22,)
 
     def run(self, x):
         return (torch.mean(x, list(range(2, x.dim())), keepdim=True),)
@@ -251,6 +255,7 @@ class GlobalAveragePool(Kernel):
 
 class GlobalMaxPool(Kernel):
     op_type, since_version = "GlobalMaxPool", 1
+    covers = (22,)
 
     def run(self, x):
         return (torch.amax(x, list(range(2, x.dim())), keepdim=True),)
@@ -258,6 +263,7 @@ class GlobalMaxPool(Kernel):
 
 class GlobalLpPool(Kernel):
     op_type, since_version = "GlobalLpPool", 2
+    covers = (22,)
 
     def setup(self, p: int = 2) -> None:
         self.p = p
@@ -281,6 +287,7 @@ class BatchNormalization14(Kernel):
     also returns the updated running mean and (biased) variance."""
 
     op_type, since_version = "BatchNormalization", 14
+    covers = (15,)
 
     def setup(self, epsilon: float = 1e-5, momentum: float = 0.9, training_mode: int = 0) -> None:
         self.epsilon, self.momentum, self.training = epsilon, momentum, training_mode
@@ -336,6 +343,7 @@ class RMSNormalization(Kernel):
 
 class InstanceNormalization(Kernel):
     op_type, since_version = "InstanceNormalization", 6
+    covers = (22,)
 
     def setup(self, epsilon: float = 1e-5) -> None:
         self.epsilon = epsilon
@@ -383,6 +391,7 @@ def _hardmax(x: torch.Tensor, axis: int) -> torch.Tensor:
 def _softmax_kernels(op: str, fn) -> tuple[type[Kernel], type[Kernel]]:
     class Coerced(Kernel):
         op_type, since_version = op, 1
+        covers = (11,)  # negative axis
 
         def setup(self, axis: int = 1) -> None:
             self.axis = axis
@@ -413,6 +422,7 @@ class Dropout(Kernel):
     """Dropout: the identity unless training_mode (opset 12 input) is true and ratio > 0."""
 
     op_type, since_version = "Dropout", 7
+    covers = (10,)  # 10: a bool mask
 
     def setup(self, ratio: float = 0.5, seed: int | None = None) -> None:
         self.ratio = ratio
@@ -431,6 +441,7 @@ class LRN(Kernel):
     """LRN: the window over channels is [c - floor((size-1)/2), c + ceil((size-1)/2)]."""
 
     op_type, since_version = "LRN", 1
+    covers = (13,)
 
     def setup(self, size: int, alpha: float = 1e-4, beta: float = 0.75, bias: float = 1.0) -> None:
         self.size, self.alpha, self.beta, self.bias = size, alpha, beta, bias
@@ -445,6 +456,7 @@ class LRN(Kernel):
 
 class LpNormalization(Kernel):
     op_type, since_version = "LpNormalization", 1
+    covers = (22,)
 
     def setup(self, axis: int = -1, p: int = 2) -> None:
         self.axis, self.p = axis, p
@@ -456,6 +468,7 @@ class LpNormalization(Kernel):
 
 class MeanVarianceNormalization(Kernel):
     op_type, since_version = "MeanVarianceNormalization", 9
+    covers = (13,)
 
     def setup(self, axes: list[int] | None = None) -> None:
         self.axes = [0, 2, 3] if axes is None else axes
@@ -474,6 +487,7 @@ def _nll(log_prob, target, weight, reduction, ignore_index):
 
 class NegativeLogLikelihoodLoss(Kernel):
     op_type, since_version = "NegativeLogLikelihoodLoss", 12
+    covers = (13, 22)
 
     def setup(self, reduction: str = "mean", ignore_index: int | None = None) -> None:
         self.reduction, self.ignore_index = reduction, ignore_index
@@ -484,6 +498,7 @@ class NegativeLogLikelihoodLoss(Kernel):
 
 class SoftmaxCrossEntropyLoss(Kernel):
     op_type, since_version = "SoftmaxCrossEntropyLoss", 12
+    covers = (13,)
 
     def setup(self, reduction: str = "mean", ignore_index: int | None = None) -> None:
         self.reduction, self.ignore_index = reduction, ignore_index
@@ -493,9 +508,57 @@ class SoftmaxCrossEntropyLoss(Kernel):
         return _nll(log_prob, labels, weights, self.reduction, self.ignore_index), log_prob
 
 
+class AveragePool7(AveragePool):
+    """AveragePool from opset 7: count_include_pad."""
+
+    since_version = 7
+
+
+class AveragePool10(AveragePool):
+    """AveragePool from opset 10: ceil_mode (11 rewords the docs only)."""
+
+    since_version = 10
+    covers = (11,)
+
+
+class AveragePool19(AveragePool):
+    """AveragePool from opset 19: dilations."""
+
+    since_version = 19
+    covers = (22,)
+
+
+class LpPool18(LpPool):
+    """LpPool from opset 18: ceil_mode and dilations."""
+
+    since_version = 18
+    covers = (22,)
+
+
+class MaxPool8(MaxPool):
+    """MaxPool from opset 8: the Indices output and storage_order."""
+
+    since_version = 8
+
+
+class MaxPool10(MaxPool):
+    """MaxPool from opset 10: ceil_mode and dilations; 12 adds int8/uint8."""
+
+    since_version = 10
+    covers = (11, 12, 22)
+
+
+class Dropout12(Dropout):
+    """Dropout from opset 12: ratio and training_mode as inputs, seed."""
+
+    since_version = 12
+    covers = (13, 22)
+
+
 KERNELS = (
     Conv, ConvTranspose, AveragePool, LpPool, MaxPool, GlobalAveragePool, GlobalMaxPool, GlobalLpPool,
     BatchNormalization9, BatchNormalization14, LayerNormalization, RMSNormalization, InstanceNormalization,
     GroupNormalization18, GroupNormalization21, Softmax1, Softmax13, LogSoftmax1, LogSoftmax13, Hardmax1, Hardmax13,
     Dropout, LRN, LpNormalization, MeanVarianceNormalization, NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss,
+    AveragePool7, AveragePool10, AveragePool19, LpPool18, MaxPool8, MaxPool10, Dropout12,
 )

@@ -80,6 +80,7 @@ class DynamicQuantizeLinear(Kernel):
 
 class QLinearMatMul(Kernel):
     op_type, since_version = "QLinearMatMul", 10
+    covers = (21,)
 
     def run(self, a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point):
         fa = (a.to(torch.float32) - _vec(a_zero_point, a, -2)) * _vec(a_scale, a, -2)
@@ -149,5 +150,64 @@ class AffineGrid(Kernel):
         return (F.affine_grid(theta, size.tolist(), align_corners=self.align_corners),)
 
 
+class QuantizeLinear13(QuantizeLinear):
+    """QuantizeLinear from opset 13: per-axis scales."""
+
+    since_version = 13
+
+
+class QuantizeLinear19(QuantizeLinear):
+    """QuantizeLinear from opset 19: float8 outputs and saturate."""
+
+    since_version = 19
+
+
+class QuantizeLinear21(QuantizeLinear):
+    """QuantizeLinear from opset 21: block_size, output_dtype, int4/uint4."""
+
+    since_version = 21
+
+
+class QuantizeLinear23(QuantizeLinear):
+    """QuantizeLinear from opset 23: precision; later versions add types."""
+
+    since_version = 23
+    covers = (24, 25, 28)
+
+
+class DequantizeLinear13(DequantizeLinear):
+    """DequantizeLinear from opset 13: per-axis scales."""
+
+    since_version = 13
+
+
+class DequantizeLinear19(DequantizeLinear):
+    """DequantizeLinear from opset 19: float8 inputs."""
+
+    since_version = 19
+
+
+class DequantizeLinear21(DequantizeLinear):
+    """DequantizeLinear from opset 21: block_size, int4/uint4."""
+
+    since_version = 21
+
+
+class DequantizeLinear23(DequantizeLinear):
+    """DequantizeLinear from opset 23: output_dtype; later versions add types."""
+
+    since_version = 23
+    covers = (24, 25, 28)
+
+
+class GridSample20(GridSample):
+    """GridSample from opset 20: modes renamed linear/cubic, N-D inputs."""
+
+    since_version = 20
+    covers = (22,)
+
+
 KERNELS = (QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, QLinearMatMul, ConvInteger, BitCast, GridSample,
-           AffineGrid)
+           AffineGrid,
+    QuantizeLinear13, QuantizeLinear19, QuantizeLinear21, QuantizeLinear23, DequantizeLinear13, DequantizeLinear19, DequantizeLinear21, DequantizeLinear23, GridSample20,
+)

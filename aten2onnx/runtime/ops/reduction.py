@@ -78,11 +78,13 @@ def _reduce(op: str, x: torch.Tensor, axes: list[int] | None, keepdims: int, noo
     return _FUNCS[op](x, dims, bool(keepdims))
 
 
-def _reduce_kernels(op: str, input_since: int) -> tuple[type[Kernel], type[Kernel]]:
+def _reduce_kernels(op: str, input_since: int, attribute_covers: tuple[int, ...],
+                    input_covers: tuple[int, ...] = ()) -> tuple[type[Kernel], type[Kernel]]:
     """Two classes for op: axes as an attribute (opset 1), axes as an input (input_since)."""
 
     class AxesAttribute(Kernel):
         op_type, since_version = op, 1
+        covers = attribute_covers
 
         def setup(self, axes: list[int] | None = None, keepdims: int = 1) -> None:
             self.axes, self.keepdims = axes, keepdims
@@ -92,6 +94,7 @@ def _reduce_kernels(op: str, input_since: int) -> tuple[type[Kernel], type[Kerne
 
     class AxesInput(Kernel):
         op_type, since_version = op, input_since
+        covers = input_covers
 
         def setup(self, keepdims: int = 1, noop_with_empty_axes: int = 0) -> None:
             self.keepdims, self.noop = keepdims, noop_with_empty_axes
@@ -104,16 +107,16 @@ def _reduce_kernels(op: str, input_since: int) -> tuple[type[Kernel], type[Kerne
     return AxesAttribute, AxesInput
 
 
-ReduceSum1, ReduceSum13 = _reduce_kernels("ReduceSum", 13)
-ReduceMean1, ReduceMean18 = _reduce_kernels("ReduceMean", 18)
-ReduceMax1, ReduceMax18 = _reduce_kernels("ReduceMax", 18)
-ReduceMin1, ReduceMin18 = _reduce_kernels("ReduceMin", 18)
-ReduceProd1, ReduceProd18 = _reduce_kernels("ReduceProd", 18)
-ReduceL1_1, ReduceL1_18 = _reduce_kernels("ReduceL1", 18)
-ReduceL2_1, ReduceL2_18 = _reduce_kernels("ReduceL2", 18)
-ReduceSumSquare1, ReduceSumSquare18 = _reduce_kernels("ReduceSumSquare", 18)
-ReduceLogSum1, ReduceLogSum18 = _reduce_kernels("ReduceLogSum", 18)
-ReduceLogSumExp1, ReduceLogSumExp18 = _reduce_kernels("ReduceLogSumExp", 18)
+ReduceSum1, ReduceSum13 = _reduce_kernels("ReduceSum", 13, (11,))
+ReduceMean1, ReduceMean18 = _reduce_kernels("ReduceMean", 18, (11, 13))
+ReduceMax1, ReduceMax18 = _reduce_kernels("ReduceMax", 18, (11, 12, 13), (20,))
+ReduceMin1, ReduceMin18 = _reduce_kernels("ReduceMin", 18, (11, 12, 13), (20,))
+ReduceProd1, ReduceProd18 = _reduce_kernels("ReduceProd", 18, (11, 13))
+ReduceL1_1, ReduceL1_18 = _reduce_kernels("ReduceL1", 18, (11, 13))
+ReduceL2_1, ReduceL2_18 = _reduce_kernels("ReduceL2", 18, (11, 13))
+ReduceSumSquare1, ReduceSumSquare18 = _reduce_kernels("ReduceSumSquare", 18, (11, 13))
+ReduceLogSum1, ReduceLogSum18 = _reduce_kernels("ReduceLogSum", 18, (11, 13), (28,))
+ReduceLogSumExp1, ReduceLogSumExp18 = _reduce_kernels("ReduceLogSumExp", 18, (11, 13), (28,))
 
 
 def _arg(fn, x, axis, keepdims, last):
@@ -130,6 +133,7 @@ class ArgMax(Kernel):
     """ArgMax; select_last_index (opset 12) picks the last of equal maxima instead of the first."""
 
     op_type, since_version = "ArgMax", 1
+    covers = (11,)  # negative axis
 
     def setup(self, axis: int = 0, keepdims: int = 1, select_last_index: int = 0) -> None:
         self.axis, self.keepdims, self.last = axis, keepdims, select_last_index
@@ -140,6 +144,7 @@ class ArgMax(Kernel):
 
 class ArgMin(Kernel):
     op_type, since_version = "ArgMin", 1
+    covers = (11,)  # negative axis
 
     def setup(self, axis: int = 0, keepdims: int = 1, select_last_index: int = 0) -> None:
         self.axis, self.keepdims, self.last = axis, keepdims, select_last_index
@@ -166,6 +171,7 @@ def _scan(fn, identity, x, axis, exclusive, reverse):
 
 class CumSum(Kernel):
     op_type, since_version = "CumSum", 11
+    covers = (14,)
 
     def setup(self, exclusive: int = 0, reverse: int = 0) -> None:
         self.exclusive, self.reverse = exclusive, reverse
@@ -184,9 +190,24 @@ class CumProd(Kernel):
         return (_scan(torch.cumprod, 1, x, axis, self.exclusive, self.reverse),)
 
 
+class ArgMax12(ArgMax):
+    """ArgMax from opset 12: select_last_index."""
+
+    since_version = 12
+    covers = (13,)
+
+
+class ArgMin12(ArgMin):
+    """ArgMin from opset 12: select_last_index."""
+
+    since_version = 12
+    covers = (13,)
+
+
 KERNELS = (
     ReduceSum1, ReduceSum13, ReduceMean1, ReduceMean18, ReduceMax1, ReduceMax18, ReduceMin1, ReduceMin18,
     ReduceProd1, ReduceProd18, ReduceL1_1, ReduceL1_18, ReduceL2_1, ReduceL2_18, ReduceSumSquare1,
     ReduceSumSquare18, ReduceLogSum1, ReduceLogSum18, ReduceLogSumExp1, ReduceLogSumExp18,
     ArgMax, ArgMin, CumSum, CumProd,
+    ArgMax12, ArgMin12,
 )

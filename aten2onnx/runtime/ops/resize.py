@@ -191,6 +191,7 @@ class Upsample7(Kernel):
 
 class Upsample9(Kernel):
     op_type, since_version = "Upsample", 9
+    covers = (10,)  # 10 deprecates it, same semantics
 
     def setup(self, mode: str = "nearest") -> None:
         self.params = dict(_UPSAMPLE, mode=mode)
@@ -199,4 +200,22 @@ class Upsample9(Kernel):
         return (_resize(x, None, scales, None, None, self.params),)
 
 
-KERNELS = (Resize10, Resize11, Upsample7, Upsample9)
+class Resize13(Resize11):
+    """Resize from opset 13: roi and scales optional."""
+
+    since_version = 13
+
+
+class Resize18(Resize11):
+    """Resize from opset 18: antialias, axes, keep_aspect_ratio_policy."""
+
+    since_version = 18
+
+
+class Resize19(Resize11):
+    """Resize from opset 19: coordinate mode half_pixel_symmetric."""
+
+    since_version = 19
+
+
+KERNELS = (Resize10, Resize11, Upsample7, Upsample9, Resize13, Resize18, Resize19)

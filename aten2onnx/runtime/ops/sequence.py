@@ -63,6 +63,7 @@ class SequenceLength(Kernel):
 
 class SplitToSequence(Kernel):
     op_type, since_version = "SplitToSequence", 11
+    covers = (24,)
 
     def setup(self, axis: int = 0, keepdims: int = 1) -> None:
         self.axis, self.keepdims = axis, keepdims
@@ -92,6 +93,7 @@ class ConcatFromSequence(Kernel):
 
 class Optional(Kernel):
     op_type, since_version = "Optional", 15
+    covers = (28,)
 
     def setup(self, type=None) -> None:
         pass
@@ -109,6 +111,7 @@ class OptionalHasElement(Kernel):
 
 class OptionalGetElement(Kernel):
     op_type, since_version = "OptionalGetElement", 15
+    covers = (18, 28)  # 18: a plain tensor or sequence input too
 
     def run(self, x):
         if x is None:
@@ -116,5 +119,14 @@ class OptionalGetElement(Kernel):
         return (x,)
 
 
+class OptionalHasElement18(OptionalHasElement):
+    """OptionalHasElement from opset 18: the input may be left out (false), or be a plain tensor."""
+
+    since_version = 18
+    covers = (28,)
+
+
 KERNELS = (SequenceConstruct, SequenceEmpty, SequenceInsert, SequenceAt, SequenceErase, SequenceLength,
-           SplitToSequence, ConcatFromSequence, Optional, OptionalHasElement, OptionalGetElement)
+           SplitToSequence, ConcatFromSequence, Optional, OptionalHasElement, OptionalGetElement,
+    OptionalHasElement18,
+)

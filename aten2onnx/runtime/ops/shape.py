@@ -1,5 +1,5 @@
 """Shape manipulation: Reshape, Expand, (Un)Squeeze, Transpose, Concat, Split, Slice, Shape, Size,
-Flatten, Tile, Pad, Identity, DepthToSpace/SpaceToDepth, CenterCropPad. Views wherever torch gives one."""
+Flatten, Tile, Pad, Identity, DepthToSpace/SpaceToDepth, SpaceToDepth28, CenterCropPad. Views wherever torch gives one."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ class Reshape(Kernel):
     """Reshape: 0 copies the input's dim unless allowzero (opset 14); -1 is inferred."""
 
     op_type, since_version = "Reshape", 5
+    covers = (13,)
 
     def setup(self, allowzero: int = 0) -> None:
         self.allowzero = allowzero
@@ -31,6 +32,7 @@ class Expand(Kernel):
     """Expand: broadcasts both ways (the shape may have 1s where the input does not)."""
 
     op_type, since_version = "Expand", 8
+    covers = (13,)
 
     def run(self, x, shape):
         return (x.expand(torch.broadcast_shapes(x.shape, tuple(shape.tolist()))),)
@@ -52,6 +54,7 @@ def _unsqueeze(x: torch.Tensor, axes: list[int]) -> torch.Tensor:
 
 class Squeeze1(Kernel):
     op_type, since_version = "Squeeze", 1
+    covers = (11,)  # negative axes
 
     def setup(self, axes: list[int] | None = None) -> None:
         self.axes = axes
@@ -62,6 +65,7 @@ class Squeeze1(Kernel):
 
 class Squeeze13(Kernel):
     op_type, since_version = "Squeeze", 13
+    covers = (21, 23, 24, 25)
 
     def run(self, x, axes=None):
         return (_squeeze(x, int_list(axes)),)
@@ -69,6 +73,7 @@ class Squeeze13(Kernel):
 
 class Unsqueeze1(Kernel):
     op_type, since_version = "Unsqueeze", 1
+    covers = (11,)  # negative axes
 
     def setup(self, axes: list[int]) -> None:
         self.axes = axes
@@ -79,6 +84,7 @@ class Unsqueeze1(Kernel):
 
 class Unsqueeze13(Kernel):
     op_type, since_version = "Unsqueeze", 13
+    covers = (21, 23, 24, 25)
 
     def run(self, x, axes):
         return (_unsqueeze(x, int_list(axes)),)
@@ -86,6 +92,7 @@ class Unsqueeze13(Kernel):
 
 class Transpose(Kernel):
     op_type, since_version = "Transpose", 1
+    covers = (13, 21, 23, 24, 25)
 
     def setup(self, perm: list[int] | None = None) -> None:
         self.perm = perm
@@ -97,6 +104,7 @@ class Transpose(Kernel):
 
 class Concat(Kernel):
     op_type, since_version = "Concat", 4
+    covers = (11, 13)  # 11: negative axis
 
     def setup(self, axis: int) -> None:
         self.axis = axis
@@ -116,6 +124,7 @@ def _split(x: torch.Tensor, axis: int, split: list[int] | None, outputs: int, nu
 
 class Split2(Kernel):
     op_type, since_version = "Split", 2
+    covers = (11,)  # negative axis
 
     def setup(self, axis: int = 0, split: list[int] | None = None) -> None:
         self.axis, self.split = axis, split
@@ -188,6 +197,7 @@ class Slice1(Kernel):
 
 class Slice10(Kernel):
     op_type, since_version = "Slice", 10
+    covers = (11, 13)  # 11: negative starts/ends/axes documented
 
     def run(self, x, starts, ends, axes=None, steps=None):
         return (_slice(x, int_list(starts), int_list(ends), int_list(axes), int_list(steps)),)
@@ -197,6 +207,7 @@ class Shape(Kernel):
     """Shape; start/end (opset 15) select a range of dims, clamped like Python slicing."""
 
     op_type, since_version = "Shape", 1
+    covers = (13,)
 
     def setup(self, start: int = 0, end: int | None = None) -> None:
         self.start, self.end = start, end
@@ -208,6 +219,7 @@ class Shape(Kernel):
 
 class Size(Kernel):
     op_type, since_version = "Size", 1
+    covers = (13, 19, 21, 23, 24, 25)
 
     def run(self, x):
         return (torch.tensor(x.numel(), dtype=torch.int64, device=self.ctx.device),)
@@ -215,6 +227,7 @@ class Size(Kernel):
 
 class Flatten(Kernel):
     op_type, since_version = "Flatten", 1
+    covers = (9, 11, 13, 21, 23, 24, 25)  # 11: negative axis
 
     def setup(self, axis: int = 1) -> None:
         self.axis = axis
@@ -227,6 +240,7 @@ class Flatten(Kernel):
 
 class Tile(Kernel):
     op_type, since_version = "Tile", 6
+    covers = (13,)
 
     def run(self, x, repeats):
         return (x.repeat(repeats.tolist()),)
@@ -284,6 +298,7 @@ class Pad11(Kernel):
     """Pad from opset 11: pads and constant_value are inputs; axes (18); wrap mode (19)."""
 
     op_type, since_version = "Pad", 11
+    covers = (13,)
 
     def setup(self, mode: str = "constant") -> None:
         if mode not in ("constant", "reflect", "edge", "wrap"):
@@ -296,6 +311,7 @@ class Pad11(Kernel):
 
 class Identity(Kernel):
     op_type, since_version = "Identity", 1
+    covers = (13, 14, 16, 19, 21, 23, 24, 25)  # 14: sequences, 16: optionals
 
     def run(self, x):
         return (x,)
@@ -319,6 +335,7 @@ class DepthToSpace(Kernel):
 
 class SpaceToDepth(Kernel):
     op_type, since_version = "SpaceToDepth", 1
+    covers = (13,)
 
     def setup(self, blocksize: int) -> None:
         self.b = blocksize
@@ -327,6 +344,24 @@ class SpaceToDepth(Kernel):
         n, c, h, w = x.shape
         b = self.b
         y = x.reshape(n, c, h // b, b, w // b, b).permute(0, 3, 5, 1, 2, 4)
+        return (y.reshape(n, c * b * b, h // b, w // b),)
+
+
+class SpaceToDepth28(Kernel):
+    """SpaceToDepth from opset 28: mode DCR (the default, as before) or CRD."""
+
+    op_type, since_version = "SpaceToDepth", 28
+
+    def setup(self, blocksize: int, mode: str = "DCR") -> None:
+        if mode not in ("DCR", "CRD"):
+            raise ValueError(f"SpaceToDepth mode must be DCR or CRD, not {mode!r}")
+        self.b, self.mode = blocksize, mode
+
+    def run(self, x):
+        n, c, h, w = x.shape
+        b = self.b
+        y = x.reshape(n, c, h // b, b, w // b, b)
+        y = y.permute(0, 3, 5, 1, 2, 4) if self.mode == "DCR" else y.permute(0, 1, 3, 5, 2, 4)
         return (y.reshape(n, c * b * b, h // b, w // b),)
 
 
@@ -353,7 +388,42 @@ class CenterCropPad(Kernel):
         return (x,)
 
 
+class Reshape14(Reshape):
+    """Reshape from opset 14: allowzero."""
+
+    since_version = 14
+    covers = (19, 21, 23, 24, 25)
+
+
+class Shape15(Shape):
+    """Shape from opset 15: start and end."""
+
+    since_version = 15
+    covers = (19, 21, 23, 24, 25)
+
+
+class Pad18(Pad11):
+    """Pad from opset 18: the axes input."""
+
+    since_version = 18
+
+
+class Pad19(Pad11):
+    """Pad from opset 19: wrap mode."""
+
+    since_version = 19
+    covers = (21, 23, 24, 25)
+
+
+class DepthToSpace11(DepthToSpace):
+    """DepthToSpace from opset 11: mode DCR/CRD."""
+
+    since_version = 11
+    covers = (13, 28)
+
+
 KERNELS = (
     Reshape, Expand, Squeeze1, Squeeze13, Unsqueeze1, Unsqueeze13, Transpose, Concat, Split2, Split13, Split18,
-    Slice1, Slice10, Shape, Size, Flatten, Tile, Pad2, Pad11, Identity, DepthToSpace, SpaceToDepth, CenterCropPad,
+    Slice1, Slice10, Shape, Size, Flatten, Tile, Pad2, Pad11, Identity, DepthToSpace, SpaceToDepth, SpaceToDepth28, CenterCropPad,
+    Reshape14, Shape15, Pad18, Pad19, DepthToSpace11,
 )
