@@ -6,10 +6,11 @@ from typing import Any, Callable
 
 import torch
 
-from aten2onnx.errors import ExportError, warn_user
-from aten2onnx.exporter import dynamic
+from aten2onnx.errors import CaptureError, ExportError, warn_user
+from aten2onnx.exporter import diagnose, dynamic
 from aten2onnx.exporter.builder import GraphBuilder, Value
 from aten2onnx.exporter.capture import capture
+from aten2onnx.exporter.functionalize import functionalize
 from aten2onnx.exporter.model import ExportedModel, build_model
 from aten2onnx.exporter.translate import Translator
 from aten2onnx.registry._schema import check_signature, is_python_key, normalize_key, resolve_overload
@@ -41,9 +42,17 @@ def export_program(model: Any, args: tuple, kwargs: dict | None, *, opset: int, 
     if fallback not in ("aten", "error"):
         raise ExportError(f"fallback must be 'aten' or 'error', not {fallback!r}")
     overrides = _check_overrides(custom_symbolics)
-    ep = capture(model, args, kwargs, dynamic.normalize(dynamic_shapes))
+    try:
+        with diagnose.guarded_globals(model):
+            ep = capture(model, args, kwargs, dynamic.normalize(dynamic_shapes))
+    except CaptureError as e:
+        raise diagnose.classify_capture_error(e) from e.__cause__
+    diagnose.warn_baked_globals(model)
     names = dynamic.dim_names(ep, model, args, kwargs, dynamic_shapes)
-    translator = Translator(ep, opset=opset, fallback=fallback, overrides=overrides, evaluator=evaluate_constant)
+    program = functionalize(ep)
+    if program.note:
+        warn_user(program.note)
+    translator = Translator(program, opset=opset, fallback=fallback, overrides=overrides, evaluator=evaluate_constant)
     with torch.no_grad():
         translation = translator.run(input_names)
     skeleton, weights, in_names, out_names = build_model(translation, opset=opset, output_names=output_names)
@@ -67,4 +76,5 @@ def export_program(model: Any, args: tuple, kwargs: dict | None, *, opset: int, 
         user_inputs=[v.name if v is not None else None for v in translation.user_inputs],
         outputs=outputs,
         opset=opset,
+        notes=[program.note] if program.note else [],
     )

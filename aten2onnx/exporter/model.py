@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from typing import Any
@@ -17,6 +18,8 @@ from aten2onnx.exporter.builder import Node, Value, fill_tensor_proto, live_node
 from aten2onnx.exporter.translate import Translation
 
 PRODUCER = "aten2onnx"
+# Model metadata listing the outputs that are new values of inputs or buffers; the runtime reads it.
+STATE_KEY = "aten2onnx.state_updates"
 TWO_GB = 2**31
 MIN_IR_VERSION = 10  # node metadata_props need IR 10
 
@@ -32,9 +35,12 @@ def build_model(t: Translation, *, opset: int, output_names: list[str] | None
         raise ExportError(f"output_names has {len(output_names)} names but the model has {len(graph_outputs)} tensor outputs")
     names = list(output_names) if output_names is not None else (
         ["output"] if len(graph_outputs) == 1 else [f"output_{i}" for i in range(len(graph_outputs))])
+    # A written buffer or input: its new value is an output named "<state>.updated"; a buffer is
+    # also an input whose initializer is the default, so callers can carry state between runs.
+    state_names = [f"{state.state.name}.updated" for state in t.states]
     final: list[Value] = []
     seen: set[int] = set()
-    for value, name in zip(graph_outputs, names):
+    for value, name in zip(graph_outputs + [state.value for state in t.states], names + state_names):
         if value.kind != "node" or id(value) in seen or value.producer is None:
             # An input, weight, constant or repeated value: give it an output name through Identity.
             out = Value(name, value.dtype, value.shape)
@@ -48,6 +54,8 @@ def build_model(t: Translation, *, opset: int, output_names: list[str] | None
         final.append(value)
     nodes = live_nodes(nodes, final)
     used = {v.name for v in node_inputs(nodes)}
+    state_inputs = [state.state for state in t.states if state.kind == "buffer"]
+    used |= {v.name for v in state_inputs}
     weights = [(name, v.const) for name, v in g.initializers.items() if name in used]
     model = onnx.ModelProto()
     model.ir_version = max(MIN_IR_VERSION, helper.find_min_ir_version_for([helper.make_opsetid("", opset)]))
@@ -57,8 +65,13 @@ def build_model(t: Translation, *, opset: int, output_names: list[str] | None
     graph = model.graph
     graph.name = "main_graph"
     graph.node.extend(g.node_protos(nodes))
-    graph.input.extend(value_info(v) for v in g.inputs)
+    graph.input.extend(value_info(v) for v in g.inputs + state_inputs)
     graph.output.extend(value_info(v) for v in final)
+    if t.states:
+        updates = [{"output": out, "kind": state.kind, "input": state.state.name}
+                   for out, state in zip(state_names, t.states)]
+        entry = model.metadata_props.add()
+        entry.key, entry.value = STATE_KEY, json.dumps(updates)
     return model, weights, [v.name for v in g.inputs], names
 
 
@@ -72,7 +85,8 @@ class ExportedModel:
     def __init__(self, skeleton: onnx.ModelProto, weights: list[tuple[str, torch.Tensor]], *,
                  input_names: list[str], output_names: list[str], fallback_ops: list[str],
                  in_spec: pytree.TreeSpec | None, out_spec: pytree.TreeSpec | None,
-                 user_inputs: list[str | None], outputs: list[tuple[str | None, Any]], opset: int) -> None:
+                 user_inputs: list[str | None], outputs: list[tuple[str | None, Any]], opset: int,
+                 notes: list[str] | None = None) -> None:
         self._skeleton = skeleton
         self._weights = [(name, tensor, tensor._version) for name, tensor in weights]
         self._proto: onnx.ModelProto | None = None
@@ -80,6 +94,7 @@ class ExportedModel:
         self.output_names = output_names
         self.fallback_ops = fallback_ops
         self.opset = opset
+        self.notes = notes or []  # what the export did that a user should know (e.g. which rewrite it used)
         self._in_spec = in_spec
         self._out_spec = out_spec
         self._user_inputs = user_inputs
@@ -113,7 +128,10 @@ class ExportedModel:
 
     # -- running --------------------------------------------------------------------------------
     def run(self, *args: Any, **kwargs: Any) -> Any:
-        """Run in aten2onnx.runtime; takes the model's own arguments, returns its own output structure."""
+        """Run in aten2onnx.runtime; takes the model's own arguments, returns its own output structure.
+
+        State is updated as eager PyTorch does it: inputs the model writes in place are written in
+        the tensors passed here, and buffers it writes carry over to the next call."""
         from aten2onnx.runtime import InferenceSession
 
         if self._session is None:

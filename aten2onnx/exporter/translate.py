@@ -12,13 +12,13 @@ from typing import Any, Callable
 import onnx
 import torch
 import torch.fx
-from torch.export import ExportedProgram
-from torch.export.graph_signature import InputKind, OutputKind
+from torch.export.graph_signature import InputKind
 
 from aten2onnx import registry as _registry
 from aten2onnx.errors import ExportError, SymbolicError, UnsupportedOp, UnsupportedOperatorError
 from aten2onnx.exporter.builder import Dim, GraphBuilder, Node, Subgraph, Value
 from aten2onnx.exporter.fallback import emit_aten_node
+from aten2onnx.exporter.functionalize import FunctionalGraph
 from aten2onnx.registry import REGISTRY, Resolved, bind
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
@@ -81,41 +81,54 @@ class OutputSlot:
 
 
 @dataclasses.dataclass
+class StateSlot:
+    """The new value of a buffer or user input the graph writes (see functionalize.OutputRole)."""
+
+    kind: str  # "buffer" or "input"
+    state: Value  # the initializer or graph input that holds the old value
+    value: Value
+
+
+@dataclasses.dataclass
 class Translation:
     graph: GraphBuilder
     nodes: list[Node]
     user_inputs: list[Value | None]  # per flattened user input: its graph input, None if baked
     outputs: list[OutputSlot]
+    states: list[StateSlot]
     fallback_ops: list[str]
 
 
 class Translator:
-    def __init__(self, ep: ExportedProgram, *, opset: int, fallback: str,
+    def __init__(self, program: FunctionalGraph, *, opset: int, fallback: str,
                  overrides: dict[str, Callable], evaluator: Callable | None) -> None:
-        self.ep = ep
+        self.ep = program.ep
+        self.gm = program.gm
+        self.roles = program.roles
         self.opset = opset
         self.fallback = fallback
         self.overrides = overrides
         self.g = GraphBuilder(opset, evaluator=evaluator)
         self.env: dict[torch.fx.Node, Any] = {}
+        self.state_values: dict[tuple[str, str], Value] = {}  # ("buffer", key) / ("input", name) -> Value
         self.unsupported: list[UnsupportedOp] = []
         self.fallback_ops: set[str] = set()
 
     # -- entry ----------------------------------------------------------------------------------
     def run(self, input_names: list[str] | None) -> Translation:
         user_inputs = self._bind_placeholders(input_names)
-        self._translate_nodes(self.ep.graph_module)
+        results = self._translate_nodes(self.gm)
         if self.unsupported:
             raise UnsupportedOperatorError(self.unsupported, self.opset)
-        outputs = self._collect_outputs()
-        return Translation(self.g, self.g.nodes, user_inputs, outputs, sorted(self.fallback_ops))
+        outputs, states = self._collect_outputs(results)
+        return Translation(self.g, self.g.nodes, user_inputs, outputs, states, sorted(self.fallback_ops))
 
     # -- placeholders -----------------------------------------------------------------------------
     def _bind_placeholders(self, input_names: list[str] | None) -> list[Value | None]:
         specs = {spec.arg.name: spec for spec in self.ep.graph_signature.input_specs}
         user_inputs: list[Value | None] = []
         names = list(input_names or [])
-        for node in self.ep.graph.nodes:
+        for node in self.gm.graph.nodes:
             if node.op != "placeholder":
                 continue
             spec = specs[node.name]
@@ -124,6 +137,7 @@ class Translator:
                 if tensor is None:
                     tensor = self.ep.constants[spec.target]
                 self.env[node] = self.g.initializer(spec.target, tensor)
+                self.state_values[("buffer", spec.target)] = self.env[node]
             elif spec.kind == InputKind.USER_INPUT:
                 val = node.meta.get("val")
                 if isinstance(val, torch.Tensor):
@@ -131,6 +145,7 @@ class Translator:
                     dtype, shape = value_info(val)
                     value = self.g.input(name, dtype, shape)
                     self.env[node] = value
+                    self.state_values[("input", node.name)] = value
                     user_inputs.append(value)
                 else:
                     # A non-tensor input torch.export specialized: its example value is baked in.
@@ -377,19 +392,14 @@ class Translator:
             self.g._names.add(name)
 
     # -- outputs ----------------------------------------------------------------------------------
-    def _collect_outputs(self) -> list[OutputSlot]:
-        out_node = next(n for n in reversed(self.ep.graph.nodes) if n.op == "output")
-        specs = self.ep.graph_signature.output_specs
-        slots = []
-        for spec, arg in zip(specs, out_node.args[0]):
-            if spec.kind != OutputKind.USER_OUTPUT:
-                raise ExportError(f"output {spec.arg} is a {spec.kind.name}, which aten2onnx does not export yet")
-            value = self.env[arg] if isinstance(arg, torch.fx.Node) else arg
-            if isinstance(value, Value):
-                slots.append(OutputSlot(value))
+    def _collect_outputs(self, results: Any) -> tuple[list[OutputSlot], list[StateSlot]]:
+        slots, states = [], []
+        for role, value in zip(self.roles, results):
+            if role.kind == "output":
+                slots.append(OutputSlot(value) if isinstance(value, Value) else OutputSlot(None, value))
             else:
-                slots.append(OutputSlot(None, value))
-        return slots
+                states.append(StateSlot(role.kind, self.state_values[(role.kind, role.name)], value))
+        return slots, states
 
 
 def _as_bool_scalar(g: GraphBuilder, value: Any) -> Value:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from typing import Any, Iterable, Sequence
 
@@ -10,7 +11,6 @@ import numpy as np
 import onnx
 import torch
 
-from aten2onnx import _dtypes
 from aten2onnx.errors import InvalidInputError, InvalidModelError, KernelError, RunError
 from aten2onnx.runtime.kernel import (Kernel, SessionContext, decode_attribute, find_kernel, from_numpy, kernel_versions,
                                       runs_schema, runtime_dtype, tensor_from_proto)
@@ -57,6 +57,10 @@ def free_variables(graph: onnx.GraphProto) -> set[str]:
                 used |= free_variables(sub)
         defined.update(node.output)
     return used - defined
+
+
+# Stands for "not fed" among GraphRunner.run's inputs: the input's initializer is used.
+DEFAULT = object()
 
 
 class _Step:
@@ -181,9 +185,11 @@ class GraphRunner:
                 self.steps[i].free.append(slot)
 
     def run(self, inputs: Sequence[Any], outer: dict[str, Any] | None = None) -> list[Any]:
+        """inputs: one per graph input, in order; DEFAULT keeps an input's initializer value."""
         values = list(self._initial)
         for slot, value in zip(self._input_slots, inputs):
-            values[slot] = value
+            if value is not DEFAULT:
+                values[slot] = value
         if self._outer_slots:
             for name, slot in self._outer_slots:
                 values[slot] = outer[name]
@@ -265,10 +271,14 @@ class InferenceSession:
         initializers = {i.name for i in proto.graph.initializer}
         self._inputs = [_node_arg(i) for i in proto.graph.input if i.name not in initializers]
         self._outputs = [_node_arg(o) for o in proto.graph.output]
-        self._input_types = {i.name: i.type for i in proto.graph.input if i.name not in initializers}
+        self._input_types = {i.name: i.type for i in proto.graph.input}
         self._runner = GraphRunner(proto.graph, self._ctx, base_dir=base_dir)
         self._feed_order = [n for n in self._runner.input_names if n not in initializers]
+        # Inputs with an initializer as default (onnxruntime's "overridable initializers").
+        self._overridable = [n for n in self._runner.input_names if n in initializers]
         self.model_proto = proto
+        self._state_updates = _state_updates(proto, set(self._runner.input_names), {o.name for o in self._outputs})
+        self._state: dict[str, Any] = {}
 
     def get_inputs(self) -> list[NodeArg]:
         return list(self._inputs)
@@ -278,6 +288,14 @@ class InferenceSession:
 
     def get_modelmeta(self) -> dict[str, str]:
         return {p.key: p.value for p in self.model_proto.metadata_props}
+
+    def get_overridable_initializers(self) -> list[NodeArg]:
+        infos = {i.name: i for i in self.model_proto.graph.input}
+        return [_node_arg(infos[n]) for n in self._overridable]
+
+    def reset_state(self) -> None:
+        """Forget buffer values carried between runs; the next run starts from the initializers."""
+        self._state.clear()
 
     def run(self, output_names: Sequence[str] | None, feeds: dict[str, Any]) -> list[np.ndarray]:
         """numpy in, numpy out, as onnxruntime does."""
@@ -291,21 +309,35 @@ class InferenceSession:
         unknown_out = [n for n in names if n not in {o.name for o in self._outputs}]
         if unknown_out:
             raise InvalidInputError(f"unknown output names {unknown_out}; the model's outputs are {[o.name for o in self._outputs]}")
-        inputs = self._check_feeds(feeds)
+        checked = self._check_feeds(feeds)
+        inputs = [checked[n] if n in checked else self._state.get(n, DEFAULT) for n in self._runner.input_names]
         with torch.inference_mode():
             results = self._runner.run(inputs)
         by_name = dict(zip(self._runner.output_names, results))
+        self._write_back(feeds, by_name)
         return {n: by_name[n] for n in names}
 
-    def _check_feeds(self, feeds: dict[str, Any]) -> list[Any]:
-        unknown = sorted(set(feeds) - set(self._feed_order))
+    def _write_back(self, feeds: dict[str, Any], results: dict[str, Any]) -> None:
+        """Apply the model's state updates, as eager PyTorch would have done in place: a buffer's
+        new value is carried to the next run; a written input is updated in the caller's tensor."""
+        for output, kind, name in self._state_updates:
+            new = results[output]
+            if kind == "buffer":
+                self._state[name] = new.clone() if new.is_inference() else new
+            elif isinstance(feeds.get(name), torch.Tensor):
+                feeds[name].copy_(new)
+
+    def _check_feeds(self, feeds: dict[str, Any]) -> dict[str, Any]:
+        """The checked feeds by name: every required input, and any overridable initializer given."""
+        unknown = sorted(set(feeds) - set(self._feed_order) - set(self._overridable))
         missing = [n for n in self._feed_order if n not in feeds]
         if unknown or missing:
             raise InvalidInputError(
                 f"inputs do not match the model: missing {missing}, unknown {unknown}; the model takes {self._feed_order}"
             )
         dims: dict[str, tuple[int, str]] = {}
-        return [self._check_value(name, feeds[name], self._input_types[name], dims) for name in self._feed_order]
+        names = self._feed_order + [n for n in self._overridable if n in feeds]
+        return {name: self._check_value(name, feeds[name], self._input_types[name], dims) for name in names}
 
     def _check_value(self, name: str, value: Any, expected: onnx.TypeProto, dims: dict[str, tuple[int, str]] | None) -> Any:
         """value checked against the declared type (tensor, sequence or optional), moved to the device."""
@@ -371,6 +403,22 @@ def _to_numpy(value: Any) -> Any:
     if isinstance(value, list):
         return [_to_numpy(v) for v in value]
     return value
+
+
+def _state_updates(proto: onnx.ModelProto, inputs: set[str], outputs: set[str]) -> list[tuple[str, str, str]]:
+    """(output, kind, input) for each state update aten2onnx recorded in the model's metadata."""
+    raw = next((p.value for p in proto.metadata_props if p.key == "aten2onnx.state_updates"), None)
+    if raw is None:
+        return []
+    try:
+        updates = [(u["output"], u["kind"], u["input"]) for u in json.loads(raw)]
+    except (ValueError, KeyError, TypeError) as e:
+        raise InvalidModelError(f"metadata aten2onnx.state_updates is malformed: {e}") from e
+    for output, kind, name in updates:
+        if output not in outputs or name not in inputs or kind not in ("buffer", "input"):
+            raise InvalidModelError(f"metadata aten2onnx.state_updates names output {output!r} and input {name!r} "
+                                    f"({kind}), which the graph does not have")
+    return updates
 
 
 def _load(model: Any) -> tuple[onnx.ModelProto, str | None]:

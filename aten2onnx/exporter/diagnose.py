@@ -1,0 +1,143 @@
+"""Diagnosis of Python patterns that cannot be exported as written, with the documented rewrite.
+
+Globals are found by reading the bytecode of the user's forward methods (not torch's own): a
+global number read at trace time is baked into the model (warned), and a global assigned during
+tracing would be left holding a traced tensor (restored, then raised).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import dis
+import os
+import types
+from typing import Any, Iterator
+
+import torch
+
+from aten2onnx.errors import CaptureError, ExportError, warn_user
+
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+_OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_MISSING = object()
+
+
+class DataDependentError(CaptureError):
+    """The model's Python depends on tensor values (a branch, a Python scalar, a shape)."""
+
+
+class GlobalStateError(ExportError):
+    """The model assigns to a Python global while running; the exported model could not do that."""
+
+
+@dataclasses.dataclass(frozen=True)
+class GlobalUse:
+    name: str
+    file: str
+    line: int
+    namespace: dict
+
+
+def _user_code(model: Any) -> list[types.CodeType]:
+    """Code objects of the user's forward functions (their nested functions included)."""
+    functions = []
+    if isinstance(model, torch.nn.Module):
+        seen = set()
+        for module in model.modules():
+            forward = type(module).forward
+            if forward not in seen:
+                seen.add(forward)
+                functions.append(forward)
+        fn = getattr(model, "fn", None)  # a plain function wrapped for capture
+        if callable(fn):
+            functions.append(fn)
+    elif callable(model):
+        functions.append(model)
+    codes = []
+    for fn in functions:
+        code = getattr(fn, "__code__", None)
+        if code is None or code.co_filename.startswith((_TORCH_DIR, _OWN_DIR)) or "<" in code.co_filename:
+            continue
+        stack = [code]
+        while stack:
+            current = stack.pop()
+            codes.append((current, fn.__globals__))
+            stack.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
+    return codes
+
+
+def _globals(model: Any, opname: str) -> list[GlobalUse]:
+    uses = []
+    for code, namespace in _user_code(model):
+        line = code.co_firstlineno
+        for instr in dis.get_instructions(code):
+            if instr.positions is not None and instr.positions.lineno is not None:
+                line = instr.positions.lineno
+            if instr.opname == opname:
+                uses.append(GlobalUse(instr.argval, code.co_filename, line, namespace))
+    return uses
+
+
+@contextlib.contextmanager
+def guarded_globals(model: Any) -> Iterator[None]:
+    """Run capture with the user's globals protected: any global the forward code assigns is put
+    back afterwards, and an assignment that happened is an error naming the line."""
+    writes = _globals(model, "STORE_GLOBAL")
+    saved = [(use, use.namespace.get(use.name, _MISSING)) for use in writes]
+    changed: list[GlobalUse] = []
+    try:
+        yield
+    finally:
+        for use, value in saved:
+            if use.namespace.get(use.name, _MISSING) is not value:
+                changed.append(use)
+                if value is _MISSING:
+                    use.namespace.pop(use.name, None)
+                else:
+                    use.namespace[use.name] = value
+    if changed:
+        use = changed[0]
+        raise GlobalStateError(
+            f"the model assigns to the global variable {use.name!r} at {use.file}:{use.line}; an exported model "
+            f"cannot change Python variables outside it. Keep the state in a tensor that exists before the call "
+            f"(a buffer, or a global tensor) and update it in place, e.g. `{use.name}.copy_(new_value)` instead of "
+            f"`{use.name} = new_value`, or return the value."
+        )
+
+
+def warn_baked_globals(model: Any) -> None:
+    """Warn for each global number the forward code reads: its value at export time is baked in."""
+    reported = set()
+    for use in _globals(model, "LOAD_GLOBAL"):
+        value = use.namespace.get(use.name, _MISSING)
+        if isinstance(value, (bool, int, float)) and (use.name, use.file) not in reported:
+            reported.add((use.name, use.file))
+            warn_user(
+                f"the global {use.name!r} (= {value!r}) read at {use.file}:{use.line} is baked into the exported "
+                "model; it will not follow later changes. Pass it as an input tensor or make it a buffer if it "
+                "changes."
+            )
+
+
+_DATA_DEPENDENT = ("GuardOnDataDependentSymNode", "DataDependentOutputException", "data-dependent",
+                   "Data-dependent", "data dependent")
+
+
+def classify_capture_error(error: CaptureError) -> CaptureError:
+    """A capture error caused by Python depending on tensor data, retyped with the rewrite to use."""
+    failures = getattr(error, "failures", [])
+    text = " ".join(f"{type(e).__name__}: {e}" for _, e in failures)
+    if not any(marker in text for marker in _DATA_DEPENDENT):
+        return error
+    where = f" at {error.source}" if getattr(error, "source", None) else ""
+    better = DataDependentError(
+        f"the model's Python depends on tensor values{where}: a branch on a tensor (`if (x > 0).all():`), a "
+        "Python number made from one (`.item()`, `float(t)`, `int(t)`), or a shape that depends on values "
+        "(`x[x > 0]`, `nonzero`) where it sets a size. Keep it a tensor: use `torch.where(cond, a, b)` for "
+        "values and `torch.cond(pred, true_fn, false_fn, operands)` for branches; for a value-dependent size, "
+        "declare the dim dynamic or keep the full size and mask with torch.where.\n" + str(error)
+    )
+    better.failures = failures
+    better.source = getattr(error, "source", None)
+    return better

@@ -1,0 +1,357 @@
+"""Rewrite in-place ops into functional ones before translation, through views, inputs and buffers.
+
+Aliasing comes from torch.export itself: nodes whose example values share a storage are aliases.
+In each storage group the first node is the base; every other member is reached from it by a
+chain of view ops. An in-place write to a member becomes its functional twin, scattered back into
+the base through the inverse of that chain (select_scatter, slice_scatter, ...). Later readers of
+any member see the base's new value: views are rebuilt from it when read (once per version), and
+the member just written reuses the value computed for it. A mutated input or buffer becomes an
+extra output. What the pass cannot prove right raises Unsupported, and the caller falls back to
+torch's own functionalization.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import torch
+import torch.fx
+from torch.export import ExportedProgram
+from torch.export.graph_signature import InputKind, OutputKind
+from torch.multiprocessing.reductions import StorageWeakRef
+
+from aten2onnx.registry import functional_twin, is_mutating, written_arguments
+
+aten = torch.ops.aten
+
+
+class Unsupported(Exception):
+    """An aliasing pattern this pass does not handle; the message says which."""
+
+
+@dataclasses.dataclass(frozen=True)
+class OutputRole:
+    """What one entry of the graph's output node is: a user output, or the new value of a buffer
+    (named by its state_dict key) or of a user input (named by its placeholder)."""
+
+    kind: str  # "output", "buffer" or "input"
+    name: str | None = None
+
+
+@dataclasses.dataclass
+class FunctionalGraph:
+    ep: ExportedProgram  # the program whose inputs and weights the graph reads
+    gm: torch.fx.GraphModule
+    roles: list[OutputRole]
+    note: str | None = None  # set when torch's functionalization was used instead of this pass
+
+
+def roles_from_signature(ep: ExportedProgram) -> list[OutputRole]:
+    roles = []
+    for spec in ep.graph_signature.output_specs:
+        if spec.kind == OutputKind.USER_OUTPUT:
+            roles.append(OutputRole("output"))
+        elif spec.kind == OutputKind.BUFFER_MUTATION:
+            roles.append(OutputRole("buffer", spec.target))
+        elif spec.kind == OutputKind.USER_INPUT_MUTATION:
+            roles.append(OutputRole("input", spec.target))
+        else:
+            raise Unsupported(f"output {spec.arg} is a {spec.kind.name}, which aten2onnx does not export")
+    return roles
+
+
+# View ops the pass can write through: each maps (parent, new value of the view, the view's other
+# args and kwargs) to the new value of the parent. Identity aliases (alias, detach, an in-place op's result) are skipped.
+def _inverse_select(g, parent, value, args, kwargs):
+    return g.call_function(aten.select_scatter.default, (parent, value, *args))
+
+
+def _inverse_slice(g, parent, value, args, kwargs):
+    return g.call_function(aten.slice_scatter.default, (parent, value, *args), kwargs)
+
+
+def _inverse_diagonal(g, parent, value, args, kwargs):
+    return g.call_function(aten.diagonal_scatter.default, (parent, value, *args), kwargs)
+
+
+def _inverse_as_strided(g, parent, value, args, kwargs):
+    return g.call_function(aten.as_strided_scatter.default, (parent, value, *args), kwargs)
+
+
+def _inverse_reshape(g, parent, value, args, kwargs):
+    # View-like reshapes keep the row-major element order, so reshaping back is the inverse.
+    shape = list(parent.meta["val"].shape)
+    if not all(isinstance(d, int) for d in shape):
+        shape = [d if isinstance(d, int) else g.call_function(aten.sym_size.int, (parent, i)) for i, d in enumerate(shape)]
+    return g.call_function(aten.reshape.default, (value, shape))
+
+
+def _inverse_transpose(g, parent, value, args, kwargs):
+    return g.call_function(aten.transpose.int, (value, *args))
+
+
+def _inverse_t(g, parent, value, args, kwargs):
+    return g.call_function(aten.t.default, (value,))
+
+
+def _inverse_permute(g, parent, value, args, kwargs):
+    dims = [d % len(args[0]) for d in args[0]]
+    inverse = sorted(range(len(dims)), key=dims.__getitem__)
+    return g.call_function(aten.permute.default, (value, inverse))
+
+
+_INVERSES = {
+    aten.select.int: _inverse_select,
+    aten.slice.Tensor: _inverse_slice,
+    aten.diagonal.default: _inverse_diagonal,
+    aten.as_strided.default: _inverse_as_strided,
+    aten.view.default: _inverse_reshape,
+    aten._unsafe_view.default: _inverse_reshape,
+    aten.reshape.default: _inverse_reshape,
+    aten.unsqueeze.default: _inverse_reshape,
+    aten.squeeze.dim: _inverse_reshape,
+    aten.squeeze.dims: _inverse_reshape,
+    aten.squeeze.default: _inverse_reshape,
+    aten.flatten.using_ints: _inverse_reshape,
+    aten.unflatten.int: _inverse_reshape,
+    aten.view_as.default: _inverse_reshape,
+    aten.transpose.int: _inverse_transpose,
+    aten.t.default: _inverse_t,
+    aten.permute.default: _inverse_permute,
+}
+_IDENTITY_ALIASES = {aten.alias.default, aten.detach.default, aten.detach_.default, aten.lift_fresh.default}
+
+
+def _storage(node: torch.fx.Node) -> StorageWeakRef | None:
+    val = node.meta.get("val")
+    if isinstance(val, torch.Tensor) and not isinstance(val, torch.nn.Parameter):
+        try:
+            return StorageWeakRef(val.untyped_storage())
+        except (NotImplementedError, RuntimeError):
+            return None
+    return None
+
+
+def needs_rewrite(gm: torch.fx.GraphModule) -> bool:
+    return any(n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload) and is_mutating(n.target)
+               for n in gm.graph.nodes)
+
+
+class _Rewriter:
+    def __init__(self, ep: ExportedProgram, gm: torch.fx.GraphModule) -> None:
+        self.ep = ep
+        self.old = gm.graph
+        self.new = torch.fx.Graph()
+        self.mapped: dict[torch.fx.Node, torch.fx.Node] = {}
+        self.base: dict[torch.fx.Node, torch.fx.Node] = {}  # alias -> base (old graph)
+        self.chain: dict[torch.fx.Node, list[torch.fx.Node]] = {}  # alias -> view nodes from its base
+        self.current: dict[torch.fx.Node, torch.fx.Node] = {}  # base -> its latest value (new graph)
+        self.version: dict[torch.fx.Node, int] = {}
+        # (base, view-chain signature, base version) -> that view's value: two views made the same
+        # way from the same base version are one value.
+        self.memo: dict[tuple, torch.fx.Node] = {}
+        self.fake_mode = torch._guards.detect_fake_mode(
+            [n.meta["val"] for n in gm.graph.nodes if isinstance(n.meta.get("val"), torch.Tensor)])
+
+    # -- aliasing ---------------------------------------------------------------------------------
+    def _classify(self) -> None:
+        first: dict[StorageWeakRef, torch.fx.Node] = {}
+        for node in self.old.nodes:
+            storage = _storage(node)
+            if storage is None:
+                continue
+            if storage not in first:
+                first[storage] = node
+                continue
+            base = first[storage]
+            self.base[node] = base
+            self.chain[node] = self._chain_to(node, base)
+
+    def _chain_to(self, node: torch.fx.Node, base: torch.fx.Node) -> list[torch.fx.Node]:
+        steps: list[torch.fx.Node] = []
+        current = node
+        while current is not base:
+            if current.op != "call_function" or not current.args or not isinstance(current.args[0], torch.fx.Node):
+                raise Unsupported(f"node {node.name!r} aliases {base.name!r} in a way the pass cannot follow")
+            target = current.target
+            if target in _IDENTITY_ALIASES or (isinstance(target, torch._ops.OpOverload) and is_mutating(target)):
+                written = self._written(current)
+                current = written if written is not None else current.args[0]
+                continue
+            if _INVERSES.get(target) is None:
+                raise Unsupported(f"node {node.name!r} is a view through {target}, which the pass cannot write through")
+            steps.append(current)
+            current = current.args[0]
+        return steps[::-1]
+
+    def _written(self, node: torch.fx.Node) -> torch.fx.Node | None:
+        names = written_arguments(node.target)
+        if len(names) != 1:
+            return None
+        schema = node.target._schema
+        for i, arg in enumerate(schema.arguments):
+            if arg.name == names[0]:
+                value = node.args[i] if not arg.kwarg_only and i < len(node.args) else node.kwargs.get(arg.name)
+                return value if isinstance(value, torch.fx.Node) else None
+        return None
+
+    def _root(self, node: torch.fx.Node) -> torch.fx.Node:
+        return self.base.get(node, node)
+
+    # -- building the new graph -------------------------------------------------------------------
+    def _emit(self, target: Any, args: tuple, kwargs: dict | None, like: torch.fx.Node) -> torch.fx.Node:
+        """A new node, with the original's source metadata and an example value computed by
+        running the op on fake tensors."""
+        node = self.new.call_function(target, tuple(args), kwargs or {})
+        for key in ("stack_trace", "nn_module_stack", "source_fn_stack", "from_node"):
+            if key in like.meta:
+                node.meta[key] = like.meta[key]
+        vals = torch.fx.node.map_aggregate((args, kwargs or {}), lambda a: a.meta.get("val") if isinstance(a, torch.fx.Node) else a)
+        try:
+            with self.fake_mode:
+                node.meta["val"] = target(*vals[0], **vals[1])
+        except Exception as e:
+            raise Unsupported(f"could not compute {target} for {like.name!r}: {e}") from e
+        return node
+
+    def _signature(self, chain: list[torch.fx.Node]) -> tuple:
+        return tuple((step.target, _freeze(self._args(step.args[1:])), _freeze(self._args(dict(step.kwargs))))
+                     for step in chain)
+
+    def _view_value(self, base: torch.fx.Node, chain: list[torch.fx.Node], upto: int) -> torch.fx.Node:
+        """chain[:upto] applied to the base's current value; each prefix is built once per version."""
+        signature = self._signature(chain)
+        value = self.current[base]
+        for i in range(upto):
+            key = (base, signature[:i + 1], self.version[base])
+            if key not in self.memo:
+                step = chain[i]
+                self.memo[key] = self._emit(step.target, (value, *self._args(step.args[1:])), self._args(step.kwargs), step)
+            value = self.memo[key]
+        return value
+
+    def _resolve(self, node: torch.fx.Node) -> torch.fx.Node:
+        base = self._root(node)
+        if base not in self.version:
+            return self.mapped[node]
+        chain = self.chain.get(node, [])
+        return self._view_value(base, chain, len(chain))
+
+    def _args(self, args: Any) -> Any:
+        return torch.fx.node.map_arg(args, self._resolve)
+
+    def _scatter(self, written: torch.fx.Node, value: torch.fx.Node) -> None:
+        """`written` now holds `value`: write it back into its base through the view chain."""
+        base = self._root(written)
+        chain = self.chain.get(written, [])
+        parents = [self._view_value(base, chain, i) for i in range(len(chain))]
+        new = value
+        for step, parent in zip(reversed(chain), reversed(parents)):
+            new = _INVERSES[step.target](_Builder(self, step), parent, new, self._args(step.args[1:]), self._args(step.kwargs))
+        self.current[base] = new
+        self.version[base] += 1
+        self.memo[(base, self._signature(chain), self.version[base])] = value
+
+    def run(self) -> tuple[torch.fx.GraphModule, list[OutputRole]]:
+        self._classify()
+        mutated = {self._root(self._written(n)) for n in self.old.nodes
+                   if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload)
+                   and is_mutating(n.target) and self._written(n) is not None}
+        for node in self.old.nodes:
+            if node.op == "output":
+                return self._finish(node)
+            if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload) and is_mutating(node.target):
+                self._rewrite_mutation(node)
+            elif node in self.base and self._root(node) in mutated:
+                pass  # an alias of a written tensor: rebuilt from the base's current value when read
+            elif node.op == "placeholder":
+                copy = self.new.placeholder(node.name)
+                copy.meta = dict(node.meta)
+                self.mapped[node] = copy
+            else:
+                self.mapped[node] = self.new.node_copy(node, self._resolve)
+            if node in mutated:
+                self.current[node] = self.mapped[node]
+                self.version[node] = 0
+        raise Unsupported("graph has no output node")
+
+    def _rewrite_mutation(self, node: torch.fx.Node) -> None:
+        written = self._written(node)
+        twin = functional_twin(node.target)
+        if written is None or twin is None:
+            raise Unsupported(f"{node.target} writes several arguments or has no functional twin")
+        args, kwargs = self._twin_args(node, twin)
+        if twin is aten.copy.default and args[1] is self._resolve(written) and _same_meta(args[0], args[1]):
+            return  # copying a view's own current value back into it changes nothing
+        value = self._emit(twin, args, kwargs, node)
+        target_dtype = written.meta["val"].dtype
+        if value.meta["val"].dtype != target_dtype:  # in-place ops cast their result to the written dtype
+            value = self._emit(aten._to_copy.default, (value,), {"dtype": target_dtype}, node)
+        self._scatter(written, value)
+
+    def _twin_args(self, node: torch.fx.Node, twin: torch._ops.OpOverload) -> tuple[tuple, dict]:
+        names = {a.name for a in twin._schema.arguments}
+        kwargs = {k: v for k, v in node.kwargs.items() if k in names}
+        positional = len([a for a in twin._schema.arguments if not a.kwarg_only])
+        return self._args(tuple(node.args[:positional])), self._args(kwargs)
+
+    def _finish(self, output: torch.fx.Node) -> tuple[torch.fx.GraphModule, list[OutputRole]]:
+        results = list(torch.fx.node.map_arg(output.args[0], self._resolve))
+        specs = {s.arg.name: s for s in self.ep.graph_signature.input_specs}
+        roles, updates = [], []
+        for base, version in self.version.items():
+            if version == 0:
+                continue
+            if base.op != "placeholder":
+                continue  # an intermediate: its new value reached every reader already
+            spec = specs[base.name]
+            if spec.kind == InputKind.BUFFER:
+                roles.append(OutputRole("buffer", spec.target))
+            elif spec.kind == InputKind.USER_INPUT:
+                roles.append(OutputRole("input", base.name))
+            else:
+                raise Unsupported(f"the graph writes to {spec.kind.name.lower()} {base.name!r}")
+            updates.append(self.current[base])
+        user_roles = [OutputRole("output") for _ in results]
+        self.new.output(tuple(updates + results))
+        self.new.lint()
+        return torch.fx.GraphModule(self.ep.graph_module, self.new), roles + user_roles
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
+    return value
+
+
+def _same_meta(a: torch.fx.Node, b: torch.fx.Node) -> bool:
+    va, vb = a.meta.get("val"), b.meta.get("val")
+    return isinstance(va, torch.Tensor) and isinstance(vb, torch.Tensor) and va.dtype == vb.dtype and va.shape == vb.shape
+
+
+class _Builder:
+    """What an inverse function adds nodes through: the rewriter's _emit, with `like`'s metadata."""
+
+    def __init__(self, rewriter: _Rewriter, like: torch.fx.Node) -> None:
+        self.rewriter = rewriter
+        self.like = like
+
+    def call_function(self, target: Any, args: tuple, kwargs: dict | None = None) -> torch.fx.Node:
+        return self.rewriter._emit(target, args, kwargs, self.like)
+
+
+def functionalize(ep: ExportedProgram) -> FunctionalGraph:
+    """ep's graph with every in-place op rewritten. When this pass cannot prove a rewrite right,
+    torch's own functionalization (run_decompositions with no decompositions) is used instead."""
+    if not needs_rewrite(ep.graph_module):
+        return FunctionalGraph(ep, ep.graph_module, roles_from_signature(ep))
+    try:
+        gm, roles = _Rewriter(ep, ep.graph_module).run()
+        return FunctionalGraph(ep, gm, roles)
+    except Unsupported as e:
+        functional = ep.run_decompositions({})
+        note = f"aten2onnx's mutation rewrite does not handle this graph ({e}); used torch's functionalization"
+        return FunctionalGraph(functional, functional.graph_module, roles_from_signature(functional), note)
