@@ -1,0 +1,287 @@
+"""In-place ops, writes through views, and state updates of inputs and buffers: the exported model
+gives eager's answers, and its state after two runs is eager's state after two runs."""
+
+import copy
+import inspect
+import json
+import warnings
+
+import onnx
+import onnxruntime as ort
+import pytest
+import torch
+
+import aten2onnx
+from aten2onnx.exporter.diagnose import DataDependentError, GlobalStateError
+from conftest import flat_tensors
+
+
+class LoopAfterLinear(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.linear(x)
+        for i in range(y.shape[0]):
+            y[i] += torch.sin(y[i])
+        return y
+
+
+class IndexAssign(torch.nn.Module):
+    def forward(self, x, kv_index, update):
+        x = x.clone()
+        x[..., kv_index] = update
+        return x
+
+
+class BufferCounter(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("count", torch.zeros(1))
+
+    def forward(self, x):
+        self.count.add_(x.sum())
+        return x * 2, self.count
+
+
+class CopyIntoInput(torch.nn.Module):
+    def forward(self, a, x):
+        a.copy_(x + 1)
+        return a * 3
+
+
+class KVCache(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("keys", torch.zeros(2, 8, 4))
+        self.register_buffer("values", torch.zeros(2, 8, 4))
+
+    def forward(self, k, v, positions):
+        self.keys.index_copy_(1, positions, k)
+        self.values[:, positions] = v
+        return (self.keys * self.values).sum(-1)
+
+
+class ChainedViews(torch.nn.Module):
+    def forward(self, x):
+        x = x + 0
+        x.view(2, -1)[:, 1:3].mul_(2)
+        return x
+
+
+class InplaceActivations(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.act = torch.nn.ReLU(inplace=True)
+        self.linear = torch.nn.Linear(6, 6)
+
+    def forward(self, x):
+        y = self.linear(x)
+        y.relu_()
+        z = self.act(self.linear(y) - 0.1)
+        z.clamp_(max=0.5)
+        return z
+
+
+class AliasesSeeWrites(torch.nn.Module):
+    """Two views of one base: a write through one is seen by the other and by the base."""
+
+    def forward(self, x):
+        base = x * 1
+        row = base[1]
+        col = base[:, 2]
+        row.fill_(7)
+        col.zero_()
+        base.t()[0].sub_(1)
+        return base, row * 1, col * 1
+
+
+def rand(*shape):
+    return torch.randn(*shape)
+
+
+CASES = {
+    "loop_after_linear": (LoopAfterLinear, lambda: (rand(3, 4),)),
+    "index_assign_int32": (IndexAssign, lambda: (rand(3, 5), torch.tensor([1, 3], dtype=torch.int32), rand(3, 2))),
+    "buffer_counter": (BufferCounter, lambda: (rand(3, 2),)),
+    "copy_into_input": (CopyIntoInput, lambda: (rand(4), rand(4))),
+    "kv_cache": (KVCache, lambda: (rand(2, 2, 4), rand(2, 2, 4), torch.tensor([5, 1]))),
+    "chained_views": (ChainedViews, lambda: (rand(4, 3),)),
+    "inplace_activations": (InplaceActivations, lambda: (rand(3, 6),)),
+    "aliases_see_writes": (AliasesSeeWrites, lambda: (rand(3, 4),)),
+}
+
+
+def run_ort_stateful(model: onnx.ModelProto, feeds: dict, state: dict) -> tuple[list, dict]:
+    """One onnxruntime run, feeding and collecting the state the model's metadata describes."""
+    updates = json.loads({p.key: p.value for p in model.metadata_props}.get("aten2onnx.state_updates", "[]"))
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    outputs = dict(zip(names, session.run(None, {**{k: v.numpy() for k, v in feeds.items()}, **state})))
+    new_state = dict(state)
+    for update in updates:
+        new_state[update["input"]] = outputs[update["output"]]
+    return [outputs[n] for n in names], new_state
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_mutation_matches_eager_over_two_runs(name):
+    factory, make_args = CASES[name]
+    torch.manual_seed(0)
+    model = factory().eval()
+    eager = copy.deepcopy(model)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    exported = aten2onnx.export(model, make_args(), fallback="error")
+    assert exported.notes == []  # aten2onnx's own rewrite handled it
+    onnx.checker.check_model(exported.model_proto, full_check=True)
+    for k, v in model.state_dict().items():
+        assert torch.equal(v, before[k])  # exporting did not touch the model's state
+    ort_state: dict = {}
+    for _ in range(2):
+        args = make_args()
+        eager_args = [a.clone() for a in args]
+        ours_args = [a.clone() for a in args]
+        ort_args = [a.clone() for a in args]
+        with torch.no_grad():
+            expected = flat_tensors(eager(*eager_args))
+        got = flat_tensors(exported.run(*ours_args))
+        for g, e in zip(got, expected):
+            torch.testing.assert_close(g, e)
+        for o, e in zip(ours_args, eager_args):  # inputs written in place, as eager writes them
+            torch.testing.assert_close(o, e)
+        outs, ort_state = run_ort_stateful(exported.model_proto, dict(zip(exported.input_names, ort_args)), ort_state)
+        for g, e in zip(outs, expected):
+            torch.testing.assert_close(torch.from_numpy(g), e)
+    for key, value in eager.state_dict().items():  # buffers after two runs
+        if key in ort_state:
+            torch.testing.assert_close(torch.from_numpy(ort_state[key]), value)
+
+
+def test_mutated_buffer_is_an_overridable_input_and_an_output():
+    exported = aten2onnx.export(BufferCounter(), (rand(3, 2),))
+    graph = exported.model_proto.graph
+    assert "count" in {i.name for i in graph.input} and "count" in {i.name for i in graph.initializer}
+    assert "count.updated" in {o.name for o in graph.output}
+    assert exported.input_names == ["x"]
+
+
+def test_runtime_session_carries_buffer_state_and_can_reset():
+    from aten2onnx.runtime import InferenceSession
+
+    exported = aten2onnx.export(BufferCounter(), (rand(3, 2),))
+    session = InferenceSession(exported.model_proto)
+    x = torch.ones(3, 2)
+    firsts = [session.run_torch({"x": x})["count.updated"].item() for _ in range(3)]
+    assert firsts == [6.0, 12.0, 18.0]
+    session.reset_state()
+    assert session.run_torch({"x": x})["count.updated"].item() == 6.0
+
+
+def test_unhandled_aliasing_falls_back_to_torch_functionalization():
+    class SplitWrite(torch.nn.Module):
+        def forward(self, x):
+            y = x * 1
+            a, b = y.split(2)
+            a.add_(1)  # a write through a list view: handled by torch's functionalization
+            return y
+
+    x = rand(4, 3)
+    with pytest.warns(UserWarning, match="used torch's functionalization"):
+        exported = aten2onnx.export(SplitWrite(), (x,))
+    assert exported.notes and "torch's functionalization" in exported.notes[0]
+    torch.testing.assert_close(exported.run(x), SplitWrite()(x))
+
+
+# -- diagnosis -----------------------------------------------------------------------------------------
+
+FLAG = 3
+state = None
+
+
+def line_of(fn, text: str) -> str:
+    lines, first = inspect.getsourcelines(fn)
+    return f"{__file__}:{first + next(i for i, line in enumerate(lines) if text in line)}"
+
+
+class ItemScalar(torch.nn.Module):
+    def forward(self, x):
+        scale = x.abs().max().item()
+        return x / scale
+
+
+class DataBranch(torch.nn.Module):
+    def forward(self, x):
+        if (x > 0).all():
+            return x + 1
+        return x - 1
+
+
+class ShapeFromItem(torch.nn.Module):
+    def forward(self, x):
+        n = int(x.sum())
+        return torch.zeros(n)
+
+
+class MaskIndex(torch.nn.Module):
+    def forward(self, x):
+        return x[x > 0]
+
+
+class ReadsGlobal(torch.nn.Module):
+    def forward(self, x):
+        return x * FLAG
+
+
+class AssignsGlobal(torch.nn.Module):
+    def forward(self, x):
+        global state
+        state = x + 1
+        return x * 2
+
+
+def test_item_scalar_exports_right():
+    exported = aten2onnx.export(ItemScalar(), (rand(5),))
+    for _ in range(3):
+        x = rand(5)
+        torch.testing.assert_close(exported.run(x), ItemScalar()(x))
+
+
+def test_data_dependent_branch_is_diagnosed_with_the_rewrite():
+    with pytest.raises(DataDependentError) as info:
+        aten2onnx.export(DataBranch(), (rand(4).abs(),))
+    message = str(info.value)
+    assert line_of(DataBranch.forward, "if (x > 0).all()") in message
+    assert "torch.where" in message and "torch.cond" in message
+
+
+@pytest.mark.parametrize("model, text, make", [
+    (MaskIndex, "x[x > 0]", lambda: (rand(6),)),
+    (ShapeFromItem, "int(x.sum())", lambda: (rand(4).abs() * 3,)),
+])
+def test_data_dependent_shapes_export_right_or_are_diagnosed(model, text, make):
+    """Each pattern either gives eager's answer on other inputs too, or is an error naming the line."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            exported = aten2onnx.export(model(), make())
+    except DataDependentError as e:
+        assert line_of(model.forward, text) in str(e)
+        return
+    for _ in range(3):
+        args = make()
+        torch.testing.assert_close(exported.run(*args), model()(*args))
+
+
+def test_global_number_is_warned_as_baked_in():
+    with pytest.warns(UserWarning, match="global 'FLAG' .* baked") as record:
+        aten2onnx.export(ReadsGlobal(), (rand(3),))
+    assert any(line_of(ReadsGlobal.forward, "FLAG") in str(w.message) for w in record)
+
+
+def test_assigning_a_global_tensor_is_an_error_and_leaves_the_global_alone():
+    with pytest.raises(GlobalStateError) as info:
+        aten2onnx.export(AssignsGlobal(), (rand(3),))
+    assert line_of(AssignsGlobal.forward, "state = x + 1") in str(info.value)
+    assert "state.copy_(" in str(info.value)
+    assert state is None
