@@ -97,6 +97,18 @@ class AliasesSeeWrites(torch.nn.Module):
         return base, row * 1, col * 1
 
 
+class ReadViewsAfterWrite(torch.nn.Module):
+    """Views taken before a write (expand, split pieces) read the written values afterwards."""
+
+    def forward(self, x):
+        y = x * 1
+        first = y[0].expand(3, 4)
+        top, bottom = y.split(2)
+        y.add_(1)
+        y[1].mul_(3)
+        return first + 0, top + 0, bottom * 1, y
+
+
 def rand(*shape):
     return torch.randn(*shape)
 
@@ -110,6 +122,7 @@ CASES = {
     "chained_views": (ChainedViews, lambda: (rand(4, 3),)),
     "inplace_activations": (InplaceActivations, lambda: (rand(3, 6),)),
     "aliases_see_writes": (AliasesSeeWrites, lambda: (rand(3, 4),)),
+    "read_views_after_write": (ReadViewsAfterWrite, lambda: (rand(4, 4),)),
 }
 
 

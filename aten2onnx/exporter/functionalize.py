@@ -13,6 +13,7 @@ torch's own functionalization.
 from __future__ import annotations
 
 import dataclasses
+import operator
 from typing import Any
 
 import torch
@@ -120,7 +121,24 @@ _INVERSES = {
     aten.t.default: _inverse_t,
     aten.permute.default: _inverse_permute,
 }
-_IDENTITY_ALIASES = {aten.alias.default, aten.detach.default, aten.detach_.default, aten.lift_fresh.default}
+# Ops that, sharing their input's storage, returned that very tensor.
+_IDENTITY_ALIASES = {aten.alias.default, aten.detach.default, aten.detach_.default, aten.lift_fresh.default,
+                     aten.contiguous.default, aten.to.dtype, aten.to.dtype_layout, aten.to.device,
+                     aten.type_as.default}
+
+
+def _replayable(node: torch.fx.Node) -> bool:
+    """A view op the pass can apply again to a new base: one whose result aliases its first argument
+    (per its schema), or an item of a list of views (split, unbind, chunk)."""
+    if node.target in _INVERSES:
+        return True
+    if node.target is operator.getitem:
+        return True
+    if isinstance(node.target, torch._ops.OpOverload):
+        returns = node.target._schema.returns
+        first = node.target._schema.arguments[0] if node.target._schema.arguments else None
+        return bool(returns) and returns[0].alias_info is not None and first is not None and first.alias_info is not None
+    return False
 
 
 def _storage(node: torch.fx.Node) -> StorageWeakRef | None:
@@ -155,7 +173,9 @@ class _Rewriter:
             [n.meta["val"] for n in gm.graph.nodes if isinstance(n.meta.get("val"), torch.Tensor)])
 
     # -- aliasing ---------------------------------------------------------------------------------
-    def _classify(self) -> None:
+    def _classify(self) -> set[torch.fx.Node]:
+        """Group nodes by storage; returns the bases that some op writes to. Only aliases of
+        written bases need a view chain: other alias groups are copied as they are."""
         first: dict[StorageWeakRef, torch.fx.Node] = {}
         for node in self.old.nodes:
             storage = _storage(node)
@@ -163,10 +183,17 @@ class _Rewriter:
                 continue
             if storage not in first:
                 first[storage] = node
-                continue
-            base = first[storage]
-            self.base[node] = base
-            self.chain[node] = self._chain_to(node, base)
+            else:
+                self.base[node] = first[storage]
+        written = {self._root(w) for w in map(self._written, self._mutations()) if w is not None}
+        for node, base in self.base.items():
+            if base in written:
+                self.chain[node] = self._chain_to(node, base)
+        return written
+
+    def _mutations(self) -> list[torch.fx.Node]:
+        return [n for n in self.old.nodes
+                if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload) and is_mutating(n.target)]
 
     def _chain_to(self, node: torch.fx.Node, base: torch.fx.Node) -> list[torch.fx.Node]:
         steps: list[torch.fx.Node] = []
@@ -179,8 +206,8 @@ class _Rewriter:
                 written = self._written(current)
                 current = written if written is not None else current.args[0]
                 continue
-            if _INVERSES.get(target) is None:
-                raise Unsupported(f"node {node.name!r} is a view through {target}, which the pass cannot write through")
+            if not _replayable(current):
+                raise Unsupported(f"node {node.name!r} aliases {base.name!r} through {target}, which the pass cannot follow")
             steps.append(current)
             current = current.args[0]
         return steps[::-1]
@@ -245,6 +272,9 @@ class _Rewriter:
         """`written` now holds `value`: write it back into its base through the view chain."""
         base = self._root(written)
         chain = self.chain.get(written, [])
+        blocked = [step for step in chain if step.target not in _INVERSES]
+        if blocked:
+            raise Unsupported(f"{written.name!r} is written through {blocked[0].target}, which the pass cannot invert")
         parents = [self._view_value(base, chain, i) for i in range(len(chain))]
         new = value
         for step, parent in zip(reversed(chain), reversed(parents)):
@@ -254,10 +284,7 @@ class _Rewriter:
         self.memo[(base, self._signature(chain), self.version[base])] = value
 
     def run(self) -> tuple[torch.fx.GraphModule, list[OutputRole]]:
-        self._classify()
-        mutated = {self._root(self._written(n)) for n in self.old.nodes
-                   if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload)
-                   and is_mutating(n.target) and self._written(n) is not None}
+        mutated = self._classify()
         for node in self.old.nodes:
             if node.op == "output":
                 return self._finish(node)
