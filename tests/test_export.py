@@ -320,6 +320,26 @@ def test_save_writes_atomically_and_reloads(tmp_path):
     torch.testing.assert_close(torch.from_numpy(run_ort(loaded, {"x": x})[0]), model(x))
 
 
+def test_streamed_save_equals_the_in_memory_model(tmp_path):
+    model = MLP().eval()
+    x = torch.randn(3, 8)
+    streamed, in_memory = (aten2onnx.export(model, (x,)) for _ in range(2))
+    streamed.save(tmp_path / "a.onnx")  # written from the module's tensors, never built in memory
+    in_memory.model_proto  # noqa: B018  (builds the whole proto first)
+    in_memory.save(tmp_path / "b.onnx")
+    assert onnx.load(str(tmp_path / "a.onnx")) == onnx.load(str(tmp_path / "b.onnx"))
+
+
+def test_weights_changed_after_export_are_refused(tmp_path):
+    model = MLP().eval()
+    exported = aten2onnx.export(model, (torch.randn(3, 8),))
+    with torch.no_grad():
+        model.net[0].weight.add_(1)
+    with pytest.raises(aten2onnx.ExportError, match="changed in place after export"):
+        exported.save(tmp_path / "m.onnx")
+    assert not os.listdir(tmp_path)
+
+
 def test_save_with_external_data_keeps_weights_beside_the_model(tmp_path):
     x = torch.randn(3, 8)
     model = MLP().eval()

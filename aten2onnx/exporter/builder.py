@@ -379,14 +379,19 @@ def _python_dtype(value: Any) -> torch.dtype:
     return torch.float32
 
 
-def tensor_bytes(tensor: torch.Tensor) -> bytes:
-    """A tensor's bytes in ONNX's raw_data layout (one copy)."""
+def tensor_view(tensor: torch.Tensor) -> memoryview:
+    """A tensor's bytes in ONNX's raw_data layout, without a copy where it is contiguous on the CPU."""
     tensor = tensor.detach().cpu().contiguous()
     if tensor.dtype == torch.bfloat16:
         tensor = tensor.view(torch.int16)
     elif tensor.dtype.is_floating_point and tensor.dtype.itemsize == 1:
         tensor = tensor.view(torch.uint8)
-    return tensor.numpy().tobytes()
+    return memoryview(tensor.numpy()).cast("B")
+
+
+def tensor_bytes(tensor: torch.Tensor) -> bytes:
+    """A tensor's bytes in ONNX's raw_data layout (one copy)."""
+    return tensor_view(tensor).tobytes()
 
 
 def fill_tensor_proto(proto: onnx.TensorProto, tensor: torch.Tensor, name: str = "") -> onnx.TensorProto:

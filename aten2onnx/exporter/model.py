@@ -14,7 +14,7 @@ from onnx import helper
 
 from aten2onnx import _dtypes
 from aten2onnx.errors import ExportError, InvalidInputError
-from aten2onnx.exporter.builder import Node, Value, fill_tensor_proto, live_nodes, node_inputs, tensor_bytes, value_info
+from aten2onnx.exporter.builder import Node, Value, fill_tensor_proto, live_nodes, node_inputs, tensor_view, value_info
 from aten2onnx.exporter.translate import Translation
 
 PRODUCER = "aten2onnx"
@@ -158,7 +158,10 @@ class ExportedModel:
             external_data = self.weight_bytes >= TWO_GB - (64 << 20)
         folder = os.path.dirname(os.path.abspath(path))
         if not external_data:
-            _atomic_write(folder, path, [self.model_proto.SerializeToString()])
+            if self._proto is not None:
+                _atomic_write(folder, path, [self._proto.SerializeToString()])
+            else:
+                _atomic_write(folder, path, _stream(self._skeleton, self._checked_weights()))
             return
         data_name = os.path.basename(path) + ".data"
         skeleton, chunks = self._external(data_name)
@@ -191,11 +194,50 @@ class ExportedModel:
             for start, tensor in layout:
                 if start > written:
                     yield b"\0" * (start - written)
-                data = tensor_bytes(tensor)
+                data = tensor_view(tensor)
                 yield data
-                written = start + len(data)
+                written = start + data.nbytes
 
         return skeleton, chunks()
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _field(number: int, length: int) -> bytes:
+    """A length-delimited field's tag and length."""
+    return _varint(number << 3 | 2) + _varint(length)
+
+
+# Field numbers in onnx.proto: ModelProto.graph, GraphProto.initializer, TensorProto.raw_data.
+_MODEL_GRAPH, _GRAPH_INITIALIZER, _TENSOR_RAW_DATA = 7, 5, 9
+
+
+def _stream(skeleton: onnx.ModelProto, weights: list[tuple[str, torch.Tensor]]):
+    """The serialized model, weights included, without building it in memory: the skeleton, then
+    per weight a `graph { initializer { ... } }` record, which protobuf parsers merge into the one
+    graph. Each weight's bytes come straight from the tensor's memory."""
+    yield skeleton.SerializeToString()
+    for name, tensor in weights:
+        header = onnx.TensorProto()
+        header.name = name
+        header.data_type = _dtypes.to_onnx(tensor.dtype)
+        header.dims.extend(tensor.shape)
+        data = tensor_view(tensor)
+        raw = _field(_TENSOR_RAW_DATA, data.nbytes)
+        tensor_length = len(header.SerializeToString()) + len(raw) + data.nbytes
+        graph = _field(_GRAPH_INITIALIZER, tensor_length)
+        yield _field(_MODEL_GRAPH, len(graph) + tensor_length) + graph + header.SerializeToString() + raw
+        yield data
 
 
 def _copy_without_weights(model: onnx.ModelProto, out: onnx.ModelProto) -> None:
