@@ -284,26 +284,21 @@ class Translator:
                 self._inline(node, self.env[node.args[body]], node.args[body + 1:])
                 return
             if name in _CONTROL_FLOW:
-                self.g.set_scope(node.name, {"source": source_of(node) or "", "module": module_of(node),
-                                              "aten_op": f"higher_order::{name}"})
+                self._enter(node, f"higher_order::{name}")
                 self.env[node] = getattr(self, _CONTROL_FLOW[name])(node)
                 return
-        meta = {"source": source_of(node) or "", "module": module_of(node), "aten_op": _registry.overload_key(target)}
-        self.g.set_scope(node.name, {k: v for k, v in meta.items() if v})
+        source = self._enter(node, _registry.overload_key(target))
         resolved = self._resolve(target)
         if resolved is None:
             self._unmapped(node, target)
             return
-        schema = resolved.schema
-        if schema is not None:
-            bound = bind(schema, node.args, node.kwargs)
-        else:
-            bound = None
-        mapped = torch.fx.node.map_aggregate(bound if bound is not None else node.args, self._lookup)
+        if resolved.schema is not None:  # an ATen overload: arguments by schema name
+            args, kwargs = (), torch.fx.node.map_aggregate(bind(resolved.schema, node.args, node.kwargs), self._lookup)
+        else:  # a Python operator on SymInts
+            args, kwargs = torch.fx.node.map_aggregate(node.args, self._lookup), {}
         first_new = len(self.g.nodes)
         try:
-            result = resolved.handler(self.g, **mapped) if bound is not None else resolved.handler(self.g, *mapped)
-            result = self._finish(node, result, first_new)
+            result = self._finish(node, resolved.handler(self.g, *args, **kwargs), first_new)
         except ExportError:
             raise
         except NotImplementedError as e:
@@ -312,7 +307,7 @@ class Translator:
             self._unmapped(node, target, reason=str(e) or f"not expressible at opset {self.opset}")
             return
         except Exception as e:
-            where = f" at {meta['source']}" if meta["source"] else ""
+            where = f" at {source}" if source else ""
             who = "user symbolic" if resolved.user else "symbolic"
             raise SymbolicError(
                 f"{who} {resolved.handler.__module__}.{resolved.handler.__qualname__} for {resolved.key} "
@@ -322,6 +317,12 @@ class Translator:
         self.env[node] = result
         if resolved.via_twin is not None:
             self._rebind_written(node, target, result)
+
+    def _enter(self, node: torch.fx.Node, op_key: str) -> str:
+        """Name what follows after node and stamp its source, module and op; returns the source."""
+        meta = {"source": source_of(node) or "", "module": module_of(node), "aten_op": op_key}
+        self.g.set_scope(node.name, {k: v for k, v in meta.items() if v})
+        return meta["source"]
 
     def _lookup(self, arg: Any) -> Any:
         return self.env[arg] if isinstance(arg, torch.fx.Node) else arg
