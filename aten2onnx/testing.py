@@ -350,9 +350,9 @@ class _Checker:
             results = dict(zip(exported.output_names, session.run(None, feeds)))
         except Exception as e:
             raise self._fail("onnxruntime", call, opset, f"onnxruntime failed: {e}", exported) from e
-        # Outputs that are constants of the graph are no model outputs; ExportedModel knows which.
-        return [torch.from_numpy(results[name]) if name is not None else const
-                for name, const in exported._outputs]
+        # Outputs that are constants of the graph are no model outputs; ExportedModel puts them back.
+        structured = exported.structure_outputs({k: torch.from_numpy(v) for k, v in results.items()})
+        return pytree.tree_leaves(structured)
 
     def _run_aten2onnx(self, exported: aten2onnx.ExportedModel, inputs: list[torch.Tensor], call: Arguments,
                        opset: int) -> list[Any]:

@@ -46,7 +46,7 @@ def builtin_handlers() -> dict[str, dict[int, Callable[..., object]]]:
 
     # The registry exposes only the opsets publicly (builtin_table); the handlers are needed to
     # find their NotImplementedError cases.
-    return {key: dict(sorted(REGISTRY._builtin[key].items())) for key in REGISTRY.builtin_table()}
+    return REGISTRY.builtin_handlers()
 
 
 def _message(node: ast.Raise) -> str | None:

@@ -70,14 +70,14 @@ def test_duplicate_builtin_registration_raises():
 def test_every_builtin_handler_matches_its_schema():
     from aten2onnx import symbolic  # noqa: F401
 
-    table = REGISTRY.builtin_table()
+    table = REGISTRY.builtin_handlers()
     assert len(table) > 100
-    for key, versions in table.items():
+    for key, handlers in table.items():
         if key.startswith("_operator::"):
             continue
         schema = resolve_overload(key)._schema
-        for version in versions:
-            check_signature(REGISTRY._builtin[key][version], schema, key)
+        for handler in handlers.values():
+            check_signature(handler, schema, key)
 
 
 def test_bind_uses_schema_names_for_tensor_and_scalar_overloads():

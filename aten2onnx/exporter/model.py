@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 import onnx
 import torch
@@ -142,7 +142,17 @@ class ExportedModel:
         if len(flat) != len(self._user_inputs):
             raise InvalidInputError(f"run() got {len(flat)} inputs; the model takes {len(self._user_inputs)}")
         feeds = {name: torch.as_tensor(x) for name, x in zip(self._user_inputs, flat) if name is not None}
-        results = self._session.run_torch(feeds)
+        return self.structure_outputs(self._session.run_torch(feeds))
+
+    def structure_outputs(self, results: Mapping[str, Any] | Sequence[Any]) -> Any:
+        """The model's own output structure from a runtime's outputs: a dict by output name, or a
+        list in output order (as onnxruntime's run(None, feeds) returns). Outputs that torch.export
+        made constants are put back in their places."""
+        if not isinstance(results, Mapping):
+            results = dict(zip(self.output_names, results))
+        missing = [n for n, _ in self._outputs if n is not None and n not in results]
+        if missing:
+            raise InvalidInputError(f"outputs {missing} are missing; the model's outputs are {self.output_names}")
         flat_out = [results[name] if name is not None else constant for name, constant in self._outputs]
         if self._out_spec is None:
             return flat_out[0] if len(flat_out) == 1 else tuple(flat_out)

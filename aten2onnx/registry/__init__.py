@@ -92,6 +92,10 @@ class Registry:
     def builtin_table(self) -> dict[str, tuple[int, ...]]:
         return {k: tuple(sorted(v)) for k, v in sorted(self._builtin.items())}
 
+    def builtin_handlers(self) -> dict[str, dict[int, Handler]]:
+        """{overload key: {opset: handler}} of the built-in symbolics, sorted."""
+        return {k: dict(sorted(v.items())) for k, v in sorted(self._builtin.items())}
+
     def _floor(self, key: str, opset: int) -> tuple[Handler, int, bool] | None:
         for table, user in ((self._user, True), (self._builtin, False)):
             versions = [v for v in table.get(key, ()) if v <= opset]
