@@ -25,24 +25,24 @@ def this_line(offset: int = 0) -> str:
 
 
 class Unmapped(torch.nn.Module):
-    """Uses two ops with no symbolic: special_i1 and logaddexp."""
+    """Uses two ops with no symbolic: special_i1 and special_bessel_j0."""
 
     def forward(self, x, y):
         a = torch.special.i1(x)
-        return torch.logaddexp(a, y) * 2
+        return torch.special.bessel_j0(a + y) * 2
 
 
 def test_fallback_aten_exports_runnable_aten_nodes_and_warns():
     x, y = torch.randn(4, 3), torch.randn(4, 3)
-    with pytest.warns(UserWarning, match="aten::logaddexp.default"):
+    with pytest.warns(UserWarning, match="aten::special_bessel_j0.default"):
         exported = aten2onnx.export(Unmapped(), (x, y), opset=18)
-    assert exported.fallback_ops == ["aten::logaddexp.default", "aten::special_i1.default"]
+    assert exported.fallback_ops == ["aten::special_bessel_j0.default", "aten::special_i1.default"]
     model = exported.model_proto
     aten_nodes = [n for n in model.graph.node if n.op_type == "ATen"]
     assert {n.domain for n in aten_nodes} == {"org.pytorch.aten"}
     assert any(o.domain == "org.pytorch.aten" for o in model.opset_import)
     attrs = {a.name: onnx.helper.get_attribute_value(a) for a in aten_nodes[0].attribute}
-    assert attrs["operator"] in (b"special_i1", b"logaddexp")
+    assert attrs["operator"] in (b"special_i1", b"special_bessel_j0")
     assert "overload_name" in attrs
     onnx.checker.check_model(model, full_check=True)
     torch.testing.assert_close(exported.run(x, y), Unmapped()(x, y))
@@ -72,12 +72,12 @@ def test_fallback_error_lists_every_unsupported_op_with_source_lines():
     with pytest.raises(UnsupportedOperatorError) as info:
         aten2onnx.export(Unmapped(), (x, y), fallback="error")
     message = str(info.value)
-    assert "aten::special_i1.default" in message and "aten::logaddexp.default" in message
+    assert "aten::special_i1.default" in message and "aten::special_bessel_j0.default" in message
     source = inspect.getsource(Unmapped.forward).splitlines()
     first = inspect.getsourcelines(Unmapped.forward)[1]
     i1_line = first + next(i for i, line in enumerate(source) if "special.i1" in line)
     assert f"{__file__}:{i1_line}" in message
-    assert {op.overload for op in info.value.ops} == {"aten::special_i1.default", "aten::logaddexp.default"}
+    assert {op.overload for op in info.value.ops} == {"aten::special_i1.default", "aten::special_bessel_j0.default"}
 
 
 def test_fallback_error_names_the_lowest_opset_that_supports_an_op():
@@ -432,13 +432,13 @@ def test_exported_program_input():
 
 def test_fallback_takes_runtime_symint_arguments_as_inputs():
     def f(x):
-        return x.repeat(x.shape[0], 2)  # repeat has no symbolic; its repeats depend on the batch
+        return x.roll(x.shape[0] // 2, 0)  # roll is translated for static shapes only
 
-    exported = aten2onnx.export(f, (torch.randn(3, 4),), dynamic_shapes={"x": {0: torch.export.Dim("b")}})
-    assert exported.fallback_ops == ["aten::repeat.default"]
+    exported = aten2onnx.export(f, (torch.randn(4, 3),), dynamic_shapes={"x": {0: torch.export.Dim("b")}})
+    assert exported.fallback_ops == ["aten::roll.default"]
     node = next(n for n in exported.model_proto.graph.node if n.op_type == "ATen")
     attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
-    assert attrs["input_args"] == [b"self", b"repeats"]
-    for batch in (1, 5):
-        x = torch.randn(batch, 4)
+    assert attrs["input_args"] == [b"self", b"shifts"]
+    for batch in (2, 5, 7):
+        x = torch.randn(batch, 3)
         torch.testing.assert_close(exported.run(x), f(x))

@@ -386,7 +386,9 @@ def tensor_view(tensor: torch.Tensor) -> memoryview:
         tensor = tensor.view(torch.int16)
     elif tensor.dtype.is_floating_point and tensor.dtype.itemsize == 1:
         tensor = tensor.view(torch.uint8)
-    return memoryview(tensor.numpy()).cast("B")
+    if tensor.numel() == 0:
+        return memoryview(b"")
+    return memoryview(tensor.reshape(-1).numpy()).cast("B")
 
 
 def tensor_bytes(tensor: torch.Tensor) -> bytes:

@@ -1,10 +1,15 @@
-"""Built-in symbolic functions: opset9 is the base; each later module holds only what changed.
+"""Built-in symbolic functions: opset9 and its family modules (opset9_<family>) are the base; each
+later module holds only what changed.
 
 Importing this package registers them all.
 """
 
 from aten2onnx.symbolic import (  # noqa: F401  (imported to register)
     opset9,
+    opset9_math,
+    opset9_nn,
+    opset9_reduce,
+    opset9_shape,
     opset10,
     opset11,
     opset12,

@@ -3,6 +3,7 @@ between opsets (`axes_as_input=True`); none of them asks for the target opset.""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Sequence
 
 import torch
@@ -67,6 +68,18 @@ def result_type(*operands: Operand) -> torch.dtype:
     return result
 
 
+def scalar_type(dtype, default: torch.dtype | None = None) -> torch.dtype | None:
+    """A ScalarType argument as a torch.dtype: schema defaults arrive as ATen's enum ints."""
+    if dtype is None or isinstance(dtype, torch.dtype):
+        return dtype if dtype is not None else default
+    return _SCALAR_TYPES[int(dtype)]
+
+
+_SCALAR_TYPES = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.float32,
+                 torch.float64, torch.complex32, torch.complex64, torch.complex128, torch.bool, torch.qint8,
+                 torch.quint8, torch.qint32, torch.bfloat16]
+
+
 def cast(g: GraphBuilder, x: Value, dtype: torch.dtype) -> Value:
     if x.dtype == dtype:
         return x
@@ -115,9 +128,33 @@ def squeeze(g: GraphBuilder, x: Value, axes: Sequence[int] | None, *, axes_as_in
 
 def reduce(g: GraphBuilder, op_type: str, x: Value, axes: Sequence[int] | None, keepdim: bool, *,
            axes_as_input: bool) -> Value:
-    """Reduce over axes (all axes when None or empty, as ATen does)."""
+    """Reduce over axes (all axes when None or empty, as ATen does); a 0-d x is its own reduction."""
+    if x.rank == 0:
+        return x
     if not axes:
         return g.op(op_type, x, keepdims=int(keepdim))
     if axes_as_input:
         return g.op(op_type, x, g.const(list(axes), dtype=torch.int64), keepdims=int(keepdim))
     return g.op(op_type, x, axes=list(axes), keepdims=int(keepdim))
+
+
+@dataclasses.dataclass(frozen=True)
+class Axes:
+    """How Reduce* ops take their axes at an opset: ReduceSum as an input from 13, the others from 18."""
+
+    sum_as_input: bool
+    others_as_input: bool
+
+    def for_op(self, op_type: str) -> bool:
+        return self.sum_as_input if op_type == "ReduceSum" else self.others_as_input
+
+
+AXES9 = Axes(False, False)
+AXES13 = Axes(True, False)
+AXES18 = Axes(True, True)
+
+
+def reduce_op(g: GraphBuilder, op_type: str, x: Value, axes: Sequence[int] | None, keepdim: bool, *,
+              mode: Axes) -> Value:
+    """reduce() with the axes form of op_type under mode."""
+    return reduce(g, op_type, x, axes, keepdim, axes_as_input=mode.for_op(op_type))

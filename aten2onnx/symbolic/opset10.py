@@ -1,5 +1,5 @@
-"""Opset 10: Slice takes its bounds as inputs and gains steps (so flip); MaxPool gains dilations and
-ceil_mode; AveragePool gains ceil_mode."""
+"""Opset 10: Slice takes its bounds as inputs and gains steps (so flip); Mod arrives (fmod, remainder);
+MaxPool gains dilations and ceil_mode; AveragePool gains ceil_mode."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import functools
 import torch
 
 from aten2onnx import registry
+from aten2onnx.symbolic import opset9_math as math9
 from aten2onnx.symbolic._helpers import norm_dim, norm_dims
 from aten2onnx.symbolic.opset9 import INT64_MAX, diff, is_full_slice, max_pool, pool_args, slice_axis
 
@@ -56,3 +57,15 @@ def aten_flip(g, self, dims):
     n = len(axes)
     return g.op("Slice", self, g.const([-1] * n, dtype=torch.int64), g.const([-INT64_MAX] * n, dtype=torch.int64),
                 g.const(axes, dtype=torch.int64), g.const([-1] * n, dtype=torch.int64))
+
+
+@register("aten::fmod.Tensor", "aten::fmod.Scalar")
+def aten_fmod(g, self, other):
+    """fmod.Tensor(Tensor self, Tensor other) -> Tensor"""
+    return math9.fmod(g, self, other, has_mod=True)
+
+
+@register("aten::remainder.Tensor", "aten::remainder.Scalar", "aten::remainder.Scalar_Tensor")
+def aten_remainder(g, self, other):
+    """remainder.Tensor(Tensor self, Tensor other) -> Tensor"""
+    return math9.remainder(g, self, other, has_mod=True)

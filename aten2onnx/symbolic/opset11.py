@@ -1,5 +1,5 @@
-"""Opset 11: Equal takes floats; Range (so dynamic arange and causal masks), CumSum, GatherElements, GatherND and ScatterND arrive;
-Clip takes min/max as inputs; Gather accepts negative indices."""
+"""Opset 11: Equal takes floats; Round arrives; Range (so dynamic arange and causal masks), CumSum,
+GatherElements, GatherND and ScatterND arrive; Clip takes min/max as inputs; Gather accepts negative indices."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import functools
 import torch
 
 from aten2onnx import registry
+from aten2onnx.symbolic import opset9_math as math9
 from aten2onnx.exporter.builder import GraphBuilder, Value
 from aten2onnx.symbolic._helpers import as_value, cast, norm_dim
 from aten2onnx.symbolic.opset9 import FLOATS, arange, attention, clamp_minmax, equal, sum_dtype, unsqueeze_static
@@ -130,3 +131,15 @@ def aten_scaled_dot_product_attention(g, query, key, value, attn_mask=None, drop
                                       scale=None, enable_gqa=False):
     """scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0., bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor"""
     return attention(g, query, key, value, attn_mask, is_causal, scale, enable_gqa, has_range=True)
+
+
+@register("aten::round.default")
+def aten_round(g, self):
+    """round(Tensor self) -> Tensor"""
+    return math9.round_decimals(g, self, 0, has_round=True)
+
+
+@register("aten::round.decimals")
+def aten_round_decimals(g, self, *, decimals):
+    """round.decimals(Tensor self, *, int decimals) -> Tensor"""
+    return math9.round_decimals(g, self, decimals, has_round=True)

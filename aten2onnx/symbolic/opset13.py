@@ -1,5 +1,5 @@
-"""Opset 13: Unsqueeze, Squeeze, Split and ReduceSum take axes (or sizes) as inputs; Softmax and
-LogSoftmax work along any axis instead of flattening to 2-D."""
+"""Opset 13: Unsqueeze, Squeeze, Split and ReduceSum take axes (or sizes) as inputs (so every reduction
+that sums is re-registered); Softmax and LogSoftmax work along any axis instead of flattening to 2-D."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import functools
 import torch
 
 from aten2onnx import registry
+from aten2onnx.symbolic import opset9_reduce as reduction
+from aten2onnx.symbolic._helpers import AXES13
 from aten2onnx.symbolic._helpers import cast, norm_dim, norm_dims, reduce, squeeze, unsqueeze
 from aten2onnx.symbolic.opset9 import chunk_sizes, softmax, split_by_sizes, squeezable, static_dim, sum_dtype
 
@@ -94,3 +96,114 @@ def aten_log_softmax(g, self, dim, dtype=None):
     """log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor"""
     x = self if dtype is None else cast(g, self, dtype)
     return softmax(g, "LogSoftmax", x, dim, any_axis=True)
+
+
+# -- reductions of opset9_reduce, with axes as inputs --------------------------------------------------
+
+
+@register("aten::var.correction")
+def aten_var_correction(g, self, dim=None, *, correction=None, keepdim=False):
+    """var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor"""
+    return reduction.var(g, self, dim, correction, keepdim, mode=AXES13)
+
+
+@register("aten::var.dim")
+def aten_var_dim(g, self, dim, unbiased=True, keepdim=False):
+    """var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor"""
+    return reduction.var(g, self, dim, int(unbiased), keepdim, mode=AXES13)
+
+
+@register("aten::var.default")
+def aten_var(g, self, unbiased=True):
+    """var(Tensor self, bool unbiased=True) -> Tensor"""
+    return reduction.var(g, self, None, int(unbiased), False, mode=AXES13)
+
+
+@register("aten::std.correction")
+def aten_std_correction(g, self, dim=None, *, correction=None, keepdim=False):
+    """std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor"""
+    return reduction.std(g, self, dim, correction, keepdim, mode=AXES13)
+
+
+@register("aten::std.dim")
+def aten_std_dim(g, self, dim, unbiased=True, keepdim=False):
+    """std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor"""
+    return reduction.std(g, self, dim, int(unbiased), keepdim, mode=AXES13)
+
+
+@register("aten::std.default")
+def aten_std(g, self, unbiased=True):
+    """std(Tensor self, bool unbiased=True) -> Tensor"""
+    return reduction.std(g, self, None, int(unbiased), False, mode=AXES13)
+
+
+@register("aten::var_mean.correction")
+def aten_var_mean_correction(g, self, dim=None, *, correction=None, keepdim=False):
+    """var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)"""
+    return reduction.var_mean(g, self, dim, correction, keepdim, mode=AXES13)
+
+
+@register("aten::var_mean.dim")
+def aten_var_mean_dim(g, self, dim, unbiased=True, keepdim=False):
+    """var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)"""
+    return reduction.var_mean(g, self, dim, int(unbiased), keepdim, mode=AXES13)
+
+
+@register("aten::var_mean.default")
+def aten_var_mean(g, self, unbiased=True):
+    """var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)"""
+    return reduction.var_mean(g, self, None, int(unbiased), False, mode=AXES13)
+
+
+@register("aten::std_mean.correction")
+def aten_std_mean_correction(g, self, dim=None, *, correction=None, keepdim=False):
+    """std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)"""
+    return reduction.std_mean(g, self, dim, correction, keepdim, mode=AXES13)
+
+
+@register("aten::std_mean.dim")
+def aten_std_mean_dim(g, self, dim, unbiased=True, keepdim=False):
+    """std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)"""
+    return reduction.std_mean(g, self, dim, int(unbiased), keepdim, mode=AXES13)
+
+
+@register("aten::std_mean.default")
+def aten_std_mean(g, self, unbiased=True):
+    """std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)"""
+    return reduction.std_mean(g, self, None, int(unbiased), False, mode=AXES13)
+
+
+@register("aten::logsumexp.default")
+def aten_logsumexp(g, self, dim, keepdim=False):
+    """logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor"""
+    return reduction.logsumexp(g, self, dim, keepdim, mode=AXES13)
+
+
+@register("aten::linalg_vector_norm.default")
+def aten_linalg_vector_norm(g, self, ord=2, dim=None, keepdim=False, *, dtype=None):
+    """linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"""
+    return reduction.vector_norm(g, self, ord, dim, keepdim, dtype, mode=AXES13)
+
+
+@register("aten::nansum.default")
+def aten_nansum(g, self, dim=None, keepdim=False, *, dtype=None):
+    """nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"""
+    return reduction.nansum(g, self, dim, keepdim, dtype, mode=AXES13)
+
+
+@register("aten::nanmean.default")
+def aten_nanmean(g, self, dim=None, keepdim=False, *, dtype=None):
+    """nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"""
+    return reduction.nanmean(g, self, dim, keepdim, dtype, mode=AXES13)
+
+
+@register("aten::count_nonzero.default")
+def aten_count_nonzero(g, self, dim=None):
+    """count_nonzero(Tensor self, int? dim=None) -> Tensor"""
+    return reduction.count_nonzero(g, self, dim, mode=AXES13)
+
+
+@register("aten::count_nonzero.dim_IntList")
+def aten_count_nonzero_dims(g, self, dim):
+    """count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor"""
+    return reduction.count_nonzero(g, self, list(dim), mode=AXES13)

@@ -78,7 +78,23 @@ def dim_size(g: GraphBuilder, x: Value, dim: int) -> SymInt:
 
 
 def reshape(g: GraphBuilder, x: Value, shape: list[SymInt]) -> Value:
-    return g.op("Reshape", x, g.int_list(shape))
+    out = g.op("Reshape", x, g.int_list(shape))
+    if out.shape is None:
+        out.shape = static_reshape(x, shape)
+    return out
+
+
+def static_reshape(x: Value, shape: list[SymInt]) -> tuple[int, ...] | None:
+    """The shape Reshape gives x, where it is known when the graph is built."""
+    if not x.is_static or not all(isinstance(s, int) for s in shape):
+        return None
+    dims = [x.shape[i] if s == 0 else s for i, s in enumerate(shape)]
+    if -1 in dims:
+        known = math.prod(d for d in dims if d != -1)
+        if known == 0:
+            return None
+        dims[dims.index(-1)] = math.prod(x.shape) // known
+    return tuple(dims)
 
 
 def transpose_perm(rank: int, dim0: int, dim1: int) -> list[int]:
@@ -118,7 +134,8 @@ def softmax(g: GraphBuilder, op_type: str, x: Value, dim: int, *, any_axis: bool
 
 def fill(g: GraphBuilder, size: list[SymInt] | Value, value, dtype: torch.dtype) -> Value:
     """A tensor of `size` filled with value: a small constant, or ConstantOfShape."""
-    if isinstance(size, list) and all(isinstance(s, int) for s in size) and math.prod(size) <= 64:
+    # (an empty constant is made by ConstantOfShape: the builder cannot hash a tensor with 0 elements)
+    if isinstance(size, list) and all(isinstance(s, int) for s in size) and 0 < math.prod(size) <= 64:
         return g.const(torch.full(size, value, dtype=dtype))
     shape = size if isinstance(size, Value) else g.int_list(size)
     return g.op("ConstantOfShape", shape, value=torch.tensor([value], dtype=dtype))
@@ -197,9 +214,18 @@ def repeat_heads(g: GraphBuilder, x: Value, repeats: int) -> Value:
 
 
 def unsqueeze_static(g: GraphBuilder, x: Value, axis: int) -> Value:
-    """Unsqueeze by Reshape, which reads the same at every opset."""
-    dims = [0] * axis + [1] + [0] * (x.rank - axis)
-    return g.op("Reshape", x, g.const(dims, dtype=torch.int64))
+    """Unsqueeze by Reshape, which reads the same at every opset. Reshape's 0 copies the input dim
+    at the same index, so it stands only for the dims before the new axis; later dims are named."""
+    if axis == x.rank or x.is_static:
+        after = list(x.shape[axis:]) if x.shape is not None else []
+        out = g.op("Reshape", x, g.const([0] * axis + [1] + after, dtype=torch.int64))
+        if out.shape is None and x.shape is not None:
+            out.shape = tuple(x.shape[:axis]) + (1,) + tuple(after)
+        return out
+    shape = g.op("Shape", x)
+    before = g.op("Gather", shape, g.const(list(range(axis)), dtype=torch.int64), axis=0)
+    after = g.op("Gather", shape, g.const(list(range(axis, x.rank)), dtype=torch.int64), axis=0)
+    return g.op("Reshape", x, g.op("Concat", before, g.const([1], dtype=torch.int64), after, axis=0))
 
 
 # -- elementwise arithmetic ----------------------------------------------------------------------------
@@ -451,7 +477,8 @@ def clamp_minmax(g: GraphBuilder, self: Value, min, max, *, int_inputs: bool) ->
 @register("aten::hardtanh.default")
 def aten_hardtanh(g, self, min_val=-1, max_val=1):
     """hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor"""
-    return aten_clamp(g, self, min_val, max_val)
+    # Max/Min read the same at every opset, unlike Clip (attributes until 11).
+    return clamp_minmax(g, self, min_val, max_val, int_inputs=False)
 
 
 # -- comparisons and logic -------------------------------------------------------------------------------
@@ -889,7 +916,9 @@ def aten_embedding(g, weight, indices, padding_idx=-1, scale_grad_by_freq=False,
 @register("aten::index_select.default")
 def aten_index_select(g, self, dim, index):
     """index_select(Tensor self, int dim, Tensor index) -> Tensor"""
-    return g.op("Gather", self, index, axis=norm_dim(dim, self.rank))
+    if self.rank == 0:
+        return g.op("Gather", reshape(g, self, [1]), reshape(g, index, []), axis=0)
+    return g.op("Gather", self, reshape(g, index, [-1]) if index.rank == 0 else index, axis=norm_dim(dim, self.rank))
 
 
 @register("aten::index.Tensor")
@@ -957,10 +986,32 @@ def aten_batch_norm(g, input, weight, bias, running_mean, running_var, training,
 
 def conv(g: GraphBuilder, input: Value, weight: Value, bias, stride, padding, dilation, groups: int) -> Value:
     spatial = weight.rank - 2
+    if input.rank == spatial + 1:  # an unbatched input: add the batch dim and drop it after
+        out = conv(g, unsqueeze_static(g, input, 0), weight, bias, stride, padding, dilation, groups)
+        out.shape = (1,) + (None,) * (spatial + 1)
+        return squeeze_first(g, out)
     expand = (lambda v: list(v) * spatial if len(v) == 1 else list(v))
-    pads = expand(padding)
-    return g.op("Conv", input, weight, bias, strides=expand(stride), pads=pads + pads, dilations=expand(dilation),
+    if isinstance(padding, str):
+        pads = same_pads(weight, expand(dilation)) if padding == "same" else [0] * spatial * 2
+    else:
+        pads = expand(padding) * 2
+    return g.op("Conv", input, weight, bias, strides=expand(stride), pads=pads, dilations=expand(dilation),
                 group=int(groups), kernel_shape=[d for d in weight.shape[2:]] if weight.is_static else None)
+
+
+def same_pads(weight: Value, dilation: list[int]) -> list[int]:
+    """Pads for padding='same' at stride 1: the extra pad goes at the end, as ATen does."""
+    total = [d * (k - 1) for d, k in zip(dilation, weight.shape[2:])]
+    return [t // 2 for t in total] + [t - t // 2 for t in total]
+
+
+def squeeze_first(g: GraphBuilder, x: Value) -> Value:
+    """Drop a leading dim of size 1 by Reshape (the same at every opset)."""
+    if x.is_static:
+        return reshape(g, x, list(x.shape[1:]))
+    shape = g.op("Shape", x)
+    rest = g.op("Gather", shape, g.const(list(range(1, x.rank)), dtype=torch.int64), axis=0)
+    return g.op("Reshape", x, rest)
 
 
 @register("aten::conv1d.default")
@@ -1037,7 +1088,9 @@ def aten_adaptive_avg_pool(g, self, output_size):
         return g.op("GlobalAveragePool", self)
     spatial = list(self.shape[-len(output_size):])
     if not all(isinstance(s, int) and s % o == 0 for s, o in zip(spatial, output_size)):
-        raise NotImplementedError("adaptive_avg_pool with an output size that does not divide the input")
+        from aten2onnx.symbolic.opset9_nn import adaptive_avg
+
+        return adaptive_avg(g, self, list(output_size))
     kernel = [s // o for s, o in zip(spatial, output_size)]
     return g.op("AveragePool", self, kernel_shape=kernel, strides=kernel)
 
@@ -1101,6 +1154,8 @@ def aten_max_dim(g, self, dim, keepdim=False):
 @register("aten::argmax.default")
 def aten_argmax(g, self, dim=None, keepdim=False):
     """argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor"""
+    if self.rank == 0:
+        return g.const(0, dtype=torch.int64)
     if dim is None:
         flat = reshape(g, self, [-1])
         out = g.op("ArgMax", flat, axis=0, keepdims=0)

@@ -1,0 +1,377 @@
+"""Sweep PyTorch's OpInfo database through aten2onnx: export each sample at several opsets, run it in
+onnxruntime and in aten2onnx.runtime, and compare with eager.
+
+    python scripts/opinfo_sweep.py                       # float32, 2 samples, opsets 9 13 17 18 26
+    python scripts/opinfo_sweep.py --ops add,sub --opsets 18 --samples 4 --json sweep.json -v
+
+Each OpInfo is classified per opset as native (every sample passes in onnxruntime and our runtime
+with no ATen fallback node), fallback (passes only counting ATen nodes run in our runtime), or fail
+(with a reason category). Random ops and ops with nondeterministic output are skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import multiprocessing
+import os
+import signal
+import sys
+import time
+import traceback
+import warnings
+from typing import Any
+
+DEFAULT_OPSETS = [9, 13, 17, 18, 26]
+TOLERANCES = {  # (rtol, atol) per dtype
+    "float16": (1e-3, 1e-3),
+    "bfloat16": (1.6e-2, 1e-2),
+    "float32": (1e-4, 1e-5),
+    "float64": (1e-7, 1e-7),
+}
+# OpInfos whose outputs are uninitialized memory or random draws under a fixed seed check.
+SKIP_NAMES = ("empty", "new_empty", "empty_like", "empty_strided", "new_empty_strided", "empty_permuted",
+              "bernoulli", "multinomial", "normal", "rand", "randn", "randint", "rand_like", "randn_like",
+              "randint_like", "uniform", "exponential", "geometric", "cauchy", "log_normal")
+STATUSES = ("native", "fallback", "fail")
+
+
+def opinfo_name(op) -> str:
+    return op.name + (f".{op.variant_test_name}" if op.variant_test_name else "")
+
+
+def is_skipped(op) -> str | None:
+    if op.name in SKIP_NAMES or op.name.startswith(("empty", "new_empty")) or "rand" in op.name.split(".")[-1]:
+        return "random or uninitialized output"
+    if getattr(op, "has_nondeterministic_output", False):
+        return "nondeterministic output"
+    if "dropout" in op.name or "alpha_dropout" in op.name:
+        return "random (training-mode dropout)"
+    return None
+
+
+# -- one sample as a function of its tensors ---------------------------------------------------------
+
+
+def flatten_sample(sample) -> tuple[list, Any]:
+    """The sample's tensors (list leaves included), and a spec to rebuild (input, args, kwargs)."""
+    import torch.utils._pytree as pytree
+
+    leaves, spec = pytree.tree_flatten((sample.input, tuple(sample.args), dict(sample.kwargs)))
+    return leaves, spec
+
+
+def make_module(op, leaves: list, spec):
+    import torch
+    import torch.utils._pytree as pytree
+
+    positions = [i for i, leaf in enumerate(leaves) if isinstance(leaf, torch.Tensor)]
+    constants = list(leaves)
+
+    class Sample(torch.nn.Module):
+        def forward(self, *tensors):
+            values = list(constants)
+            for i, t in zip(positions, tensors):
+                values[i] = t
+            inp, args, kwargs = pytree.tree_unflatten(values, spec)
+            return op.op(inp, *args, **kwargs)
+
+    return Sample(), [leaves[i] for i in positions]
+
+
+def tensors_of(out) -> list:
+    import torch
+    import torch.utils._pytree as pytree
+
+    leaves = pytree.tree_leaves(out)
+    return [t if isinstance(t, torch.Tensor) else torch.tensor(t) for t in leaves
+            if isinstance(t, (torch.Tensor, bool, int, float))]
+
+
+def compare(got: list, want: list, dtype_name: str) -> None:
+    import torch
+
+    if len(got) != len(want):
+        raise AssertionError(f"{len(got)} outputs, eager has {len(want)}")
+    rtol, atol = TOLERANCES.get(dtype_name, (1e-4, 1e-5))
+    for g, w in zip(got, want):
+        g = torch.as_tensor(g)
+        if w.dtype.is_floating_point and w.dtype in (torch.float16, torch.bfloat16):
+            r, a = TOLERANCES[str(w.dtype).split(".")[1]]
+            rtol, atol = max(rtol, r), max(atol, a)
+        torch.testing.assert_close(g.reshape(w.shape) if g.numel() == w.numel() and g.shape != w.shape and g.dim() == 0 else g,
+                                   w, rtol=rtol, atol=atol, equal_nan=True)
+
+
+class Failure(Exception):
+    def __init__(self, category: str, detail: str) -> None:
+        super().__init__(f"{category}: {detail}")
+        self.category = category
+        self.detail = detail
+
+
+def short(e: BaseException, n: int = 600) -> str:
+    text = f"{type(e).__name__}: {e}".replace("\n", " ")
+    return text[:n]
+
+
+def run_sample(ep, inputs: list, expected: list, opset: int, dtype_name: str) -> tuple[bool, list[str]]:
+    """(native, fallback ops) for one sample at one opset, or Failure."""
+    import onnxruntime as ort
+    import torch
+
+    import aten2onnx
+    from aten2onnx.runtime import InferenceSession
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            exported = aten2onnx.export(ep, tuple(inputs), opset=opset, fallback="aten")
+    except Exception as e:
+        raise Failure("export error", short(e)) from e
+    fallback = list(exported.fallback_ops)
+    proto = exported.model_proto
+    feeds = dict(zip(exported.input_names, inputs))
+    try:
+        session = InferenceSession(proto)
+        got = session.run_torch({k: v for k, v in feeds.items()})
+        got = [got[name] for name in exported.output_names]
+    except Exception as e:
+        raise Failure("runtime error", short(e)) from e
+    try:
+        compare(got, expected, dtype_name)
+    except Exception as e:
+        raise Failure("runtime mismatch", short(e)) from e
+    if fallback:
+        return False, fallback
+    try:
+        options = ort.SessionOptions()
+        options.log_severity_level = 4
+        options.intra_op_num_threads = 1
+        sess = ort.InferenceSession(proto.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        names = {i.name for i in sess.get_inputs()}
+        got = sess.run(None, {k: v.detach().numpy() for k, v in feeds.items() if k in names})
+    except Exception as e:
+        raise Failure("ORT error", short(e)) from e
+    try:
+        compare([torch.from_numpy(x) if hasattr(x, "dtype") else x for x in got], expected, dtype_name)
+    except Exception as e:
+        raise Failure("ORT mismatch", short(e)) from e
+    return True, []
+
+
+def pick_dtypes(op, wanted: list[str]) -> list:
+    import torch
+
+    supported = op.supported_dtypes("cpu")
+    dtypes = [getattr(torch, d) for d in wanted if getattr(torch, d) in supported]
+    if dtypes:
+        return dtypes
+    for d in (torch.int64, torch.int32, torch.bool, torch.float64):
+        if d in supported:
+            return [d]
+    return []
+
+
+class Timeout(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise Timeout()
+
+
+def sweep_op(task: tuple) -> dict:
+    """Every sample x dtype x opset of one OpInfo; a dict for the report."""
+    index, opsets, dtype_names, n_samples, timeout = task
+    import torch
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    torch.set_num_threads(1)
+    op = op_db[index]
+    name = opinfo_name(op)
+    result: dict[str, Any] = {"name": name, "opsets": {}}
+    skip = is_skipped(op)
+    if skip:
+        result["skipped"] = skip
+        return result
+    signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(timeout)
+    start = time.time()
+    per_opset: dict[int, dict] = {o: {"status": "native", "fallback_ops": set()} for o in opsets}
+
+    def fail_all(category: str, detail: str) -> None:
+        for o in opsets:
+            entry = per_opset[o]
+            if entry["status"] != "fail":
+                entry.update(status="fail", category=category, detail=detail)
+
+    try:
+        dtypes = pick_dtypes(op, dtype_names)
+        if not dtypes:
+            result["skipped"] = "no supported dtype"
+            return result
+        samples_run = 0
+        for dtype in dtypes:
+            torch.manual_seed(0)
+            samples = list(op.sample_inputs("cpu", dtype, requires_grad=False))[:n_samples]
+            for sample in samples:
+                leaves, spec = flatten_sample(sample)
+                module, inputs = make_module(op, leaves, spec)
+                try:
+                    with torch.no_grad():
+                        torch.manual_seed(0)
+                        eager = tensors_of(module(*[t.clone() for t in inputs]))
+                        torch.manual_seed(1)
+                        again = tensors_of(module(*[t.clone() for t in inputs]))
+                except Exception as e:
+                    continue  # a sample eager itself rejects
+                if any(a.shape != b.shape or not torch.equal(a.nan_to_num(), b.nan_to_num())
+                       for a, b in zip(eager, again) if a.dtype != torch.complex64 and a.layout == torch.strided):
+                    result["skipped"] = "nondeterministic output"
+                    return result
+                if any(t.is_complex() for t in eager + inputs) or any(t.layout != torch.strided for t in eager + inputs):
+                    fail_all("unsupported dtype", "complex or sparse tensors")
+                    continue
+                samples_run += 1
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        ep = torch.export.export(module, tuple(inputs), strict=False)
+                except Timeout:
+                    raise
+                except Exception as e:
+                    fail_all("capture error", short(e))
+                    continue
+                for opset in opsets:
+                    entry = per_opset[opset]
+                    if entry["status"] == "fail":
+                        continue
+                    try:
+                        native, fallback = run_sample(ep, inputs, eager, opset, str(dtype).split(".")[1])
+                    except Timeout:
+                        raise
+                    except Failure as f:
+                        entry.update(status="fail", category=f.category, detail=f.detail)
+                        continue
+                    except Exception as e:
+                        entry.update(status="fail", category="sweep error", detail=short(e))
+                        continue
+                    if not native:
+                        entry["status"] = "fallback"
+                        entry["fallback_ops"].update(fallback)
+        if samples_run == 0 and all(e["status"] != "fail" for e in per_opset.values()):
+            result["skipped"] = "no sample eager accepts"
+            return result
+    except Timeout:
+        fail_all("timeout", f"over {timeout}s")
+    except Exception as e:
+        fail_all("sweep error", short(e) + " " + traceback.format_exc()[-300:].replace("\n", " "))
+    finally:
+        signal.alarm(0)
+    result["seconds"] = round(time.time() - start, 2)
+    for o, entry in per_opset.items():
+        entry["fallback_ops"] = sorted(entry["fallback_ops"])
+        result["opsets"][str(o)] = entry
+    return result
+
+
+def summarize(results: list[dict], opsets: list[int], top: int) -> str:
+    lines = []
+    tested = [r for r in results if "skipped" not in r]
+    lines.append(f"{len(results)} OpInfos, {len(results) - len(tested)} skipped, {len(tested)} tested")
+    for o in opsets:
+        counts = collections.Counter(r["opsets"][str(o)]["status"] for r in tested)
+        n = len(tested) or 1
+        native, fb, fail = counts["native"], counts["fallback"], counts["fail"]
+        lines.append(f"opset {o:2d}: native {native}/{len(tested)} ({100 * native / n:.1f}%)  "
+                     f"native+fallback {native + fb}/{len(tested)} ({100 * (native + fb) / n:.1f}%)  fail {fail}")
+    last = str(max(opsets))
+    fallback_ops = collections.Counter(op for r in tested for op in r["opsets"][last].get("fallback_ops", []))
+    if fallback_ops:
+        lines.append(f"\nmost common fallback ops at opset {last}:")
+        lines += [f"  {n:3d} {op}" for op, n in fallback_ops.most_common(top)]
+    categories = collections.defaultdict(list)
+    for r in tested:
+        entry = r["opsets"][last]
+        if entry["status"] == "fail":
+            categories[entry["category"]].append(r["name"])
+    if categories:
+        lines.append(f"\nfailures at opset {last}:")
+        for cat, names in sorted(categories.items(), key=lambda kv: -len(kv[1])):
+            lines.append(f"  {cat} ({len(names)}): {', '.join(names[:top])}{' ...' if len(names) > top else ''}")
+    lower = [o for o in opsets if str(o) != last]
+    gaps = collections.Counter()
+    for r in tested:
+        for o in lower:
+            if r["opsets"][str(o)]["status"] != "native" and r["opsets"][last]["status"] == "native":
+                gaps[o] += 1
+    if gaps:
+        lines.append("\nnative at the newest opset but not at: " + ", ".join(f"opset {o}: {n}" for o, n in sorted(gaps.items())))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--opsets", default=",".join(map(str, DEFAULT_OPSETS)))
+    parser.add_argument("--dtypes", default="float32")
+    parser.add_argument("--samples", type=int, default=2)
+    parser.add_argument("--ops", default="", help="comma-separated OpInfo names (name or name.variant); prefix match with a trailing *")
+    parser.add_argument("--limit", type=int, default=0, help="only the first N OpInfos")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--timeout", type=int, default=120, help="seconds per OpInfo")
+    parser.add_argument("--json", default="")
+    parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("-v", "--verbose", action="store_true", help="print every non-native result")
+    args = parser.parse_args(argv)
+
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    opsets = [int(o) for o in args.opsets.split(",")]
+    wanted = [s for s in args.ops.split(",") if s]
+
+    def selected(op) -> bool:
+        if not wanted:
+            return True
+        name = opinfo_name(op)
+        return any(name == w or op.name == w or (w.endswith("*") and name.startswith(w[:-1])) for w in wanted)
+
+    indices = [i for i, op in enumerate(op_db) if selected(op)]
+    if args.limit:
+        indices = indices[:args.limit]
+    tasks = [(i, opsets, args.dtypes.split(","), args.samples, args.timeout) for i in indices]
+    start = time.time()
+    results = []
+    if args.jobs > 1 and len(tasks) > 1:
+        ctx = multiprocessing.get_context("fork")
+        with ctx.Pool(args.jobs, maxtasksperchild=50) as pool:
+            for r in pool.imap_unordered(sweep_op, tasks):
+                results.append(r)
+                report_one(r, args.verbose)
+    else:
+        for t in tasks:
+            r = sweep_op(t)
+            results.append(r)
+            report_one(r, args.verbose)
+    results.sort(key=lambda r: r["name"])
+    print(summarize(results, opsets, args.top))
+    print(f"\n{time.time() - start:.0f}s")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"opsets": opsets, "dtypes": args.dtypes, "samples": args.samples, "results": results}, f, indent=1)
+    return 0
+
+
+def report_one(r: dict, verbose: bool) -> None:
+    if not verbose or "skipped" in r:
+        return
+    for o, entry in r["opsets"].items():
+        if entry["status"] == "fallback":
+            print(f"[{o}] {r['name']}: fallback {entry['fallback_ops']}", flush=True)
+        elif entry["status"] == "fail":
+            print(f"[{o}] {r['name']}: {entry['category']}: {entry['detail'][-220:]}", flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
