@@ -6,17 +6,21 @@ Importing this package registers them all.
 
 from aten2onnx.symbolic import (  # noqa: F401  (imported to register)
     opset9,
+    opset9_copy,
     opset9_math,
     opset9_nn,
     opset9_reduce,
     opset9_shape,
     opset10,
     opset11,
+    opset11_scatter,
     opset12,
     opset13,
     opset14,
+    opset16_scatter,
     opset17,
     opset18,
+    opset18_scatter,
     opset20,
     opset26,
 )

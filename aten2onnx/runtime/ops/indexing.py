@@ -82,7 +82,7 @@ class ScatterND(Kernel):
     def run(self, x, indices, updates):
         k = indices.shape[-1]
         lead = x.shape[:k]
-        out = x.clone()
+        out = x.clone(memory_format=torch.contiguous_format)  # x may be a permuted view; out must view flat
         flat = out.view(math.prod(lead), -1)
         idx = indices.reshape(-1, k).to(torch.int64)
         sizes = torch.tensor(lead, dtype=torch.int64, device=x.device)

@@ -1,0 +1,244 @@
+"""Opset 11, scatter family: ScatterND and ScatterElements arrive, so writes into tensors
+(index_put, index_copy, scatter, and the *_scatter ops the mutation rewrite emits) translate.
+
+Accumulating writes (index_put with accumulate=True, scatter_add, ...) need the reduction
+attribute of opset 16 (add, mul) or 18 (max, min); see opset16_scatter and opset18_scatter.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import torch
+
+from aten2onnx import registry
+from aten2onnx.exporter.builder import GraphBuilder, Value
+from aten2onnx.symbolic._helpers import cast, norm_dim
+from aten2onnx.symbolic.opset9 import INT64_MAX, dim_size, unsqueeze_static
+from aten2onnx.symbolic.opset11 import broadcast_indices
+
+register = functools.partial(registry.register, opset=11)
+
+
+# -- index_put: ScatterND over the indexed dims -----------------------------------------------------
+
+
+def _inverse(perm: list[int]) -> list[int]:
+    return sorted(range(len(perm)), key=perm.__getitem__)
+
+
+def index_put(g: GraphBuilder, self: Value, indices: list[Value | None], values: Value, *,
+              reduction: str | None) -> Value:
+    """self[indices] = values (or op= values): the indexed dims are moved first, the index tensors
+    broadcast and stacked for ScatterND, and values broadcast to the shape self[indices] has in eager."""
+    if reduction is None and len(indices) == 1 and indices[0] is not None and indices[0].dtype == torch.bool \
+            and indices[0].rank == self.rank and values.rank == 0:
+        return g.op("Where", indices[0], cast(g, values, self.dtype), self)  # x[mask] = scalar
+    rank = self.rank
+    expanded: list[Value | None] = []
+    for idx in indices:
+        if idx is not None and idx.dtype in (torch.bool, torch.uint8):
+            coords = g.op("NonZero", cast(g, idx, torch.bool))
+            for k in range(idx.rank):
+                row = g.op("Gather", coords, g.const(k, dtype=torch.int64), axis=0)
+                row.shape = (None,)  # one coordinate per true element
+                expanded.append(row)
+        else:
+            expanded.append(idx)
+    positions = [i for i, idx in enumerate(expanded) if idx is not None]
+    rest = [i for i in range(rank) if i not in positions]
+    perm = positions + rest
+    x = self if perm == list(range(rank)) else g.op("Transpose", self, perm=perm)
+    idx = broadcast_indices(g, [cast(g, expanded[i], torch.int64) for i in positions])
+    index_shape = idx[0].shape
+    stacked = g.op("Concat", *(unsqueeze_static(g, i, i.rank) for i in idx), axis=-1)
+
+    # ScatterND's updates are laid out [index dims..., rest dims...]; eager's self[indices] puts
+    # adjacent index dims where the first indexed dim was. Broadcast values in eager's layout.
+    adjacent = positions == list(range(positions[0], positions[-1] + 1))
+    moved = adjacent and positions[0] > 0
+    index_rank = len(index_shape) if index_shape is not None else None
+    if moved and index_rank is None:
+        raise NotImplementedError("index_put with index tensors of unknown rank")
+    updates = cast(g, values, self.dtype)
+    nd_shape = _static_shape(index_shape, [self.shape[i] for i in rest] if self.shape is not None else None)
+    if moved:
+        first = positions[0]
+        order = list(range(index_rank, index_rank + first)) + list(range(index_rank)) + \
+            list(range(index_rank + first, index_rank + len(rest)))
+        eager_shape = None if nd_shape is None else [nd_shape[i] for i in order]
+        updates = _broadcast_to(g, updates, eager_shape, lambda: g.op("Transpose", g.op("GatherND", x, stacked), perm=order))
+        updates = g.op("Transpose", updates, perm=_inverse(order))
+    else:
+        updates = _broadcast_to(g, updates, nd_shape, lambda: g.op("GatherND", x, stacked))
+    out = g.op("ScatterND", x, stacked, updates, reduction=reduction)
+    return out if perm == list(range(rank)) else g.op("Transpose", out, perm=_inverse(perm))
+
+
+def _static_shape(index_shape, rest_shape) -> list[int] | None:
+    if index_shape is None or rest_shape is None:
+        return None
+    shape = list(index_shape) + list(rest_shape)
+    return shape if all(isinstance(d, int) for d in shape) else None
+
+
+def _broadcast_to(g: GraphBuilder, value: Value, shape: list[int] | None, like) -> Value:
+    """value broadcast to shape, or to the shape of like() when shape is not static."""
+    if shape is not None:
+        if value.shape is not None and list(value.shape) == shape:
+            return value
+        return g.op("Expand", value, g.const(shape, dtype=torch.int64))
+    return g.op("Expand", value, g.op("Shape", like()))
+
+
+@register("aten::index_put.default")
+def aten_index_put(g, self, indices, values, accumulate=False):
+    """index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor"""
+    if accumulate:
+        raise NotImplementedError("index_put with accumulate=True needs opset 16 (ScatterND reduction)")
+    return index_put(g, self, list(indices), values, reduction=None)
+
+
+def index_along(g: GraphBuilder, self: Value, dim: int, index: Value, source: Value, *, reduction: str | None) -> Value:
+    """index_copy/index_add: rows `index` along dim of self take (or add) source's."""
+    dim = norm_dim(dim, self.rank)
+    indices = [None] * dim + [index]
+    return index_put(g, self, indices, source, reduction=reduction)
+
+
+@register("aten::index_copy.default")
+def aten_index_copy(g, self, dim, index, source):
+    """index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor"""
+    return index_along(g, self, dim, index, source, reduction=None)
+
+
+# -- scatter: ScatterElements ---------------------------------------------------------------------------
+
+
+def scatter(g: GraphBuilder, self: Value, dim: int, index: Value, src, *, reduction: str | None) -> Value:
+    dim = norm_dim(dim, self.rank)
+    if isinstance(src, Value) and src.shape != index.shape:
+        # torch reads only src[:index.shape]; ScatterElements wants updates shaped like indices.
+        if src.shape is None or index.shape is None or not all(isinstance(d, int) for d in index.shape):
+            raise NotImplementedError("scatter with a src larger than index needs static shapes")
+        src = g.op("Slice", src, g.const([0] * index.rank, dtype=torch.int64), g.const(list(index.shape), dtype=torch.int64),
+                   g.const(list(range(index.rank)), dtype=torch.int64))
+    if not isinstance(src, Value) or src.rank == 0:
+        value = g.const(src, dtype=self.dtype) if not isinstance(src, Value) else cast(g, src, self.dtype)
+        src = g.op("Expand", value, g.op("Shape", index))
+    return g.op("ScatterElements", self, index, cast(g, src, self.dtype), axis=dim, reduction=reduction)
+
+
+@register("aten::scatter.src")
+def aten_scatter(g, self, dim, index, src):
+    """scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor"""
+    return scatter(g, self, dim, index, src, reduction=None)
+
+
+@register("aten::scatter.value")
+def aten_scatter_value(g, self, dim, index, value):
+    """scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor"""
+    return scatter(g, self, dim, index, value, reduction=None)
+
+
+# -- the *_scatter ops: the inverses of views -------------------------------------------------------------
+
+
+def slice_scatter(g: GraphBuilder, self: Value, src: Value, dim: int, start, end, step) -> Value:
+    """self with self[dim-slice] replaced by src. Unit steps with static bounds are Slice + Concat
+    (no index tensors); otherwise ScatterND along the dim."""
+    dim = norm_dim(dim, self.rank)
+    size = self.shape[dim] if self.shape is not None else None
+    src = cast(g, src, self.dtype)
+    start = 0 if start is None else start
+    end = INT64_MAX if end is None else end
+    if isinstance(size, int) and all(isinstance(v, int) for v in (start, end, step)):
+        lo, hi, _ = slice(start, end, step).indices(size)
+        if step == 1:
+            pieces = []
+            if lo > 0:
+                pieces.append(_slice(g, self, dim, 0, lo))
+            pieces.append(src)
+            if hi < size:
+                pieces.append(_slice(g, self, dim, hi, size))
+            return pieces[0] if len(pieces) == 1 else g.op("Concat", *pieces, axis=dim)
+        rows = g.const(list(range(lo, hi, step)), dtype=torch.int64)
+    else:
+        limit = dim_size(g, self, dim)
+        bounds = [_clamp_index(g, v, limit) for v in (start, end)]
+        rows = g.op("Range", bounds[0], bounds[1], g.const(step, dtype=torch.int64) if isinstance(step, int) else step)
+    return index_along(g, self, dim, rows, src, reduction=None)
+
+
+def _slice(g: GraphBuilder, x: Value, dim: int, lo: int, hi: int) -> Value:
+    return g.op("Slice", x, g.const([lo], dtype=torch.int64), g.const([hi], dtype=torch.int64),
+                g.const([dim], dtype=torch.int64))
+
+
+def _clamp_index(g: GraphBuilder, value, size) -> Value:
+    """A slice bound as Python's slice.indices does it: negative from the end, clamped to [0, size]."""
+    v = value if isinstance(value, Value) else g.const(value, dtype=torch.int64)
+    n = size if isinstance(size, Value) else g.const(size, dtype=torch.int64)
+    v = cast(g, v, torch.int64)
+    v = g.op("Where", g.op("Less", v, g.const(0, dtype=torch.int64)), g.op("Add", v, n), v)
+    return g.op("Min", g.op("Max", v, g.const(0, dtype=torch.int64)), n)
+
+
+@register("aten::slice_scatter.default")
+def aten_slice_scatter(g, self, src, dim=0, start=None, end=None, step=1):
+    """slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor"""
+    return slice_scatter(g, self, src, dim, start, end, step)
+
+
+@register("aten::select_scatter.default")
+def aten_select_scatter(g, self, src, dim, index):
+    """select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor"""
+    dim = norm_dim(dim, self.rank)
+    row = unsqueeze_static(g, cast(g, src, self.dtype), dim)
+    if dim == 0:
+        # One ScatterND row: the loop pattern y[i] += f(y[i]) costs one node per write.
+        if isinstance(index, Value):
+            idx = g.op("Reshape", cast(g, index, torch.int64), g.const([1, 1], dtype=torch.int64))
+        else:
+            idx = g.const([[index]], dtype=torch.int64)
+        return g.op("ScatterND", self, idx, row)
+    size = self.shape[dim] if self.shape is not None else None
+    if isinstance(index, int) and isinstance(size, int):
+        index = index % size
+        return slice_scatter(g, self, row, dim, index, index + 1, 1)
+    rows = g.op("Reshape", cast(g, index, torch.int64) if isinstance(index, Value) else g.const(index, dtype=torch.int64),
+                g.const([1], dtype=torch.int64))
+    return index_along(g, self, dim, rows, row, reduction=None)
+
+
+def strided_positions(shape: list[int], size: list[int], stride: list[int], offset: int) -> torch.Tensor:
+    """Flat positions in a contiguous tensor of `shape` that as_strided(size, stride, offset) reads."""
+    positions = torch.as_strided(torch.arange(math.prod(shape)), size, stride, offset)
+    return positions.reshape(-1, 1)
+
+
+def scatter_flat(g: GraphBuilder, self: Value, src: Value, positions: torch.Tensor) -> Value:
+    shape = list(self.shape)
+    flat = g.op("Reshape", self, g.const([-1], dtype=torch.int64))
+    updates = g.op("Reshape", cast(g, src, self.dtype), g.const([-1], dtype=torch.int64))
+    out = g.op("ScatterND", flat, g.const(positions), updates)
+    return g.op("Reshape", out, g.const(shape, dtype=torch.int64))
+
+
+@register("aten::as_strided_scatter.default")
+def aten_as_strided_scatter(g, self, src, size, stride, storage_offset=None):
+    """as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor"""
+    if not self.is_static or not all(isinstance(v, int) for v in [*size, *stride, storage_offset or 0]):
+        raise NotImplementedError("as_strided_scatter needs static shapes, sizes and strides")
+    return scatter_flat(g, self, src, strided_positions(list(self.shape), list(size), list(stride), storage_offset or 0))
+
+
+@register("aten::diagonal_scatter.default")
+def aten_diagonal_scatter(g, self, src, offset=0, dim1=0, dim2=1):
+    """diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor"""
+    if not self.is_static:
+        raise NotImplementedError("diagonal_scatter needs static shapes")
+    shape = list(self.shape)
+    positions = torch.arange(math.prod(shape)).reshape(shape).diagonal(offset, dim1, dim2).reshape(-1, 1)
+    return scatter_flat(g, self, src, positions)

@@ -1,0 +1,36 @@
+"""Base opset, copies and Python scalars: copy (what copy_ becomes), item, math.trunc on SymFloats."""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import torch
+
+from aten2onnx import registry
+from aten2onnx.exporter.builder import Value
+from aten2onnx.symbolic._helpers import cast
+
+register = functools.partial(registry.register, opset=9)
+
+
+@register("aten::copy.default")
+def aten_copy(g, self, src, non_blocking=False):
+    """copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor"""
+    value = cast(g, src, self.dtype)
+    if self.shape is not None and value.shape == self.shape:
+        return value
+    return g.op("Expand", value, g.const(list(self.shape), dtype=torch.int64) if self.is_static else g.op("Shape", self))
+
+
+@register("aten::item.default", "aten::_local_scalar_dense.default")
+def aten_item(g, self):
+    """item(Tensor self) -> Scalar"""
+    return self if self.rank == 0 else g.op("Reshape", self, g.const([], dtype=torch.int64))
+
+
+@register("math::trunc")
+def py_trunc(g, x):
+    if not isinstance(x, Value):
+        return math.trunc(x)
+    return cast(g, x, torch.int64)  # a float-to-int Cast truncates toward zero, as math.trunc does
