@@ -6,7 +6,7 @@ import torch
 import aten2onnx
 from aten2onnx.errors import RegistrationError
 from aten2onnx.registry import REGISTRY, Registry, bind, functional_twin, overload_key
-from aten2onnx.registry._schema import check_signature, resolve_overload
+from aten2onnx.registry._schema import check_signature, is_python_key, resolve_overload
 
 
 def h9(g, self):
@@ -73,7 +73,7 @@ def test_every_builtin_handler_matches_its_schema():
     table = REGISTRY.builtin_handlers()
     assert len(table) > 100
     for key, handlers in table.items():
-        if key.startswith("_operator::"):
+        if is_python_key(key):  # Python operators on SymInts have no schema
             continue
         schema = resolve_overload(key)._schema
         for handler in handlers.values():
