@@ -195,14 +195,14 @@ def aten_slice_scatter(g, self, src, dim=0, start=None, end=None, step=1):
 def aten_select_scatter(g, self, src, dim, index):
     """select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor"""
     dim = norm_dim(dim, self.rank)
-    row = unsqueeze_static(g, cast(g, src, self.dtype), dim)
     if dim == 0:
-        # One ScatterND row: the loop pattern y[i] += f(y[i]) costs one node per write.
+        # A [1] index makes ScatterND write one row taken as it is: y[i] += f(y[i]) is one node.
         if isinstance(index, Value):
-            idx = g.op("Reshape", cast(g, index, torch.int64), g.const([1, 1], dtype=torch.int64))
+            idx = g.op("Reshape", cast(g, index, torch.int64), g.const([1], dtype=torch.int64))
         else:
-            idx = g.const([[index]], dtype=torch.int64)
-        return g.op("ScatterND", self, idx, row)
+            idx = g.const([index], dtype=torch.int64)
+        return g.op("ScatterND", self, idx, cast(g, src, self.dtype))
+    row = unsqueeze_static(g, cast(g, src, self.dtype), dim)
     size = self.shape[dim] if self.shape is not None else None
     if isinstance(index, int) and isinstance(size, int):
         index = index % size
