@@ -201,8 +201,10 @@ class GraphBuilder:
         self.meta = meta
 
     def fresh_name(self, hint: str | None = None) -> str:
+        """A unique name: `hint` if free, else hint.N. Without a hint, an intermediate of the FX
+        node being translated, `<node>.N`: the bare node name is kept for its result."""
         base = hint or self._scope
-        name = base
+        name = base if hint is not None else f"{base}.{next(self._counter)}"
         while name in self._names:
             name = f"{base}.{next(self._counter)}"
         self._names.add(name)

@@ -28,10 +28,11 @@ class SessionContext:
     """What a kernel may need beyond its attributes: the device, and subgraph compilation."""
 
     def __init__(self, device: torch.device, opsets: dict[str, int], allowed_aten_namespaces: tuple[str, ...],
-                 compile_graph=None) -> None:
+                 compile_graph=None, fuse: bool = False) -> None:
         self.device = device
         self.opsets = opsets
         self.allowed_aten_namespaces = allowed_aten_namespaces
+        self.fuse = fuse
         self.compile_graph = compile_graph  # (GraphProto, outer names) -> runner; set by the session
 
 

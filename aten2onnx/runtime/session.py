@@ -12,6 +12,7 @@ import onnx
 import torch
 
 from aten2onnx.errors import InvalidInputError, InvalidModelError, KernelError, RunError
+from aten2onnx.runtime.optimize import DOMAIN as FUSED_DOMAIN, fuse_exported_ops
 from aten2onnx.runtime.kernel import (Kernel, SessionContext, decode_attribute, find_kernel, from_numpy, kernel_versions,
                                       runs_schema, runtime_dtype, tensor_from_proto)
 
@@ -98,7 +99,10 @@ class GraphRunner:
             self._initial[slot] = tensor.to(ctx.device) if ctx.device.type != "cpu" else tensor
         self._input_slots = [self._new_slot(name) for name in self.input_names]
         self._outer_slots = [(name, self._new_slot(name)) for name in outer_names if name not in self._slot]
-        self.steps = [self._plan_node(node) for node in self._ordered(graph)]
+        nodes = list(graph.node)
+        if ctx.fuse:
+            nodes = fuse_exported_ops(nodes, set(self.output_names), {i.name for i in graph.initializer})
+        self.steps = [self._plan_node(node) for node in self._ordered(graph, nodes)]
         missing = [name for name in self.output_names if name not in self._slot]
         if missing:
             raise InvalidModelError(f"graph outputs {missing} are produced by no node, input or initializer")
@@ -113,10 +117,9 @@ class GraphRunner:
             self._initial.append(None)
         return slot
 
-    def _ordered(self, graph: onnx.GraphProto) -> list[onnx.NodeProto]:
+    def _ordered(self, graph: onnx.GraphProto, nodes: list[onnx.NodeProto]) -> list[onnx.NodeProto]:
         """Nodes in an order where each reads only what is already defined (Kahn's algorithm)."""
         available = set(self._slot)
-        nodes = list(graph.node)
         order: list[onnx.NodeProto] = []
         pending = nodes
         while pending:
@@ -252,7 +255,7 @@ class InferenceSession:
     """
 
     def __init__(self, model: str | os.PathLike | bytes | onnx.ModelProto, *, device: str | torch.device = "cpu",
-                 allowed_aten_namespaces: Sequence[str] = ("aten",)) -> None:
+                 allowed_aten_namespaces: Sequence[str] = ("aten",), fuse: bool = True) -> None:
         from aten2onnx.runtime import ops  # noqa: F401  (registers the kernels)
 
         proto, base_dir = _load(model)
@@ -266,7 +269,8 @@ class InferenceSession:
         # domain then finds no opset and is refused when planned.
         if opsets.get("", 0) > MAX_OPSET:
             raise InvalidModelError(f"the model's opset {opsets['']} is newer than the newest this runtime runs, {MAX_OPSET}")
-        self._ctx = SessionContext(self.device, opsets, tuple(allowed_aten_namespaces))
+        # fuse: run node groups that aten2onnx exported for one ATen op (gelu, silu) as that op again.
+        self._ctx = SessionContext(self.device, {**opsets, FUSED_DOMAIN: 1}, tuple(allowed_aten_namespaces), fuse=fuse)
         self._ctx.compile_graph = lambda graph, outer=(): GraphRunner(graph, self._ctx, outer_names=outer, base_dir=base_dir)
         initializers = {i.name for i in proto.graph.initializer}
         self._inputs = [_node_arg(i) for i in proto.graph.input if i.name not in initializers]

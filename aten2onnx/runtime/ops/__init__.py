@@ -12,6 +12,7 @@ from aten2onnx.runtime.ops import (
     creation,
     detection,
     elementwise,
+    fused,
     indexing,
     linalg,
     logical,
@@ -32,6 +33,6 @@ from aten2onnx.runtime.ops import (
 # silently runs an older version's semantics. (The exporter's own limit lives in aten2onnx.symbolic.)
 MAX_OPSET = onnx.defs.onnx_opset_version()
 
-for _module in (activation, aten, attention, cast, control_flow, creation, detection, elementwise, indexing, linalg,
+for _module in (activation, aten, attention, cast, control_flow, creation, detection, elementwise, fused, indexing, linalg,
                 logical, nn, quantize, random, reduction, resize, rnn, sequence, shape, signal, strings):
     register_kernels(_module.KERNELS)

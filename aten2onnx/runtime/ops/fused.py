@@ -1,0 +1,29 @@
+"""Kernels of the internal domain aten2onnx.fused: ATen ops the exporter decomposed, run whole
+again (see runtime/optimize.py)."""
+
+from __future__ import annotations
+
+import torch.nn.functional as F
+
+from aten2onnx.runtime.kernel import Kernel
+from aten2onnx.runtime.optimize import DOMAIN
+
+
+class Gelu(Kernel):
+    domain, op_type, since_version = DOMAIN, "Gelu", 1
+
+    def setup(self, approximate: str = "none") -> None:
+        self.approximate = approximate
+
+    def run(self, x):
+        return (F.gelu(x, approximate=self.approximate),)
+
+
+class Silu(Kernel):
+    domain, op_type, since_version = DOMAIN, "Silu", 1
+
+    def run(self, x):
+        return (F.silu(x),)
+
+
+KERNELS = (Gelu, Silu)

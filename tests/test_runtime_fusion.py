@@ -1,0 +1,61 @@
+"""The runtime runs node groups the exporter made from one ATen op (gelu, silu) as that op again:
+bitwise eager's result; other nodes, a user's own decomposition included, are left alone."""
+
+import math
+
+import pytest
+import torch
+
+import aten2onnx
+from aten2onnx.runtime import InferenceSession
+
+
+class Activations(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(16, 16)
+
+    def forward(self, x):
+        y = torch.nn.functional.gelu(self.linear(x)) + torch.nn.functional.gelu(x, approximate="tanh")
+        return torch.nn.functional.silu(y)
+
+
+def manual_gelu(x):
+    return 0.5 * x * (1 + torch.erf(x / math.sqrt(2)))  # the same math, written by hand
+
+
+def kernels(session: InferenceSession) -> list[str]:
+    return [f"{s.node.domain}:{s.node.op_type}" if s.node.domain else s.node.op_type for s in session._runner.steps]
+
+
+@pytest.mark.parametrize("opset", [13, 17, 18])
+def test_exported_gelu_and_silu_run_as_one_kernel_bitwise_equal_to_eager(opset):
+    model = Activations().eval()
+    x = torch.randn(8, 16)
+    exported = aten2onnx.export(model, (x,), opset=opset)
+    session = InferenceSession(exported.model_proto)
+    assert kernels(session).count("aten2onnx.fused:Gelu") == 2
+    assert kernels(session).count("aten2onnx.fused:Silu") == 1
+    assert torch.equal(session.run_torch({"x": x})["output"], model(x))
+    unfused = InferenceSession(exported.model_proto, fuse=False)
+    assert not any(k.startswith("aten2onnx.fused") for k in kernels(unfused))
+    torch.testing.assert_close(unfused.run_torch({"x": x})["output"], model(x))
+
+
+def test_a_hand_written_decomposition_is_not_fused():
+    exported = aten2onnx.export(manual_gelu, (torch.randn(5),), opset=17)
+    session = InferenceSession(exported.model_proto)
+    assert "Erf" in kernels(session) and not any(k.startswith("aten2onnx.fused") for k in kernels(session))
+
+
+def test_a_group_whose_intermediate_escapes_is_not_fused():
+    import onnx
+
+    exported = aten2onnx.export(Activations().eval(), (torch.randn(2, 16),), opset=17)
+    model = onnx.ModelProto()
+    model.CopyFrom(exported.model_proto)
+    erf = next(n for n in model.graph.node if n.op_type == "Erf")
+    model.graph.output.append(onnx.helper.make_tensor_value_info(erf.output[0], onnx.TensorProto.FLOAT, None))
+    session = InferenceSession(model)
+    assert kernels(session).count("aten2onnx.fused:Gelu") == 1  # the exact gelu stays decomposed
+    assert "Erf" in kernels(session)
