@@ -54,9 +54,9 @@ def test_fallback_aten_exports_runnable_aten_nodes_and_warns():
 
 def test_fallback_encodes_lists_scalars_and_dtypes():
     def f(x, y):
-        z = torch.ops.aten.logcumsumexp.default(x, 1)  # int argument
-        w = torch.ops.aten.cummax.default(y, 0)[1]  # second output of a tuple
-        return z, w, torch.ops.aten.special_xlog1py.other_scalar(x, 2.5)
+        z = torch.ops.aten.polygamma.default(1, x)  # an int argument before the tensor
+        w = torch.ops.aten.mode.default(y, 0)[1]  # second output of a tuple
+        return z, w, torch.ops.aten.special_zeta.other_scalar(x.abs() + 1, 2.5)  # a float Scalar
 
     x, y = torch.randn(3, 5), torch.randn(3, 5)
     with warnings.catch_warnings():

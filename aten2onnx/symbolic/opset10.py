@@ -1,5 +1,5 @@
 """Opset 10: Slice takes its bounds as inputs and gains steps (so flip); Mod arrives (fmod, remainder);
-MaxPool gains dilations and ceil_mode; AveragePool gains ceil_mode."""
+MaxPool gains dilations and ceil_mode; AveragePool gains ceil_mode (pools: opset10_pool.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import torch
 from aten2onnx import registry
 from aten2onnx.symbolic import opset9_math as math9
 from aten2onnx.symbolic._helpers import norm_dim, norm_dims
-from aten2onnx.symbolic.opset9 import INT64_MAX, diff, is_full_slice, max_pool, pool_args, slice_axis
+from aten2onnx.symbolic.opset9 import INT64_MAX, diff, is_full_slice, max_pool, slice_axis
 
 register = functools.partial(registry.register, opset=10)
 
@@ -29,17 +29,6 @@ def aten_slice(g, self, dim=0, start=None, end=None, step=1):
 def aten_max_pool2d(g, self, kernel_size, stride=[], padding=[0, 0], dilation=[1, 1], ceil_mode=False):
     """max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor"""
     return max_pool(g, self, kernel_size, stride, padding, dilation, ceil_mode, 2, has_dilation_and_ceil=True)
-
-
-@register("aten::avg_pool2d.default")
-def aten_avg_pool2d(g, self, kernel_size, stride=[], padding=[0, 0], ceil_mode=False, count_include_pad=True,
-                    divisor_override=None):
-    """avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor"""
-    if divisor_override is not None:
-        raise NotImplementedError("avg_pool2d with divisor_override has no ONNX equivalent")
-    kernel, strides, pads = pool_args(kernel_size, stride, padding, 2)
-    return g.op("AveragePool", self, kernel_shape=kernel, strides=strides, pads=pads,
-                count_include_pad=int(count_include_pad), ceil_mode=int(ceil_mode))
 
 
 @register("aten::diff.default")

@@ -87,18 +87,26 @@ def broadcast_indices(g: GraphBuilder, indices: list[Value]) -> list[Value]:
     return [g.op("Add", idx, zero) for idx in indices]
 
 
-def advanced_index(g: GraphBuilder, self: Value, indices: list[Value | None]) -> Value:
-    """x[i0, i1, ...] with integer or boolean index tensors (None for a full dim), by GatherND."""
-    rank = self.rank
+def index_tensors(g: GraphBuilder, indices: list[Value | None]) -> list[Value | None]:
+    """Advanced-indexing arguments with masks expanded: a mask over k dims stands for k index
+    tensors, the coordinates of its true entries (one row of NonZero each)."""
     expanded: list[Value | None] = []
     for idx in indices:
         if idx is not None and idx.dtype in (torch.bool, torch.uint8):
-            # A mask over k dims stands for k index tensors: the coordinates of its true entries.
             coords = g.op("NonZero", cast(g, idx, torch.bool))
             for k in range(idx.rank):
-                expanded.append(g.op("Gather", coords, g.const(k, dtype=torch.int64), axis=0))
+                row = g.op("Gather", coords, g.const(k, dtype=torch.int64), axis=0)
+                row.shape = (None,)  # one coordinate per true element
+                expanded.append(row)
         else:
             expanded.append(idx)
+    return expanded
+
+
+def advanced_index(g: GraphBuilder, self: Value, indices: list[Value | None]) -> Value:
+    """x[i0, i1, ...] with integer or boolean index tensors (None for a full dim), by GatherND."""
+    rank = self.rank
+    expanded = index_tensors(g, indices)
     positions = [i for i, idx in enumerate(expanded) if idx is not None]
     if len(positions) == 1:
         return g.op("Gather", self, expanded[positions[0]], axis=positions[0])

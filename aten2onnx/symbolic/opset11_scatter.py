@@ -16,7 +16,7 @@ from aten2onnx import registry
 from aten2onnx.exporter.builder import GraphBuilder, Value
 from aten2onnx.symbolic._helpers import cast, norm_dim
 from aten2onnx.symbolic.opset9 import INT64_MAX, dim_size, unsqueeze_static
-from aten2onnx.symbolic.opset11 import broadcast_indices
+from aten2onnx.symbolic.opset11 import broadcast_indices, index_tensors
 
 register = functools.partial(registry.register, opset=11)
 
@@ -36,16 +36,7 @@ def index_put(g: GraphBuilder, self: Value, indices: list[Value | None], values:
             and indices[0].rank == self.rank and values.rank == 0:
         return g.op("Where", indices[0], cast(g, values, self.dtype), self)  # x[mask] = scalar
     rank = self.rank
-    expanded: list[Value | None] = []
-    for idx in indices:
-        if idx is not None and idx.dtype in (torch.bool, torch.uint8):
-            coords = g.op("NonZero", cast(g, idx, torch.bool))
-            for k in range(idx.rank):
-                row = g.op("Gather", coords, g.const(k, dtype=torch.int64), axis=0)
-                row.shape = (None,)  # one coordinate per true element
-                expanded.append(row)
-        else:
-            expanded.append(idx)
+    expanded = index_tensors(g, indices)
     positions = [i for i, idx in enumerate(expanded) if idx is not None]
     rest = [i for i in range(rank) if i not in positions]
     perm = positions + rest

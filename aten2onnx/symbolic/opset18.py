@@ -8,6 +8,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.symbolic import opset9_reduce as reduction
+from aten2onnx.symbolic import opset11_sort as sort11
 from aten2onnx.symbolic._helpers import AXES18
 from aten2onnx.symbolic._helpers import cast, norm_dim, norm_dims, promote, reduce
 
@@ -258,3 +259,9 @@ def aten_count_nonzero_dims(g, self, dim):
 def aten_bitwise_xor(g, self, other):
     """__xor__.Tensor(Tensor self, Tensor other) -> Tensor"""
     return bitwise(g, "Xor", "BitwiseXor", self, other)
+
+
+@register("aten::cumprod.default")
+def aten_cumprod(g, self, dim, *, dtype=None):
+    """cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor"""
+    return sort11.cumprod(g, self, dim, dtype, axes_as_input=True)

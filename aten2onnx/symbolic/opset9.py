@@ -35,11 +35,19 @@ SymInt = int | Value
 # -- shared pieces used by several handlers (and by later opset modules) ------------------------------
 
 
-def binary(g: GraphBuilder, op_type: str, self: Value, other, alpha=1) -> Value:
+SMALL_INTS = (torch.int8, torch.int16, torch.uint8)
+
+
+def binary(g: GraphBuilder, op_type: str, self: Value, other, alpha=1, *, small_ints: bool = False) -> Value:
+    """self <op> alpha * other. Add/Sub/Mul/Div take int8/int16/uint8 only from opset 14
+    (small_ints=True); before, they compute in int32 and cast back, wrapping as torch does."""
     self, other = promote(g, self, other)
+    dtype = self.dtype
+    if not small_ints and dtype in SMALL_INTS and op_type in ("Add", "Sub", "Mul", "Div"):
+        self, other = cast(g, self, torch.int32), cast(g, other, torch.int32)
     if alpha != 1:
         other = g.op("Mul", other, g.const(alpha, like=other))
-    return g.op(op_type, self, other)
+    return cast(g, g.op(op_type, self, other), dtype)
 
 
 def to_float(g: GraphBuilder, x: Value) -> Value:
@@ -86,6 +94,8 @@ def reshape(g: GraphBuilder, x: Value, shape: list[SymInt]) -> Value:
 
 def static_reshape(x: Value, shape: list[SymInt]) -> tuple[int, ...] | None:
     """The shape Reshape gives x, where it is known when the graph is built."""
+    if all(isinstance(s, int) and s > 0 for s in shape):
+        return tuple(shape)
     if not x.is_static or not all(isinstance(s, int) for s in shape):
         return None
     dims = [x.shape[i] if s == 0 else s for i, s in enumerate(shape)]
@@ -409,7 +419,16 @@ def aten_floor(g, self):
 @register("aten::relu.default")
 def aten_relu(g, self):
     """relu(Tensor self) -> Tensor"""
-    return g.op("Relu", self)
+    return relu(g, self)
+
+
+def relu(g: GraphBuilder, x: Value) -> Value:
+    """Relu takes integers only from opset 14, and onnxruntime has no int64 kernel for it even
+    there: integers select against 0 instead, at every opset."""
+    if x.dtype in FLOATS or x.dtype == torch.bfloat16:
+        return g.op("Relu", x)
+    zero = g.const(0, like=x)
+    return g.op("Where", g.op("Greater", x, zero), x, zero)
 
 
 @register("aten::silu.default")
@@ -971,19 +990,6 @@ def aten_layer_norm(g, input, normalized_shape, weight=None, bias=None, eps=1e-0
     return layer_norm_decomposed(g, input, axes, weight, bias, eps, reduce_axes_as_input=False)
 
 
-@register("aten::batch_norm.default")
-def aten_batch_norm(g, input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled):
-    """batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor"""
-    if training or running_mean is None:
-        raise NotImplementedError("batch_norm with batch statistics (training mode) is not exported; use eval mode")
-    channels = running_mean.shape[0]
-    if weight is None:
-        weight = g.const(torch.ones(channels, dtype=input.dtype))
-    if bias is None:
-        bias = g.const(torch.zeros(channels, dtype=input.dtype))
-    return g.op("BatchNormalization", input, weight, bias, running_mean, running_var, epsilon=float(eps))
-
-
 def conv(g: GraphBuilder, input: Value, weight: Value, bias, stride, padding, dilation, groups: int) -> Value:
     spatial = weight.rank - 2
     if input.rank == spatial + 1:  # an unbatched input: add the batch dim and drop it after
@@ -1084,6 +1090,10 @@ def aten_avg_pool2d(g, self, kernel_size, stride=[], padding=[0, 0], ceil_mode=F
 @register("aten::adaptive_avg_pool2d.default", "aten::adaptive_avg_pool1d.default")
 def aten_adaptive_avg_pool(g, self, output_size):
     """adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor"""
+    if self.rank == len(output_size) + 1:
+        from aten2onnx.symbolic.opset9_nn import adaptive_avg
+
+        return adaptive_avg(g, self, list(output_size))
     if all(s == 1 for s in output_size):
         return g.op("GlobalAveragePool", self)
     spatial = list(self.shape[-len(output_size):])

@@ -182,8 +182,13 @@ def adaptive_avg(g, x, output_size):
     """Adaptive average pooling, by the same separable matrices."""
     spatial = len(output_size)
     pool = {1: F.adaptive_avg_pool1d, 2: F.adaptive_avg_pool2d, 3: F.adaptive_avg_pool3d}[spatial]
-    if x.rank == spatial + 1:
-        raise NotImplementedError("unbatched adaptive pooling")
+    if x.rank == spatial + 1:  # unbatched: pool a batch of one
+        if not x.is_static:
+            raise NotImplementedError("unbatched adaptive pooling of dynamic shape")
+        one = g.op("Reshape", x, g.const([1] + list(x.shape), dtype=torch.int64))
+        one.shape = (1,) + tuple(x.shape)
+        out = adaptive_avg(g, one, output_size)
+        return g.op("Reshape", out, g.const(list(x.shape[:1]) + list(output_size), dtype=torch.int64))
     return separable(g, x, lambda b, size: pool(b, size),
                      lambda k: ([s if j == k else 1 for j, s in enumerate(output_size)],))
 

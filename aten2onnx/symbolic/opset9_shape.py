@@ -16,9 +16,6 @@ from aten2onnx.symbolic.opset9 import (
     aten_cat,
     aten_expand,
     aten_permute,
-    aten_squeeze,
-    aten_squeeze_dim,
-    aten_squeeze_dims,
     aten_stack,
     aten_transpose,
     aten_unbind,
@@ -617,7 +614,7 @@ def aten_baddbmm(g, self, batch1, batch2, *, beta=1, alpha=1):
 @register("aten::addbmm.default")
 def aten_addbmm(g, self, batch1, batch2, *, beta=1, alpha=1):
     """addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor"""
-    b, n, m = batch1.shape[0], batch1.shape[1], batch2.shape[2]
+    n, m = batch1.shape[1], batch2.shape[2]
     product = matmul(g, reshape(g, aten_permute(g, batch1, [1, 0, 2]), [n, -1]),
                      reshape(g, batch2, [-1, m]))
     return scaled_add(g, self, product, beta, alpha)

@@ -1,0 +1,324 @@
+"""Opset-9 base, loss functions: elementwise losses reduced over all elements (no axes, so the same
+at every opset), NLL and cross entropy by a one-hot mask over the class axis, distance losses."""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+
+from aten2onnx import registry
+from aten2onnx.exporter.builder import GraphBuilder, Value
+from aten2onnx.symbolic._helpers import cast, promote
+from aten2onnx.symbolic.opset9 import reshape, softmax, to_float
+from aten2onnx.symbolic.opset9_norm import axis_sum, static_shape
+
+register = functools.partial(registry.register, opset=9)
+
+NONE, MEAN, SUM = 0, 1, 2
+
+
+def reduced(g: GraphBuilder, loss: Value, reduction: int) -> Value:
+    if reduction == NONE or loss.rank == 0:
+        return loss
+    return g.op("ReduceMean" if reduction == MEAN else "ReduceSum", loss, keepdims=0)
+
+
+def c(g: GraphBuilder, value: float, like: Value) -> Value:
+    return g.const(value, like=like)
+
+
+def relu(g: GraphBuilder, x: Value) -> Value:
+    return g.op("Max", x, c(g, 0.0, x))
+
+
+@register("aten::mse_loss.default")
+def aten_mse_loss(g, self, target, reduction=1):
+    """mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor"""
+    d = g.op("Sub", *promote(g, self, target))
+    return reduced(g, g.op("Mul", d, d), reduction)
+
+
+@register("aten::l1_loss.default")
+def aten_l1_loss(g, self, target, reduction=1):
+    """l1_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor"""
+    return reduced(g, g.op("Abs", g.op("Sub", *promote(g, self, target))), reduction)
+
+
+def smooth(g: GraphBuilder, self: Value, target: Value, beta: float, *, huber: bool) -> Value:
+    """Quadratic below beta, linear above: smooth L1 divides by beta, Huber scales the linear part."""
+    d = g.op("Abs", g.op("Sub", *promote(g, self, target)))
+    if beta == 0:
+        return d
+    quad = g.op("Mul", g.op("Mul", d, d), c(g, 0.5 if huber else 0.5 / beta, d))
+    lin = g.op("Sub", d, c(g, 0.5 * beta, d))
+    if huber:
+        lin = g.op("Mul", lin, c(g, beta, d))
+    return g.op("Where", g.op("Less", d, c(g, beta, d)), quad, lin)
+
+
+@register("aten::smooth_l1_loss.default")
+def aten_smooth_l1_loss(g, self, target, reduction=1, beta=1.0):
+    """smooth_l1_loss(Tensor self, Tensor target, int reduction=Mean, float beta=1.) -> Tensor"""
+    return reduced(g, smooth(g, self, target, beta, huber=False), reduction)
+
+
+@register("aten::huber_loss.default")
+def aten_huber_loss(g, self, target, reduction=1, delta=1.0):
+    """huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.) -> Tensor"""
+    return reduced(g, smooth(g, self, target, delta, huber=True), reduction)
+
+
+@register("aten::binary_cross_entropy.default")
+def aten_binary_cross_entropy(g, self, target, weight=None, reduction=1):
+    """binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor"""
+    x, t = promote(g, self, target)
+    # torch clamps the logs at -100 so that 0 and 1 give finite losses
+    log_x = g.op("Max", g.op("Log", x), c(g, -100.0, x))
+    log_1mx = g.op("Max", g.op("Log", g.op("Sub", c(g, 1.0, x), x)), c(g, -100.0, x))
+    loss = g.op("Neg", g.op("Add", g.op("Mul", t, log_x), g.op("Mul", g.op("Sub", c(g, 1.0, t), t), log_1mx)))
+    if weight is not None:
+        loss = g.op("Mul", loss, cast(g, weight, loss.dtype))
+    return reduced(g, loss, reduction)
+
+
+@register("aten::binary_cross_entropy_with_logits.default")
+def aten_binary_cross_entropy_with_logits(g, self, target, weight=None, pos_weight=None, reduction=1):
+    """binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor"""
+    x, t = promote(g, self, target)
+    sp = softplus(g, g.op("Neg", x))  # -log(sigmoid(x)), without overflow
+    one_minus_t = g.op("Sub", c(g, 1.0, t), t)
+    if pos_weight is not None:
+        lw = g.op("Add", g.op("Mul", g.op("Sub", cast(g, pos_weight, x.dtype), c(g, 1.0, x)), t), c(g, 1.0, x))
+        sp = g.op("Mul", lw, sp)
+    loss = g.op("Add", g.op("Mul", one_minus_t, x), sp)
+    if weight is not None:
+        loss = g.op("Mul", loss, cast(g, weight, loss.dtype))
+    return reduced(g, loss, reduction)
+
+
+def softplus(g: GraphBuilder, x: Value) -> Value:
+    """log(1 + exp(x)) without overflow: max(x, 0) + log(1 + exp(-|x|))."""
+    return g.op("Add", relu(g, x), g.op("Log", g.op("Add", c(g, 1.0, x), g.op("Exp", g.op("Neg", g.op("Abs", x))))))
+
+
+@register("aten::soft_margin_loss.default")
+def aten_soft_margin_loss(g, self, target, reduction=1):
+    """soft_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor"""
+    x, t = promote(g, self, target)
+    return reduced(g, softplus(g, g.op("Neg", g.op("Mul", x, t))), reduction)
+
+
+@register("aten::hinge_embedding_loss.default")
+def aten_hinge_embedding_loss(g, self, target, margin=1.0, reduction=1):
+    """hinge_embedding_loss(Tensor self, Tensor target, float margin=1., int reduction=Mean) -> Tensor"""
+    x, t = promote(g, self, target)
+    zero = c(g, 0.0, x)
+    margin_part = g.op("Where", equal(g, t, 1.0), zero, relu(g, g.op("Sub", c(g, margin, x), x)))
+    self_part = g.op("Where", equal(g, t, -1.0), zero, x)
+    return reduced(g, g.op("Add", margin_part, self_part), reduction)
+
+
+def equal(g: GraphBuilder, x: Value, value: float) -> Value:
+    """x == value for floats, by comparisons every opset takes."""
+    v = c(g, value, x)
+    return g.op("Not", g.op("Or", g.op("Less", x, v), g.op("Greater", x, v)))
+
+
+@register("aten::margin_ranking_loss.default")
+def aten_margin_ranking_loss(g, input1, input2, target, margin=0.0, reduction=1):
+    """margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin=0., int reduction=Mean) -> Tensor"""
+    a, b, t = promote(g, input1, input2, target)
+    return reduced(g, relu(g, g.op("Add", g.op("Mul", g.op("Neg", t), g.op("Sub", a, b)), c(g, margin, a))), reduction)
+
+
+@register("aten::kl_div.default")
+def aten_kl_div(g, self, target, reduction=1, *, log_target=False):
+    """kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor"""
+    x, t = promote(g, self, target)
+    if log_target:
+        loss = g.op("Mul", g.op("Exp", t), g.op("Sub", t, x))
+    else:
+        t_log_t = g.op("Where", equal(g, t, 0.0), c(g, 0.0, t), g.op("Mul", t, g.op("Log", t)))
+        loss = g.op("Sub", t_log_t, g.op("Mul", t, x))
+    return reduced(g, loss, reduction)
+
+
+@register("aten::poisson_nll_loss.default")
+def aten_poisson_nll_loss(g, input, target, log_input, full, eps, reduction):
+    """poisson_nll_loss(Tensor input, Tensor target, bool log_input, bool full, float eps, int reduction) -> Tensor"""
+    x, t = promote(g, to_float(g, input), target)
+    if log_input:
+        loss = g.op("Sub", g.op("Exp", x), g.op("Mul", t, x))
+    else:
+        loss = g.op("Sub", x, g.op("Mul", t, g.op("Log", g.op("Add", x, c(g, eps, x)))))
+    if full:
+        two_pi_t = g.op("Mul", t, c(g, 2 * torch.pi, t))
+        stirling = g.op("Add", g.op("Sub", g.op("Mul", t, g.op("Log", t)), t),
+                        g.op("Mul", c(g, 0.5, t), g.op("Log", two_pi_t)))
+        loss = g.op("Add", loss, g.op("Where", g.op("Greater", t, c(g, 1.0, t)), stirling, c(g, 0.0, t)))
+    return reduced(g, loss, reduction)
+
+
+def row_norm(g: GraphBuilder, x: Value, p: float, eps: float, keepdim: bool = False) -> Value:
+    """The p-norm over the last dim of x + eps (pairwise_distance's convention)."""
+    d = g.op("Abs", g.op("Add", x, c(g, eps, x))) if eps else g.op("Abs", x)
+    if p == 2:
+        return g.op("Sqrt", axis_sum(g, g.op("Mul", d, d), -1, keepdim=keepdim))
+    if p == 1:
+        return axis_sum(g, d, -1, keepdim=keepdim)
+    if p == float("inf"):
+        raise NotImplementedError("pairwise distance with p=inf is not exported")
+    if p == 0:
+        nz = cast(g, g.op("Not", cast(g, cast(g, d, torch.bool), torch.bool)), d.dtype)
+        return g.op("Sub", c(g, float(static_shape(d, "norm")[-1]), d), axis_sum(g, nz, -1, keepdim=keepdim))
+    s = axis_sum(g, g.op("Pow", d, c(g, p, d)), -1, keepdim=keepdim)
+    return g.op("Pow", s, c(g, 1.0 / p, s))
+
+
+def pairwise_distance(g: GraphBuilder, x1: Value, x2: Value, p: float, eps: float, keepdim: bool) -> Value:
+    a, b = promote(g, x1, x2)
+    diff = g.op("Sub", a, b)
+    rank = max(a.rank, b.rank)
+    if rank == 0 or diff.shape is None:
+        raise NotImplementedError("pairwise_distance needs known shapes")
+    # torch reduces over the last dim of the broadcast inputs, keeping 1-D inputs as one row
+    return row_norm(g, diff, p, eps, keepdim)
+
+
+@register("aten::pairwise_distance.default")
+def aten_pairwise_distance(g, x1, x2, p=2.0, eps=1e-06, keepdim=False):
+    """pairwise_distance(Tensor x1, Tensor x2, float p=2., float eps=1e-06, bool keepdim=False) -> Tensor"""
+    return pairwise_distance(g, x1, x2, p, eps, keepdim)
+
+
+@register("aten::triplet_margin_loss.default")
+def aten_triplet_margin_loss(g, anchor, positive, negative, margin=1.0, p=2.0, eps=1e-06, swap=False, reduction=1):
+    """triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1., float p=2., float eps=1e-06, bool swap=False, int reduction=Mean) -> Tensor"""
+    d_pos = pairwise_distance(g, anchor, positive, p, eps, False)
+    d_neg = pairwise_distance(g, anchor, negative, p, eps, False)
+    if swap:
+        d_neg = g.op("Min", d_neg, pairwise_distance(g, positive, negative, p, eps, False))
+    return reduced(g, relu(g, g.op("Add", g.op("Sub", d_pos, d_neg), c(g, margin, d_pos))), reduction)
+
+
+@register("aten::cosine_embedding_loss.default")
+def aten_cosine_embedding_loss(g, input1, input2, target, margin=0.0, reduction=1):
+    """cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0., int reduction=Mean) -> Tensor"""
+    a, b = promote(g, input1, input2)
+    t = cast(g, target, a.dtype)
+    eps = 1e-12
+    prod = axis_sum(g, g.op("Mul", a, b), -1, keepdim=False)
+    mag = g.op("Mul", g.op("Add", axis_sum(g, g.op("Mul", a, a), -1, keepdim=False), c(g, eps, a)),
+               g.op("Add", axis_sum(g, g.op("Mul", b, b), -1, keepdim=False), c(g, eps, a)))
+    cos = g.op("Div", prod, g.op("Sqrt", mag))
+    zero = c(g, 0.0, a)
+    pos = g.op("Where", equal(g, t, 1.0), g.op("Sub", c(g, 1.0, a), cos), zero)
+    neg = g.op("Where", equal(g, t, -1.0), relu(g, g.op("Sub", cos, c(g, margin, a))), zero)
+    return reduced(g, g.op("Add", pos, neg), reduction)
+
+
+@register("aten::cosine_similarity.default")
+def aten_cosine_similarity(g, x1, x2, dim=1, eps=1e-08):
+    """cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor"""
+    a, b = promote(g, x1, x2)
+    ones = g.op("Add", g.op("Mul", a, c(g, 0.0, a)), g.op("Mul", b, c(g, 0.0, b)))
+    a, b = g.op("Add", a, ones), g.op("Add", b, ones)  # broadcast both to one shape
+    shape = static_shape(a, "cosine_similarity") if a.is_static else None
+    a.shape = b.shape = shape
+    # torch normalizes each input by max(||x||, eps) before the dot product
+    na = g.op("Max", g.op("Sqrt", axis_sum(g, g.op("Mul", a, a), dim, keepdim=True)), c(g, eps, a))
+    nb = g.op("Max", g.op("Sqrt", axis_sum(g, g.op("Mul", b, b), dim, keepdim=True)), c(g, eps, a))
+    prod = g.op("Mul", g.op("Div", a, na), g.op("Div", b, nb))
+    prod.shape = shape
+    return axis_sum(g, prod, dim, keepdim=False)
+
+
+# -- NLL and cross entropy: a one-hot mask over the class axis ----------------------------------------------
+
+
+def class_last(g: GraphBuilder, x: Value) -> Value:
+    """[N, C, d...] -> [N, d..., C]; [C] stays."""
+    if x.rank <= 2:
+        return x
+    perm = [0] + list(range(2, x.rank)) + [1]
+    out = g.op("Transpose", x, perm=perm)
+    out.shape = tuple(x.shape[d] for d in perm)
+    return out
+
+
+def one_hot_of(g: GraphBuilder, target: Value, classes: int) -> Value:
+    """[...] int targets -> [..., C] bool."""
+    t = reshape(g, target, list(static_shape(target, "nll_loss")) + [1])
+    return g.op("Equal", cast(g, t, torch.int64), g.const(list(range(classes)), dtype=torch.int64))
+
+
+def nll(g: GraphBuilder, logp: Value, target: Value, weight, reduction: int, ignore_index: int,
+        smoothing: float = 0.0) -> Value:
+    """NLL of log-probabilities logp [N, C, d...] (or [C]) at int targets; with label smoothing,
+    the cross-entropy variant. Returns the loss, or (loss, per-element weight) unless reduced by mean."""
+    if logp.rank == 1:  # unbatched: one row, and a 0-d loss when unreduced
+        logp, target = reshape(g, logp, [1, logp.shape[0]]), reshape(g, target, [1])
+        if reduction == NONE:
+            loss, w_t = nll(g, logp, target, weight, reduction, ignore_index, smoothing)
+            return reshape(g, loss, []), w_t
+    x = class_last(g, logp)
+    classes = static_shape(x, "nll_loss")[-1]
+    hot = one_hot_of(g, target, classes)
+    zero = c(g, 0.0, x)
+    w = cast(g, weight, x.dtype) if weight is not None else g.const(torch.ones(classes, dtype=x.dtype))
+    valid = g.op("Not", g.op("Equal", cast(g, target, torch.int64), g.const(ignore_index, dtype=torch.int64)))
+    w_hot = g.op("Where", hot, g.op("Add", w, g.op("Mul", x, zero)), zero)
+    w_hot.shape = x.shape
+    w_t = g.op("Where", valid, axis_sum(g, w_hot, -1, keepdim=False), zero)
+    picked = g.op("Where", hot, x, zero)
+    picked.shape = x.shape
+    loss = g.op("Neg", g.op("Mul", axis_sum(g, picked, -1, keepdim=False), w_t))
+    if smoothing:
+        wx = g.op("Mul", x, w)
+        wx.shape = x.shape
+        smooth_loss = g.op("Where", valid, g.op("Neg", axis_sum(g, wx, -1, keepdim=False)), zero)
+        loss = g.op("Add", g.op("Mul", loss, c(g, 1.0 - smoothing, x)),
+                    g.op("Mul", smooth_loss, c(g, smoothing / classes, x)))
+    if reduction == MEAN:
+        return g.op("Div", g.op("ReduceSum", loss, keepdims=0), g.op("ReduceSum", w_t, keepdims=0))
+    return reduced(g, loss, reduction), w_t
+
+
+@register("aten::nll_loss_nd.default", "aten::nll_loss.default")
+def aten_nll_loss_nd(g, self, target, weight=None, reduction=1, ignore_index=-100):
+    """nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor"""
+    result = nll(g, self, target, weight, reduction, ignore_index)
+    return result if reduction == MEAN else result[0]
+
+
+@register("aten::cross_entropy_loss.default")
+def aten_cross_entropy_loss(g, self, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
+    """cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.) -> Tensor"""
+    x = to_float(g, self)
+    class_dim = 0 if x.rank == 1 else 1
+    logp = softmax(g, "LogSoftmax", x, class_dim, any_axis=False)
+    logp.shape = x.shape
+    if target.dtype.is_floating_point:
+        return soft_cross_entropy(g, logp, target, weight, reduction, label_smoothing)
+    result = nll(g, logp, target, weight, reduction, ignore_index, label_smoothing)
+    return result if reduction == MEAN else result[0]
+
+
+def soft_cross_entropy(g: GraphBuilder, logp: Value, target: Value, weight, reduction: int,
+                       smoothing: float) -> Value:
+    """Cross entropy against class probabilities."""
+    classes = static_shape(logp, "cross_entropy")[0 if logp.rank == 1 else 1]
+    t = cast(g, target, logp.dtype)
+    if smoothing:
+        t = g.op("Add", g.op("Mul", t, c(g, 1.0 - smoothing, t)), c(g, smoothing / classes, t))
+    x = class_last(g, logp)
+    prod = g.op("Mul", x, class_last(g, reshape(g, t, list(logp.shape))))
+    if weight is not None:
+        prod = g.op("Mul", prod, cast(g, weight, x.dtype))
+    prod.shape = x.shape
+    loss = g.op("Neg", axis_sum(g, prod, -1, keepdim=False))
+    if reduction == MEAN and logp.rank > 1:
+        batch = static_shape(logp, "cross_entropy")[0]
+        return g.op("Div", g.op("ReduceSum", loss, keepdims=0), c(g, float(batch), loss))
+    return reduced(g, loss, reduction)

@@ -1,0 +1,235 @@
+"""Opset-9 base, normalization with statistics: native layer/group/batch norm and their mean and
+rstd outputs, instance and RMS norm, batch norm in training mode. Axis sums are MatMuls with ones,
+which read the same at every opset (Reduce* changed their axes form at 13 and 18)."""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import torch
+
+from aten2onnx import registry
+from aten2onnx.exporter.builder import GraphBuilder, Value
+from aten2onnx.symbolic._helpers import cast, norm_dim
+from aten2onnx.symbolic.opset9 import fill, reshape
+
+register = functools.partial(registry.register, opset=9)
+
+
+def static_shape(x: Value, what: str) -> list[int]:
+    if not x.is_static:
+        raise NotImplementedError(f"{what} is exported for static shapes only")
+    return list(x.shape)
+
+
+def axis_sum(g: GraphBuilder, x: Value, axis: int, *, keepdim: bool, scale: float = 1.0) -> Value:
+    """scale * sum over one axis, by a MatMul with a column of `scale`s; x must be static."""
+    shape = static_shape(x, "this reduction")
+    axis = norm_dim(axis, len(shape))
+    n = shape[axis]
+    if axis != len(shape) - 1:
+        x = g.op("Transpose", x, perm=[d for d in range(len(shape)) if d != axis] + [axis])
+    out = g.op("MatMul", x, g.const(torch.full((n, 1), scale, dtype=x.dtype)))
+    kept = [1 if d == axis else s for d, s in enumerate(shape)] if keepdim else \
+        [s for d, s in enumerate(shape) if d != axis]
+    return reshape(g, out, kept)
+
+
+def axis_mean(g: GraphBuilder, x: Value, axis: int, *, keepdim: bool) -> Value:
+    n = static_shape(x, "mean")[norm_dim(axis, x.rank)]
+    return axis_sum(g, x, axis, keepdim=keepdim, scale=1.0 / max(n, 1))
+
+
+def moments(g: GraphBuilder, x2: Value, axis: int) -> tuple[Value, Value]:
+    """Mean and biased variance of a static x over one axis, both kept."""
+    mean = axis_mean(g, x2, axis, keepdim=True)
+    centered = g.op("Sub", x2, mean)
+    var = axis_mean(g, g.op("Mul", centered, centered), axis, keepdim=True)
+    return mean, var
+
+
+def rstd_of(g: GraphBuilder, var: Value, eps: float) -> Value:
+    return g.op("Reciprocal", g.op("Sqrt", g.op("Add", var, g.const(eps, like=var))))
+
+
+def affine(g: GraphBuilder, y: Value, weight, bias, channel_axis: int | None) -> Value:
+    """y * weight + bias, the parameters laid along channel_axis (None: trailing dims)."""
+    def laid(p: Value) -> Value:
+        if channel_axis is None:
+            return p
+        return reshape(g, p, [-1] + [1] * (y.rank - channel_axis - 1))
+    if weight is not None:
+        y = g.op("Mul", y, laid(cast(g, weight, y.dtype)))
+    if bias is not None:
+        y = g.op("Add", y, laid(cast(g, bias, y.dtype)))
+    return y
+
+
+def grouped_stats(g: GraphBuilder, x: Value, outer: list[int], eps: float) -> tuple[Value, Value, Value]:
+    """Normalize x over everything after its `outer` leading dims: (y, mean, rstd), the statistics
+    of shape [prod(outer), 1]."""
+    shape = static_shape(x, "normalization")
+    rows = math.prod(outer)
+    x2 = reshape(g, x, [rows, math.prod(shape) // max(rows, 1)])
+    mean, var = moments(g, x2, 1)
+    rstd = rstd_of(g, var, eps)
+    y = g.op("Mul", g.op("Sub", x2, mean), rstd)
+    return reshape(g, y, shape), mean, rstd
+
+
+@register("aten::native_layer_norm.default")
+def aten_native_layer_norm(g, input, normalized_shape, weight, bias, eps):
+    """native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)"""
+    shape = static_shape(input, "native_layer_norm")
+    lead = shape[:len(shape) - len(normalized_shape)]
+    y, mean, rstd = grouped_stats(g, input, lead, eps)
+    kept = lead + [1] * len(normalized_shape)
+    return affine(g, y, weight, bias, None), reshape(g, mean, kept), reshape(g, rstd, kept)
+
+
+@register("aten::rms_norm.default")
+def aten_rms_norm(g, input, normalized_shape, weight=None, eps=None):
+    """rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor"""
+    shape = static_shape(input, "rms_norm")
+    if eps is None:
+        eps = torch.finfo(input.dtype).eps
+    lead = shape[:len(shape) - len(normalized_shape)]
+    x2 = reshape(g, input, [math.prod(lead), -1])
+    ms = axis_mean(g, g.op("Mul", x2, x2), 1, keepdim=True)
+    y = reshape(g, g.op("Mul", x2, rstd_of(g, ms, eps)), shape)
+    return affine(g, y, weight, None, None)
+
+
+def group_norm(g: GraphBuilder, x: Value, groups: int, weight, bias, eps: float) -> tuple[Value, Value, Value]:
+    n = static_shape(x, "group_norm")[0]
+    y, mean, rstd = grouped_stats(g, x, [n, groups], eps)
+    return affine(g, y, weight, bias, 1), reshape(g, mean, [n, groups]), reshape(g, rstd, [n, groups])
+
+
+@register("aten::group_norm.default")
+def aten_group_norm(g, input, num_groups, weight=None, bias=None, eps=1e-05, cudnn_enabled=True):
+    """group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor"""
+    return group_norm(g, input, num_groups, weight, bias, eps)[0]
+
+
+@register("aten::native_group_norm.default")
+def aten_native_group_norm(g, input, weight, bias, N, C, HxW, group, eps):
+    """native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)"""
+    return group_norm(g, input, group, weight, bias, eps)
+
+
+def batch_stats(g: GraphBuilder, x: Value, eps: float) -> tuple[Value, Value, Value, int]:
+    """Statistics over every dim but the channel dim 1: (y, mean [C], biased var [C], count)."""
+    shape = static_shape(x, "batch_norm with batch statistics")
+    rank = len(shape)
+    perm = [d for d in range(rank) if d != 1] + [1]
+    moved = g.op("Transpose", x, perm=perm) if rank > 2 else x
+    count = math.prod(shape) // max(shape[1], 1)
+    x2 = reshape(g, moved, [count, shape[1]])
+    mean, var = moments(g, x2, 0)
+    y2 = g.op("Mul", g.op("Sub", x2, mean), rstd_of(g, var, eps))
+    y = reshape(g, y2, [shape[d] for d in perm])
+    if rank > 2:
+        y = g.op("Transpose", y, perm=[perm.index(d) for d in range(rank)])
+        y.shape = tuple(shape)
+    return y, reshape(g, mean, [shape[1]]), reshape(g, var, [shape[1]]), count
+
+
+def batch_norm_train(g: GraphBuilder, input: Value, weight, bias, eps: float) -> tuple[Value, Value, Value, Value, int]:
+    """(y, mean, invstd, biased var, count) with batch statistics."""
+    y, mean, var, count = batch_stats(g, input, eps)
+    return affine(g, y, weight, bias, 1), mean, rstd_of(g, var, eps), var, count
+
+
+def updated_running(g: GraphBuilder, running_mean: Value, running_var: Value, mean: Value, var: Value, count: int,
+                    momentum: float) -> tuple[Value, Value]:
+    """The running statistics after one training step; the running variance takes the unbiased one."""
+    keep = g.const(1.0 - momentum, like=running_mean)
+    step = g.const(momentum, like=running_mean)
+    unbiased = g.op("Mul", cast(g, var, running_var.dtype),
+                    g.const(count / max(count - 1, 1), like=running_var))
+    new_mean = g.op("Add", g.op("Mul", running_mean, keep), g.op("Mul", cast(g, mean, running_mean.dtype), step))
+    new_var = g.op("Add", g.op("Mul", running_var, keep), g.op("Mul", unbiased, step))
+    return new_mean, new_var
+
+
+def batch_norm_eval(g: GraphBuilder, input: Value, weight, bias, running_mean: Value, running_var: Value,
+                    eps: float) -> Value:
+    """(x - running_mean) / sqrt(running_var + eps) * weight + bias, by elementwise ops."""
+    def laid(p: Value) -> Value:
+        return reshape(g, cast(g, p, input.dtype), [-1] + [1] * (input.rank - 2))
+    y = g.op("Mul", g.op("Sub", input, laid(running_mean)), laid(rstd_of(g, running_var, eps)))
+    return affine(g, y, weight, bias, 1)
+
+
+def empty(g: GraphBuilder, dtype: torch.dtype) -> Value:
+    return fill(g, [0], 0, dtype)
+
+
+@register("aten::batch_norm.default")
+def aten_batch_norm(g, input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled):
+    """batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor"""
+    if training or running_mean is None:
+        # (the running statistics it updates in place are written back by functionalization, not here)
+        return batch_norm_train(g, input, weight, bias, eps)[0]
+    channels = running_mean.shape[0]
+    if weight is None:
+        weight = g.const(torch.ones(channels, dtype=input.dtype))
+    if bias is None:
+        bias = g.const(torch.zeros(channels, dtype=input.dtype))
+    return g.op("BatchNormalization", input, weight, bias, running_mean, running_var, epsilon=float(eps))
+
+
+@register("aten::native_batch_norm.default")
+def aten_native_batch_norm(g, input, weight, bias, running_mean, running_var, training, momentum, eps):
+    """native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)"""
+    if training or running_mean is None:
+        y, mean, invstd, _, _ = batch_norm_train(g, input, weight, bias, eps)
+        return y, mean, invstd
+    y = batch_norm_eval(g, input, weight, bias, running_mean, running_var, eps)
+    return y, empty(g, input.dtype), empty(g, input.dtype)
+
+
+@register("aten::_native_batch_norm_legit_no_training.default")
+def aten_native_batch_norm_legit_no_training(g, input, weight, bias, running_mean, running_var, momentum, eps):
+    """_native_batch_norm_legit_no_training(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor)"""
+    y = batch_norm_eval(g, input, weight, bias, running_mean, running_var, eps)
+    return y, empty(g, input.dtype), empty(g, input.dtype)
+
+
+@register("aten::_native_batch_norm_legit.no_stats")
+def aten_native_batch_norm_legit_no_stats(g, input, weight, bias, training, momentum, eps):
+    """_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)"""
+    y, mean, invstd, _, _ = batch_norm_train(g, input, weight, bias, eps)
+    return y, mean, invstd
+
+
+@register("aten::_native_batch_norm_legit_functional.default")
+def aten_native_batch_norm_legit_functional(g, input, weight, bias, running_mean, running_var, training, momentum, eps):
+    """_native_batch_norm_legit_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor running_mean_out, Tensor running_var_out)"""
+    if not training:
+        y = batch_norm_eval(g, input, weight, bias, running_mean, running_var, eps)
+        return y, empty(g, input.dtype), empty(g, input.dtype), running_mean, running_var
+    y, mean, invstd, var, count = batch_norm_train(g, input, weight, bias, eps)
+    new_mean, new_var = updated_running(g, running_mean, running_var, mean, var, count, momentum)
+    return y, mean, invstd, new_mean, new_var
+
+
+@register("aten::_batch_norm_with_update_functional.default")
+def aten_batch_norm_with_update_functional(g, input, weight, bias, running_mean, running_var, momentum, eps):
+    """_batch_norm_with_update_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor, Tensor running_mean_out, Tensor running_var_out)"""
+    y, mean, invstd, var, count = batch_norm_train(g, input, weight, bias, eps)
+    new_mean, new_var = updated_running(g, running_mean, running_var, mean, var, count, momentum)
+    return y, mean, invstd, empty(g, torch.uint8), new_mean, new_var
+
+
+@register("aten::instance_norm.default")
+def aten_instance_norm(g, input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps,
+                       cudnn_enabled):
+    """instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor"""
+    if not use_input_stats:
+        return batch_norm_eval(g, input, weight, bias, running_mean, running_var, eps)
+    shape = static_shape(input, "instance_norm")
+    y, _, _ = grouped_stats(g, input, shape[:2], eps)
+    return affine(g, y, weight, bias, 1)
