@@ -13,6 +13,7 @@ from aten2onnx.symbolic import (  # noqa: F401  (imported to register)
     opset9_norm,
     opset9_reduce,
     opset9_shape,
+    opset9_special,
     opset10,
     opset10_pool,
     opset11,

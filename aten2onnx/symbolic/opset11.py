@@ -151,3 +151,22 @@ def aten_round(g, self):
 def aten_round_decimals(g, self, *, decimals):
     """round.decimals(Tensor self, *, int decimals) -> Tensor"""
     return math9.round_decimals(g, self, decimals, has_round=True)
+
+
+@register("aten::linalg_det.default")
+def aten_linalg_det(g, A):
+    """linalg_det(Tensor A) -> Tensor"""
+    return g.op("Det", A)
+
+
+@register("aten::logdet.default")
+def aten_logdet(g, self):
+    """logdet(Tensor self) -> Tensor"""
+    return g.op("Log", g.op("Det", self))  # a negative determinant gives NaN, as eager
+
+
+@register("aten::linalg_slogdet.default")
+def aten_linalg_slogdet(g, A):
+    """linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)"""
+    det = g.op("Det", A)
+    return g.op("Sign", det), g.op("Log", g.op("Abs", det))

@@ -233,3 +233,31 @@ def aten_diagonal_scatter(g, self, src, offset=0, dim1=0, dim2=1):
     shape = list(self.shape)
     positions = torch.arange(math.prod(shape)).reshape(shape).diagonal(offset, dim1, dim2).reshape(-1, 1)
     return scatter_flat(g, self, src, positions)
+
+
+# -- max_unpool: ScatterElements into each flattened plane ----------------------------------------------
+
+
+def max_unpool(g: GraphBuilder, self: Value, indices: Value, output_size: list[int]) -> Value:
+    """Each plane's values written at their flat in-plane indices of a zero plane of output_size."""
+    k = len(output_size)
+    if not self.is_static or not all(isinstance(s, int) for s in output_size):
+        raise NotImplementedError("max_unpool needs static input and output sizes")
+    lead = list(self.shape[:-k])
+    planes = lead + [-1]
+    zeros = g.op("Expand", g.const(0, dtype=self.dtype), g.const(lead + [math.prod(output_size)], dtype=torch.int64))
+    flat = g.op("ScatterElements", zeros, g.op("Reshape", cast(g, indices, torch.int64), g.const(planes, dtype=torch.int64)),
+                g.op("Reshape", self, g.const(planes, dtype=torch.int64)), axis=len(lead))
+    return g.op("Reshape", flat, g.const(lead + list(output_size), dtype=torch.int64))
+
+
+@register("aten::max_unpool2d.default")
+def aten_max_unpool2d(g, self, indices, output_size):
+    """max_unpool2d(Tensor self, Tensor indices, SymInt[2] output_size) -> Tensor"""
+    return max_unpool(g, self, indices, list(output_size))
+
+
+@register("aten::max_unpool3d.default")
+def aten_max_unpool3d(g, self, indices, output_size, stride, padding):
+    """max_unpool3d(Tensor self, Tensor indices, SymInt[3] output_size, int[3] stride, int[3] padding) -> Tensor"""
+    return max_unpool(g, self, indices, list(output_size))

@@ -255,3 +255,13 @@ def aten_take_along_dim(g, self, indices, dim=None):
     x = g.op("Expand", self, g.const(batch[:dim] + [x_shape[dim]] + batch[dim + 1:], dtype=torch.int64))
     idx = g.op("Expand", indices, g.const(batch[:dim] + [i_shape[dim]] + batch[dim + 1:], dtype=torch.int64))
     return g.op("GatherElements", x, idx, axis=dim)
+
+
+@register("aten::_unique2.default")
+def aten__unique2(g, self, sorted=True, return_inverse=False, return_counts=False):
+    """_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)"""
+    # Eager sorts the values whatever `sorted` says on CPU; ONNX's sorted=1 matches that order.
+    values, _, inverse, counts = g.op("Unique", self, sorted=1, outputs=4)
+    empty = g.const(torch.zeros(0, dtype=torch.int64))
+    inverse = g.op("Reshape", inverse, g.op("Shape", self)) if return_inverse else empty
+    return values, inverse, counts if return_counts else empty

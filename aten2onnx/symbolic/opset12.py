@@ -41,3 +41,9 @@ def aten_clamp(g, self, min=None, max=None):
     lo = None if min is None else as_value(g, min, self.dtype)
     hi = None if max is None else as_value(g, max, self.dtype)
     return g.op("Clip", self, lo, hi)
+
+
+@register("aten::einsum.default")
+def aten_einsum(g, equation, tensors, *, path=None):
+    """einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor"""
+    return g.op("Einsum", *tensors, equation=equation)

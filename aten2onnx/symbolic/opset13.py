@@ -9,6 +9,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.symbolic import opset9_reduce as reduction
+from aten2onnx.symbolic import opset9_special as special
 from aten2onnx.symbolic._helpers import AXES13
 from aten2onnx.symbolic._helpers import cast, norm_dim, norm_dims, reduce, squeeze, unsqueeze
 from aten2onnx.symbolic.opset9 import chunk_sizes, softmax, split_by_sizes, squeezable, static_dim, sum_dtype
@@ -207,3 +208,51 @@ def aten_count_nonzero(g, self, dim=None):
 def aten_count_nonzero_dims(g, self, dim):
     """count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor"""
     return reduction.count_nonzero(g, self, list(dim), mode=AXES13)
+
+
+@register("aten::isin.Tensor_Tensor")
+def aten_isin(g, elements, test_elements, *, assume_unique=False, invert=False):
+    """isin.Tensor_Tensor(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor"""
+    return special.isin(g, elements, test_elements, invert, mode=AXES13)
+
+
+@register("aten::sum_to_size.default")
+def aten_sum_to_size(g, self, size):
+    """sum_to_size(Tensor self, SymInt[] size) -> Tensor"""
+    return special.sum_to_size(g, self, list(size), mode=AXES13)
+
+
+@register("aten::_softmax_backward_data.default")
+def aten__softmax_backward_data(g, grad_output, output, dim, input_dtype):
+    """_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor"""
+    return special.softmax_backward(g, grad_output, output, dim, input_dtype, mode=AXES13)
+
+
+@register("aten::_safe_softmax.default")
+def aten__safe_softmax(g, self, dim, dtype=None):
+    """_safe_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor"""
+    return special.safe_softmax(g, self, dim, dtype, any_axis=True, mode=AXES13)
+
+
+@register("aten::dist.default")
+def aten_dist(g, self, other, p=2):
+    """dist(Tensor self, Tensor other, Scalar p=2) -> Tensor"""
+    return special.dist(g, self, other, p, mode=AXES13)
+
+
+@register("aten::cdist.default")
+def aten_cdist(g, x1, x2, p=2.0, compute_mode=None):
+    """cdist(Tensor x1, Tensor x2, float p=2., int? compute_mode=None) -> Tensor"""
+    return special.cdist(g, x1, x2, p, mode=AXES13)
+
+
+@register("aten::_cdist_forward.default")
+def aten__cdist_forward(g, x1, x2, p, compute_mode):
+    """_cdist_forward(Tensor x1, Tensor x2, float p, int? compute_mode) -> Tensor"""
+    return special.cdist(g, x1, x2, p, mode=AXES13)
+
+
+@register("aten::pdist.default", "aten::_pdist_forward.default")
+def aten_pdist(g, self, p=2.0):
+    """pdist(Tensor self, float p=2.) -> Tensor"""
+    return special.pdist(g, self, p, mode=AXES13)

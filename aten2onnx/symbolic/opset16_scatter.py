@@ -4,9 +4,14 @@ accumulating writes (index_put accumulate=True, index_add, scatter_add, scatter 
 from __future__ import annotations
 
 import functools
+from typing import Callable
+
+import torch
 
 from aten2onnx import registry
-from aten2onnx.symbolic._helpers import as_value
+from aten2onnx.exporter.builder import GraphBuilder, Value
+from aten2onnx.symbolic._helpers import as_value, cast
+from aten2onnx.symbolic.opset9 import reshape
 from aten2onnx.symbolic.opset11_scatter import index_along, index_put, scatter
 
 register = functools.partial(registry.register, opset=16)
@@ -54,9 +59,81 @@ def aten_scatter_value_reduce(g, self, dim, index, value, *, reduce):
     return scatter(g, self, dim, index, value, reduction=reduction(reduce, REDUCTIONS))
 
 
+def identity(reduce: str, dtype: torch.dtype):
+    """The value a reduction starts from, written over self where include_self=False."""
+    if reduce in ("sum", "mean"):
+        return 0
+    if reduce == "prod":
+        return 1
+    if dtype.is_floating_point:
+        return -float("inf") if reduce == "amax" else float("inf")
+    if dtype == torch.bool:
+        return reduce == "amin"
+    info = torch.iinfo(dtype)
+    return info.min if reduce == "amax" else info.max
+
+
+def ones_like(g: GraphBuilder, x: Value, dtype: torch.dtype) -> Value:
+    """Ones shaped like x; Where broadcasts, so the builder keeps x's static shape (Expand's is unknown)."""
+    return g.op("Where", g.const(True), g.const(1, dtype=dtype), cast(g, x, dtype))
+
+
+def reduce_into(g: GraphBuilder, self: Value, src: Value, reduce: str, include_self: bool,
+                write: Callable[[Value, Value | int | float, str | None], Value], supported: dict[str, str], *,
+                hits: Value) -> Value:
+    """scatter_reduce/index_reduce: write(base, values, reduction) scatters values into base at the
+    op's indices. include_self=False first overwrites the hit positions with the reduction's identity;
+    "mean" is a scatter-add of the values and of ones shaped like `hits`, divided (floor for ints, as eager)."""
+    scatter_into = write
+
+    def write(base, values, op):
+        out = scatter_into(base, values, op)
+        out.shape = out.shape or base.shape  # a scatter keeps its base's shape; later writes need the rank
+        return out
+
+    if reduce != "mean":
+        op = reduction(reduce, supported)
+        base = self if include_self else write(self, identity(reduce, self.dtype), None)
+        return write(base, src, op)
+    if "add" not in supported.values():
+        raise NotImplementedError("scatter reduce='mean' needs ScatterElements reduction='add' (opset 16)")
+    base = self if include_self else write(self, 0, None)
+    sums = write(base, src, "add")
+    ones = ones_like(g, self, self.dtype)
+    counts = write(ones if include_self else write(ones, 0, None), ones_like(g, hits, self.dtype), "add")
+    if self.dtype.is_floating_point:
+        return g.op("Div", sums, counts)
+    quotient = g.op("Floor", g.op("Div", cast(g, sums, torch.float64), cast(g, counts, torch.float64)))
+    return cast(g, quotient, self.dtype)
+
+
+def scatter_reduce(g: GraphBuilder, self: Value, dim: int, index: Value, src: Value, reduce: str,
+                   include_self: bool, supported: dict[str, str]) -> Value:
+    return reduce_into(g, self, src, reduce, include_self,
+                       lambda base, values, op: scatter(g, base, dim, index, values, reduction=op), supported,
+                       hits=index)
+
+
+def index_reduce(g: GraphBuilder, self: Value, dim: int, index: Value, source: Value, reduce: str,
+                 include_self: bool, supported: dict[str, str]) -> Value:
+    if self.rank == 0:  # eager reads a 0-d self, index and source as one-element vectors
+        out = index_reduce(g, reshape(g, self, [1]), 0, reshape(g, index, [1]), reshape(g, source, [1]), reduce,
+                           include_self, supported)
+        return reshape(g, out, [])
+
+    def write(base, values, op):
+        values = values if isinstance(values, Value) else g.const(values, dtype=self.dtype)
+        return index_along(g, base, dim, index, values, reduction=op)
+    return reduce_into(g, self, source, reduce, include_self, write, supported, hits=source)
+
+
 @register("aten::scatter_reduce.two")
 def aten_scatter_reduce(g, self, dim, index, src, reduce, *, include_self=True):
     """scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor"""
-    if not include_self:
-        raise NotImplementedError("scatter_reduce with include_self=False has no ONNX equivalent")
-    return scatter(g, self, dim, index, src, reduction=reduction(reduce, REDUCTIONS))
+    return scatter_reduce(g, self, dim, index, src, reduce, include_self, REDUCTIONS)
+
+
+@register("aten::index_reduce.default")
+def aten_index_reduce(g, self, dim, index, source, reduce, *, include_self=True):
+    """index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor"""
+    return index_reduce(g, self, dim, index, source, reduce, include_self, REDUCTIONS)

@@ -8,6 +8,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.symbolic import opset9_reduce as reduction
+from aten2onnx.symbolic import opset9_special as special
 from aten2onnx.symbolic import opset11_sort as sort11
 from aten2onnx.symbolic._helpers import AXES18
 from aten2onnx.symbolic._helpers import cast, norm_dim, norm_dims, promote, reduce
@@ -265,3 +266,27 @@ def aten_bitwise_xor(g, self, other):
 def aten_cumprod(g, self, dim, *, dtype=None):
     """cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor"""
     return sort11.cumprod(g, self, dim, dtype, axes_as_input=True)
+
+
+@register("aten::dist.default")
+def aten_dist(g, self, other, p=2):
+    """dist(Tensor self, Tensor other, Scalar p=2) -> Tensor"""
+    return special.dist(g, self, other, p, mode=AXES18)
+
+
+@register("aten::cdist.default")
+def aten_cdist(g, x1, x2, p=2.0, compute_mode=None):
+    """cdist(Tensor x1, Tensor x2, float p=2., int? compute_mode=None) -> Tensor"""
+    return special.cdist(g, x1, x2, p, mode=AXES18)
+
+
+@register("aten::_cdist_forward.default")
+def aten__cdist_forward(g, x1, x2, p, compute_mode):
+    """_cdist_forward(Tensor x1, Tensor x2, float p, int? compute_mode) -> Tensor"""
+    return special.cdist(g, x1, x2, p, mode=AXES18)
+
+
+@register("aten::pdist.default", "aten::_pdist_forward.default")
+def aten_pdist(g, self, p=2.0):
+    """pdist(Tensor self, float p=2.) -> Tensor"""
+    return special.pdist(g, self, p, mode=AXES18)

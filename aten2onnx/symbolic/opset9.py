@@ -280,7 +280,7 @@ def aten_mul(g, self, other):
     return binary(g, "Mul", self, other)
 
 
-@register("aten::div.Tensor", "aten::div.Scalar")
+@register("aten::div.Tensor", "aten::div.Scalar", "aten::divide.Tensor", "aten::divide.Scalar")
 def aten_div(g, self, other):
     """div.Tensor(Tensor self, Tensor other) -> Tensor"""
     dtype = result_type(self, other)

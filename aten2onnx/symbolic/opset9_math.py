@@ -193,7 +193,7 @@ def aten_rad2deg(g, self):
 
 
 @register("aten::positive.default", "aten::resolve_conj.default", "aten::resolve_neg.default",
-          "aten::conj.default", "aten::conj_physical.default")
+          "aten::conj.default", "aten::conj_physical.default", "aten::real.default")
 def aten_positive(g, self):
     """positive(Tensor(a) self) -> Tensor(a)"""
     return self

@@ -21,6 +21,8 @@ def dims_of(x: Value, dim) -> list[int]:
         return list(range(x.rank))
     if isinstance(dim, int):
         dim = [dim]
+    if x.rank is None and dim and all(d >= 0 for d in dim):
+        return list(dim)  # shape unknown to the builder, axes already absolute
     return norm_dims(dim, x.rank) if dim else list(range(x.rank))
 
 
