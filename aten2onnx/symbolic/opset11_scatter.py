@@ -93,6 +93,9 @@ def aten_index_put(g, self, indices, values, accumulate=False):
 
 def index_along(g: GraphBuilder, self: Value, dim: int, index: Value, source: Value, *, reduction: str | None) -> Value:
     """index_copy/index_add: rows `index` along dim of self take (or add) source's."""
+    if self.rank == 0:  # a scalar self: its one element is the row (index can only be 0)
+        value = g.op("Reshape", cast(g, source, self.dtype), g.const([], dtype=torch.int64))
+        return value if reduction is None else g.op("Add", self, value)
     dim = norm_dim(dim, self.rank)
     indices = [None] * dim + [index]
     return index_put(g, self, indices, source, reduction=reduction)
@@ -102,6 +105,13 @@ def index_along(g: GraphBuilder, self: Value, dim: int, index: Value, source: Va
 def aten_index_copy(g, self, dim, index, source):
     """index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor"""
     return index_along(g, self, dim, index, source, reduction=None)
+
+
+@register("aten::index_fill.int_Scalar", "aten::index_fill.int_Tensor")
+def aten_index_fill(g, self, dim, index, value):
+    """index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor"""
+    value = value if isinstance(value, Value) else g.const(value, dtype=self.dtype)
+    return index_along(g, self, dim, index, value, reduction=None)  # the value broadcasts to the rows
 
 
 # -- scatter: ScatterElements ---------------------------------------------------------------------------
