@@ -29,7 +29,8 @@ def emit_aten_node(g: GraphBuilder, op: torch._ops.OpOverload, bound: dict[str, 
             continue
         if kind == "Tensor":
             items = list(value) if is_list else [value]
-            inputs.extend(items)
+            # FX may pass a Python number where the schema takes a tensor: a constant input then.
+            inputs.extend(v if isinstance(v, Value) or v is None else g.const(v) for v in items)
             input_args.extend([arg.name] * len(items))
         elif isinstance(value, Value) or (is_list and any(isinstance(v, Value) for v in value)):
             inputs.append(g.int_list(value) if is_list else value)

@@ -135,7 +135,9 @@ class ExportedModel:
         from aten2onnx.runtime import InferenceSession
 
         if self._session is None:
-            self._session = InferenceSession(self.model_proto)
+            # This process made the model, so the namespaces of its own fallback ops are trusted.
+            namespaces = {"aten"} | {op.split("::", 1)[0] for op in self.fallback_ops}
+            self._session = InferenceSession(self.model_proto, allowed_aten_namespaces=tuple(sorted(namespaces)))
         flat, spec = pytree.tree_flatten((args, kwargs))
         if self._in_spec is not None and spec != self._in_spec:
             raise InvalidInputError(f"run() got arguments structured as {spec}; the model was exported with {self._in_spec}")

@@ -43,13 +43,13 @@ def aten_add_scalar(g, self, other, alpha=1):
     return binary(g, "Add", self, other, alpha, small_ints=True)
 
 
-@register("aten::sub.Tensor")
+@register("aten::sub.Tensor", "aten::subtract.Tensor")
 def aten_sub(g, self, other, *, alpha=1):
     """sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor"""
     return binary(g, "Sub", self, other, alpha, small_ints=True)
 
 
-@register("aten::sub.Scalar")
+@register("aten::sub.Scalar", "aten::subtract.Scalar")
 def aten_sub_scalar(g, self, other, alpha=1):
     """sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor"""
     return binary(g, "Sub", self, other, alpha, small_ints=True)
