@@ -253,6 +253,22 @@ def test_handler_failure_names_node_overload_opset_and_source():
     assert isinstance(info.value.__cause__, ValueError)
 
 
+def test_a_failing_builtin_symbolic_falls_back_with_a_warning(monkeypatch):
+    from aten2onnx.registry import REGISTRY
+
+    def broken(g, self):
+        raise ValueError("boom")
+
+    monkeypatch.setitem(REGISTRY._builtin, "aten::relu.default", {9: broken})
+    x = torch.randn(4)
+    with pytest.warns(UserWarning, match="ValueError: boom.*exported as an ATen node"):
+        exported = aten2onnx.export(lambda x: torch.relu(x) + 1, (x,))
+    assert exported.fallback_ops == ["aten::relu.default"]
+    torch.testing.assert_close(exported.run(x), torch.relu(x) + 1)
+    with pytest.raises(SymbolicError, match="boom"):
+        aten2onnx.export(lambda x: torch.relu(x) + 1, (x,), fallback="error")
+
+
 def test_capture_failure_reports_both_modes_and_the_user_line():
     class DataDependent(torch.nn.Module):
         def forward(self, x):

@@ -15,7 +15,7 @@ import torch.fx
 from torch.export.graph_signature import InputKind
 
 from aten2onnx import registry as _registry
-from aten2onnx.errors import ExportError, SymbolicError, UnsupportedOp, UnsupportedOperatorError
+from aten2onnx.errors import ExportError, SymbolicError, UnsupportedOp, UnsupportedOperatorError, warn_user
 from aten2onnx.exporter.builder import Dim, GraphBuilder, Node, Subgraph, Value
 from aten2onnx.exporter.fallback import emit_aten_node
 from aten2onnx.exporter.functionalize import FunctionalGraph
@@ -309,11 +309,16 @@ class Translator:
         except Exception as e:
             where = f" at {source}" if source else ""
             who = "user symbolic" if resolved.user else "symbolic"
-            raise SymbolicError(
-                f"{who} {resolved.handler.__module__}.{resolved.handler.__qualname__} for {resolved.key} "
-                f"(registered at opset {resolved.opset}) failed on node {node.name!r}{where} "
-                f"exporting at opset {self.opset}: {type(e).__name__}: {e}"
-            ) from e
+            message = (f"{who} {resolved.handler.__module__}.{resolved.handler.__qualname__} for {resolved.key} "
+                       f"(registered at opset {resolved.opset}) failed on node {node.name!r}{where} "
+                       f"exporting at opset {self.opset}: {type(e).__name__}: {e}")
+            if not resolved.user and self.fallback == "aten" and isinstance(target, torch._ops.OpOverload):
+                # A bug in a built-in handler should not cost the user the export: the ATen node
+                # computes the op right; the warning makes the bug visible.
+                warn_user(message + "; exported as an ATen node instead. Please report this.")
+                self._unmapped(node, target)
+                return
+            raise SymbolicError(message) from e
         self.env[node] = result
         if resolved.via_twin is not None:
             self._rebind_written(node, target, result)
