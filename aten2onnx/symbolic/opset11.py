@@ -3,6 +3,7 @@ GatherElements, GatherND and ScatterND arrive; Clip takes min/max as inputs; Gat
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import torch
@@ -103,29 +104,52 @@ def index_tensors(g: GraphBuilder, indices: list[Value | None]) -> list[Value | 
     return expanded
 
 
+@dataclasses.dataclass
+class IndexLayout:
+    """How GatherND/ScatterND see `self[indices]`: self with the indexed dims first (`x`, by
+    `perm`), and the broadcast index tensors stacked on a last axis (`stacked`). Their result is
+    laid out [index dims..., other dims...]; `eager_order` is the transpose to eager's layout, where
+    adjacent indexed dims stay at the first one's place (None when the layouts agree)."""
+
+    x: Value
+    perm: list[int]
+    stacked: Value
+    positions: list[int]
+    rest: list[int]
+    index_shape: tuple | None
+
+    def eager_order(self) -> list[int] | None:
+        first = self.positions[0]
+        adjacent = self.positions == list(range(first, self.positions[-1] + 1))
+        if not adjacent or first == 0:
+            return None
+        if self.index_shape is None:
+            raise NotImplementedError("advanced indexing after a full dim with index tensors of unknown rank")
+        k, n = len(self.index_shape), len(self.rest)
+        return list(range(k, k + first)) + list(range(k)) + list(range(k + first, k + n))
+
+
+def index_layout(g: GraphBuilder, self: Value, indices: list[Value | None]) -> IndexLayout:
+    expanded = index_tensors(g, indices)
+    positions = [i for i, idx in enumerate(expanded) if idx is not None]
+    rest = [i for i in range(self.rank) if i not in positions]
+    perm = positions + rest
+    x = self if perm == list(range(self.rank)) else g.op("Transpose", self, perm=perm)
+    idx = broadcast_indices(g, [cast(g, expanded[i], torch.int64) for i in positions])
+    stacked = g.op("Concat", *(unsqueeze_static(g, i, i.rank) for i in idx), axis=-1)
+    return IndexLayout(x, perm, stacked, positions, rest, idx[0].shape)
+
+
 def advanced_index(g: GraphBuilder, self: Value, indices: list[Value | None]) -> Value:
     """x[i0, i1, ...] with integer or boolean index tensors (None for a full dim), by GatherND."""
-    rank = self.rank
     expanded = index_tensors(g, indices)
     positions = [i for i, idx in enumerate(expanded) if idx is not None]
     if len(positions) == 1:
         return g.op("Gather", self, expanded[positions[0]], axis=positions[0])
-    adjacent = positions == list(range(positions[0], positions[-1] + 1))
-    rest = [i for i in range(rank) if i not in positions]
-    perm = positions + rest
-    x = self if perm == list(range(rank)) else g.op("Transpose", self, perm=perm)
-    idx = broadcast_indices(g, [cast(g, expanded[i], torch.int64) for i in positions])
-    idx_rank = idx[0].rank
-    stacked = g.op("Concat", *(unsqueeze_static(g, i, i.rank) for i in idx), axis=-1)
-    out = g.op("GatherND", x, stacked)
-    if not adjacent or positions[0] == 0 or idx_rank is None:
-        return out
-    # Adjacent indexed dims keep their place in the result: move the index dims back to it.
-    first = positions[0]
-    out_rank = idx_rank + len(rest)
-    lead = list(range(idx_rank, idx_rank + first))
-    order = lead + list(range(idx_rank)) + list(range(idx_rank + first, out_rank))
-    return g.op("Transpose", out, perm=order)
+    layout = index_layout(g, self, expanded)
+    out = g.op("GatherND", layout.x, layout.stacked)
+    order = layout.eager_order()
+    return out if order is None else g.op("Transpose", out, perm=order)
 
 
 @register("aten::index.Tensor")

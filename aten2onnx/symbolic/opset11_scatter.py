@@ -16,7 +16,7 @@ from aten2onnx import registry
 from aten2onnx.exporter.builder import GraphBuilder, Value
 from aten2onnx.symbolic._helpers import cast, norm_dim
 from aten2onnx.symbolic.opset9 import INT64_MAX, dim_size, unsqueeze_static
-from aten2onnx.symbolic.opset11 import broadcast_indices, index_tensors
+from aten2onnx.symbolic.opset11 import index_layout
 
 register = functools.partial(registry.register, opset=11)
 
@@ -35,36 +35,21 @@ def index_put(g: GraphBuilder, self: Value, indices: list[Value | None], values:
     if reduction is None and len(indices) == 1 and indices[0] is not None and indices[0].dtype == torch.bool \
             and indices[0].rank == self.rank and values.rank == 0:
         return g.op("Where", indices[0], cast(g, values, self.dtype), self)  # x[mask] = scalar
-    rank = self.rank
-    expanded = index_tensors(g, indices)
-    positions = [i for i, idx in enumerate(expanded) if idx is not None]
-    rest = [i for i in range(rank) if i not in positions]
-    perm = positions + rest
-    x = self if perm == list(range(rank)) else g.op("Transpose", self, perm=perm)
-    idx = broadcast_indices(g, [cast(g, expanded[i], torch.int64) for i in positions])
-    index_shape = idx[0].shape
-    stacked = g.op("Concat", *(unsqueeze_static(g, i, i.rank) for i in idx), axis=-1)
-
-    # ScatterND's updates are laid out [index dims..., rest dims...]; eager's self[indices] puts
-    # adjacent index dims where the first indexed dim was. Broadcast values in eager's layout.
-    adjacent = positions == list(range(positions[0], positions[-1] + 1))
-    moved = adjacent and positions[0] > 0
-    index_rank = len(index_shape) if index_shape is not None else None
-    if moved and index_rank is None:
-        raise NotImplementedError("index_put with index tensors of unknown rank")
+    layout = index_layout(g, self, indices)
+    rest_shape = [self.shape[i] for i in layout.rest] if self.shape is not None else None
+    nd_shape = _static_shape(layout.index_shape, rest_shape)
     updates = cast(g, values, self.dtype)
-    nd_shape = _static_shape(index_shape, [self.shape[i] for i in rest] if self.shape is not None else None)
-    if moved:
-        first = positions[0]
-        order = list(range(index_rank, index_rank + first)) + list(range(index_rank)) + \
-            list(range(index_rank + first, index_rank + len(rest)))
-        eager_shape = None if nd_shape is None else [nd_shape[i] for i in order]
-        updates = _broadcast_to(g, updates, eager_shape, lambda: g.op("Transpose", g.op("GatherND", x, stacked), perm=order))
-        updates = g.op("Transpose", updates, perm=_inverse(order))
+    order = layout.eager_order()
+    if order is None:
+        updates = _broadcast_to(g, updates, nd_shape, lambda: g.op("GatherND", layout.x, layout.stacked))
     else:
-        updates = _broadcast_to(g, updates, nd_shape, lambda: g.op("GatherND", x, stacked))
-    out = g.op("ScatterND", x, stacked, updates, reduction=reduction)
-    return out if perm == list(range(rank)) else g.op("Transpose", out, perm=_inverse(perm))
+        # values broadcast in eager's layout of self[indices], then moved to ScatterND's.
+        eager_shape = None if nd_shape is None else [nd_shape[i] for i in order]
+        updates = _broadcast_to(g, updates, eager_shape,
+                                lambda: g.op("Transpose", g.op("GatherND", layout.x, layout.stacked), perm=order))
+        updates = g.op("Transpose", updates, perm=_inverse(order))
+    out = g.op("ScatterND", layout.x, layout.stacked, updates, reduction=reduction)
+    return out if layout.perm == sorted(layout.perm) else g.op("Transpose", out, perm=_inverse(layout.perm))
 
 
 def _static_shape(index_shape, rest_shape) -> list[int] | None:
