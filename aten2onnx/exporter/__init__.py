@@ -13,35 +13,22 @@ from aten2onnx.exporter.capture import capture
 from aten2onnx.exporter.functionalize import functionalize
 from aten2onnx.exporter.model import ExportedModel, build_model
 from aten2onnx.exporter.translate import Translator
-from aten2onnx.registry._schema import check_signature, is_python_key, normalize_key, resolve_overload
+from aten2onnx.registry import REGISTRY
 
 __all__ = ["ExportedModel", "GraphBuilder", "Value", "export_program"]
-
-MIN_OPSET = 9
-
-
-def _check_overrides(custom_symbolics: dict[str, Callable] | None) -> dict[str, Callable]:
-    overrides = {}
-    for name, fn in (custom_symbolics or {}).items():
-        key = normalize_key(name)
-        if not is_python_key(key):
-            check_signature(fn, resolve_overload(key)._schema, key)
-        overrides[key] = fn
-    return overrides
-
 
 def export_program(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic_shapes: Any,
                    fallback: str, input_names: list[str] | None, output_names: list[str] | None,
                    custom_symbolics: dict[str, Callable] | None) -> ExportedModel:
     from aten2onnx import symbolic  # noqa: F401  (registers the built-in symbolics)
     from aten2onnx.runtime.fold import evaluate_constant
-    from aten2onnx.symbolic import MAX_OPSET
+    from aten2onnx.symbolic import MAX_OPSET, MIN_OPSET
 
     if not MIN_OPSET <= opset <= MAX_OPSET:
         raise ExportError(f"opset {opset} is not supported; aten2onnx exports opsets {MIN_OPSET} to {MAX_OPSET}")
     if fallback not in ("aten", "error"):
         raise ExportError(f"fallback must be 'aten' or 'error', not {fallback!r}")
-    overrides = _check_overrides(custom_symbolics)
+    overrides = {REGISTRY.validate(name, fn): fn for name, fn in (custom_symbolics or {}).items()}
     try:
         with diagnose.guarded_globals(model):
             ep = capture(model, args, kwargs, dynamic.normalize(dynamic_shapes))

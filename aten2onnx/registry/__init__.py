@@ -54,12 +54,18 @@ class Registry:
         self._user: dict[str, dict[int, Handler]] = {}
 
     # -- registration ------------------------------------------------------------------------
-    def add(self, name: str, opset: int, fn: Handler, *, user: bool) -> str:
+    @staticmethod
+    def validate(name: str, fn: Handler) -> str:
+        """The overload key for name, once fn is checked against its schema (RegistrationError if not)."""
         key = normalize_key(name)
-        if not isinstance(opset, int) or opset < 1:
-            raise RegistrationError(f"{key}: opset must be a positive int, got {opset!r}")
         if not is_python_key(key):
             check_signature(fn, resolve_overload(key)._schema, key)
+        return key
+
+    def add(self, name: str, opset: int, fn: Handler, *, user: bool) -> str:
+        if not isinstance(opset, int) or opset < 1:
+            raise RegistrationError(f"{name}: opset must be a positive int, got {opset!r}")
+        key = self.validate(name, fn)
         table = (self._user if user else self._builtin).setdefault(key, {})
         if opset in table and not user:
             raise RegistrationError(
