@@ -190,10 +190,7 @@ class ExportedModel:
         for name, tensor in weights:
             offset += (-offset) % 64  # aligned offsets let loaders map weights without copying
             size = tensor.numel() * tensor.element_size()
-            ref = skeleton.graph.initializer.add()
-            ref.name = name
-            ref.data_type = _dtypes.to_onnx(tensor.dtype)
-            ref.dims.extend(tensor.shape)
+            ref = _tensor_header(skeleton.graph.initializer.add(), name, tensor)
             ref.data_location = onnx.TensorProto.EXTERNAL
             for key, value in (("location", location), ("offset", str(offset)), ("length", str(size))):
                 entry = ref.external_data.add()
@@ -240,16 +237,21 @@ def _stream(skeleton: onnx.ModelProto, weights: list[tuple[str, torch.Tensor]]):
     graph. Each weight's bytes come straight from the tensor's memory."""
     yield skeleton.SerializeToString()
     for name, tensor in weights:
-        header = onnx.TensorProto()
-        header.name = name
-        header.data_type = _dtypes.to_onnx(tensor.dtype)
-        header.dims.extend(tensor.shape)
+        header = _tensor_header(onnx.TensorProto(), name, tensor).SerializeToString()
         data = tensor_view(tensor)
         raw = _field(_TENSOR_RAW_DATA, data.nbytes)
-        tensor_length = len(header.SerializeToString()) + len(raw) + data.nbytes
+        tensor_length = len(header) + len(raw) + data.nbytes
         graph = _field(_GRAPH_INITIALIZER, tensor_length)
-        yield _field(_MODEL_GRAPH, len(graph) + tensor_length) + graph + header.SerializeToString() + raw
+        yield _field(_MODEL_GRAPH, len(graph) + tensor_length) + graph + header + raw
         yield data
+
+
+def _tensor_header(proto: onnx.TensorProto, name: str, tensor: torch.Tensor) -> onnx.TensorProto:
+    """A TensorProto's name, type and shape, without its data."""
+    proto.name = name
+    proto.data_type = _dtypes.to_onnx(tensor.dtype)
+    proto.dims.extend(tensor.shape)
+    return proto
 
 
 def _copy_without_weights(model: onnx.ModelProto, out: onnx.ModelProto) -> None:
