@@ -458,3 +458,27 @@ def test_fallback_takes_runtime_symint_arguments_as_inputs():
     for batch in (2, 5, 7):
         x = torch.randn(batch, 3)
         torch.testing.assert_close(exported.run(x), f(x))
+
+
+def test_attention_is_one_node_from_opset_23_and_a_decomposition_before():
+    def f(q, k, v, mask):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+    q, k, v = (torch.randn(2, 3, 5, 8) for _ in range(3))
+    mask = torch.rand(2, 1, 5, 5) > 0.3
+    mask[..., 0] = True
+    for opset, has_attention in ((18, False), (23, True), (MAX_OPSET, True)):
+        exported = aten2onnx.export(f, (q, k, v, mask), opset=opset, fallback="error")
+        assert ("Attention" in {n.op_type for n in exported.model_proto.graph.node}) == has_attention
+        feeds = {"q": q, "k": k, "v": v, "mask": mask}
+        torch.testing.assert_close(torch.from_numpy(run_ort(exported.model_proto, feeds)[0]), f(q, k, v, mask))
+        torch.testing.assert_close(exported.run(q, k, v, mask), f(q, k, v, mask))
+
+
+def test_attention_dropout_is_never_silently_dropped():
+    def f(q, k, v):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, dropout_p=0.5)
+
+    args = tuple(torch.randn(1, 2, 4, 8) for _ in range(3))
+    with pytest.raises(UnsupportedOperatorError, match="dropout_p=0.5 is random"):
+        aten2onnx.export(f, args, fallback="error")

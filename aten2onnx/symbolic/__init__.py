@@ -27,6 +27,7 @@ from aten2onnx.symbolic import (  # noqa: F401  (imported to register)
     opset18,
     opset18_scatter,
     opset20,
+    opset23,
     opset26,
 )
 

@@ -12,7 +12,9 @@ from aten2onnx import registry
 from aten2onnx.symbolic import opset9_math as math9
 from aten2onnx.exporter.builder import GraphBuilder, Value
 from aten2onnx.symbolic._helpers import as_value, cast, norm_dim
-from aten2onnx.symbolic.opset9 import FLOATS, arange, attention, clamp_minmax, equal, sum_dtype, unsqueeze_static
+from aten2onnx.symbolic.opset9 import (
+    FLOATS, arange, attention, clamp_minmax, equal, no_attention_dropout, sum_dtype, unsqueeze_static,
+)
 
 register = functools.partial(registry.register, opset=11)
 
@@ -162,6 +164,7 @@ def aten_index(g, self, indices):
 def aten_scaled_dot_product_attention(g, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *,
                                       scale=None, enable_gqa=False):
     """scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0., bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor"""
+    no_attention_dropout(dropout_p)
     return attention(g, query, key, value, attn_mask, is_causal, scale, enable_gqa, has_range=True)
 
 

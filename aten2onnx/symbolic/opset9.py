@@ -189,6 +189,13 @@ def causal_mask(g: GraphBuilder, query: Value, key: Value, *, has_range: bool) -
     return g.op("Not", g.op("Less", rows, cols))
 
 
+def no_attention_dropout(dropout_p: float) -> None:
+    """sdpa applies dropout whenever dropout_p > 0, in eval too: that is random, so not exported."""
+    if dropout_p > 0:
+        raise NotImplementedError(f"scaled_dot_product_attention with dropout_p={dropout_p} is random; "
+                                  "pass dropout_p=0.0 outside training")
+
+
 def attention(g: GraphBuilder, query: Value, key: Value, value: Value, attn_mask, is_causal: bool,
               scale, enable_gqa: bool, *, has_range: bool) -> Value:
     """softmax(q k^T * scale + mask) v, the math of torch's reference implementation."""
@@ -1198,6 +1205,7 @@ def aten_log_softmax(g, self, dim, dtype=None):
 def aten_scaled_dot_product_attention(g, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *,
                                       scale=None, enable_gqa=False):
     """scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0., bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor"""
+    no_attention_dropout(dropout_p)
     return attention(g, query, key, value, attn_mask, is_causal, scale, enable_gqa, has_range=False)
 
 

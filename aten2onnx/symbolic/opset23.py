@@ -1,0 +1,29 @@
+"""Opset 23: Attention arrives, so scaled_dot_product_attention on 4-D inputs is one node."""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+
+from aten2onnx import registry
+from aten2onnx.symbolic._helpers import cast
+from aten2onnx.symbolic.opset9 import attention, no_attention_dropout, repeat_heads
+
+register = functools.partial(registry.register, opset=23)
+
+
+@register("aten::scaled_dot_product_attention.default")
+def aten_scaled_dot_product_attention(g, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *,
+                                      scale=None, enable_gqa=False):
+    """scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0., bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor"""
+    no_attention_dropout(dropout_p)
+    if not (query.rank == key.rank == value.rank == 4):
+        return attention(g, query, key, value, attn_mask, is_causal, scale, enable_gqa, has_range=True)
+    if enable_gqa and query.shape[1] != key.shape[1]:
+        repeats = query.shape[1] // key.shape[1]
+        key, value = repeat_heads(g, key, repeats), repeat_heads(g, value, repeats)
+    if attn_mask is not None and attn_mask.dtype != torch.bool:
+        attn_mask = cast(g, attn_mask, query.dtype)
+    return g.op("Attention", query, key, value, attn_mask, is_causal=int(is_causal),
+                scale=None if scale is None else float(scale))
