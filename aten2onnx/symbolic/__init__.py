@@ -12,6 +12,7 @@ from aten2onnx.symbolic import (  # noqa: F401  (imported to register)
     opset9_nn,
     opset9_norm,
     opset9_reduce,
+    opset9_rnn,
     opset9_shape,
     opset9_special,
     opset10,

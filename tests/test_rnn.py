@@ -1,0 +1,41 @@
+"""nn.LSTM / nn.GRU as ONNX LSTM / GRU nodes, against eager in onnxruntime and aten2onnx.runtime."""
+
+import onnx
+import pytest
+import torch
+
+import aten2onnx
+from conftest import flat_tensors, run_ort
+
+CASES = {
+    "lstm_two_layers_batch_first": (lambda: torch.nn.LSTM(8, 16, num_layers=2, batch_first=True),
+                                    lambda: (torch.randn(2, 5, 8),)),
+    "lstm_bidirectional": (lambda: torch.nn.LSTM(8, 6, bidirectional=True), lambda: (torch.randn(5, 3, 8),)),
+    "lstm_no_bias_given_state": (lambda: torch.nn.LSTM(4, 5, bias=False, batch_first=True),
+                                 lambda: (torch.randn(2, 3, 4), (torch.randn(1, 2, 5), torch.randn(1, 2, 5)))),
+    "gru_two_layers_bidirectional": (lambda: torch.nn.GRU(8, 16, num_layers=2, batch_first=True, bidirectional=True),
+                                     lambda: (torch.randn(2, 5, 8),)),
+    "gru_given_state": (lambda: torch.nn.GRU(4, 6), lambda: (torch.randn(7, 2, 4), torch.randn(1, 2, 6))),
+}
+
+
+@pytest.mark.parametrize("opset", [9, 14, 18])
+@pytest.mark.parametrize("name", list(CASES))
+def test_recurrent_layer_matches_eager(name, opset):
+    make_model, make_args = CASES[name]
+    model, args = make_model().eval(), make_args()
+    exported = aten2onnx.export(model, args, opset=opset, fallback="error")
+    onnx.checker.check_model(exported.model_proto, full_check=True)
+    assert {"LSTM", "GRU"} & {n.op_type for n in exported.model_proto.graph.node}
+    expected = flat_tensors(model(*args))
+    feeds = dict(zip(exported.input_names, torch.utils._pytree.tree_leaves(args)))
+    for got, want in zip(run_ort(exported.model_proto, feeds), expected):
+        torch.testing.assert_close(torch.from_numpy(got), want, rtol=1e-4, atol=1e-5)
+    for got, want in zip(flat_tensors(exported.run(*args)), expected):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_projections_fall_back_with_the_reason():
+    model = torch.nn.LSTM(4, 6, proj_size=3).eval()
+    with pytest.raises(aten2onnx.UnsupportedOperatorError, match="proj_size"):
+        aten2onnx.export(model, (torch.randn(3, 2, 4),), fallback="error")
