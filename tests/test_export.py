@@ -482,3 +482,15 @@ def test_attention_dropout_is_never_silently_dropped():
     args = tuple(torch.randn(1, 2, 4, 8) for _ in range(3))
     with pytest.raises(UnsupportedOperatorError, match="dropout_p=0.5 is random"):
         aten2onnx.export(f, args, fallback="error")
+
+
+def test_fallback_op_with_a_nested_result():
+    def f(x):
+        hist, edges = torch.histogramdd(x, bins=[3, 4])  # (Tensor, Tensor[]): no symbolic
+        return hist, edges[0], edges[1]
+
+    x = torch.rand(20, 2)
+    with pytest.warns(UserWarning, match="histogramdd"):
+        exported = aten2onnx.export(f, (x,))
+    for got, want in zip(exported.run(x), f(x)):
+        torch.testing.assert_close(got, want)

@@ -363,12 +363,13 @@ class Translator:
             return
         bound = torch.fx.node.map_aggregate(bind(target._schema, node.args, node.kwargs), self._lookup)
         val = node.meta.get("val")
-        count = len(val) if isinstance(val, (tuple, list)) else 1
-        first_new = len(self.g.nodes)
-        result = emit_aten_node(self.g, target, bound, count)
-        if isinstance(val, (tuple, list)):
-            result = list(result) if count > 1 else [result]
-        self.env[node] = self._finish(node, result, first_new)
+        # One ONNX output per leaf of the op's (possibly nested) result, as the runtime flattens it.
+        leaves = _leaves(val)
+        outs = emit_aten_node(self.g, target, bound, max(1, len(leaves)))
+        outs = list(outs) if len(leaves) > 1 else [outs]
+        for i, (out, leaf) in enumerate(zip(outs, leaves)):
+            self._stamp(out, leaf, node.name if len(leaves) == 1 else f"{node.name}.{i}", {id(out)})
+        self.env[node] = _rebuild(val, iter(outs)) if isinstance(val, (tuple, list)) else outs[0]
         self.fallback_ops.add(key)
 
     def _finish(self, node: torch.fx.Node, result: Any, first_new: int) -> Any:
@@ -419,6 +420,20 @@ def _as_bool_scalar(g: GraphBuilder, value: Any) -> Value:
     if value.shape != ():
         value = g.op("Reshape", value, g.const([], dtype=torch.int64))
     return value
+
+
+def _leaves(val: Any) -> list[Any]:
+    """An op result's leaves in order, tuples and lists flattened (None and numbers are leaves)."""
+    if isinstance(val, (tuple, list)):
+        return [leaf for item in val for leaf in _leaves(item)]
+    return [val]
+
+
+def _rebuild(val: Any, outs: Any) -> Any:
+    """Values in the nesting of an op result."""
+    if isinstance(val, (tuple, list)):
+        return [_rebuild(item, outs) for item in val]
+    return next(outs)
 
 
 def _placeholder_result(node: torch.fx.Node) -> Any:
