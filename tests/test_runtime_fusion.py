@@ -59,3 +59,27 @@ def test_a_group_whose_intermediate_escapes_is_not_fused():
     session = InferenceSession(model)
     assert kernels(session).count("aten2onnx.fused:Gelu") == 1  # the exact gelu stays decomposed
     assert "Erf" in kernels(session)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "bert"])
+def test_transformers_run_bitwise_equal_to_eager_with_fusion(name):
+    """Every exported node of these models is a one-to-one image of an ATen kernel or a re-fused
+    group (gelu, attention): the whole model gives eager's bits."""
+    import models
+
+    torch.manual_seed(0)
+    model = getattr(models, name)().eval()
+    ids = models.token_ids(2, 16)
+    exported = aten2onnx.export(model, (ids,), opset=18)
+    session = InferenceSession(exported.model_proto)
+    assert kernels(session).count("aten2onnx.fused:Attention") == 2
+    got = session.run_torch({exported.input_names[0]: ids})[exported.output_names[0]]
+    assert torch.equal(got, model(ids).last_hidden_state)
+
+
+def test_hand_written_attention_is_not_fused():
+    def attention(q, k, v):
+        return torch.softmax(q @ k.transpose(-1, -2) * 0.25, dim=-1) @ v
+
+    exported = aten2onnx.export(attention, tuple(torch.randn(1, 2, 4, 8) for _ in range(3)), opset=18)
+    assert not any(k.startswith("aten2onnx.fused") for k in kernels(InferenceSession(exported.model_proto)))

@@ -101,7 +101,7 @@ class GraphRunner:
         self._outer_slots = [(name, self._new_slot(name)) for name in outer_names if name not in self._slot]
         nodes = list(graph.node)
         if ctx.fuse:
-            nodes = fuse_exported_ops(nodes, set(self.output_names), {i.name for i in graph.initializer})
+            nodes = fuse_exported_ops(nodes, set(self.output_names), {i.name: i for i in graph.initializer})
         self.steps = [self._plan_node(node) for node in self._ordered(graph, nodes)]
         missing = [name for name in self.output_names if name not in self._slot]
         if missing:

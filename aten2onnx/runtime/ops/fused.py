@@ -3,6 +3,7 @@ again (see runtime/optimize.py)."""
 
 from __future__ import annotations
 
+import torch
 import torch.nn.functional as F
 
 from aten2onnx.runtime.kernel import Kernel
@@ -26,4 +27,18 @@ class Silu(Kernel):
         return (F.silu(x),)
 
 
-KERNELS = (Gelu, Silu)
+class Attention(Kernel):
+    """scaled_dot_product_attention with an optional bool or additive mask ("" when none)."""
+
+    domain, op_type, since_version = DOMAIN, "Attention", 1
+
+    def setup(self, scale: float) -> None:
+        self.scale = scale
+
+    def run(self, q, k, v, mask=None):
+        if mask is not None and mask.dtype != torch.bool:
+            mask = mask.to(q.dtype)
+        return (F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.scale),)
+
+
+KERNELS = (Gelu, Silu, Attention)
