@@ -10,6 +10,7 @@ from aten2onnx.symbolic import (  # noqa: F401  (imported to register)
     opset9_math,
     opset9_loss,
     opset9_nn,
+    opset9_python,
     opset9_norm,
     opset9_reduce,
     opset9_rnn,

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import functools
 import math
-import operator
 
 import torch
 
@@ -1323,49 +1322,3 @@ def triangle(g: GraphBuilder, self: Value, diagonal: int, *, upper: bool) -> Val
     ones = torch.ones(rows, cols, dtype=torch.bool)
     mask = ones.triu(diagonal) if upper else ones.tril(diagonal)
     return g.op("Where", g.const(mask), self, g.const(0, like=self) if self.dtype != torch.bool else g.const(False))
-
-
-# -- SymInt arithmetic left as Python operators by torch.export -------------------------------------------------------
-
-
-def sym_binary(g: GraphBuilder, op_type: str, fn, a, b):
-    if not isinstance(a, Value) and not isinstance(b, Value):
-        return fn(a, b)
-    a, b = promote(g, a, b)
-    return g.op(op_type, a, b)
-
-
-@register("_operator::add")
-def py_add(g, a, b):
-    return sym_binary(g, "Add", operator.add, a, b)
-
-
-@register("_operator::sub")
-def py_sub(g, a, b):
-    return sym_binary(g, "Sub", operator.sub, a, b)
-
-
-@register("_operator::mul")
-def py_mul(g, a, b):
-    return sym_binary(g, "Mul", operator.mul, a, b)
-
-
-@register("_operator::mod")
-def py_mod(g, a, b):
-    if not isinstance(a, Value) and not isinstance(b, Value):
-        return a % b
-    a, b = promote(g, a, b)
-    # Python's % takes the divisor's sign: a - floor(a / b) * b (Mod arrives only in opset 10).
-    return g.op("Sub", a, g.op("Mul", aten_div_mode(g, a, b, rounding_mode="floor"), b))
-
-
-@register("_operator::neg")
-def py_neg(g, a):
-    return -a if not isinstance(a, Value) else g.op("Neg", a)
-
-
-@register("_operator::floordiv")
-def py_floordiv(g, a, b):
-    if not isinstance(a, Value) and not isinstance(b, Value):
-        return a // b
-    return aten_div_mode(g, as_value(g, a, torch.int64), as_value(g, b, torch.int64), rounding_mode="floor")

@@ -1,14 +1,12 @@
-"""Base opset, copies and Python scalars: copy (what copy_ becomes), item, math.trunc on SymFloats."""
+"""Base opset, copies and scalars: copy (what copy_ becomes) and item."""
 
 from __future__ import annotations
 
 import functools
-import math
 
 import torch
 
 from aten2onnx import registry
-from aten2onnx.exporter.builder import Value
 from aten2onnx.symbolic._helpers import cast
 
 register = functools.partial(registry.register, opset=9)
@@ -27,10 +25,3 @@ def aten_copy(g, self, src, non_blocking=False):
 def aten_item(g, self):
     """item(Tensor self) -> Scalar"""
     return self if self.rank == 0 else g.op("Reshape", self, g.const([], dtype=torch.int64))
-
-
-@register("math::trunc")
-def py_trunc(g, x):
-    if not isinstance(x, Value):
-        return math.trunc(x)
-    return cast(g, x, torch.int64)  # a float-to-int Cast truncates toward zero, as math.trunc does

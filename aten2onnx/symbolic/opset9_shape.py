@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import math
-import operator
 
 import torch
 
@@ -24,7 +23,6 @@ from aten2onnx.symbolic.opset9 import (
     reshape,
     split_by_sizes,
     static_dim,
-    sym_binary,
     unsqueeze_static,
 )
 
@@ -841,52 +839,3 @@ def aten_logspace(g, start, end, steps, base=10.0, *, dtype=None, layout=None, d
 
 
 # -- SymInt comparisons and arithmetic torch.export leaves as Python operators -------------------------------
-
-
-def _sym_compare(op_type: str, fn):
-    def handler(g, a, b):
-        if not isinstance(a, Value) and not isinstance(b, Value):
-            return fn(a, b)
-        a, b = promote(g, a, b)
-        if op_type == "Equal":
-            return g.op("Equal", a, b)
-        if op_type == "NotEqual":
-            return g.op("Not", g.op("Equal", a, b))
-        if op_type in ("LessOrEqual", "GreaterOrEqual"):
-            strict = "Greater" if op_type == "LessOrEqual" else "Less"
-            return g.op("Not", g.op(strict, a, b))
-        return g.op(op_type, a, b)
-    return handler
-
-
-for _name, _op, _fn in [("ge", "GreaterOrEqual", operator.ge), ("le", "LessOrEqual", operator.le),
-                        ("gt", "Greater", operator.gt), ("lt", "Less", operator.lt),
-                        ("eq", "Equal", operator.eq), ("ne", "NotEqual", operator.ne)]:
-    register(f"_operator::{_name}")(_sym_compare(_op, _fn))
-
-
-@register("_operator::truediv")
-def py_truediv(g, a, b):
-    if not isinstance(a, Value) and not isinstance(b, Value):
-        return a / b
-    a, b = promote(g, a, b, to=torch.float64)
-    return g.op("Div", a, b)
-
-
-@register("_operator::pow")
-def py_pow(g, a, b):
-    return sym_binary(g, "Pow", operator.pow, a, b)
-
-
-@register("_operator::and_")
-def py_and(g, a, b):
-    if not isinstance(a, Value) and not isinstance(b, Value):
-        return a and b
-    return g.op("And", as_value(g, a, torch.bool), as_value(g, b, torch.bool))
-
-
-@register("_operator::or_")
-def py_or(g, a, b):
-    if not isinstance(a, Value) and not isinstance(b, Value):
-        return a or b
-    return g.op("Or", as_value(g, a, torch.bool), as_value(g, b, torch.bool))
