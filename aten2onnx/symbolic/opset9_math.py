@@ -552,24 +552,25 @@ def aten_lerp(g, self, end, weight):
     return g.op("Add", a, g.op("Mul", w, g.op("Sub", b, a)))
 
 
+def add_scaled(g: GraphBuilder, op_type: str, self: Value, tensor1: Value, tensor2: Value, value) -> Value:
+    """self + value * (tensor1 op tensor2), for addcmul (Mul) and addcdiv (Div)."""
+    s, t1, t2 = promote(g, self, tensor1, tensor2)
+    term = g.op(op_type, t1, t2)
+    if value != 1:
+        term = g.op("Mul", term, as_value(g, value, s.dtype))
+    return g.op("Add", s, term)
+
+
 @register("aten::addcmul.default")
 def aten_addcmul(g, self, tensor1, tensor2, *, value=1):
     """addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor"""
-    s, t1, t2 = promote(g, self, tensor1, tensor2)
-    prod = g.op("Mul", t1, t2)
-    if value != 1:
-        prod = g.op("Mul", prod, as_value(g, value, s.dtype))
-    return g.op("Add", s, prod)
+    return add_scaled(g, "Mul", self, tensor1, tensor2, value)
 
 
 @register("aten::addcdiv.default")
 def aten_addcdiv(g, self, tensor1, tensor2, *, value=1):
     """addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor"""
-    s, t1, t2 = promote(g, self, tensor1, tensor2)
-    q = g.op("Div", t1, t2)
-    if value != 1:
-        q = g.op("Mul", q, as_value(g, value, s.dtype))
-    return g.op("Add", s, q)
+    return add_scaled(g, "Div", self, tensor1, tensor2, value)
 
 
 def clamp_tensor(g: GraphBuilder, self: Value, min, max, *, int_inputs: bool) -> Value:
