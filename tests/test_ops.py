@@ -4,44 +4,15 @@ elementwise ops on broadcastable shapes and dtypes."""
 
 from __future__ import annotations
 
-import dataclasses
 import warnings
-from typing import Any, Callable
 
 import pytest
 import torch
 from hypothesis import example, given, strategies as st
 
 import aten2onnx
-from conftest import flat_tensors, run_ort
-
-TOL = {torch.float16: (1e-3, 1e-3), torch.bfloat16: (1.6e-2, 1e-2), torch.float32: (1e-4, 1e-5),
-       torch.float64: (1e-7, 1e-7)}
-
-
-@dataclasses.dataclass
-class Entry:
-    """One op: a function of tensors, sample makers (dtype -> args), the dtypes and opsets to run."""
-
-    name: str
-    fn: Callable
-    samples: list[Callable[[torch.dtype], tuple]]
-    dtypes: tuple = (torch.float32,)
-    opsets: tuple = (9, 13, 18, 26)
-    reason: str | None = None  # an expected failure, and why
-    ort: bool = True           # onnxruntime has kernels for these dtypes
-
-    def xfail(self, reason: str) -> Entry:
-        return dataclasses.replace(self, reason=reason)
-
-
-def t(*shape, low=-3.0, high=3.0):
-    return lambda dtype: (torch.empty(shape).uniform_(low, high).to(dtype),)
-
-
-def t2(a, b, low=-3.0, high=3.0):
-    return lambda dtype: (torch.empty(a).uniform_(low, high).to(dtype), torch.empty(b).uniform_(low, high).to(dtype))
-
+from conftest import run_ort
+from optable import TOL, Entry, assert_opinfo_native, cases, run_both, t, t2
 
 FLOATS = (torch.float32, torch.float64)
 NUMERIC = (torch.float32, torch.int32, torch.int64)
@@ -155,38 +126,7 @@ TABLE = [
 ]
 
 
-class Call(torch.nn.Module):
-    """A module calling fn on its inputs, so builtins and lambdas of any arity export alike."""
-
-    def __init__(self, fn: Callable) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args: Any) -> Any:
-        return self.fn(*args)
-
-
-def run_both(fn: Callable, args: tuple, opset: int, *, ort: bool = True) -> None:
-    with torch.no_grad():
-        expected = flat_tensors(fn(*args))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        exported = aten2onnx.export(Call(fn), args, opset=opset, fallback="error")
-    got = flat_tensors(exported.run(*args))
-    assert len(got) == len(expected)
-    for g_, w in zip(got, expected):
-        rtol, atol = TOL.get(w.dtype, (0, 0))
-        torch.testing.assert_close(g_, w, rtol=rtol, atol=atol, equal_nan=True)
-    if ort:
-        feeds = dict(zip(exported.input_names, args))
-        for g_, w in zip(run_ort(exported.model_proto, feeds), expected):
-            rtol, atol = TOL.get(w.dtype, (0, 0))
-            torch.testing.assert_close(torch.from_numpy(g_), w, rtol=rtol, atol=atol, equal_nan=True)
-
-
-CASES = [pytest.param(e, s, d, o, id=f"{e.name}-{i}-{str(d).split('.')[1]}-opset{o}",
-                      marks=[pytest.mark.xfail(reason=e.reason, strict=True)] if e.reason else [])
-         for e in TABLE for i, s in enumerate(e.samples) for d in e.dtypes for o in e.opsets]
+CASES = cases(TABLE)
 
 
 @pytest.mark.parametrize("entry, sample, dtype, opset", CASES)
@@ -212,35 +152,9 @@ OPINFO_SUBSET = [
 ]
 
 
-def _opinfos():
-    from torch.testing._internal.common_methods_invocations import op_db
-
-    by_name = {op.name + (f".{op.variant_test_name}" if op.variant_test_name else ""): op for op in op_db}
-    return [by_name[name] for name in OPINFO_SUBSET if name in by_name]
-
-
-@pytest.fixture(scope="module")
-def sweep():
-    import importlib.util
-    import pathlib
-
-    path = pathlib.Path(__file__).resolve().parent.parent / "scripts" / "opinfo_sweep.py"
-    spec = importlib.util.spec_from_file_location("opinfo_sweep", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.parametrize("name", OPINFO_SUBSET)
-def test_opinfo_subset(sweep, name):
-    from torch.testing._internal.common_methods_invocations import op_db
-
-    index = next((i for i, op in enumerate(op_db) if sweep.opinfo_name(op) == name), None)
-    if index is None:
-        pytest.skip(f"no OpInfo {name} in this torch")
-    result = sweep.sweep_op((index, [13, 18], ["float32"], 1, 60))
-    for opset, entry in result["opsets"].items():
-        assert entry["status"] == "native", f"opset {opset}: {entry}"
+def test_opinfo_subset(name):
+    assert_opinfo_native(name, [13, 18])
 
 
 # -- hypothesis: elementwise ops on broadcastable shapes and dtypes ------------------------------------------

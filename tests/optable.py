@@ -1,0 +1,110 @@
+"""The op-test table machinery shared by tests/test_ops*.py: an Entry per op (a function of tensors,
+sample makers per dtype, dtypes, opsets), run through export in both runtimes and compared with eager;
+and the OpInfo sweep's per-OpInfo check, for asserting that an OpInfo exports natively."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib.util
+import pathlib
+import warnings
+from typing import Any, Callable
+
+import pytest
+import torch
+
+import aten2onnx
+from conftest import flat_tensors, run_ort
+
+TOL = {torch.float16: (1e-3, 1e-3), torch.bfloat16: (1.6e-2, 1e-2), torch.float32: (1e-4, 1e-5),
+       torch.float64: (1e-7, 1e-7)}
+
+
+@dataclasses.dataclass
+class Entry:
+    """One op: a function of tensors, sample makers (dtype -> args), the dtypes and opsets to run."""
+
+    name: str
+    fn: Callable
+    samples: list[Callable[[torch.dtype], tuple]]
+    dtypes: tuple = (torch.float32,)
+    opsets: tuple = (9, 13, 18, 26)
+    reason: str | None = None  # an expected failure, and why
+    ort: bool = True           # onnxruntime has kernels for these dtypes
+
+    def xfail(self, reason: str) -> Entry:
+        return dataclasses.replace(self, reason=reason)
+
+
+def t(*shape, low=-3.0, high=3.0):
+    return lambda dtype: (torch.empty(shape).uniform_(low, high).to(dtype),)
+
+
+def t2(a, b, low=-3.0, high=3.0):
+    return lambda dtype: (torch.empty(a).uniform_(low, high).to(dtype), torch.empty(b).uniform_(low, high).to(dtype))
+
+
+class Call(torch.nn.Module):
+    """A module calling fn on its inputs, so builtins and lambdas of any arity export alike."""
+
+    def __init__(self, fn: Callable) -> None:
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args: Any) -> Any:
+        return self.fn(*args)
+
+
+def run_both(fn: Callable, args: tuple, opset: int, *, ort: bool = True) -> None:
+    with torch.no_grad():
+        expected = flat_tensors(fn(*args))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exported = aten2onnx.export(Call(fn), args, opset=opset, fallback="error")
+    got = flat_tensors(exported.run(*args))
+    assert len(got) == len(expected)
+    for g_, w in zip(got, expected):
+        rtol, atol = TOL.get(w.dtype, (0, 0))
+        torch.testing.assert_close(g_, w, rtol=rtol, atol=atol, equal_nan=True)
+    if ort:
+        feeds = dict(zip(exported.input_names, args))
+        for g_, w in zip(run_ort(exported.model_proto, feeds), expected):
+            rtol, atol = TOL.get(w.dtype, (0, 0))
+            torch.testing.assert_close(torch.from_numpy(g_), w, rtol=rtol, atol=atol, equal_nan=True)
+
+
+def cases(table: list[Entry]) -> list:
+    """pytest params, one per entry x sample x dtype x opset; an entry's xfail reason marks its cases."""
+    return [pytest.param(e, s, d, o, id=f"{e.name}-{i}-{str(d).split('.')[1]}-opset{o}",
+                         marks=[pytest.mark.xfail(reason=e.reason, strict=True)] if e.reason else [])
+            for e in table for i, s in enumerate(e.samples) for d in e.dtypes for o in e.opsets]
+
+
+@functools.cache
+def sweep_module():
+    """scripts/opinfo_sweep.py, imported by path."""
+    path = pathlib.Path(__file__).resolve().parent.parent / "scripts" / "opinfo_sweep.py"
+    spec = importlib.util.spec_from_file_location("opinfo_sweep", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def opinfo_statuses(name: str, opsets: list[int], samples: int = 1, dtype: str = "float32") -> dict[str, dict]:
+    """The sweep's verdict per opset for one OpInfo (name or name.variant): {opset: {status, ...}}."""
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    sweep = sweep_module()
+    index = next((i for i, op in enumerate(op_db) if sweep.opinfo_name(op) == name), None)
+    if index is None:
+        pytest.skip(f"no OpInfo {name} in this torch")
+    result = sweep.sweep_op((index, list(opsets), [dtype], samples, 120))
+    if "skipped" in result:
+        pytest.skip(f"{name}: {result['skipped']}")
+    return result["opsets"]
+
+
+def assert_opinfo_native(name: str, opsets: list[int], samples: int = 1, dtype: str = "float32") -> None:
+    for opset, entry in opinfo_statuses(name, opsets, samples, dtype).items():
+        assert entry["status"] == "native", f"{name} at opset {opset}: {entry}"
