@@ -4,11 +4,11 @@ between opsets (`axes_as_input=True`); none of them asks for the target opset.""
 from __future__ import annotations
 
 import dataclasses
-from typing import Sequence
+from typing import Callable, Sequence
 
 import torch
 from aten2onnx import _dtypes
-from aten2onnx.exporter.builder import GraphBuilder, Value
+from aten2onnx.exporter.builder import GraphBuilder, Subgraph, Value
 
 Operand = Value | int | float | bool
 
@@ -158,3 +158,56 @@ def reduce_op(g: GraphBuilder, op_type: str, x: Value, axes: Sequence[int] | Non
               mode: Axes) -> Value:
     """reduce() with the axes form of op_type under mode."""
     return reduce(g, op_type, x, axes, keepdim, axes_as_input=mode.for_op(op_type))
+
+
+# -- control flow inside a translation ----------------------------------------------------------------
+
+
+def body_output(body: GraphBuilder, value: Value | int | float | bool, taken: Sequence[Value]) -> Value:
+    """A subgraph output must be made inside the subgraph, once: pass anything else (a formal input,
+    an outer value, a constant, a repeat) through Identity."""
+    if not isinstance(value, Value):
+        value = body.const(value)
+    made_here = value.producer is not None and any(value.producer is n for n in body.nodes)
+    if made_here and all(value is not t for t in taken):
+        return value
+    out = body.op("Identity", value)
+    out.dtype, out.shape = value.dtype, value.shape
+    return out
+
+
+def loop(g: GraphBuilder, trip_count: Value | int | None, state: Sequence[Value],
+         step: Callable[[GraphBuilder, Value, list[Value]], Sequence[Value]], *, name: str = "loop",
+         keep_going: Value | None = None, scan_outputs: int = 0, stop: bool = False) -> list[Value]:
+    """An ONNX Loop. `step(body, i, carried)` builds one iteration in `body` (a subgraph builder that
+    may read any value of `g`): `i` is the 0-d int64 iteration number, `carried` the loop-carried
+    values (shaped as `state`); it returns their new values, then `scan_outputs` per-iteration values
+    to stack, and last, when `stop` is set, a 0-d bool: keep going. Returns the final carried values,
+    then the stacked scan outputs. `trip_count` None runs until the condition says stop; `keep_going`
+    is the condition before the first iteration."""
+    body = g.subgraph()
+    i = Value(g.fresh_name(f"{name}_i"), torch.int64, (), kind="input")
+    cond = Value(g.fresh_name(f"{name}_cond"), torch.bool, (), kind="input")
+    formals = [Value(g.fresh_name(f"{name}_state"), s.dtype, s.shape, kind="input") for s in state]
+    body.inputs = [i, cond, *formals]
+    results = list(step(body, i, formals))
+    again = results.pop() if stop else cond
+    if len(results) != len(state) + scan_outputs:
+        raise ValueError(f"loop step returned {len(results)} values; expected {len(state)} carried + {scan_outputs} scanned")
+    outputs: list[Value] = []
+    for value in [again, *results]:
+        outputs.append(body_output(body, value, outputs))
+    for formal, out in zip(formals, outputs[1:]):
+        if out.dtype != formal.dtype:
+            raise ValueError(f"loop state changes dtype: {formal.dtype} -> {out.dtype}")
+    graph = Subgraph(body, body.inputs, outputs, g.fresh_name(f"{name}_body"))
+    trip = g.const(trip_count, dtype=torch.int64) if isinstance(trip_count, int) else trip_count
+    first = keep_going if keep_going is not None else (None if trip is not None else g.const(True))
+    outs = g.op("Loop", trip, first, *state, outputs=len(state) + scan_outputs, body=graph)
+    outs = [outs] if not isinstance(outs, tuple) else list(outs)
+    for out, s in zip(outs, state):
+        out.dtype, out.shape = s.dtype, s.shape
+    for out, v in zip(outs[len(state):], outputs[1 + len(state):]):
+        out.dtype = v.dtype
+        out.shape = None if v.shape is None else (None, *v.shape)
+    return outs
