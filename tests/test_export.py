@@ -494,3 +494,56 @@ def test_fallback_op_with_a_nested_result():
         exported = aten2onnx.export(f, (x,))
     for got, want in zip(exported.run(x), f(x)):
         torch.testing.assert_close(got, want)
+
+
+def test_numbers_the_model_returns_are_constant_graph_outputs():
+    class Shapes(torch.nn.Module):
+        def forward(self, x):
+            return x * 2, x.shape[0], None, 0.5, True
+
+    x = torch.randn(3, 2)
+    exported = aten2onnx.export(Shapes(), (x,))
+    assert len(exported.output_names) == 4  # None has no ONNX form; the numbers do
+    want = Shapes()(x)
+    for got in (exported.run(x), exported.structure_outputs(run_ort(exported.model_proto, {"x": x}))):
+        assert [type(v) for v in got[1:]] == [type(v) for v in want[1:]] and got[1:] == want[1:]
+        torch.testing.assert_close(torch.as_tensor(got[0]), want[0])
+
+
+def test_a_model_with_nothing_to_output_is_refused():
+    class Nothing(torch.nn.Module):
+        def forward(self, x):
+            return None
+
+    with pytest.raises(aten2onnx.ExportError, match="no outputs"):
+        aten2onnx.export(Nothing(), (torch.randn(2),))
+
+
+@pytest.mark.parametrize("opset", [9, 18])
+def test_ops_with_statically_empty_results_export_as_empty_constants(opset):
+    def f(a, b, w, x):  # onnxruntime cannot run some of these MatMuls on zero-size batches
+        return torch.nn.functional.bilinear(a, b, w), torch.nn.functional.adaptive_avg_pool3d(x, (5, 7, 4)), a.sum(0)
+
+    args = (torch.randn(0, 3), torch.randn(0, 4), torch.randn(5, 3, 4), torch.randn(0, 8, 8, 8, 8))
+    exported = aten2onnx.export(f, args, opset=opset)
+    want = f(*args)
+    kinds = {n.op_type for n in exported.model_proto.graph.node}
+    assert "MatMul" not in kinds
+    for got in (exported.run(*args), run_ort(exported.model_proto, dict(zip(exported.input_names, args)))):
+        for g_, w in zip(got, want):
+            torch.testing.assert_close(torch.as_tensor(g_), w)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda a, b: (torch.equal(a, b), torch.allclose(a, b, rtol=0.01), a.equal(b)),
+    lambda a, b: (torch.cov(a), torch.cov(a, correction=0, fweights=torch.tensor([1, 2, 1, 3]), aweights=b[0].abs()),
+                  torch.corrcoef(a)),
+], ids=["equal_allclose", "cov_corrcoef"])
+def test_functions_with_data_dependent_checks_capture(fn):
+    a = torch.randn(3, 4)
+    exported = aten2onnx.export(fn, (a, a.clone()))
+    for b in (a.clone(), a + 1e-4, a + 1):
+        want = fn(a, b)
+        for got in (exported.run(a, b), run_ort(exported.model_proto, {"a": a, "b": b})):
+            for g_, w in zip(got, want):
+                torch.testing.assert_close(torch.as_tensor(g_), torch.as_tensor(w), check_dtype=False)

@@ -50,7 +50,7 @@ def export_program(model: Any, args: tuple, kwargs: dict | None, *, opset: int, 
             f"but not in onnxruntime: {', '.join(translation.fallback_ops)}"
         )
     out_iter = iter(out_names)
-    outputs = [(next(out_iter), None) if slot.value is not None else (None, slot.constant) for slot in translation.outputs]
+    outputs = [(next(out_iter) if slot.value is not None else None, slot.constant) for slot in translation.outputs]
     call_spec = getattr(ep, "call_spec", None)
     return ExportedModel(
         skeleton,

@@ -10,6 +10,7 @@ from typing import Any, Callable, Iterator
 
 import torch
 from torch.export import ExportedProgram
+from torch.overrides import TorchFunctionMode
 
 from aten2onnx.errors import CaptureError
 
@@ -78,6 +79,60 @@ def _summary(e: BaseException, max_lines: int = 8) -> str:
     return "\n    ".join(text[:max_lines]) + more
 
 
+def _cov(input: torch.Tensor, *, correction: int = 1, fweights: torch.Tensor | None = None,
+         aweights: torch.Tensor | None = None) -> torch.Tensor:
+    """torch.cov as tensor ops (ATen's cov checks its arguments with data-dependent comparisons,
+    which torch.export cannot trace; the weights' sign and integrality are not checked here)."""
+    x = input if input.dim() == 2 else input.reshape(1, -1)
+    weights = fweights if aweights is None else aweights if fweights is None else fweights * aweights
+    if weights is None:
+        avg = x.mean(1, keepdim=True)
+        norm = x.shape[1] - correction
+    else:
+        w_sum = weights.sum()
+        avg = (x * weights).sum(1, keepdim=True) / w_sum
+        norm = w_sum if correction == 0 else w_sum - correction if aweights is None else \
+            w_sum - correction * (weights * aweights).sum() / w_sum
+    norm = torch.clamp(torch.as_tensor(norm, dtype=avg.dtype), min=0)  # ATen warns and uses 0
+    xm = x - avg
+    c = xm @ (xm if weights is None else xm * weights).transpose(0, 1).conj()
+    return (c / norm).squeeze()
+
+
+def _corrcoef(input: torch.Tensor) -> torch.Tensor:
+    """torch.corrcoef by _cov, as ATen computes it."""
+    c = _cov(input)
+    if c.dim() == 0:
+        return c / c
+    std = torch.sqrt(torch.diagonal(c))
+    c = c / std[:, None] / std[None, :]
+    return torch.clamp(c, -1, 1) if not c.is_complex() else torch.complex(torch.clamp(c.real, -1, 1), torch.clamp(c.imag, -1, 1))
+
+
+class _DataDependentChecks(TorchFunctionMode):
+    """Functions torch.export cannot trace because they compute a Python bool from tensor values
+    (aten.equal has no fake kernel: its output depends on data), traced as equivalents during
+    non-strict capture. torch.equal and torch.allclose become tensor ops read back with `.item()`,
+    a symbolic bool the graph carries: returned, it is a graph output; branched on, torch.export
+    reports the branch. torch.cov and torch.corrcoef (which call equal to check arguments) become
+    their formulas."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in (torch.equal, torch.Tensor.equal):
+            a, b = args
+            if a.shape != b.shape:
+                return False
+            return torch.eq(a, b).all().item()
+        if func in (torch.allclose, torch.Tensor.allclose):
+            return torch.isclose(*args, **kwargs).all().item()
+        if func in (torch.cov, torch.Tensor.cov):
+            return _cov(*args, **kwargs)
+        if func in (torch.corrcoef, torch.Tensor.corrcoef):
+            return _corrcoef(*args, **kwargs)
+        return func(*args, **kwargs)
+
+
 def capture(model: Any, args: tuple, kwargs: dict | None, dynamic_shapes: Any) -> ExportedProgram:
     if isinstance(model, ExportedProgram):
         return model
@@ -86,7 +141,8 @@ def capture(model: Any, args: tuple, kwargs: dict | None, dynamic_shapes: Any) -
     with _preserved(module):
         for strict in (False, True):
             try:
-                return torch.export.export(module, args, kwargs, dynamic_shapes=dynamic_shapes, strict=strict)
+                with contextlib.nullcontext() if strict else _DataDependentChecks():
+                    return torch.export.export(module, args, kwargs, dynamic_shapes=dynamic_shapes, strict=strict)
             except Exception as e:  # torch.export raises many types; all are reported below
                 failures.append(("non-strict" if not strict else "strict", e))
     where = next((w for w in (_user_frame(e) for _, e in failures) if w), None)

@@ -24,6 +24,11 @@ TWO_GB = 2**31
 MIN_IR_VERSION = 10  # node metadata_props need IR 10
 
 
+def _as_number(result: Any, like: bool | int | float) -> bool | int | float:
+    """A 0-d graph output made of a number torch.export baked, as that Python number again."""
+    return type(like)(torch.as_tensor(result).item())
+
+
 def build_model(t: Translation, *, opset: int, output_names: list[str] | None
                 ) -> tuple[onnx.ModelProto, list[tuple[str, torch.Tensor]], list[str], list[str]]:
     """The model without its weights, and the weights: they are written into protobuf only when
@@ -31,6 +36,9 @@ def build_model(t: Translation, *, opset: int, output_names: list[str] | None
     g = t.graph
     nodes = list(g.nodes)
     graph_outputs = [slot.value for slot in t.outputs if slot.value is not None]
+    if not graph_outputs and not t.states:
+        raise ExportError("the model returns no tensors and no numbers, so the ONNX graph would have no outputs "
+                          "(ONNX requires one); return what you need from forward()")
     if output_names is not None and len(output_names) != len(graph_outputs):
         raise ExportError(f"output_names has {len(output_names)} names but the model has {len(graph_outputs)} tensor outputs")
     names = list(output_names) if output_names is not None else (
@@ -149,13 +157,15 @@ class ExportedModel:
     def structure_outputs(self, results: Mapping[str, Any] | Sequence[Any]) -> Any:
         """The model's own output structure from a runtime's outputs: a dict by output name, or a
         list in output order (as onnxruntime's run(None, feeds) returns). Outputs that torch.export
-        made constants are put back in their places."""
+        made constants are put back in their places: None as it was, numbers (constant graph outputs)
+        as Python numbers."""
         if not isinstance(results, Mapping):
             results = dict(zip(self.output_names, results))
         missing = [n for n, _ in self._outputs if n is not None and n not in results]
         if missing:
             raise InvalidInputError(f"outputs {missing} are missing; the model's outputs are {self.output_names}")
-        flat_out = [results[name] if name is not None else constant for name, constant in self._outputs]
+        flat_out = [constant if name is None else results[name] if constant is None else _as_number(results[name], constant)
+                    for name, constant in self._outputs]
         if self._out_spec is None:
             return flat_out[0] if len(flat_out) == 1 else tuple(flat_out)
         return pytree.tree_unflatten(flat_out, self._out_spec)

@@ -288,6 +288,10 @@ class Translator:
                 self.env[node] = getattr(self, _CONTROL_FLOW[name])(node)
                 return
         source = self._enter(node, _registry.overload_key(target))
+        empty = self._empty_result(node, target)
+        if empty is not None:
+            self.env[node] = empty
+            return
         resolved = self._resolve(target)
         if resolved is None:
             self._unmapped(node, target)
@@ -322,6 +326,20 @@ class Translator:
         self.env[node] = result
         if resolved.via_twin is not None:
             self._rebind_written(node, target, result)
+
+    def _empty_result(self, node: torch.fx.Node, target: Any) -> Any:
+        """A pure op whose every result is a tensor of static shape with no elements computes nothing:
+        its results are empty constants of that shape and dtype. (Whatever the op, the answer is
+        known; and onnxruntime mishandles some zero-size MatMuls.)"""
+        if not isinstance(target, torch._ops.OpOverload) or target._schema.is_mutable:
+            return None
+        val = node.meta.get("val")
+        vals = list(val) if isinstance(val, (list, tuple)) else [val]
+        if not vals or not all(isinstance(v, torch.Tensor) and v.layout == torch.strided
+                               and all(isinstance(d, int) for d in v.shape) and v.numel() == 0 for v in vals):
+            return None
+        consts = [self.g.const(torch.empty(tuple(v.shape), dtype=v.dtype)) for v in vals]
+        return tuple(consts) if isinstance(val, (list, tuple)) else consts[0]
 
     def _enter(self, node: torch.fx.Node, op_key: str) -> str:
         """Name what follows after node and stamp its source, module and op; returns the source."""
@@ -403,7 +421,14 @@ class Translator:
         slots, states = [], []
         for role, value in zip(self.roles, results):
             if role.kind == "output":
-                slots.append(OutputSlot(value) if isinstance(value, Value) else OutputSlot(None, value))
+                if isinstance(value, Value):
+                    slots.append(OutputSlot(value))
+                elif isinstance(value, (bool, int, float)):
+                    # A number torch.export baked: a constant graph output, so the file is complete;
+                    # run() gives it back as the Python number eager returns.
+                    slots.append(OutputSlot(self.g.const(value), value))
+                else:
+                    slots.append(OutputSlot(None, value))
             else:
                 states.append(StateSlot(role.kind, self.state_values[(role.kind, role.name)], value))
         return slots, states

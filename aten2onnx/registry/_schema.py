@@ -34,8 +34,12 @@ def normalize_key(name: str) -> str:
     return f"{namespace}::{rest}.default"
 
 
+# torch's functions on symbolic values that torch.export leaves in graphs as Python calls
+SYM_FUNCTIONS = ("torch::sym_ite", "torch::sym_not", "torch::sym_max", "torch::sym_min")
+
+
 def is_python_key(key: str) -> bool:
-    return key.startswith(("_operator::", "builtins::", "math::"))
+    return key.startswith(("_operator::", "builtins::", "math::")) or key in SYM_FUNCTIONS
 
 
 def resolve_overload(key: str) -> torch._ops.OpOverload:

@@ -1,5 +1,6 @@
 """Base opset, Python operators on SymInts and SymFloats that torch.export leaves in graphs
-(`x.size(1) // 2`, `n > 0`, `math.trunc(f)`): Python values stay Python, graph values become ops."""
+(`x.size(1) // 2`, `n > 0`, `math.trunc(f)`, `torch.sym_ite(b, x, y)`): Python values stay Python,
+graph values become ops."""
 
 from __future__ import annotations
 
@@ -123,3 +124,29 @@ def py_trunc(g, x):
     if not isinstance(x, Value):
         return math.trunc(x)
     return cast(g, x, torch.int64)  # a float-to-int Cast truncates toward zero, as math.trunc does
+
+
+# -- torch.sym_* functions on symbolic values
+
+
+@register("torch::sym_ite")
+def py_sym_ite(g, b, t, f):
+    if not isinstance(b, Value):
+        return t if b else f
+    t, f = promote(g, t, f)
+    return g.op("Where", as_value(g, b, torch.bool), t, f)
+
+
+@register("torch::sym_not")
+def py_sym_not(g, a):
+    return (not a) if not isinstance(a, Value) else g.op("Not", as_value(g, a, torch.bool))
+
+
+@register("torch::sym_max")
+def py_sym_max(g, a, b):
+    return sym_binary(g, "Max", max, a, b)
+
+
+@register("torch::sym_min")
+def py_sym_min(g, a, b):
+    return sym_binary(g, "Min", min, a, b)
