@@ -29,6 +29,10 @@ _TORCH_TO_ONNX: dict[torch.dtype, int] = {
 _ONNX_TO_TORCH = {v: k for k, v in _TORCH_TO_ONNX.items()}
 
 
+def has_onnx(dtype: torch.dtype) -> bool:
+    return dtype in _TORCH_TO_ONNX
+
+
 def to_onnx(dtype: torch.dtype) -> int:
     try:
         return _TORCH_TO_ONNX[dtype]

@@ -547,3 +547,8 @@ def test_functions_with_data_dependent_checks_capture(fn):
         for got in (exported.run(a, b), run_ort(exported.model_proto, {"a": a, "b": b})):
             for g_, w in zip(got, want):
                 torch.testing.assert_close(torch.as_tensor(g_), torch.as_tensor(w), check_dtype=False)
+
+
+def test_a_result_onnx_has_no_type_for_is_named_at_its_node():
+    with pytest.raises(aten2onnx.ExportError, match=r"'chalf'.*complex32.*use complex64"):
+        aten2onnx.export(lambda x: x.chalf(), (torch.randn(3),))

@@ -14,7 +14,7 @@ import torch
 import torch.fx
 from torch.export.graph_signature import InputKind
 
-from aten2onnx import registry as _registry
+from aten2onnx import _dtypes, registry as _registry
 from aten2onnx.errors import ExportError, SymbolicError, UnsupportedOp, UnsupportedOperatorError, warn_user
 from aten2onnx.exporter.builder import Dim, GraphBuilder, Node, Subgraph, Value
 from aten2onnx.exporter.fallback import emit_aten_node
@@ -288,6 +288,7 @@ class Translator:
                 self.env[node] = getattr(self, _CONTROL_FLOW[name])(node)
                 return
         source = self._enter(node, _registry.overload_key(target))
+        self._check_result_dtypes(node, target, source)
         empty = self._empty_result(node, target)
         if empty is not None:
             self.env[node] = empty
@@ -326,6 +327,15 @@ class Translator:
         self.env[node] = result
         if resolved.via_twin is not None:
             self._rebind_written(node, target, result)
+
+    def _check_result_dtypes(self, node: torch.fx.Node, target: Any, source: str) -> None:
+        """A result no ONNX element type can hold (complex32, quantized, bits) cannot be exported,
+        not even as a fallback node: say so at the node that makes it."""
+        for val in _leaves(node.meta.get("val")):
+            if isinstance(val, torch.Tensor) and not _dtypes.has_onnx(val.dtype):
+                wider = {torch.complex32: "complex64"}.get(val.dtype, "a dtype ONNX has (float32, int64, ...)")
+                raise ExportError(f"node {node.name!r} ({_registry.overload_key(target)}) at {source or '?'} makes a "
+                                  f"{val.dtype} tensor, which ONNX has no element type for; use {wider} in the model there")
 
     def _empty_result(self, node: torch.fx.Node, target: Any) -> Any:
         """A pure op whose every result is a tensor of static shape with no elements computes nothing:
