@@ -34,3 +34,16 @@ def run_ort(model: onnx.ModelProto, feeds: dict[str, torch.Tensor]) -> list[np.n
 def flat_tensors(out) -> list[torch.Tensor]:
     leaves = torch.utils._pytree.tree_leaves(out)
     return [t for t in leaves if isinstance(t, torch.Tensor)]
+
+
+@pytest.fixture
+def without_builtin(monkeypatch):
+    """hide(*keys): the built-in symbolics of these overloads are hidden for one test, so the fallback
+    path is tested on real ATen ops however many of them get symbolics later."""
+    from aten2onnx.registry import REGISTRY
+
+    def hide(*keys: str) -> None:
+        for key in keys:
+            monkeypatch.delitem(REGISTRY._builtin, key, raising=False)
+
+    return hide

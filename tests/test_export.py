@@ -24,15 +24,24 @@ def this_line(offset: int = 0) -> str:
 # -- ATen fallback -------------------------------------------------------------------------------------
 
 
+UNMAPPED = ("aten::special_i1.default", "aten::special_bessel_j0.default", "aten::polygamma.default",
+            "aten::mode.default", "aten::special_zeta.other_scalar")
+
+
+@pytest.fixture
+def unmapped(without_builtin):
+    without_builtin(*UNMAPPED)
+
+
 class Unmapped(torch.nn.Module):
-    """Uses two ops with no symbolic: special_i1 and special_bessel_j0."""
+    """Uses two ops that the `unmapped` fixture leaves with no symbolic: special_i1 and special_bessel_j0."""
 
     def forward(self, x, y):
         a = torch.special.i1(x)
         return torch.special.bessel_j0(a + y) * 2
 
 
-def test_fallback_aten_exports_runnable_aten_nodes_and_warns():
+def test_fallback_aten_exports_runnable_aten_nodes_and_warns(unmapped):
     x, y = torch.randn(4, 3), torch.randn(4, 3)
     with pytest.warns(UserWarning, match="aten::special_bessel_j0.default"):
         exported = aten2onnx.export(Unmapped(), (x, y), opset=18)
@@ -52,7 +61,7 @@ def test_fallback_aten_exports_runnable_aten_nodes_and_warns():
     torch.testing.assert_close(torch.from_numpy(out[0]), Unmapped()(x, y))
 
 
-def test_fallback_encodes_lists_scalars_and_dtypes():
+def test_fallback_encodes_lists_scalars_and_dtypes(unmapped):
     def f(x, y):
         z = torch.ops.aten.polygamma.default(1, x)  # an int argument before the tensor
         w = torch.ops.aten.mode.default(y, 0)[1]  # second output of a tuple
@@ -67,7 +76,7 @@ def test_fallback_encodes_lists_scalars_and_dtypes():
         torch.testing.assert_close(got, want)
 
 
-def test_fallback_error_lists_every_unsupported_op_with_source_lines():
+def test_fallback_error_lists_every_unsupported_op_with_source_lines(unmapped):
     x, y = torch.randn(4, 3), torch.randn(4, 3)
     with pytest.raises(UnsupportedOperatorError) as info:
         aten2onnx.export(Unmapped(), (x, y), fallback="error")
