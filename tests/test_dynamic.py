@@ -50,6 +50,13 @@ class CausalAttention(torch.nn.Module):
         return out * (q.shape[2] % 3 + 1) + q.shape[2] // 2
 
 
+class SizesAndStrides(torch.nn.Module):
+    """numel() and stride() of dynamic tensors are SymInts in the graph (sym_numel, sym_stride)."""
+
+    def forward(self, x):
+        return x.flatten() * x.numel() + x.stride(0) + x.stride(1) - x.transpose(0, 1).contiguous().stride(0)
+
+
 SEQ = Dim("seq", min=2, max=64)
 CASES = {
     "mlp": (MLP, lambda b, s: (torch.randn(b, 8),), {"x": {0: Dim("batch")}}, False),
@@ -59,6 +66,7 @@ CASES = {
     "causal_attention": (CausalAttention, lambda b, s: tuple(torch.randn(b, 2, s, 8) for _ in range(3)),
                          {"q": {0: Dim("batch"), 2: SEQ}, "k": {0: Dim("batch"), 2: SEQ}, "v": {0: Dim("batch"), 2: SEQ}},
                          True),
+    "sizes_strides": (SizesAndStrides, lambda b, s: (torch.randn(b, s, 3),), {"x": {0: Dim("batch"), 1: Dim("seq")}}, True),
     "gpt2": (gpt2, lambda b, s: (token_ids(b, s),), {"input_ids": {0: "batch", 1: "seq"}}, True),
     "llama": (llama, lambda b, s: (token_ids(b, s),), {"input_ids": {0: "batch", 1: "seq"}}, True),
     "bert": (bert, lambda b, s: (token_ids(b, s),), {"input_ids": {0: "batch", 1: "seq"}}, True),

@@ -39,6 +39,8 @@ TABLE = [
     Entry("var", lambda x: torch.var(x, dim=1, keepdim=True), [t(3, 4)]),
     Entry("std_mean", lambda x: torch.std_mean(x, dim=[0, 2], correction=0), [t(2, 3, 4)]),
     Entry("logsumexp", lambda x: torch.logsumexp(x, dim=-1), [t(3, 4)]),
+    Entry("_log_softmax", lambda x: torch.ops.aten._log_softmax(x, 1, False), [t(3, 4)], FLOATS),
+    Entry("empty_strided", lambda x: torch.ones_like(torch.empty_strided((3, 4), (1, 3))) * x, [t(3, 4)]),
     Entry("vector_norm", lambda x: torch.linalg.vector_norm(x, ord=3, dim=1), [t(3, 4)]),
     Entry("any", lambda x: torch.any(x > 1, dim=0), [t(3, 4)]),
     Entry("prod", lambda x: torch.prod(x, 1), [t(3, 4)], NUMERIC),

@@ -15,6 +15,7 @@ from aten2onnx.symbolic import (  # noqa: F401  (imported to register)
     opset9_loss,
     opset9_nn,
     opset9_python,
+    opset9_random,
     opset9_norm,
     opset9_numeric,
     opset9_reduce,

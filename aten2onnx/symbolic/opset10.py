@@ -9,8 +9,9 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.symbolic import opset9_math as math9
-from aten2onnx.symbolic._helpers import norm_dim, norm_dims
+from aten2onnx.symbolic._helpers import cast, norm_dim, norm_dims, scalar_type
 from aten2onnx.symbolic.opset9 import INT64_MAX, diff, is_full_slice, max_pool, slice_axis
+from aten2onnx.symbolic.opset9_random import draw
 
 register = functools.partial(registry.register, opset=10)
 
@@ -58,3 +59,13 @@ def aten_fmod(g, self, other):
 def aten_remainder(g, self, other):
     """remainder.Tensor(Tensor self, Tensor other) -> Tensor"""
     return math9.remainder(g, self, other, has_mod=True)
+
+
+@register("aten::randperm.default")
+def aten_randperm(g, n, *, dtype=torch.int64, layout=None, device=None, pin_memory=None):
+    """randperm(SymInt n, *, ScalarType? dtype=4, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"""
+    # the order that sorts n uniform draws is a uniformly random permutation (TopK takes k as an input from 10)
+    keys = draw(g, "RandomUniform", [n], torch.float32)
+    k = g.int_list([n])
+    _, order = g.op("TopK", keys, k, outputs=2, axis=0)
+    return cast(g, order, scalar_type(dtype, torch.int64))

@@ -99,6 +99,13 @@ def aten_log_softmax(g, self, dim, dtype=None):
     return softmax(g, "LogSoftmax", x, dim, any_axis=True)
 
 
+@register("aten::_log_softmax.default")
+def aten__log_softmax(g, self, dim, half_to_float):
+    """_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor"""
+    x = cast(g, self, torch.float32) if half_to_float else self
+    return softmax(g, "LogSoftmax", x, dim, any_axis=True)
+
+
 # -- reductions of opset9_reduce, with axes as inputs --------------------------------------------------
 
 

@@ -699,6 +699,23 @@ def aten_sym_size(g, self, dim):
     return dim_size(g, self, norm_dim(dim, self.rank))
 
 
+@register("aten::sym_numel.default")
+def aten_sym_numel(g, self):
+    """sym_numel(Tensor self) -> SymInt"""
+    return g.op("Size", self)
+
+
+@register("aten::sym_stride.int")
+def aten_sym_stride(g, self, dim):
+    """sym_stride.int(Tensor self, int dim) -> SymInt"""
+    # A graph value is a contiguous tensor: its stride is the product of the sizes after dim.
+    dim = norm_dim(dim, self.rank)
+    if dim == self.rank - 1:
+        return g.const(1, dtype=torch.int64)
+    after = g.op("Gather", g.op("Shape", self), g.const(list(range(dim + 1, self.rank)), dtype=torch.int64), axis=0)
+    return g.op("ReduceProd", after, keepdims=0)
+
+
 @register("aten::view.default", "aten::_unsafe_view.default")
 def aten_view(g, self, size):
     """view(Tensor(a) self, SymInt[] size) -> Tensor(a)"""
@@ -1197,6 +1214,13 @@ def aten__softmax(g, self, dim, half_to_float):
 def aten_log_softmax(g, self, dim, dtype=None):
     """log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor"""
     x = self if dtype is None else cast(g, self, dtype)
+    return softmax(g, "LogSoftmax", x, dim, any_axis=False)
+
+
+@register("aten::_log_softmax.default")
+def aten__log_softmax(g, self, dim, half_to_float):
+    """_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor"""
+    x = cast(g, self, torch.float32) if half_to_float else self
     return softmax(g, "LogSoftmax", x, dim, any_axis=False)
 
 

@@ -760,6 +760,12 @@ def aten_empty(g, size, *, dtype=None, layout=None, device=None, pin_memory=None
     return fill(g, list(size), 0, dtype or torch.get_default_dtype())
 
 
+@register("aten::empty_strided.default")
+def aten_empty_strided(g, size, stride, *, dtype=None, layout=None, device=None, pin_memory=None):
+    """empty_strided(SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"""
+    return fill(g, list(size), 0, dtype or torch.get_default_dtype())  # graph values have no strides
+
+
 @register("aten::empty_like.default")
 def aten_empty_like(g, self, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
     """empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor"""
