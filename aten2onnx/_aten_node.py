@@ -69,3 +69,23 @@ def schema_kind(arg: torch._C.Argument) -> tuple[str, bool, bool]:
     if is_list:
         text = text[len("List["):-1].removeprefix("Optional[").removesuffix("]")
     return text, is_list, optional
+
+
+def overload_keys(graph) -> set[str]:
+    """The ATen overloads (`aten::op.overload`) of the fallback nodes in an ONNX graph, bodies included."""
+    import onnx
+
+    keys: set[str] = set()
+    for node in graph.node:
+        attrs = {a.name: a for a in node.attribute}
+        if node.op_type == "ATen" and node.domain == DOMAIN:
+            text = {k: onnx.helper.get_attribute_value(a).decode() for k, a in attrs.items()
+                    if k in ("operator", "overload_name", "namespace")}
+            keys.add(f"{text.get('namespace', 'aten')}::{text['operator']}.{text.get('overload_name') or 'default'}")
+        for a in attrs.values():
+            if a.type == onnx.AttributeProto.GRAPH:
+                keys |= overload_keys(a.g)
+            elif a.type == onnx.AttributeProto.GRAPHS:
+                for body in a.graphs:
+                    keys |= overload_keys(body)
+    return keys

@@ -561,3 +561,18 @@ def test_functions_with_data_dependent_checks_capture(fn):
 def test_a_result_onnx_has_no_type_for_is_named_at_its_node():
     with pytest.raises(aten2onnx.ExportError, match=r"'chalf'.*complex32.*use complex64"):
         aten2onnx.export(lambda x: x.chalf(), (torch.randn(3),))
+
+
+def test_sizes_read_from_data_capture_as_symbolic_sizes():
+    one_hot = aten2onnx.export(lambda x: torch.nn.functional.one_hot(x), (torch.tensor([0, 3, 1]),),
+                               dynamic_shapes={"x": {0: "n"}}, fallback="error")
+    for x in (torch.tensor([0, 3, 1]), torch.tensor([4, 0]), torch.tensor([2])):
+        assert torch.equal(one_hot.run(x), torch.nn.functional.one_hot(x))
+        assert (run_ort(one_hot.model_proto, {"x": x})[0] == torch.nn.functional.one_hot(x).numpy()).all()
+    split = aten2onnx.export(lambda x, i: torch.tensor_split(x, i, 1), (torch.randn(3, 10), torch.tensor([2, 5])),
+                             fallback="error")
+    for i in (torch.tensor([2, 5]), torch.tensor([0, 9]), torch.tensor([6, 3]), torch.tensor([-4, 8])):
+        x = torch.randn(3, 10)
+        want = torch.tensor_split(x, i, 1)
+        for got in (split.run(x, i), run_ort(split.model_proto, {"x": x, "i": i})):
+            assert len(got) == 3 and all(torch.equal(torch.as_tensor(a), b) for a, b in zip(got, want))

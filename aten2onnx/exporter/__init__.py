@@ -6,6 +6,7 @@ from typing import Any, Callable
 
 import torch
 
+from aten2onnx import _aten_node
 from aten2onnx.errors import CaptureError, ExportError, warn_user
 from aten2onnx.exporter import diagnose, dynamic
 from aten2onnx.exporter.builder import GraphBuilder, Value
@@ -44,6 +45,8 @@ def export_program(model: Any, args: tuple, kwargs: dict | None, *, opset: int, 
         translation = translator.run(input_names)
     skeleton, weights, in_names, out_names = build_model(translation, opset=opset, output_names=output_names)
     dynamic.rename_dims(skeleton, names)
+    # only fallbacks left in the graph count (one feeding only a dropped runtime assertion does not)
+    translation.fallback_ops = sorted(set(translation.fallback_ops) & _aten_node.overload_keys(skeleton.graph))
     if translation.fallback_ops:
         warn_user(
             f"{len(translation.fallback_ops)} op(s) exported as ATen fallback nodes, runnable in aten2onnx.runtime "

@@ -115,7 +115,8 @@ class _DataDependentChecks(TorchFunctionMode):
     non-strict capture. torch.equal and torch.allclose become tensor ops read back with `.item()`,
     a symbolic bool the graph carries: returned, it is a graph output; branched on, torch.export
     reports the branch. torch.cov and torch.corrcoef (which call equal to check arguments) become
-    their formulas."""
+    their formulas. one_hot without num_classes and tensor_split at indices held in a tensor read
+    their sizes from data: they become symbolic sizes."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -126,6 +127,18 @@ class _DataDependentChecks(TorchFunctionMode):
             return torch.eq(a, b).all().item()
         if func in (torch.allclose, torch.Tensor.allclose):
             return torch.isclose(*args, **kwargs).all().item()
+        if func is torch.nn.functional.one_hot and (args[1:] or [kwargs.get("num_classes", -1)])[0] == -1:
+            # the class count is the data's maximum + 1: a symbolic size the graph computes
+            x = args[0]
+            classes = x.max().item() + 1
+            torch._check(classes >= 1)
+            return (x.unsqueeze(-1) == torch.arange(classes, device=x.device)).long()
+        if func in (torch.tensor_split, torch.Tensor.tensor_split) and isinstance(args[1], torch.Tensor) \
+                and args[1].dim() == 1:
+            # split points read from a tensor: symbolic ints (a 0-d tensor, a count of sections, would
+            # make the number of outputs depend on data, which no graph can have)
+            x, indices, *rest = args
+            return func(x, indices.tolist(), *rest, **kwargs)
         if func in (torch.cov, torch.Tensor.cov):
             return _cov(*args, **kwargs)
         if func in (torch.corrcoef, torch.Tensor.corrcoef):

@@ -161,7 +161,10 @@ class Translator:
     # -- call_function nodes ------------------------------------------------------------------------
     def _translate_nodes(self, gm: torch.fx.GraphModule) -> Any:
         """Translate a graph module's nodes; returns what its output node returns."""
+        dead = _droppable(gm.graph)
         for node in gm.graph.nodes:
+            if node in dead:
+                continue
             if node.op == "call_function":
                 self._translate_call(node)
             elif node.op == "get_attr":
@@ -455,6 +458,30 @@ def _as_bool_scalar(g: GraphBuilder, value: Any) -> Value:
     if value.shape != ():
         value = g.op("Reshape", value, g.const([], dtype=torch.int64))
     return value
+
+
+# Runtime checks torch.export adds (an exported graph does not check them): dropped.
+_ASSERTIONS = frozenset({"aten::_assert_scalar.default", "aten::_assert_async.msg", "aten::_assert_async.default",
+                         "aten::sym_constrain_range.default", "aten::sym_constrain_range_for_size.default",
+                         "aten::_assert_tensor_metadata.default"})
+
+
+def _droppable(graph: torch.fx.Graph) -> set[torch.fx.Node]:
+    """Nodes nothing needs: runtime assertions, and pure computations that feed only them or
+    nothing (e.g. sym_storage_offset checked >= 0), so they need no symbolic."""
+    dead: set[torch.fx.Node] = set()
+    for node in reversed(graph.nodes):
+        if node.op != "call_function" or isinstance(node.target, torch._ops.HigherOrderOperator):
+            continue
+        if isinstance(node.target, torch._ops.OpOverload):
+            if _registry.overload_key(node.target) in _ASSERTIONS:
+                dead.add(node)
+                continue
+            if node.target._schema.is_mutable:
+                continue
+        if all(user in dead for user in node.users):
+            dead.add(node)
+    return dead
 
 
 def _leaves(val: Any) -> list[Any]:

@@ -69,3 +69,14 @@ def aten_randperm(g, n, *, dtype=torch.int64, layout=None, device=None, pin_memo
     k = g.int_list([n])
     _, order = g.op("TopK", keys, k, outputs=2, axis=0)
     return cast(g, order, scalar_type(dtype, torch.int64))
+
+
+@register("aten::tensor_split.indices")
+def aten_tensor_split_indices(g, self, indices, dim=0):
+    """tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]"""
+    # Slice bounds follow Python slicing (negative from the end, clamped), as tensor_split's do;
+    # as inputs they may be SymInts read from data.
+    dim = norm_dim(dim, self.rank)
+    edges = [0, *indices, INT64_MAX]
+    axes = g.const([dim], dtype=torch.int64)
+    return [g.op("Slice", self, g.int_list([lo]), g.int_list([hi]), axes) for lo, hi in zip(edges, edges[1:])]

@@ -293,7 +293,7 @@ def aten_unsafe_chunk(g, self, chunks, dim=0):
 def split_at(g: GraphBuilder, x: Value, bounds: list[int], dim: int) -> list[Value]:
     """Pieces of x between the given boundaries along dim (tensor_split semantics), by Gather."""
     size = static_dim(x, dim, "tensor_split")
-    edges = [0] + [min(max(b, 0), size) for b in bounds] + [size]
+    edges = [0] + [min(max(b + size if b < 0 else b, 0), size) for b in bounds] + [size]  # Python slicing
     pieces = []
     for lo, hi in zip(edges, edges[1:]):
         hi = max(hi, lo)
