@@ -493,7 +493,11 @@ def test_attention_dropout_is_never_silently_dropped():
         aten2onnx.export(f, args, fallback="error")
 
 
-def test_fallback_op_with_a_nested_result():
+def test_fallback_op_with_a_nested_result(without_builtin):
+    without_builtin(*[f"aten::{op}" for op in ("histogramdd.default", "histogramdd.int_bins", "histogramdd.TensorList_bins",
+                                               "_histogramdd_bin_edges.default", "_histogramdd_from_bin_cts.default",
+                                               "_histogramdd_from_bin_tensors.default")])
+
     def f(x):
         hist, edges = torch.histogramdd(x, bins=[3, 4])  # (Tensor, Tensor[]): no symbolic
         return hist, edges[0], edges[1]

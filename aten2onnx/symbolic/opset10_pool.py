@@ -1,6 +1,6 @@
-"""Opset 10, pooling and transposed convolution beyond the 2-D basics: 1-D and 3-D pools, max pooling
-with indices, adaptive max pooling, divisor_override; registered at 10, where MaxPool and
-AveragePool gain ceil_mode (and MaxPool dilations)."""
+"""Opset 10, pooling and transposed convolution beyond the 2-D basics: 1-D and 3-D max pools, max
+pooling with indices, 2-D average pooling in full (opset9_spatial has the 1-D and 3-D ones);
+registered at 10, where MaxPool gains ceil_mode and dilations."""
 
 from __future__ import annotations
 
@@ -11,58 +11,10 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.exporter.builder import GraphBuilder, Value
-from aten2onnx.symbolic.opset9 import conv, pool_args, squeeze_first, unsqueeze_static
+from aten2onnx.symbolic.opset9 import conv, pool_args
+from aten2onnx.symbolic.opset9_spatial import avg_pool, batched, expand
 
 register = functools.partial(registry.register, opset=10)
-
-
-def batched(g: GraphBuilder, x: Value, spatial: int, fn):
-    """fn on x with a batch dim: an unbatched input gets one, and the outputs lose it again."""
-    if x.rank == spatial + 2:
-        return fn(x)
-    if x.rank != spatial + 1:
-        raise NotImplementedError("pooling needs a (batched) channel-first input of known rank")
-    one = unsqueeze_static(g, x, 0)
-    one.shape = (1,) + tuple(x.shape)
-    outs = fn(one)
-    if isinstance(outs, tuple):
-        return tuple(_unbatch(g, o, x.rank) for o in outs)
-    return _unbatch(g, outs, x.rank)
-
-
-def _unbatch(g: GraphBuilder, x: Value, rank: int) -> Value:
-    if x.shape is None:
-        x.shape = (1,) + (None,) * rank
-    return squeeze_first(g, x)
-
-
-def expand(v, spatial: int) -> list[int]:
-    v = list(v) if isinstance(v, (list, tuple)) else [v]
-    return v * spatial if len(v) == 1 else v
-
-
-def avg_pool(g: GraphBuilder, x: Value, kernel_size, stride, padding, ceil_mode, count_include_pad,
-             divisor_override, spatial: int) -> Value:
-    kernel, strides, pads = pool_args(kernel_size, stride, expand(padding, spatial), spatial)
-    if divisor_override is not None and ceil_mode:
-        raise NotImplementedError("avg_pool with divisor_override and ceil_mode has no ONNX equivalent")
-    if divisor_override is not None:
-        count_include_pad = True  # the window sum is the average over the whole (padded) window
-
-    def pool(b: Value) -> Value:
-        y = g.op("AveragePool", b, kernel_shape=kernel, strides=strides, pads=pads,
-                 count_include_pad=int(count_include_pad), ceil_mode=int(ceil_mode))
-        if divisor_override is not None:
-            y = g.op("Mul", y, g.const(math.prod(kernel) / divisor_override, like=b))
-        return y
-
-    return batched(g, x, spatial, pool)
-
-
-@register("aten::avg_pool1d.default")
-def aten_avg_pool1d(g, self, kernel_size, stride=[], padding=[0], ceil_mode=False, count_include_pad=True):
-    """avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=[0], bool ceil_mode=False, bool count_include_pad=True) -> Tensor"""
-    return avg_pool(g, self, kernel_size, stride, padding, ceil_mode, count_include_pad, None, 1)
 
 
 @register("aten::avg_pool2d.default")
@@ -70,13 +22,6 @@ def aten_avg_pool2d(g, self, kernel_size, stride=[], padding=[0, 0], ceil_mode=F
                     divisor_override=None):
     """avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor"""
     return avg_pool(g, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 2)
-
-
-@register("aten::avg_pool3d.default")
-def aten_avg_pool3d(g, self, kernel_size, stride=[], padding=[0, 0, 0], ceil_mode=False, count_include_pad=True,
-                    divisor_override=None):
-    """avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor"""
-    return avg_pool(g, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 3)
 
 
 def max_pool(g: GraphBuilder, x: Value, kernel_size, stride, padding, dilation, ceil_mode, spatial: int, *,
@@ -130,33 +75,6 @@ def aten_max_pool3d_with_indices(g, self, kernel_size, stride=[], padding=[0, 0,
                                  ceil_mode=False):
     """max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)"""
     return max_pool(g, self, kernel_size, stride, padding, dilation, ceil_mode, 3, indices=True)
-
-
-def adaptive_max(g: GraphBuilder, x: Value, output_size) -> tuple[Value, Value]:
-    spatial = len(output_size)
-    sizes = list(x.shape[-spatial:]) if x.shape is not None else []
-    if not all(isinstance(s, int) and s % o == 0 for s, o in zip(sizes, output_size)) or len(sizes) != spatial:
-        raise NotImplementedError("adaptive max pooling is exported where each input size is a multiple of the output size")
-    kernel = [s // o for s, o in zip(sizes, output_size)]
-    return max_pool(g, x, kernel, kernel, [0], [1], False, spatial, indices=True)
-
-
-@register("aten::adaptive_max_pool1d.default")
-def aten_adaptive_max_pool1d(g, self, output_size):
-    """adaptive_max_pool1d(Tensor self, int[1] output_size) -> (Tensor, Tensor)"""
-    return adaptive_max(g, self, output_size)
-
-
-@register("aten::adaptive_max_pool2d.default")
-def aten_adaptive_max_pool2d(g, self, output_size):
-    """adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)"""
-    return adaptive_max(g, self, output_size)
-
-
-@register("aten::adaptive_max_pool3d.default")
-def aten_adaptive_max_pool3d(g, self, output_size):
-    """adaptive_max_pool3d(Tensor self, int[3] output_size) -> (Tensor, Tensor)"""
-    return adaptive_max(g, self, output_size)
 
 
 # -- convolutions: string padding, transposed -------------------------------------------------------------------

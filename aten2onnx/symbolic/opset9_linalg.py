@@ -1,9 +1,1067 @@
-"""Opset-9 base, linear algebra: factorizations, solves, inverses and matrix functions written as fixed-size elimination on static shapes."""
+"""Opset-9 base, linear algebra: factorizations, solves, inverses and matrix functions written as fixed-size elimination on static shapes.
+
+ONNX has no factorization ops, so each algorithm is an ONNX Loop over the columns (or rows) of a
+stack of static-size matrices flattened to [B, m, n]: one iteration is a handful of vectorized row
+operations, Gather/Where with masks built from the iteration number, so the node count does not grow
+with the matrix size. Pivoting follows LAPACK (largest magnitude, the first on ties), so the factors
+and pivots are eager's, not merely equivalent ones. Empty inputs have shape-only results, folded.
+"""
 
 from __future__ import annotations
 
 import functools
+import math
+from typing import Callable
+
+import torch
+import torch.utils._pytree as pytree
 
 from aten2onnx import registry
+from aten2onnx.exporter.builder import GraphBuilder, Value
+from aten2onnx.symbolic._helpers import cast, loop
+from aten2onnx.symbolic.opset9 import fill, reshape
+from aten2onnx.symbolic.opset9_math import is_zero
+from aten2onnx.symbolic.opset9_shape import matmul
 
 register = functools.partial(registry.register, opset=9)
+
+I64 = torch.int64
+FLOAT_DTYPES = (torch.float32, torch.float64)
+
+# -- static stacks of matrices ------------------------------------------------------------------------
+
+
+def matrix_shape(x: Value, what: str, *, dtypes=FLOAT_DTYPES) -> list[int]:
+    """The static shape of a stack of matrices, after checking what the algorithms below take."""
+    if x.dtype not in dtypes:
+        raise NotImplementedError(f"{what} of {x.dtype} is exported for {', '.join(map(str, dtypes))} only")
+    if not x.is_static:
+        raise NotImplementedError(f"{what} is exported for static matrix and batch sizes only")
+    if len(x.shape) < 2:
+        raise NotImplementedError(f"{what} takes matrices; got rank {len(x.shape)}")
+    return list(x.shape)
+
+
+def square_size(shape: list[int], what: str) -> int:
+    if shape[-1] != shape[-2]:
+        raise NotImplementedError(f"{what} takes square matrices; got {shape[-2]}x{shape[-1]}")
+    return shape[-1]
+
+
+def broadcast_batch(*batches: list[int]) -> list[int]:
+    return list(torch.broadcast_shapes(*map(tuple, batches)))
+
+
+def flatten(g: GraphBuilder, x: Value, batch: list[int], tail: list[int]) -> Value:
+    """x (a batch broadcastable to `batch`, then `tail`) as [prod(batch), *tail]; no dim may be 0."""
+    if list(x.shape[:len(x.shape) - len(tail)]) != batch:
+        x = g.op("Expand", x, g.const(batch + tail, dtype=I64))
+    return reshape(g, x, [math.prod(batch), *tail])
+
+
+def unflatten(g: GraphBuilder, x: Value, batch: list[int], tail: list[int]) -> Value:
+    return reshape(g, x, batch + tail)
+
+
+def transposed(g: GraphBuilder, x: Value) -> Value:
+    """The matrices of a flattened [B, r, c] stack transposed."""
+    return g.op("Transpose", x, perm=[0, 2, 1])
+
+
+def shape_only(g: GraphBuilder, op, args: tuple, kwargs: dict | None = None) -> list[Value] | None:
+    """When every tensor argument or every result is empty, the result depends on shapes alone: eager's
+    on zeros of those shapes (results from meta tensors where some input has data), as constants."""
+    kwargs = kwargs or {}
+    tensors = [a for a in args if isinstance(a, Value)]
+    if not all(t.is_static for t in tensors):
+        return None
+
+    def fake(device: str) -> list:
+        return [torch.zeros(a.shape, dtype=a.dtype, device=device) if isinstance(a, Value) else a for a in args]
+
+    if all(math.prod(t.shape) == 0 for t in tensors):
+        outs = pytree.tree_leaves(op(*fake("cpu"), **kwargs))
+    else:
+        try:
+            outs = pytree.tree_leaves(op(*fake("meta"), **kwargs))
+        except (NotImplementedError, RuntimeError):  # no meta kernel: the results are not all empty here
+            return None
+        if any(o.numel() for o in outs):
+            return None
+    return [fill(g, list(o.shape), 0, o.dtype) if o.numel() == 0 else g.const(o.cpu()) for o in outs]
+
+
+def index1(g: GraphBuilder, i: Value) -> Value:
+    """A 0-d index as a 1-element one, so Gather keeps the axis."""
+    return reshape(g, i, [1])
+
+
+def arange_col(g: GraphBuilder, n: int) -> Value:
+    return g.const(torch.arange(n).reshape(n, 1))
+
+
+def arange_row(g: GraphBuilder, n: int) -> Value:
+    return g.const(torch.arange(n).reshape(1, n))
+
+
+def gather_rows(g: GraphBuilder, x: Value, index: Value, batch: int, rows: int, cols: int) -> Value:
+    """x[b, index[b, r], :] of a [batch, rows, cols] stack, index [batch, r] int64: [batch, r, cols]. One
+    Gather on the flattened rows (GatherElements would need opset 11)."""
+    offsets = g.const((torch.arange(batch) * rows).reshape(batch, 1))
+    return g.op("Gather", reshape(g, x, [batch * rows, cols]), g.op("Add", index, offsets), axis=0)
+
+
+def first_failure(g: GraphBuilder, info: Value, failed: Value, k: Value) -> Value:
+    """info [B] int64 keeps the first 1-based step at which `failed` (any shape of B elements) held."""
+    fresh = g.op("And", is_zero_int(g, info), reshape(g, failed, [-1]))
+    return g.op("Where", fresh, g.op("Add", k, g.const(1, dtype=I64)), info)
+
+
+def is_zero_int(g: GraphBuilder, x: Value) -> Value:
+    return g.op("Equal", x, g.const(0, dtype=x.dtype))
+
+
+# -- LU with partial pivoting ---------------------------------------------------------------------------
+
+
+def lu_loop(g: GraphBuilder, a: Value, batch: int, m: int, n: int, *, pivot: bool) -> tuple[Value, Value, Value]:
+    """LAPACK getrf on a [batch, m, n] stack: (packed L\\U, zero-based pivots [batch, min(m, n)] int64,
+    info [batch] int64: the first 1-based column whose pivot is exactly zero, else 0). Column k swaps
+    in the row of largest magnitude at or below k (the first on ties), scales the column below the
+    pivot by its reciprocal (left as is when the pivot is zero) and updates the trailing block."""
+    rows, cols = arange_col(g, m), arange_row(g, n)
+    zero, one = g.const(0, dtype=a.dtype), g.const(1, dtype=a.dtype)
+
+    def step(body: GraphBuilder, k: Value, state: list[Value]) -> list[Value]:
+        lu, info = state
+        k1 = index1(body, k)
+        if pivot:
+            col = body.op("Gather", lu, k1, axis=2)
+            magnitude = body.op("Where", body.op("Less", rows, k), body.const(-1, dtype=a.dtype), body.op("Abs", col))
+            p = body.op("ArgMax", magnitude, axis=1, keepdims=0)  # [batch, 1]
+            row_p = gather_rows(body, lu, p, batch, m, n)
+            row_k = body.op("Gather", lu, k1, axis=1)
+            is_p = body.op("Equal", rows, reshape(body, p, [batch, 1, 1]))
+            lu = body.op("Where", body.op("Equal", rows, k), row_p, body.op("Where", is_p, row_k, lu))
+            p = reshape(body, p, [batch])
+        else:
+            row_p = body.op("Gather", lu, k1, axis=1)
+            p = body.op("Expand", k, body.const([batch], dtype=I64))
+        col = body.op("Gather", lu, k1, axis=2)
+        d = body.op("Gather", row_p, k1, axis=2)  # [batch, 1, 1]
+        singular = is_zero(body, d)
+        l = body.op("Mul", col, body.op("Reciprocal", body.op("Where", singular, one, d)))
+        below = body.op("Greater", rows, k)
+        trailing = body.op("And", below, body.op("Greater", cols, k))
+        lu = body.op("Where", trailing, body.op("Sub", lu, body.op("Mul", l, row_p)), lu)
+        lu = body.op("Where", body.op("And", below, body.op("Equal", cols, k)), l, lu)
+        return [lu, first_failure(body, info, singular, k), p]
+
+    info0 = g.const(torch.zeros(batch, dtype=I64))
+    lu, info, pivots = loop(g, min(m, n), [a, info0], step, name="lu", scan_outputs=1)
+    return lu, g.op("Transpose", pivots, perm=[1, 0]), info
+
+
+def zero_based(g: GraphBuilder, pivots: Value) -> Value:
+    """LAPACK's 1-based pivots as int64 indices."""
+    return g.op("Sub", cast(g, pivots, I64), g.const(1, dtype=I64))
+
+
+def permutation(g: GraphBuilder, pivots: Value, batch: int, m: int, k: int) -> Value:
+    """perm [batch, m] int64 with (P^T A)[i] = A[perm[i]]: the swaps i <-> pivots[i] (zero-based, [batch, k])
+    applied in order to 0..m-1, as LAPACK's laswp applies them."""
+    idx = arange_row(g, m)
+    start = g.const(torch.arange(m).repeat(batch, 1))
+    offsets = g.const((torch.arange(batch) * m).reshape(batch, 1))
+
+    def step(body: GraphBuilder, i: Value, state: list[Value]) -> list[Value]:
+        (perm,) = state
+        i1 = index1(body, i)
+        p = body.op("Gather", pivots, i1, axis=1)  # [batch, 1]
+        at_i = body.op("Gather", perm, i1, axis=1)
+        at_p = body.op("Gather", reshape(body, perm, [batch * m]), body.op("Add", p, offsets), axis=0)
+        swapped = body.op("Where", body.op("Equal", idx, p), at_i, perm)
+        return [body.op("Where", body.op("Equal", idx, i), at_p, swapped)]
+
+    return loop(g, k, [start], step, name="laswp")[0]
+
+
+def inverse_permutation(g: GraphBuilder, perm: Value, batch: int, m: int) -> Value:
+    """inv [batch, m] with inv[perm[i]] = i: the position of each row in perm (ArgMax of a one-hot)."""
+    onehot = g.op("Equal", reshape(g, perm, [batch, 1, m]), arange_col(g, m))  # [batch, m(value), m(position)]
+    return g.op("ArgMax", cast(g, onehot, torch.float32), axis=2, keepdims=0)
+
+
+def permutation_matrix(g: GraphBuilder, perm: Value, batch: int, m: int, dtype: torch.dtype) -> Value:
+    """P with A = P (P^T A): P[r, c] = (perm[c] == r)."""
+    return cast(g, g.op("Equal", arange_col(g, m), reshape(g, perm, [batch, 1, m])), dtype)
+
+
+def tril_mask(g: GraphBuilder, m: int, n: int, diagonal: int) -> Value:
+    return g.const(torch.ones(m, n, dtype=torch.bool).tril(diagonal))
+
+
+def triu_mask(g: GraphBuilder, m: int, n: int, diagonal: int) -> Value:
+    return g.const(torch.ones(m, n, dtype=torch.bool).triu(diagonal))
+
+
+def masked(g: GraphBuilder, mask: Value, x: Value) -> Value:
+    return g.op("Where", mask, x, g.const(0, dtype=x.dtype))
+
+
+# -- triangular solves -----------------------------------------------------------------------------------
+
+
+def tri_solve(g: GraphBuilder, t: Value, rhs: Value, batch: int, n: int, k: int, *, lower: bool,
+              unit: bool) -> Value:
+    """X with T X = rhs for [batch, n, n] triangular T (only its `lower` or upper triangle read; a unit
+    diagonal assumed when `unit`) and rhs [batch, n, k]: substitution one row per iteration, forward
+    for lower, backward for upper."""
+    strict = masked(g, tril_mask(g, n, n, -1) if lower else triu_mask(g, n, n, 1), t)
+    rows = arange_col(g, n)
+
+    def step(body: GraphBuilder, i: Value, state: list[Value]) -> list[Value]:
+        (x,) = state
+        r = i if lower else body.op("Sub", body.const(n - 1, dtype=I64), i)
+        r1 = index1(body, r)
+        # unsolved rows of x are still zero, so the product reads solved ones only
+        xr = body.op("Sub", body.op("Gather", rhs, r1, axis=1),
+                     body.op("MatMul", body.op("Gather", strict, r1, axis=1), x))
+        if not unit:
+            xr = body.op("Div", xr, body.op("Gather", body.op("Gather", t, r1, axis=1), r1, axis=2))
+        return [body.op("Where", body.op("Equal", rows, r), xr, x)]
+
+    return loop(g, n, [fill(g, [batch, n, k], 0, rhs.dtype)], step, name="trsm")[0]
+
+
+def lu_solve(g: GraphBuilder, lu: Value, perm: Value, rhs: Value, batch: int, n: int, k: int, *,
+             adjoint: bool) -> Value:
+    """X with A X = rhs (A^H X = rhs when `adjoint`), A = P L U given as packed L\\U and perm."""
+    if not adjoint:
+        y = gather_rows(g, rhs, perm, batch, n, k)
+        y = tri_solve(g, lu, y, batch, n, k, lower=True, unit=True)
+        return tri_solve(g, lu, y, batch, n, k, lower=False, unit=False)
+    lu_t = transposed(g, lu)
+    y = tri_solve(g, lu_t, rhs, batch, n, k, lower=True, unit=False)
+    y = tri_solve(g, lu_t, y, batch, n, k, lower=False, unit=True)
+    return gather_rows(g, y, inverse_permutation(g, perm, batch, n), batch, n, k)
+
+
+def identity(g: GraphBuilder, batch: int, n: int, dtype: torch.dtype) -> Value:
+    return g.op("Expand", g.const(torch.eye(n, dtype=dtype)), g.const([batch, n, n], dtype=I64))
+
+
+def factor_and_solve(g: GraphBuilder, a: Value, rhs: Value, batch: int, n: int, k: int, *,
+                     adjoint: bool = False) -> tuple[Value, Value, Value, Value]:
+    """LU-factor A and solve: (X, LU, zero-based pivots, info) on flattened stacks."""
+    lu, pivots, info = lu_loop(g, a, batch, n, n, pivot=True)
+    perm = permutation(g, pivots, batch, n, n)
+    return lu_solve(g, lu, perm, rhs, batch, n, k, adjoint=adjoint), lu, pivots, info
+
+
+def inverse(g: GraphBuilder, A: Value, what: str) -> tuple[Value, Value]:
+    """(inverse, info int32) of a stack of square matrices, as linalg_inv_ex: solve(A, I)."""
+    shape = matrix_shape(A, what)
+    n = square_size(shape, what)
+    batch = shape[:-2]
+    b = math.prod(batch)
+    x, _, _, info = factor_and_solve(g, flatten(g, A, batch, [n, n]), identity(g, b, n, A.dtype), b, n, n)
+    return unflatten(g, x, batch, [n, n]), reshape(g, cast(g, info, torch.int32), batch)
+
+
+# -- Cholesky --------------------------------------------------------------------------------------------
+
+
+def cholesky_loop(g: GraphBuilder, a: Value, batch: int, n: int) -> tuple[Value, Value]:
+    """LAPACK potrf (lower) on a [batch, n, n] stack, reading its lower triangle: (L, info [batch] int64).
+    A column whose diagonal is not positive (or NaN) stops the factorization, as potrf does: it keeps
+    that diagonal before the square root, and the columns after it keep A's values."""
+    rows, cols = arange_col(g, n), arange_row(g, n)
+    zero = g.const(0, dtype=a.dtype)
+
+    def step(body: GraphBuilder, j: Value, state: list[Value]) -> list[Value]:
+        l, info = state
+        j1 = index1(body, j)
+        done = body.op("Where", body.op("Less", cols, j), l, zero)  # the finished columns
+        c = body.op("Sub", body.op("Gather", l, j1, axis=2),
+                    body.op("MatMul", done, transposed(body, body.op("Gather", done, j1, axis=1))))
+        d2 = body.op("Gather", c, j1, axis=1)  # [batch, 1, 1]
+        ok = body.op("Greater", d2, zero)
+        d = body.op("Sqrt", body.op("Where", ok, d2, body.const(1, dtype=a.dtype)))
+        column = body.op("Where", body.op("Equal", rows, j), body.op("Where", ok, d, d2),
+                         body.op("Where", body.op("Greater", rows, j), body.op("Mul", c, body.op("Reciprocal", d)), zero))
+        column = body.op("Where", body.op("Or", ok, body.op("Equal", rows, j)), column, body.op("Gather", l, j1, axis=2))
+        running = reshape(body, is_zero_int(body, info), [batch, 1, 1])
+        l = body.op("Where", body.op("And", running, body.op("Equal", cols, j)), column, l)
+        return [l, first_failure(body, info, body.op("Not", ok), j)]
+
+    start = masked(g, tril_mask(g, n, n, 0), a)
+    return loop(g, n, [start, g.const(torch.zeros(batch, dtype=I64))], step, name="potrf")
+
+
+def cholesky(g: GraphBuilder, self: Value, upper: bool, what: str) -> tuple[Value, Value]:
+    """(L, or U = L^H when `upper`, reading that triangle; info int32)."""
+    shape = matrix_shape(self, what)
+    n = square_size(shape, what)
+    batch = shape[:-2]
+    b = math.prod(batch)
+    a = flatten(g, self, batch, [n, n])
+    l, info = cholesky_loop(g, transposed(g, a) if upper else a, b, n)
+    return unflatten(g, transposed(g, l) if upper else l, batch, [n, n]), reshape(g, cast(g, info, torch.int32), batch)
+
+
+def cholesky_solve(g: GraphBuilder, rhs: Value, factor: Value, upper: bool, batch: int, n: int, k: int) -> Value:
+    """X with (L L^H) X = rhs, or (U^H U) X = rhs when `upper`: two triangular solves."""
+    lower = transposed(g, factor) if upper else factor
+    y = tri_solve(g, lower, rhs, batch, n, k, lower=True, unit=False)
+    return tri_solve(g, transposed(g, lower), y, batch, n, k, lower=False, unit=False)
+
+
+# -- handlers: inverses and general solves -----------------------------------------------------------------
+
+
+@register("aten::linalg_inv.default")
+def aten_linalg_inv(g, A):
+    """linalg_inv(Tensor A) -> Tensor"""
+    folded = shape_only(g, torch.ops.aten.linalg_inv_ex.default, (A,))
+    if folded is not None:
+        return folded[0]
+    return inverse(g, A, "linalg_inv")[0]
+
+
+@register("aten::linalg_inv_ex.default")
+def aten_linalg_inv_ex(g, A, *, check_errors=False):
+    """linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)"""
+    folded = shape_only(g, torch.ops.aten.linalg_inv_ex.default, (A,))
+    if folded is not None:
+        return tuple(folded)
+    return inverse(g, A, "linalg_inv_ex")
+
+
+@register("aten::inverse.default")
+def aten_inverse(g, self):
+    """inverse(Tensor self) -> Tensor"""
+    return aten_linalg_inv(g, self)
+
+
+def is_vector_rhs(A: list[int], B: list[int]) -> bool:
+    """linalg.solve's rule: B is a (batch of) vector(s) when 1-D, or of A's shape less the last dim."""
+    return len(B) == 1 or (len(A) - 1 == len(B) and B == A[:-1])
+
+
+def solve(g: GraphBuilder, A: Value, B: Value, left: bool, what: str) -> tuple[Value, Value, Value, Value]:
+    """linalg.solve as _linalg_solve_ex: (X, LU, pivots int32, info int32). X A = B (left=False) is
+    A^H X^H = B^H, solved with A's own factors as eager does."""
+    a_shape = matrix_shape(A, what)
+    n = square_size(a_shape, what)
+    b_shape = matrix_shape(B, what) if B.rank != 1 else list(B.shape)
+    if B.dtype != A.dtype:
+        raise NotImplementedError(f"{what} of {A.dtype} and {B.dtype}")
+    vector = is_vector_rhs(a_shape, b_shape)
+    b_batch, b_tail = (b_shape[:-1], [n, 1]) if vector else (b_shape[:-2], b_shape[-2:])
+    # A is factored in its own batch (LU, pivots and info have its batch shape), then broadcast with B's
+    a_batch, batch = a_shape[:-2], broadcast_batch(a_shape[:-2], b_batch)
+    a_count, count = math.prod(a_batch), math.prod(batch)
+    lu, pivots, info = lu_loop(g, flatten(g, A, a_batch, [n, n]), a_count, n, n, pivot=True)
+    out_shape = batch + ([n] if vector else b_shape[-2:])
+    if 0 in out_shape:
+        x = fill(g, out_shape, 0, A.dtype)
+    else:
+        rhs = flatten(g, reshape(g, B, b_batch + b_tail) if vector else B, batch, b_tail)
+        if not left:
+            rhs = transposed(g, rhs)
+        perm = permutation(g, pivots, a_count, n, n)
+        x = lu_solve(g, rebatch(g, lu, a_batch, batch, [n, n]), rebatch(g, perm, a_batch, batch, [n]), rhs, count, n,
+                     b_tail[1] if left else b_tail[0], adjoint=not left)
+        x = reshape(g, transposed(g, x) if not left else x, out_shape)
+    return (x, unflatten(g, lu, a_batch, [n, n]), reshape(g, one_based(g, pivots), a_batch + [n]),
+            reshape(g, cast(g, info, torch.int32), a_batch))
+
+
+def rebatch(g: GraphBuilder, x: Value, batch: list[int], to: list[int], tail: list[int]) -> Value:
+    """A flattened stack of `batch` broadcast to a flattened stack of `to`."""
+    return x if batch == to else flatten(g, unflatten(g, x, batch, tail), to, tail)
+
+
+def solve_results(g: GraphBuilder, A: Value, B: Value, left: bool, what: str) -> tuple[Value, Value, Value, Value]:
+    folded = shape_only(g, torch.ops.aten._linalg_solve_ex.default, (A, B), {"left": left})
+    return tuple(folded) if folded is not None else solve(g, A, B, left, what)
+
+
+@register("aten::linalg_solve.default")
+def aten_linalg_solve(g, A, B, *, left=True):
+    """linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor"""
+    return solve_results(g, A, B, left, "linalg_solve")[0]
+
+
+@register("aten::linalg_solve_ex.default")
+def aten_linalg_solve_ex(g, A, B, *, left=True, check_errors=False):
+    """linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor info)"""
+    x, _, _, info = solve_results(g, A, B, left, "linalg_solve_ex")
+    return x, info
+
+
+@register("aten::_linalg_solve_ex.default")
+def aten__linalg_solve_ex(g, A, B, *, left=True, check_errors=False):
+    """_linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor LU, Tensor pivots, Tensor info)"""
+    return solve_results(g, A, B, left, "_linalg_solve_ex")
+
+
+# -- handlers: LU ------------------------------------------------------------------------------------------
+
+
+def lu_factor(g: GraphBuilder, A: Value, pivot: bool, what: str) -> tuple[Value, Value, Value]:
+    """(LU, 1-based int32 pivots, int32 info) as linalg_lu_factor_ex."""
+    shape = matrix_shape(A, what)
+    batch, (m, n) = shape[:-2], shape[-2:]
+    b = math.prod(batch)
+    lu, pivots, info = lu_loop(g, flatten(g, A, batch, [m, n]), b, m, n, pivot=pivot)
+    return (unflatten(g, lu, batch, [m, n]), reshape(g, one_based(g, pivots), batch + [min(m, n)]),
+            reshape(g, cast(g, info, torch.int32), batch))
+
+
+def one_based(g: GraphBuilder, pivots: Value) -> Value:
+    return cast(g, g.op("Add", pivots, g.const(1, dtype=I64)), torch.int32)
+
+
+def lu_factor_results(g: GraphBuilder, A: Value, pivot: bool, what: str) -> tuple[Value, Value, Value]:
+    folded = shape_only(g, torch.ops.aten.linalg_lu_factor_ex.default, (A,), {"pivot": pivot})
+    return tuple(folded) if folded is not None else lu_factor(g, A, pivot, what)
+
+
+@register("aten::linalg_lu_factor.default")
+def aten_linalg_lu_factor(g, A, *, pivot=True):
+    """linalg_lu_factor(Tensor A, *, bool pivot=True) -> (Tensor LU, Tensor pivots)"""
+    return lu_factor_results(g, A, pivot, "linalg_lu_factor")[:2]
+
+
+@register("aten::linalg_lu_factor_ex.default")
+def aten_linalg_lu_factor_ex(g, A, *, pivot=True, check_errors=False):
+    """linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)"""
+    return lu_factor_results(g, A, pivot, "linalg_lu_factor_ex")
+
+
+@register("aten::_lu_with_info.default")
+def aten__lu_with_info(g, self, pivot=True, check_errors=True):
+    """_lu_with_info(Tensor self, bool pivot=True, bool check_errors=True) -> (Tensor LU, Tensor pivots, Tensor info)"""
+    return lu_factor_results(g, self, pivot, "_lu_with_info")
+
+
+def unpack_lu(g: GraphBuilder, lu: Value, batch: int, m: int, n: int) -> tuple[Value, Value]:
+    """(L [batch, m, k] with its unit diagonal, U [batch, k, n]) from packed factors, k = min(m, n)."""
+    k = min(m, n)
+    first = g.const(list(range(k)), dtype=I64)
+    l = g.op("Where", tril_mask(g, m, k, -1), g.op("Gather", lu, first, axis=2), g.const(torch.eye(m, k, dtype=lu.dtype)))
+    u = masked(g, triu_mask(g, k, n, 0), g.op("Gather", lu, first, axis=1))
+    return l, u
+
+
+@register("aten::linalg_lu.default")
+def aten_linalg_lu(g, A, *, pivot=True):
+    """linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)"""
+    folded = shape_only(g, torch.ops.aten.linalg_lu.default, (A,), {"pivot": pivot})
+    if folded is not None:
+        return tuple(folded)
+    shape = matrix_shape(A, "linalg_lu")
+    batch, (m, n) = shape[:-2], shape[-2:]
+    b, k = math.prod(batch), min(m, n)
+    lu, pivots, _ = lu_loop(g, flatten(g, A, batch, [m, n]), b, m, n, pivot=pivot)
+    l, u = unpack_lu(g, lu, b, m, n)
+    l, u = unflatten(g, l, batch, [m, k]), unflatten(g, u, batch, [k, n])
+    if not pivot:
+        return fill(g, [0], 0, A.dtype), l, u
+    p = permutation_matrix(g, permutation(g, pivots, b, m, k), b, m, A.dtype)
+    return unflatten(g, p, batch, [m, m]), l, u
+
+
+@register("aten::lu_unpack.default")
+def aten_lu_unpack(g, LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
+    """lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)"""
+    folded = shape_only(g, torch.ops.aten.lu_unpack.default, (LU_data, LU_pivots, unpack_data, unpack_pivots))
+    if folded is not None:
+        return tuple(folded)
+    shape = matrix_shape(LU_data, "lu_unpack")
+    batch, (m, n) = shape[:-2], shape[-2:]
+    b, k = math.prod(batch), min(m, n)
+    empty = fill(g, [0], 0, LU_data.dtype)
+    l = u = p = empty
+    if unpack_data:
+        l, u = unpack_lu(g, flatten(g, LU_data, batch, [m, n]), b, m, n)
+        l, u = unflatten(g, l, batch, [m, k]), unflatten(g, u, batch, [k, n])
+    if unpack_pivots:
+        matrix_shape(LU_pivots, "lu_unpack", dtypes=(torch.int32, torch.int64)) if LU_pivots.rank >= 2 else None
+        pivots = reshape(g, zero_based(g, LU_pivots), [b, k])
+        p = unflatten(g, permutation_matrix(g, permutation(g, pivots, b, m, k), b, m, LU_data.dtype), batch, [m, m])
+    return p, l, u
+
+
+def solve_with_lu(g: GraphBuilder, LU: Value, pivots: Value, B: Value, left: bool, adjoint: bool, what: str) -> Value:
+    """linalg_lu_solve: X A = B (left=False) is A^H X^H = B^H."""
+    lu_shape = matrix_shape(LU, what)
+    n = square_size(lu_shape, what)
+    b_shape = matrix_shape(B, what)
+    if B.dtype != LU.dtype or not pivots.is_static:
+        raise NotImplementedError(f"{what}: mixed dtypes or dynamic pivots")
+    batch = broadcast_batch(lu_shape[:-2], list(pivots.shape[:-1]), b_shape[:-2])
+    count = math.prod(batch)
+    rhs = flatten(g, B, batch, b_shape[-2:])
+    if not left:
+        rhs = transposed(g, rhs)
+    k = b_shape[-1] if left else b_shape[-2]
+    perm_pivots = reshape(g, g.op("Expand", zero_based(g, pivots), g.const(batch + [n], dtype=I64)), [count, n])
+    x = lu_solve(g, flatten(g, LU, batch, [n, n]), permutation(g, perm_pivots, count, n, n), rhs, count, n, k,
+                 adjoint=adjoint != (not left))
+    return reshape(g, transposed(g, x) if not left else x, batch + b_shape[-2:])
+
+
+@register("aten::linalg_lu_solve.default")
+def aten_linalg_lu_solve(g, LU, pivots, B, *, left=True, adjoint=False):
+    """linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor"""
+    folded = shape_only(g, torch.ops.aten.linalg_lu_solve.default, (LU, pivots, B), {"left": left, "adjoint": adjoint})
+    if folded is not None:
+        return folded[0]
+    return solve_with_lu(g, LU, pivots, B, left, adjoint, "linalg_lu_solve")
+
+
+@register("aten::lu_solve.default")
+def aten_lu_solve(g, self, LU_data, LU_pivots):
+    """lu_solve(Tensor self, Tensor LU_data, Tensor LU_pivots) -> Tensor"""
+    return aten_linalg_lu_solve(g, LU_data, LU_pivots, self)
+
+
+# -- handlers: triangular solves -----------------------------------------------------------------------
+
+
+def solve_triangular(g: GraphBuilder, A: Value, B: Value, *, upper: bool, left: bool, transpose: bool,
+                     unitriangular: bool, what: str) -> tuple[Value, list[int]]:
+    """X with op(A) X = B (X op(A) = B when not left), op(A) = A or A^T; and the broadcast batch."""
+    a_shape = matrix_shape(A, what)
+    n = square_size(a_shape, what)
+    b_shape = matrix_shape(B, what)
+    if B.dtype != A.dtype:
+        raise NotImplementedError(f"{what} of {A.dtype} and {B.dtype}")
+    batch = broadcast_batch(a_shape[:-2], b_shape[:-2])
+    if 0 in batch + b_shape[-2:]:
+        return fill(g, batch + b_shape[-2:], 0, A.dtype), batch
+    count = math.prod(batch)
+    a, rhs = flatten(g, A, batch, [n, n]), flatten(g, B, batch, b_shape[-2:])
+    # X A = B is A^T X^T = B^T; a transposed triangle swaps lower and upper
+    flip = transpose != (not left)
+    if flip:
+        a = transposed(g, a)
+    if not left:
+        rhs = transposed(g, rhs)
+    x = tri_solve(g, a, rhs, count, n, b_shape[-1] if left else b_shape[-2], lower=upper == flip, unit=unitriangular)
+    return reshape(g, x if left else transposed(g, x), batch + b_shape[-2:]), batch
+
+
+@register("aten::linalg_solve_triangular.default")
+def aten_linalg_solve_triangular(g, self, B, *, upper, left=True, unitriangular=False):
+    """linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor"""
+    folded = shape_only(g, torch.ops.aten.linalg_solve_triangular.default, (self, B),
+                        {"upper": upper, "left": left, "unitriangular": unitriangular})
+    if folded is not None:
+        return folded[0]
+    return solve_triangular(g, self, B, upper=upper, left=left, transpose=False, unitriangular=unitriangular,
+                            what="linalg_solve_triangular")[0]
+
+
+@register("aten::triangular_solve.default")
+def aten_triangular_solve(g, self, A, upper=True, transpose=False, unitriangular=False):
+    """triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)"""
+    folded = shape_only(g, torch.ops.aten.triangular_solve.default, (self, A, upper, transpose, unitriangular))
+    if folded is not None:
+        return tuple(folded)
+    x, batch = solve_triangular(g, A, self, upper=upper, left=True, transpose=transpose, unitriangular=unitriangular,
+                                what="triangular_solve")
+    n = A.shape[-1]
+    coefficient = A if list(A.shape[:-2]) == batch else g.op("Expand", A, g.const(batch + [n, n], dtype=I64))
+    return x, g.op("Identity", coefficient)
+
+
+# -- handlers: Cholesky ------------------------------------------------------------------------------------
+
+
+def cholesky_results(g: GraphBuilder, self: Value, upper: bool, what: str) -> tuple[Value, Value]:
+    folded = shape_only(g, torch.ops.aten.linalg_cholesky_ex.default, (self,), {"upper": upper})
+    return tuple(folded) if folded is not None else cholesky(g, self, upper, what)
+
+
+@register("aten::linalg_cholesky.default")
+def aten_linalg_cholesky(g, self, *, upper=False):
+    """linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor"""
+    return cholesky_results(g, self, upper, "linalg_cholesky")[0]
+
+
+@register("aten::linalg_cholesky_ex.default")
+def aten_linalg_cholesky_ex(g, self, *, upper=False, check_errors=False):
+    """linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)"""
+    return cholesky_results(g, self, upper, "linalg_cholesky_ex")
+
+
+@register("aten::cholesky.default")
+def aten_cholesky(g, self, upper=False):
+    """cholesky(Tensor self, bool upper=False) -> Tensor"""
+    return cholesky_results(g, self, upper, "cholesky")[0]
+
+
+@register("aten::cholesky_solve.default")
+def aten_cholesky_solve(g, self, input2, upper=False):
+    """cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor"""
+    folded = shape_only(g, torch.ops.aten.cholesky_solve.default, (self, input2, upper))
+    if folded is not None:
+        return folded[0]
+    f_shape = matrix_shape(input2, "cholesky_solve")
+    n = square_size(f_shape, "cholesky_solve")
+    b_shape = matrix_shape(self, "cholesky_solve")
+    if self.dtype != input2.dtype:
+        raise NotImplementedError(f"cholesky_solve of {self.dtype} and {input2.dtype}")
+    batch = broadcast_batch(f_shape[:-2], b_shape[:-2])
+    count = math.prod(batch)
+    x = cholesky_solve(g, flatten(g, self, batch, b_shape[-2:]), flatten(g, input2, batch, [n, n]), upper,
+                       count, n, b_shape[-1])
+    return reshape(g, x, batch + b_shape[-2:])
+
+
+@register("aten::cholesky_inverse.default")
+def aten_cholesky_inverse(g, self, upper=False):
+    """cholesky_inverse(Tensor self, bool upper=False) -> Tensor"""
+    folded = shape_only(g, torch.ops.aten.cholesky_inverse.default, (self, upper))
+    if folded is not None:
+        return folded[0]
+    shape = matrix_shape(self, "cholesky_inverse")
+    n = square_size(shape, "cholesky_inverse")
+    batch = shape[:-2]
+    count = math.prod(batch)
+    x = cholesky_solve(g, identity(g, count, n, self.dtype), flatten(g, self, batch, [n, n]), upper, count, n, n)
+    return unflatten(g, x, batch, [n, n])
+
+
+# -- handlers: matrix functions -------------------------------------------------------------------------
+
+
+@register("aten::linalg_matrix_power.default", "aten::matrix_power.default")
+def aten_linalg_matrix_power(g, self, n):
+    """linalg_matrix_power(Tensor self, int n) -> Tensor"""
+    if n < 0:
+        self, n = aten_linalg_inv(g, self), -n
+    if n == 0:
+        shape = matrix_shape(self, "matrix_power", dtypes=(self.dtype,))
+        size = square_size(shape, "matrix_power")
+        return g.op("Expand", g.const(torch.eye(size, dtype=self.dtype)), g.const(shape, dtype=I64))
+    if n == 1:
+        return g.op("Identity", self)
+    # eager's order of products: a binary decomposition of n, bits from the lowest
+    if n in (2, 3):
+        square = matmul(g, self, self)
+        return square if n == 2 else matmul(g, square, self)
+    z = result = None
+    while n > 0:
+        bit, n = n % 2, n // 2
+        z = self if z is None else matmul(g, z, z)
+        if bit:
+            result = z if result is None else matmul(g, result, z)
+    return result
+
+
+@register("aten::linalg_tensorinv.default")
+def aten_linalg_tensorinv(g, self, ind=2):
+    """linalg_tensorinv(Tensor self, int ind=2) -> Tensor"""
+    if not self.is_static:
+        raise NotImplementedError("linalg_tensorinv is exported for static shapes only")
+    shape = list(self.shape)
+    front, back = math.prod(shape[:ind]), math.prod(shape[ind:])
+    out_shape = shape[ind:] + shape[:ind]
+    if front * back == 0:
+        return fill(g, out_shape, 0, self.dtype)
+    return reshape(g, aten_linalg_inv(g, reshape(g, self, [front, back])), out_shape)
+
+
+@register("aten::linalg_tensorsolve.default")
+def aten_linalg_tensorsolve(g, self, other, dims=None):
+    """linalg_tensorsolve(Tensor self, Tensor other, int[]? dims=None) -> Tensor"""
+    if not self.is_static or not other.is_static:
+        raise NotImplementedError("linalg_tensorsolve is exported for static shapes only")
+    shape, rank = list(self.shape), self.rank
+    if dims:
+        moved = [d % rank for d in dims]
+        perm = [d for d in range(rank) if d not in moved] + moved
+        self, shape = g.op("Transpose", self, perm=perm), [shape[d] for d in perm]
+        self.shape = tuple(shape)
+    result_shape = shape[other.rank:]
+    size = math.prod(result_shape)
+    if size == 0:
+        return fill(g, result_shape, 0, self.dtype)
+    x = aten_linalg_solve(g, reshape(g, self, [size, size]), reshape(g, other, [size]))
+    return reshape(g, x, result_shape)
+
+
+# Largest 1-norm for which the degree-18 Taylor polynomial is exact to the working precision (eager's
+# thetas for its degree-18 approximation); larger matrices are scaled by 2^-s, then squared s times.
+THETA_18 = {torch.float32: 3.010066362817634, torch.float64: 1.090863719290036}
+
+
+def taylor_exp(g: GraphBuilder, x: Value, batch: int, n: int) -> Value:
+    """sum_{k<=18} x^k / k! on a [batch, n, n] stack, by Paterson-Stockmeyer in x^4: 7 products."""
+    powers = [None, x]
+    for _ in range(3):
+        powers.append(g.op("MatMul", powers[-1], x))
+    coefficient = [1 / math.factorial(k) for k in range(19)]
+
+    def block(j: int) -> Value:
+        """sum_{i<4} c[4j+i] x^i."""
+        out = g.const(torch.eye(n, dtype=x.dtype) * coefficient[4 * j])
+        for i in range(1, 4):
+            if 4 * j + i < len(coefficient):
+                out = g.op("Add", out, g.op("Mul", powers[i], g.const(coefficient[4 * j + i], dtype=x.dtype)))
+        return out
+
+    result = block(4)
+    for j in range(3, -1, -1):
+        result = g.op("Add", g.op("MatMul", result, powers[4]), block(j))
+    return result
+
+
+@register("aten::matrix_exp.default", "aten::linalg_matrix_exp.default")
+def aten_matrix_exp(g, self):
+    """matrix_exp(Tensor self) -> Tensor"""
+    shape = matrix_shape(self, "matrix_exp", dtypes=(torch.float16, torch.bfloat16, torch.float32, torch.float64))
+    n = square_size(shape, "matrix_exp")
+    batch = shape[:-2]
+    if 0 in shape:
+        return fill(g, shape, 0, self.dtype)
+    count = math.prod(batch)
+    dtype = torch.float64 if self.dtype == torch.float64 else torch.float32
+    a = flatten(g, cast(g, self, dtype), batch, [n, n])
+    # the 1-norm: the largest column sum of magnitudes
+    col_sums = g.op("MatMul", g.const(torch.ones(1, n, dtype=dtype)), g.op("Abs", a))  # [count, 1, n]
+    col_sums = reshape(g, col_sums, [count, n, 1])
+    widest = g.op("ArgMax", col_sums, axis=1, keepdims=0)
+    norm = gather_rows(g, col_sums, widest, count, n, 1)  # [count, 1, 1]
+    # s = max(0, ceil(log2(norm / theta))), capped so that non-finite norms stay finite
+    s = g.op("Ceil", g.op("Div", g.op("Log", g.op("Div", norm, g.const(THETA_18[dtype], dtype=dtype))),
+                          g.const(math.log(2.0), dtype=dtype)))
+    s = g.op("Where", g.op("Greater", s, g.const(0, dtype=dtype)), s, g.const(0, dtype=dtype))
+    s = g.op("Where", g.op("Less", s, g.const(1024, dtype=dtype)), s, g.const(1024, dtype=dtype))
+    scaled = g.op("Mul", a, g.op("Pow", g.const(0.5, dtype=dtype), s))
+    squarings = cast(g, s, I64)
+
+    def step(body: GraphBuilder, i: Value, state: list[Value]) -> list[Value]:
+        (r,) = state
+        return [body.op("Where", body.op("Less", i, squarings), body.op("MatMul", r, r), r)]
+
+    trips = g.op("ReduceMax", squarings, keepdims=0)
+    result = loop(g, trips, [taylor_exp(g, scaled, count, n)], step, name="squaring")[0]
+    return cast(g, unflatten(g, result, batch, [n, n]), self.dtype)
+
+
+# -- Householder QR ----------------------------------------------------------------------------------------
+
+
+def reflector(g: GraphBuilder, a: Value, j: Value, rows: Value) -> Value:
+    """v_j [batch, m, 1] of LAPACK's packed reflectors: 0 above row j, 1 at j, a[:, j] below."""
+    one, zero = g.const(1, dtype=a.dtype), g.const(0, dtype=a.dtype)
+    return g.op("Where", g.op("Greater", rows, j), g.op("Gather", a, index1(g, j), axis=2),
+                g.op("Where", g.op("Equal", rows, j), one, zero))
+
+
+def apply_reflectors(g: GraphBuilder, a: Value, taus: Value, c: Value, batch: int, m: int, k: int, *, left: bool,
+                     transpose: bool) -> Value:
+    """LAPACK ormqr: Q C or Q^T C (left), C Q or C Q^T, for Q = H_0 ... H_{k-1}, H_j = I - tau_j v_j v_j^T
+    with the v_j packed in a [batch, m, >=k] and taus [batch, k]; C [batch, m, s] (left) or [batch, s, m]."""
+    rows = arange_col(g, m)
+    last_first = left != transpose  # Q C = H_0 (H_1 (... (H_{k-1} C))); C Q = ((C H_0) H_1) ...
+
+    def step(body: GraphBuilder, i: Value, state: list[Value]) -> list[Value]:
+        (x,) = state
+        j = body.op("Sub", body.const(k - 1, dtype=I64), i) if last_first else i
+        v = reflector(body, a, j, rows)
+        t = reshape(body, body.op("Gather", taus, index1(body, j), axis=1), [batch, 1, 1])
+        if left:
+            update = body.op("Mul", body.op("Mul", v, t), body.op("MatMul", transposed(body, v), x))
+        else:
+            update = body.op("Mul", body.op("Mul", body.op("MatMul", x, v), t), transposed(body, v))
+        return [body.op("Sub", x, update)]
+
+    return loop(g, k, [c], step, name="ormqr")[0]
+
+
+def geqrf_loop(g: GraphBuilder, a: Value, batch: int, m: int, n: int) -> tuple[Value, Value]:
+    """LAPACK geqr2 on a [batch, m, n] stack: (R above the diagonal with the reflectors below, taus
+    [batch, min(m, n)]). Column j's reflector (dlarfg) maps it to beta e_j, beta = -sign(alpha) ||x||
+    (alpha = x_j, +0 counting as positive), tau = (beta - alpha) / beta, v = x / (alpha - beta) below j;
+    a column already zero below j takes tau = 0 and stays."""
+    rows, cols = arange_col(g, m), arange_row(g, n)
+    zero, one = g.const(0, dtype=a.dtype), g.const(1, dtype=a.dtype)
+    ones = g.const(torch.ones(1, m, dtype=a.dtype))
+
+    def step(body: GraphBuilder, j: Value, state: list[Value]) -> list[Value]:
+        (r,) = state
+        j1 = index1(body, j)
+        col = body.op("Gather", r, j1, axis=2)  # [batch, m, 1]
+        below = body.op("Greater", rows, j)
+        alpha = body.op("Gather", col, j1, axis=1)  # [batch, 1, 1]
+        tail2 = body.op("MatMul", ones, body.op("Where", below, body.op("Mul", col, col), zero))
+        trivial = is_zero(body, tail2)
+        norm = body.op("Sqrt", body.op("Add", body.op("Mul", alpha, alpha), tail2))
+        beta = body.op("Where", body.op("Less", alpha, zero), norm, body.op("Neg", norm))
+        safe_beta = body.op("Where", trivial, one, beta)
+        tau = body.op("Where", trivial, zero, body.op("Div", body.op("Sub", safe_beta, alpha), safe_beta))
+        scale = body.op("Reciprocal", body.op("Where", trivial, one, body.op("Sub", alpha, beta)))
+        v = body.op("Where", below, body.op("Mul", col, scale), body.op("Where", body.op("Equal", rows, j), one, zero))
+        # H = I - tau v v^T on the columns after j
+        w = body.op("MatMul", transposed(body, v), r)  # [batch, 1, n]
+        updated = body.op("Sub", r, body.op("Mul", body.op("Mul", v, tau), w))
+        r = body.op("Where", body.op("Greater", cols, j), updated, r)
+        packed = body.op("Where", body.op("Equal", rows, j), body.op("Where", trivial, alpha, beta),
+                         body.op("Where", below, body.op("Where", trivial, col, v), col))
+        r = body.op("Where", body.op("Equal", cols, j), packed, r)
+        return [r, reshape(body, tau, [batch])]
+
+    r, taus = loop(g, min(m, n), [a], step, name="geqrf", scan_outputs=1)
+    return r, g.op("Transpose", taus, perm=[1, 0])
+
+
+def geqrf(g: GraphBuilder, self: Value, what: str) -> tuple[Value, Value, list[int], int, int]:
+    """(packed QR, taus) on flattened stacks, with the batch shape and m, n."""
+    shape = matrix_shape(self, what)
+    batch, (m, n) = shape[:-2], shape[-2:]
+    count = math.prod(batch)
+    r, taus = geqrf_loop(g, flatten(g, self, batch, [m, n]), count, m, n)
+    return r, taus, batch, m, n
+
+
+@register("aten::geqrf.default")
+def aten_geqrf(g, self):
+    """geqrf(Tensor self) -> (Tensor a, Tensor tau)"""
+    folded = shape_only(g, torch.ops.aten.geqrf.default, (self,))
+    if folded is not None:
+        return tuple(folded)
+    r, taus, batch, m, n = geqrf(g, self, "geqrf")
+    return unflatten(g, r, batch, [m, n]), reshape(g, taus, batch + [min(m, n)])
+
+
+def qr(g: GraphBuilder, A: Value, mode: str, what: str) -> tuple[Value, Value]:
+    """linalg.qr: Q from the reflectors applied to the identity's first columns, R the upper triangle."""
+    if mode not in ("reduced", "complete", "r"):
+        raise NotImplementedError(f"{what}: unknown mode {mode!r}")
+    folded = shape_only(g, torch.ops.aten.linalg_qr.default, (A, mode))
+    if folded is not None:
+        return tuple(folded)
+    packed, taus, batch, m, n = geqrf(g, A, what)
+    count, k = math.prod(batch), min(m, n)
+    rows = m if mode == "complete" else k
+    r = packed if rows == m else g.op("Gather", packed, g.const(list(range(rows)), dtype=I64), axis=1)
+    r = unflatten(g, masked(g, triu_mask(g, rows, n, 0), r), batch, [rows, n])
+    if mode == "r":
+        return fill(g, [0], 0, A.dtype), r
+    eye = g.op("Expand", g.const(torch.eye(m, rows, dtype=A.dtype)), g.const([count, m, rows], dtype=I64))
+    q = apply_reflectors(g, packed, taus, eye, count, m, k, left=True, transpose=False)
+    return unflatten(g, q, batch, [m, rows]), r
+
+
+@register("aten::linalg_qr.default")
+def aten_linalg_qr(g, A, mode="reduced"):
+    """linalg_qr(Tensor A, str mode="reduced") -> (Tensor Q, Tensor R)"""
+    return qr(g, A, mode, "linalg_qr")
+
+
+@register("aten::qr.default")
+def aten_qr(g, self, some=True):
+    """qr(Tensor self, bool some=True) -> (Tensor Q, Tensor R)"""
+    return qr(g, self, "reduced" if some else "complete", "qr")
+
+
+@register("aten::linalg_householder_product.default")
+def aten_linalg_householder_product(g, input, tau):
+    """linalg_householder_product(Tensor input, Tensor tau) -> Tensor"""
+    folded = shape_only(g, torch.ops.aten.linalg_householder_product.default, (input, tau))
+    if folded is not None:
+        return folded[0]
+    shape = matrix_shape(input, "linalg_householder_product")
+    if not tau.is_static or tau.dtype != input.dtype:
+        raise NotImplementedError("linalg_householder_product with a dynamic or differently typed tau")
+    batch, (m, n), k = shape[:-2], shape[-2:], tau.shape[-1]
+    count = math.prod(batch)
+    eye = g.op("Expand", g.const(torch.eye(m, n, dtype=input.dtype)), g.const([count, m, n], dtype=I64))
+    if k == 0:
+        return unflatten(g, eye, batch, [m, n])
+    q = apply_reflectors(g, flatten(g, input, batch, [m, n]), reshape(g, tau, [count, k]), eye, count, m, k,
+                         left=True, transpose=False)
+    return unflatten(g, q, batch, [m, n])
+
+
+@register("aten::ormqr.default")
+def aten_ormqr(g, self, input2, input3, left=True, transpose=False):
+    """ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor"""
+    folded = shape_only(g, torch.ops.aten.ormqr.default, (self, input2, input3, left, transpose))
+    if folded is not None:
+        return folded[0]
+    a_shape, c_shape = matrix_shape(self, "ormqr"), matrix_shape(input3, "ormqr")
+    if not input2.is_static or len({self.dtype, input2.dtype, input3.dtype}) != 1:
+        raise NotImplementedError("ormqr with a dynamic tau or mixed dtypes")
+    m, k = a_shape[-2], input2.shape[-1]
+    batch = broadcast_batch(a_shape[:-2], list(input2.shape[:-1]), c_shape[:-2])
+    if k == 0:
+        return g.op("Identity", input3)
+    count = math.prod(batch)
+    x = apply_reflectors(g, flatten(g, self, batch, a_shape[-2:]), reshape(g, g.op("Expand", input2, g.const(
+        batch + [k], dtype=I64)), [count, k]), flatten(g, input3, batch, c_shape[-2:]), count, m, k, left=left,
+        transpose=transpose)
+    return reshape(g, x, batch + c_shape[-2:])
+
+
+# -- Jacobi: symmetric eigenvalues and singular values ---------------------------------------------------------
+
+JACOBI_SWEEPS = 40  # a bound only: the loops stop once every pair meets the tolerance (quadratic convergence)
+
+
+def round_robin(n: int) -> tuple[list[list[int]], list[list[int]]]:
+    """The n - 1 rounds (n even) of a round-robin tournament as pairs p < q: every pair of indices meets
+    once per sweep, and the pairs of a round are disjoint, so their rotations commute."""
+    players, ps, qs = list(range(n)), [], []
+    for _ in range(n - 1):
+        pairs = [(players[i], players[n - 1 - i]) for i in range(n // 2)]
+        ps.append([min(p) for p in pairs])
+        qs.append([max(p) for p in pairs])
+        players = [players[0], players[-1], *players[1:-1]]
+    return ps, qs
+
+
+def padded_even(g: GraphBuilder, x: Value, batch: int, rows: int, cols: int, *, both: bool) -> tuple[Value, int]:
+    """x with a zero column (and row, when `both`) appended when cols is odd; the new column count."""
+    if cols % 2 == 0:
+        return x, cols
+    x = g.op("Concat", x, fill(g, [batch, rows, 1], 0, x.dtype), axis=2)
+    if both:
+        x = g.op("Concat", x, fill(g, [batch, 1, cols + 1], 0, x.dtype), axis=1)
+    return x, cols + 1
+
+
+def diagonal_of(g: GraphBuilder, x: Value, n: int) -> Value:
+    """The diagonals of a [batch, n, n] stack as [batch, n, 1]."""
+    return g.op("MatMul", masked(g, g.const(torch.eye(n, dtype=torch.bool)), x), g.const(torch.ones(n, 1, dtype=x.dtype)))
+
+
+def jacobi(g: GraphBuilder, x: Value, batch: int, m: int, n: int, *, one_sided: bool) -> Value:
+    """Cyclic Jacobi in round-robin order on a [batch, m, n] stack (n even). Two-sided (m == n, x
+    symmetric): x <- J^T x J until it is diagonal, the rotated entries set to zero. One-sided (Hestenes):
+    x <- x J until its columns are orthogonal. Each round rotates n/2 disjoint pairs (p, q) at once with
+    the rotation zeroing the pair's entry of the symmetric S = x (or x^T x); a pair whose
+    |s_pq| <= tol sqrt(|s_pp s_qq|) is left alone, and the loop stops when every pair is."""
+    dtype = x.dtype
+    ps, qs = round_robin(n)
+    rounds = len(ps)
+    tol = g.const(torch.finfo(dtype).eps * (m if one_sided else n), dtype=dtype)
+    pairs_p, pairs_q = g.const(ps, dtype=I64), g.const(qs, dtype=I64)
+    idx, eye = arange_row(g, n), g.const(torch.eye(n, dtype=dtype))
+    offdiagonal = g.const(~torch.eye(n, dtype=torch.bool))
+    zero, one = g.const(0, dtype=dtype), g.const(1, dtype=dtype)
+    ones = g.const(torch.ones(n, 1, dtype=dtype))
+
+    def step(body: GraphBuilder, i: Value, state: list[Value]) -> list[Value]:
+        (x,) = state
+        s = body.op("MatMul", transposed(body, x), x) if one_sided else x
+        d = diagonal_of(body, s, n)  # [batch, n, 1]
+        # not converged while some off-diagonal entry is above tolerance
+        bound = body.op("Mul", tol, body.op("Sqrt", body.op("Abs", body.op("Mul", d, transposed(body, d)))))
+        above = body.op("And", offdiagonal, body.op("Greater", body.op("Abs", s), bound))
+        again = cast(body, body.op("ReduceMax", cast(body, above, torch.float32), keepdims=0), torch.bool)
+        r = body.op("Sub", i, body.op("Mul", body.op("Div", i, body.const(rounds, dtype=I64)), body.const(rounds, dtype=I64)))
+        r1 = index1(body, r)
+        ep = cast(body, body.op("Equal", reshape(body, body.op("Gather", pairs_p, r1, axis=0), [n // 2, 1]), idx), dtype)
+        eq = cast(body, body.op("Equal", reshape(body, body.op("Gather", pairs_q, r1, axis=0), [n // 2, 1]), idx), dtype)
+        s_pp, s_qq = body.op("MatMul", ep, d), body.op("MatMul", eq, d)  # [batch, n/2, 1]
+        s_pq = body.op("MatMul", body.op("Mul", body.op("MatMul", ep, s), eq), ones)
+        skip = body.op("Not", body.op("Greater", body.op("Abs", s_pq),
+                                      body.op("Mul", tol, body.op("Sqrt", body.op("Abs", body.op("Mul", s_pp, s_qq))))))
+        # t = tan(theta) zeroing s_pq: the smaller root of t^2 + 2 tau t - 1 = 0
+        tau = body.op("Div", body.op("Sub", s_qq, s_pp), body.op("Mul", body.const(2, dtype=dtype),
+                                                                  body.op("Where", skip, one, s_pq)))
+        sign = body.op("Where", body.op("Less", tau, zero), body.const(-1, dtype=dtype), one)
+        t = body.op("Div", sign, body.op("Add", body.op("Abs", tau),
+                                          body.op("Sqrt", body.op("Add", one, body.op("Mul", tau, tau)))))
+        t = body.op("Where", skip, zero, t)
+        c = body.op("Reciprocal", body.op("Sqrt", body.op("Add", one, body.op("Mul", t, t))))
+        sn = body.op("Mul", t, c)
+        # J = diag(c at p and q) + s at (p, q) and -s at (q, p)
+        cvec = body.op("MatMul", transposed(body, c), body.op("Add", ep, eq))  # [batch, 1, n]
+        svec = body.op("MatMul", transposed(body, sn), body.op("Sub", ep, eq))
+        partner = body.op("Add", body.op("MatMul", body.op("Transpose", ep, perm=[1, 0]), eq),
+                          body.op("MatMul", body.op("Transpose", eq, perm=[1, 0]), ep))
+        j = body.op("Add", body.op("Mul", eye, transposed(body, cvec)), body.op("Mul", partner, transposed(body, svec)))
+        if one_sided:
+            x = body.op("MatMul", x, j)
+        else:
+            x = body.op("MatMul", body.op("MatMul", transposed(body, j), x), j)
+            x = body.op("Where", cast(body, partner, torch.bool), zero, x)
+        return [x, again]
+
+    return loop(g, JACOBI_SWEEPS * rounds, [x], step, name="jacobi", stop=True)[0]
+
+
+def sort_rows(g: GraphBuilder, x: Value, batch: int, n: int, *, descending: bool) -> Value:
+    """x [batch, n] sorted along its rows, stable: each value's rank counts the values before it, and a
+    one-hot of the ranks permutes by MatMul (TopK's k changed form at opset 10)."""
+    xi, xj = reshape(g, x, [batch, n, 1]), reshape(g, x, [batch, 1, n])
+    before = g.op("Greater" if descending else "Less", xj, xi)
+    tie = g.op("Not", g.op("Or", g.op("Less", xj, xi), g.op("Greater", xj, xi)))
+    earlier = g.const(torch.ones(n, n, dtype=torch.bool).tril(-1))  # [i, j]: j < i
+    count = g.op("Or", before, g.op("And", tie, earlier))
+    rank = cast(g, g.op("MatMul", cast(g, count, x.dtype), g.const(torch.ones(n, 1, dtype=x.dtype))), I64)
+    onehot = cast(g, g.op("Equal", arange_col(g, n), reshape(g, rank, [batch, 1, n])), x.dtype)
+    return reshape(g, g.op("MatMul", onehot, xi), [batch, n])
+
+
+def eigvalsh(g: GraphBuilder, A: Value, upper: bool, what: str) -> Value:
+    """Eigenvalues (ascending) of the symmetric matrices given by one triangle of A."""
+    shape = matrix_shape(A, what)
+    n = square_size(shape, what)
+    batch = shape[:-2]
+    count = math.prod(batch)
+    a = flatten(g, A, batch, [n, n])
+    half = masked(g, (triu_mask if upper else tril_mask)(g, n, n, 0), a)
+    strict = masked(g, (triu_mask if upper else tril_mask)(g, n, n, 1 if upper else -1), a)
+    sym, size = padded_even(g, g.op("Add", half, transposed(g, strict)), count, n, n, both=True)
+    d = reshape(g, diagonal_of(g, jacobi(g, sym, count, size, size, one_sided=False), size), [count, size])
+    if size != n:
+        d = g.op("Gather", d, g.const(list(range(n)), dtype=I64), axis=1)
+    return reshape(g, sort_rows(g, d, count, n, descending=False), batch + [n])
+
+
+def svdvals(g: GraphBuilder, A: Value, what: str) -> Value:
+    """Singular values (descending) by one-sided Jacobi on the taller orientation of A: the norms of the
+    orthogonalized columns."""
+    shape = matrix_shape(A, what)
+    batch, (m, n) = shape[:-2], shape[-2:]
+    count, k = math.prod(batch), min(m, n)
+    a = flatten(g, A, batch, [m, n])
+    if m < n:
+        a, m, n = transposed(g, a), n, m
+    a, size = padded_even(g, a, count, m, n, both=False)
+    a = jacobi(g, a, count, m, size, one_sided=True)
+    norms = reshape(g, g.op("Sqrt", g.op("MatMul", g.const(torch.ones(1, m, dtype=A.dtype)), g.op("Mul", a, a))),
+                    [count, size])
+    if size != k:
+        norms = g.op("Gather", norms, g.const(list(range(k)), dtype=I64), axis=1)
+    return reshape(g, sort_rows(g, norms, count, k, descending=True), batch + [k])
+
+
+@register("aten::linalg_eigvalsh.default")
+def aten_linalg_eigvalsh(g, self, UPLO="L"):
+    """linalg_eigvalsh(Tensor self, str UPLO="L") -> Tensor"""
+    if UPLO not in ("L", "U"):
+        raise NotImplementedError(f"linalg_eigvalsh: UPLO {UPLO!r}")
+    folded = shape_only(g, torch.ops.aten.linalg_eigvalsh.default, (self, UPLO))
+    if folded is not None:
+        return folded[0]
+    return eigvalsh(g, self, UPLO == "U", "linalg_eigvalsh")
+
+
+@register("aten::linalg_svdvals.default")
+def aten_linalg_svdvals(g, A, *, driver=None):
+    """linalg_svdvals(Tensor A, *, str? driver=None) -> Tensor"""
+    folded = shape_only(g, torch.ops.aten.linalg_svdvals.default, (A,))
+    if folded is not None:
+        return folded[0]
+    return svdvals(g, A, "linalg_svdvals")

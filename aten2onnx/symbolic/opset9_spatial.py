@@ -1,9 +1,474 @@
-"""Opset-9 base, spatial sampling and pooling that ONNX has no single op for at this opset: adaptive max pooling, antialiased upsampling."""
+"""Opset-9 base, spatial sampling and pooling that no single ONNX op matches: average pooling with
+ceil_mode, divisor_override or integers, adaptive max pooling over uneven bins, grid sampling as
+gathers, antialiased bilinear upsampling as constant matrices. Each reads the same at every opset."""
 
 from __future__ import annotations
 
 import functools
+import itertools
+import math
+
+import torch
 
 from aten2onnx import registry
+from aten2onnx.exporter.builder import GraphBuilder, Value
+from aten2onnx.symbolic._helpers import cast
+from aten2onnx.symbolic.opset9 import pool_args, reshape, squeeze_first, unsqueeze_static
 
 register = functools.partial(registry.register, opset=9)
+
+
+# -- batching: pooling ops want (N, C, spatial...); torch also takes (C, spatial...) ------------------------------
+
+
+def batched(g: GraphBuilder, x: Value, spatial: int, fn):
+    """fn on x with a batch dim: an unbatched input gets one, and the outputs lose it again."""
+    if x.rank == spatial + 2:
+        return fn(x)
+    if x.rank != spatial + 1:
+        raise NotImplementedError("pooling needs a (batched) channel-first input of known rank")
+    one = unsqueeze_static(g, x, 0)
+    one.shape = (1,) + tuple(x.shape)
+    outs = fn(one)
+    if isinstance(outs, tuple):
+        return tuple(_unbatch(g, o, x.rank) for o in outs)
+    return _unbatch(g, outs, x.rank)
+
+
+def _unbatch(g: GraphBuilder, x: Value, rank: int) -> Value:
+    if x.shape is None:
+        x.shape = (1,) + (None,) * rank
+    return squeeze_first(g, x)
+
+
+def expand(v, spatial: int) -> list[int]:
+    v = list(v) if isinstance(v, (list, tuple)) else [v]
+    return v * spatial if len(v) == 1 else v
+
+
+def static_spatial(x: Value, spatial: int, what: str) -> list[int]:
+    sizes = list(x.shape[-spatial:]) if x.shape is not None and x.rank >= spatial else []
+    if len(sizes) != spatial or not all(isinstance(s, int) for s in sizes):
+        raise NotImplementedError(f"{what} is exported for static spatial sizes only")
+    return sizes
+
+
+# -- average pooling ---------------------------------------------------------------------------------------------
+
+
+def _avg_windows(size: int, k: int, s: int, p: int, ceil_mode: bool) -> tuple[int, list[int], list[int]]:
+    """Along one axis, as ATen's pooling: the end padding that makes every window whole without
+    ceil_mode, and per window the count of input elements and the count ATen divides by with
+    count_include_pad (the window clipped to the padded input)."""
+    out = (size + 2 * p - k + (s - 1 if ceil_mode else 0)) // s + 1
+    if ceil_mode and (out - 1) * s >= size + p:  # the last window must start inside input or left padding
+        out -= 1
+    pad_end = p + max(0, (out - 1) * s + k - (size + 2 * p))
+    starts = [o * s - p for o in range(out)]
+    inside = [min(b + k, size) - max(b, 0) for b in starts]
+    padded = [min(b + k, size + p) - b for b in starts]
+    return pad_end, inside, padded
+
+
+def avg_pool(g: GraphBuilder, x: Value, kernel_size, stride, padding, ceil_mode: bool, count_include_pad: bool,
+             divisor_override, spatial: int) -> Value:
+    """ATen's average pooling. onnxruntime's AveragePool computes float32 only: half types pool in
+    float32; float64 and integers sum their windows by gathers instead and divide as ATen does
+    (integers truncating). With ceil_mode or divisor_override, the windows are made whole by end
+    padding, AveragePool averages the input elements in each, and a constant per output position
+    turns that into ATen's window sum over its divisor."""
+    kernel, strides, pads = pool_args(kernel_size, stride, expand(padding, spatial), spatial)
+    begin = pads[:spatial]
+    pooled = x.dtype in (torch.float32, torch.float16, torch.bfloat16)
+    if pooled and not ceil_mode and divisor_override is None:
+        return batched(g, x, spatial, lambda b: cast(g, g.op(
+            "AveragePool", cast(g, b, torch.float32), kernel_shape=kernel, strides=strides, pads=pads,
+            count_include_pad=int(count_include_pad)), x.dtype))
+    sizes = static_spatial(x, spatial, "this average pooling")
+    axes = [_avg_windows(n, k, s, p, ceil_mode) for n, k, s, p in zip(sizes, kernel, strides, begin)]
+    inside = _outer([a[1] for a in axes])
+    if divisor_override is not None:
+        divisor = torch.full_like(inside, float(divisor_override))
+    else:
+        divisor = _outer([a[2] for a in axes]) if count_include_pad else inside
+    if pooled:
+        ends = [a[0] for a in axes]
+        ratio = inside / divisor
+
+        def pool(b: Value) -> Value:
+            mean = g.op("AveragePool", cast(g, b, torch.float32), kernel_shape=kernel, strides=strides,
+                        pads=begin + ends, count_include_pad=0)
+            if not bool((ratio == 1).all()):
+                mean = g.op("Mul", mean, g.const(ratio, dtype=torch.float32))
+            return cast(g, mean, x.dtype)
+
+        return batched(g, x, spatial, pool)
+    wide = torch.float64 if x.dtype.is_floating_point else torch.int64
+    total = window_sum(g, cast(g, x, wide), kernel, strides, begin, [len(a[1]) for a in axes])
+    return cast(g, g.op("Div", total, g.const(divisor, dtype=wide)), x.dtype)
+
+
+def window_sum(g: GraphBuilder, x: Value, kernel: list[int], strides: list[int], begin: list[int],
+               outs: list[int]) -> Value:
+    """Sums over pooling windows of the trailing len(kernel) axes (static), one axis at a time: a
+    Gather by a static table lays each window along a new axis, the positions in padding are zeroed
+    (not multiplied, so inf stays inf), and a MatMul with ones adds them up. MatMul and Gather
+    take every dtype onnxruntime pools lack."""
+    rank, spatial = x.rank, len(kernel)
+    shape = list(x.shape)
+    for d, (k, s, p, out) in enumerate(zip(kernel, strides, begin, outs)):
+        axis = rank - spatial + d
+        size = shape[axis]
+        positions = (torch.arange(out) * s - p).unsqueeze(1) + torch.arange(k)
+        inside = (positions >= 0) & (positions < size)
+        windows = g.op("Gather", x, g.const(positions.clamp(0, size - 1)), axis=axis)
+        if not bool(inside.all()):
+            mask = g.const(inside.reshape([out, k] + [1] * (rank - axis - 1)))
+            windows = g.op("Where", mask, windows, g.const(0, dtype=x.dtype))
+        rest = math.prod(shape[axis + 1:])
+        windows = g.op("Reshape", windows, g.const([0] * axis + [out, k, rest], dtype=torch.int64))
+        summed = g.op("MatMul", g.const(torch.ones(1, k, dtype=x.dtype)), windows)
+        shape[axis] = out
+        x = g.op("Reshape", summed, g.const([0] * axis + shape[axis:], dtype=torch.int64))
+    return x
+
+
+def _outer(factors: list[list[int]]) -> torch.Tensor:
+    """The outer product of per-axis counts, float64 of shape [len(f) for f in factors]."""
+    out = torch.ones([], dtype=torch.float64)
+    for f in factors:
+        out = out.unsqueeze(-1) * torch.tensor(f, dtype=torch.float64)
+    return out
+
+
+@register("aten::avg_pool1d.default")
+def aten_avg_pool1d(g, self, kernel_size, stride=[], padding=[0], ceil_mode=False, count_include_pad=True):
+    """avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=[0], bool ceil_mode=False, bool count_include_pad=True) -> Tensor"""
+    return avg_pool(g, self, kernel_size, stride, padding, ceil_mode, count_include_pad, None, 1)
+
+
+@register("aten::avg_pool3d.default")
+def aten_avg_pool3d(g, self, kernel_size, stride=[], padding=[0, 0, 0], ceil_mode=False, count_include_pad=True,
+                    divisor_override=None):
+    """avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor"""
+    return avg_pool(g, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 3)
+
+
+# -- adaptive max pooling ----------------------------------------------------------------------------------------
+
+
+def adaptive_bins(size: int, out: int) -> list[list[int]]:
+    """ATen's adaptive bins along one axis, each padded to the widest by repeating its last index
+    (a repeat changes neither the maximum nor which element is first or last to hold it)."""
+    bins = [list(range(i * size // out, -(-(i + 1) * size // out))) for i in range(out)]
+    width = max(len(b) for b in bins)
+    return [b + [b[-1]] * (width - len(b)) for b in bins]
+
+
+def adaptive_max(g: GraphBuilder, x: Value, output_size) -> tuple[Value, Value]:
+    """Adaptive max pooling with ATen's indices (flat within each plane): each output's window is
+    gathered by a static index table, and the winner is the first maximum, or the last NaN if the
+    window holds one (ATen's scan keeps a NaN it meets, and a later NaN replaces it)."""
+    spatial = len(output_size)
+    if not x.is_static or x.rank not in (spatial + 1, spatial + 2):
+        raise NotImplementedError("adaptive max pooling is exported for static (batched) channel-first inputs")
+    lead, sizes = list(x.shape[:-spatial]), list(x.shape[-spatial:])
+    bins = [adaptive_bins(n, o) for n, o in zip(sizes, output_size)]
+    widths = [len(b[0]) for b in bins]
+    width = math.prod(widths)
+    windows = x
+    for d, table in enumerate(bins):  # lead + [O1, K1, ..., Od, Kd, size(d+1), ...]
+        windows = g.op("Gather", windows, g.const(table, dtype=torch.int64), axis=len(lead) + 2 * d)
+    first = len(lead)
+    perm = list(range(first)) + [first + 2 * d for d in range(spatial)] + [first + 2 * d + 1 for d in range(spatial)]
+    windows = reshape(g, g.op("Transpose", windows, perm=perm), lead + list(output_size) + [width])
+
+    key = windows if windows.dtype in (torch.float32, torch.float64) else cast(g, windows, torch.float32)
+    nan = g.op("IsNaN", key)
+    last = len(lead) + spatial
+    first_max = g.op("ArgMax", g.op("Where", nan, g.const(float("-inf"), like=key), key), axis=last, keepdims=0)
+    reversed_nan = g.op("Gather", cast(g, nan, torch.float32), g.const(list(range(width - 1, -1, -1)),
+                                                                      dtype=torch.int64), axis=last)
+    last_nan = g.op("Sub", g.const(width - 1, dtype=torch.int64),
+                    g.op("ArgMax", reversed_nan, axis=last, keepdims=0))
+    rows = torch.arange(math.prod(lead + list(output_size)), dtype=torch.int64).reshape(lead + list(output_size))
+    row_start = g.const(rows * width)
+    flat_nan = reshape(g, nan, [-1])
+    has_nan = g.op("Gather", flat_nan, g.op("Add", row_start, last_nan), axis=0)
+    winner = g.op("Where", has_nan, last_nan, first_max)
+    values = g.op("Gather", reshape(g, windows, [-1]), g.op("Add", row_start, winner), axis=0)
+
+    # the plane index of each window slot, per output position
+    strides = [math.prod(sizes[d + 1:]) for d in range(spatial)]
+    plane = torch.zeros(list(output_size) + widths, dtype=torch.int64)
+    for d, table in enumerate(bins):
+        shape = [1] * (2 * spatial)
+        shape[d], shape[spatial + d] = output_size[d], widths[d]
+        plane = plane + torch.tensor(table, dtype=torch.int64).reshape(shape) * strides[d]
+    positions = torch.arange(math.prod(output_size), dtype=torch.int64).reshape(list(output_size)) * width
+    indices = g.op("Gather", g.const(plane.reshape(-1)), g.op("Add", g.const(positions), winner), axis=0)
+    return values, indices
+
+
+@register("aten::adaptive_max_pool1d.default")
+def aten_adaptive_max_pool1d(g, self, output_size):
+    """adaptive_max_pool1d(Tensor self, int[1] output_size) -> (Tensor, Tensor)"""
+    return adaptive_max(g, self, output_size)
+
+
+@register("aten::adaptive_max_pool2d.default")
+def aten_adaptive_max_pool2d(g, self, output_size):
+    """adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)"""
+    return adaptive_max(g, self, output_size)
+
+
+@register("aten::adaptive_max_pool3d.default")
+def aten_adaptive_max_pool3d(g, self, output_size):
+    """adaptive_max_pool3d(Tensor self, int[3] output_size) -> (Tensor, Tensor)"""
+    return adaptive_max(g, self, output_size)
+
+
+# -- grid sampling -----------------------------------------------------------------------------------------------
+
+CUBIC_A = -0.75  # ATen's bicubic convolution coefficient
+
+
+def _where_zero(g: GraphBuilder, like: Value) -> Value:
+    """0 everywhere like has a value, NaN and inf included."""
+    return g.op("Where", g.op("Less", like, g.const(0.0, like=like)), g.const(0.0, like=like), g.const(0.0, like=like))
+
+
+def _reflect(g: GraphBuilder, x: Value, twice_low: int, twice_high: int) -> Value:
+    """x reflected off low and high until it lies between them (ATen's reflect_coordinates)."""
+    if twice_low == twice_high:
+        return _where_zero(g, x)
+    low, period = twice_low / 2, float(twice_high - twice_low)
+    dist = g.op("Abs", g.op("Sub", x, g.const(low, like=x)))
+    turns = g.op("Floor", g.op("Div", dist, g.const(period, like=x)))
+    extra = g.op("Sub", dist, g.op("Mul", turns, g.const(period, like=x)))
+    return g.op("Add", g.op("Min", extra, g.op("Sub", g.const(period, like=x), extra)), g.const(low, like=x))
+
+
+def _clip(g: GraphBuilder, x: Value, size: int, nan_to: float) -> Value:
+    x = g.op("Where", g.op("IsNaN", x), g.const(nan_to, like=x), x)
+    return g.op("Min", g.op("Max", x, g.const(0.0, like=x)), g.const(float(size - 1), like=x))
+
+
+def _pad_coordinate(g: GraphBuilder, x: Value, size: int, padding_mode: int, align_corners: bool,
+                    nan_to: float) -> Value:
+    """ATen's compute_coordinates: border clips, reflection reflects then clips, zeros leaves x. The
+    clip sends NaN to nan_to: ATen's 2-D (vectorized) kernel clips it to 0, its 3-D one to size - 1."""
+    if padding_mode == 1:
+        return _clip(g, x, size, nan_to)
+    if padding_mode == 2:
+        bounds = (0, 2 * (size - 1)) if align_corners else (-1, 2 * size - 1)
+        return _clip(g, _reflect(g, x, *bounds), size, nan_to)
+    return x
+
+
+def _round_half_even(g: GraphBuilder, x: Value) -> Value:
+    """nearbyint, from Floor and comparisons (Round is opset 11); x - floor(x) is exact."""
+    low = g.op("Floor", x)
+    frac = g.op("Sub", x, low)
+    half = g.const(0.5, like=x)
+    tie = g.op("And", g.op("Not", g.op("Less", frac, half)), g.op("Not", g.op("Greater", frac, half)))
+    odd = g.op("Greater", g.op("Sub", low, g.op("Mul", g.op("Floor", g.op("Mul", low, half)), g.const(2.0, like=x))),
+               half)
+    up = g.op("Or", g.op("Greater", frac, half), g.op("And", tie, odd))
+    return g.op("Add", low, cast(g, up, x.dtype))
+
+
+def _cubic_weights(g: GraphBuilder, t: Value) -> list[Value]:
+    """ATen's cubic convolution weights for the taps at -1, 0, 1, 2 around a fraction t."""
+    def c(v):
+        return g.const(v, like=t)
+
+    def near(x):  # |x| <= 1
+        return g.op("Add", g.op("Mul", g.op("Mul", g.op("Sub", g.op("Mul", c(CUBIC_A + 2), x), c(CUBIC_A + 3)), x), x), c(1.0))
+
+    def far(x):  # 1 < |x| < 2
+        inner = g.op("Add", g.op("Mul", g.op("Sub", g.op("Mul", c(CUBIC_A), x), c(5 * CUBIC_A)), x), c(8 * CUBIC_A))
+        return g.op("Sub", g.op("Mul", inner, x), c(4 * CUBIC_A))
+
+    return [far(g.op("Add", t, c(1.0))), near(t), near(g.op("Sub", c(1.0), t)), far(g.op("Sub", c(2.0), t))]
+
+
+def _tap(g: GraphBuilder, coord: Value, size: int) -> tuple[Value, Value]:
+    """An integral coordinate as (in-bounds mask, int64 index clamped to 0 where outside)."""
+    inside = g.op("And", g.op("Greater", coord, g.const(-1.0, like=coord)),
+                  g.op("Less", coord, g.const(float(size), like=coord)))
+    index = cast(g, g.op("Where", inside, coord, g.const(0.0, like=coord)), torch.int64)
+    return inside, index
+
+
+def _axis_taps(g: GraphBuilder, coord: Value, size: int, interpolation_mode: int, padding_mode: int,
+               align_corners: bool, nan_to: float) -> list[tuple[Value, Value, Value | None]]:
+    """The (mask, index, weight) taps along one axis for grid coordinates in [-1, 1]."""
+    c = lambda v: g.const(v, like=coord)  # noqa: E731
+    if align_corners:
+        x = g.op("Mul", g.op("Div", g.op("Add", coord, c(1.0)), c(2.0)), c(float(size - 1)))
+    else:
+        x = g.op("Div", g.op("Sub", g.op("Mul", g.op("Add", coord, c(1.0)), c(float(size))), c(1.0)), c(2.0))
+    if interpolation_mode == 2:  # bicubic pads each tap, not the sample point
+        low = g.op("Floor", x)
+        weights = _cubic_weights(g, g.op("Sub", x, low))
+        taps = [g.op("Add", low, c(float(k - 1))) for k in range(4)]
+        return [(*_tap(g, _pad_coordinate(g, t, size, padding_mode, align_corners, nan_to), size), w)
+                for t, w in zip(taps, weights)]
+    x = _pad_coordinate(g, x, size, padding_mode, align_corners, nan_to)
+    if interpolation_mode == 1:
+        return [(*_tap(g, _round_half_even(g, x), size), None)]
+    low = g.op("Floor", x)
+    high = g.op("Add", low, c(1.0))
+    return [(*_tap(g, low, size), g.op("Sub", high, x)), (*_tap(g, high, size), g.op("Sub", x, low))]
+
+
+class HalfSteps:
+    """A stand-in builder that computes in float32 and rounds each arithmetic result to a half
+    type, as ATen's half kernels do step by step (onnxruntime would run a float16 graph in
+    float32 throughout, rounding only at the end)."""
+
+    ROUNDED = ("Add", "Sub", "Mul", "Div")
+
+    def __init__(self, g: GraphBuilder, half: torch.dtype) -> None:
+        self.g, self.half = g, half
+
+    def op(self, op_type: str, *inputs, **attributes):
+        out = self.g.op(op_type, *inputs, **attributes)
+        if op_type in self.ROUNDED and out.dtype == torch.float32:
+            out = cast(self.g, cast(self.g, out, self.half), torch.float32)
+        return out
+
+    def const(self, *args, **kwargs) -> Value:
+        return self.g.const(*args, **kwargs)
+
+
+def grid_sample(g: GraphBuilder, input: Value, grid: Value, interpolation_mode: int, padding_mode: int,
+                align_corners: bool) -> Value:
+    """ATen's grid sampler as gathers: the input laid out as a [C, N * plane] table, each tap of
+    each output point a flat column index (zeroed where it falls outside), the taps summed with
+    their interpolation weights in ATen's order. Half types round each step, as ATen's do.
+    GridSample (opset 16, N-D from 20) is not used at any opset: onnxruntime's computes half types
+    in float32 and departs from ATen for NaN, infinite or far-out grid coordinates."""
+    spatial = input.rank - 2 if input.rank is not None else 0
+    if spatial not in (2, 3) or grid.rank != spatial + 2 or not input.is_static:
+        raise NotImplementedError("grid sampling is exported for static 4-D or 5-D inputs")
+    if interpolation_mode == 2 and spatial == 3:
+        raise NotImplementedError("bicubic grid sampling is defined for 4-D inputs only")
+    result = input.dtype
+    if result in (torch.float16, torch.bfloat16):
+        g = HalfSteps(g, result)
+    dtype = torch.float32 if result in (torch.float16, torch.bfloat16) else result
+    n, channels, *sizes = input.shape
+    plane = math.prod(sizes)
+    table = g.op("Reshape", g.op("Transpose", cast(g, input, dtype), perm=[1, 0] + list(range(2, spatial + 2))),
+                 g.const([channels, n * plane], dtype=torch.int64))
+    grid = cast(g, grid, dtype)
+    per_axis = []
+    for d, size in enumerate(sizes):  # grid's last dim holds (x, y[, z]): the innermost axis first
+        coord = g.op("Gather", grid, g.const(spatial - 1 - d, dtype=torch.int64), axis=spatial + 1)
+        nan_to = 0.0 if spatial == 2 else float(size - 1)
+        per_axis.append(_axis_taps(g, coord, size, interpolation_mode, padding_mode, align_corners, nan_to))
+    batch = g.const((torch.arange(n, dtype=torch.int64) * plane).reshape([n] + [1] * spatial))
+    strides = [math.prod(sizes[d + 1:]) for d in range(spatial)]
+
+    def sample(taps, weight: Value | None = None) -> Value:
+        """[C, N, out...]: the input at one tap per axis times weight; zero outside the input, where
+        ATen's 3-D kernel skips the term (a NaN weight too) and its 2-D one multiplies a zero."""
+        index, inside = batch, None
+        for (mask, idx, _), stride in zip(taps, strides):
+            index = g.op("Add", index, idx if stride == 1 else g.op("Mul", idx, g.const(stride, dtype=torch.int64)))
+            inside = mask if inside is None else g.op("And", inside, mask)
+        zero = g.const(0.0, dtype=dtype)
+        value = g.op("Gather", table, index, axis=1)
+        if spatial == 3 and weight is not None:
+            return g.op("Where", inside, g.op("Mul", value, weight), zero)
+        value = g.op("Where", inside, value, zero)
+        return value if weight is None else g.op("Mul", value, weight)
+
+    def add(total: Value | None, term: Value) -> Value:
+        return term if total is None else g.op("Add", total, term)
+
+    out = None
+    if interpolation_mode == 2:  # as ATen: along x within each row, then the rows along y
+        for row_tap in per_axis[0]:
+            row = None
+            for col_tap in per_axis[1]:
+                row = add(row, sample((row_tap, col_tap), col_tap[2]))
+            out = add(out, g.op("Mul", row, row_tap[2]))
+    else:  # each corner's weight is the product of its per-axis weights, x's first
+        for taps in itertools.product(*per_axis):
+            weights = [w for _, _, w in reversed(taps) if w is not None]
+            weight = functools.reduce(lambda a, b: g.op("Mul", a, b), weights) if weights else None
+            out = add(out, sample(taps, weight))
+    return cast(g, g.op("Transpose", out, perm=[1, 0] + list(range(2, spatial + 2))), result)
+
+
+@register("aten::grid_sampler_2d.default")
+def aten_grid_sampler_2d(g, input, grid, interpolation_mode, padding_mode, align_corners):
+    """grid_sampler_2d(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners) -> Tensor"""
+    return grid_sample(g, input, grid, interpolation_mode, padding_mode, align_corners)
+
+
+@register("aten::grid_sampler_3d.default")
+def aten_grid_sampler_3d(g, input, grid, interpolation_mode, padding_mode, align_corners):
+    """grid_sampler_3d(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners) -> Tensor"""
+    return grid_sample(g, input, grid, interpolation_mode, padding_mode, align_corners)
+
+
+@register("aten::grid_sampler.default")
+def aten_grid_sampler(g, input, grid, interpolation_mode, padding_mode, align_corners):
+    """grid_sampler(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners) -> Tensor"""
+    return grid_sample(g, input, grid, interpolation_mode, padding_mode, align_corners)
+
+
+# -- antialiased upsampling --------------------------------------------------------------------------------------
+
+
+def _aa_matrix(op, n: int, axis: int, other: int, args) -> torch.Tensor:
+    """The [n, n_out] matrix of one pass of op along axis (0: height, 1: width), made by op itself on
+    an identity basis whose other axis has `other` elements."""
+    shape = [n, 1, other, other]
+    shape[2 + axis] = n
+    basis = torch.eye(n, dtype=torch.float64).reshape([n, 1] + [n if j == axis else 1 for j in range(2)]).expand(shape)
+    result = op(basis.contiguous(), *args)
+    return result[:, 0, :, 0] if axis == 0 else result[:, 0, 0, :]
+
+
+def antialias_bilinear(g: GraphBuilder, input: Value, op, args) -> Value:
+    """Antialiased bilinear resampling as two constant matrices made by ATen's own kernel on an
+    identity basis: op(basis, *args(axis, other)) resizes along axis only, the other axis of
+    size `other`. ATen resizes the width first, then the height at the new width, and its height
+    pass over a single column weighs every output like the first: the height matrix is made at
+    the new width (2 stands for any width above 1) to match. uint8 rounds through fixed-point
+    weights, which a float matrix does not reproduce."""
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError("antialiased upsampling of integers rounds through fixed-point weights")
+    if input.rank != 4:
+        raise NotImplementedError("antialiased upsampling needs a 4-D input")
+    height, width = static_spatial(input, 2, "antialiased upsampling")
+    across = _aa_matrix(op, width, 1, min(height, 2), args(1, min(height, 2)))
+    down = _aa_matrix(op, height, 0, min(across.shape[1], 2), args(0, min(across.shape[1], 2)))
+    out = g.op("MatMul", input, g.const(across, dtype=input.dtype))
+    return g.op("MatMul", g.const(down.T, dtype=input.dtype), out)
+
+
+@register("aten::_upsample_bilinear2d_aa.vec")
+def aten_upsample_bilinear2d_aa(g, input, output_size, align_corners, scale_factors):
+    """_upsample_bilinear2d_aa.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor"""
+    def args(axis, other):
+        size = None if output_size is None else [s if j == axis else other for j, s in enumerate(output_size)]
+        scales = None if scale_factors is None else [s if j == axis else 1.0 for j, s in enumerate(scale_factors)]
+        return size, align_corners, scales
+
+    return antialias_bilinear(g, input, torch.ops.aten._upsample_bilinear2d_aa.vec, args)
+
+
+@register("aten::_upsample_bilinear2d_aa.default")
+def aten_upsample_bilinear2d_aa_sizes(g, self, output_size, align_corners, scales_h=None, scales_w=None):
+    """_upsample_bilinear2d_aa(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor"""
+    def args(axis, other):
+        size = [s if j == axis else other for j, s in enumerate(output_size)]
+        return (size, align_corners) + ((scales_h, None) if axis == 0 else (None, scales_w))
+
+    return antialias_bilinear(g, self, torch.ops.aten._upsample_bilinear2d_aa.default, args)

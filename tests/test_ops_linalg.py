@@ -1,0 +1,155 @@
+"""Linear algebra: inverses, solves, LU/Cholesky factorizations, matrix functions through the real
+dispatch, compared with eager in onnxruntime and aten2onnx.runtime (pivots and info included); and
+their OpInfos exporting natively."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from optable import Entry, assert_opinfo_native, cases, run_both
+
+FLOATS = (torch.float32, torch.float64)
+LA = torch.linalg
+
+
+def well_conditioned(*shape):
+    """Random square matrices with a dominant diagonal."""
+    n = shape[-1]
+    return lambda dtype: (torch.randn(shape, dtype=dtype) + n * torch.eye(n, dtype=dtype),)
+
+
+def general(*shape):
+    return lambda dtype: (torch.randn(shape, dtype=dtype),)
+
+
+def fixed(*rows):
+    return lambda dtype: (torch.tensor(rows, dtype=dtype),)
+
+
+def with_rhs(a_shape, b_shape):
+    def make(dtype):
+        n = a_shape[-1]
+        return torch.randn(a_shape, dtype=dtype) + n * torch.eye(n, dtype=dtype), torch.randn(b_shape, dtype=dtype)
+    return make
+
+
+def spd(*shape):
+    """Symmetric positive definite matrices."""
+    def make(dtype):
+        a = torch.randn(shape, dtype=dtype)
+        return (a @ a.mT + shape[-1] * torch.eye(shape[-1], dtype=dtype),)
+    return make
+
+
+def factored(*shape, k=3):
+    """(LU, pivots, B) of a general matrix: lu_factor's output and a right-hand side."""
+    def make(dtype):
+        lu, pivots = LA.lu_factor(torch.randn(shape, dtype=dtype))
+        return lu, pivots, torch.randn(*shape[:-1], k, dtype=dtype)
+    return make
+
+
+def lu_all(a):
+    return LA.lu_factor_ex(a), LA.lu(a), torch.lu(a, get_infos=True)
+
+
+def solves(a, b):
+    return LA.solve(a, b), LA.solve_ex(a, b), LA.solve(a, b.mT, left=False)
+
+
+def lu_solves(lu, pivots, b):
+    return (LA.lu_solve(lu, pivots, b), LA.lu_solve(lu, pivots, b, adjoint=True),
+            LA.lu_solve(lu, pivots, b.mT, left=False), LA.lu_solve(lu, pivots, b.mT, left=False, adjoint=True),
+            torch.lu_solve(b, lu, pivots), torch.lu_unpack(lu, pivots), torch.lu_unpack(lu, pivots, False, True))
+
+
+def triangular(a, b):
+    out = []
+    for upper in (True, False):
+        for unit in (True, False):
+            out.append(LA.solve_triangular(a, b, upper=upper, unitriangular=unit))
+            out.append(LA.solve_triangular(a, b.mT, upper=upper, left=False, unitriangular=unit))
+        out.extend(torch.triangular_solve(b, a, upper=upper, transpose=True))
+    return out
+
+
+def choleskys(a):
+    lower, upper = LA.cholesky(a), LA.cholesky(a, upper=True)
+    b = a[..., :2]
+    return (lower, upper, LA.cholesky_ex(a), torch.cholesky(a, upper=True), torch.cholesky_solve(b, lower),
+            torch.cholesky_solve(b, upper, upper=True), torch.cholesky_inverse(lower),
+            torch.cholesky_inverse(upper, upper=True))
+
+
+def powers(a):
+    return tuple(LA.matrix_power(a, n) for n in (0, 1, 2, 3, 6, 13, -1, -2))
+
+
+# In one batch: an exactly singular matrix (info 2), magnitudes that tie (the first row wins), a random one.
+EDGES = [[[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [0.0, 0.0, 1.0]],
+         [[1.0, 1.0, 1.0], [-1.0, 1.0, 1.0], [1.0, 2.0, -1.0]],
+         [[0.3, -1.2, 0.7], [2.1, 0.4, -0.9], [-0.5, 1.6, 1.1]]]
+# Not positive definite: potrf stops at column 2, keeping A's values from there on, as eager does.
+INDEFINITE = fixed([4.0, 2.0, 1.0], [2.0, -3.0, 1.0], [1.0, 1.0, 5.0])
+ALL_OPSETS = (9, 13, 18, 26)
+OPSETS = (9, 18)
+
+TABLE = [
+    Entry("inv", lambda a: (LA.inv(a), LA.inv_ex(a), torch.inverse(a)), [well_conditioned(2, 1, 3, 3)], FLOATS,
+          ALL_OPSETS),
+    Entry("inv_sizes", LA.inv, [well_conditioned(1, 1), well_conditioned(5, 5), general(2, 0, 0)], FLOATS, OPSETS),
+    Entry("inv_ex_singular", LA.inv_ex, [fixed(*EDGES)], FLOATS, OPSETS),
+    Entry("lu_factor", lu_all, [fixed(*EDGES)], FLOATS, ALL_OPSETS),
+    Entry("lu_factor_shapes", lu_all, [general(5, 5), general(3, 5), general(2, 6, 4), general(1, 1), general(3, 0)],
+          FLOATS, OPSETS),
+    Entry("lu_solve", lu_solves, [factored(4, 4), factored(2, 3, 3, k=1)], FLOATS, OPSETS),
+    Entry("lu_unpack_rectangular", lambda lu, p: torch.lu_unpack(lu, p),
+          [lambda d: LA.lu_factor(torch.randn(2, 3, 5, dtype=d)), lambda d: LA.lu_factor(torch.randn(6, 4, dtype=d))],
+          FLOATS, OPSETS),
+    Entry("solve", solves, [with_rhs((5, 5), (5, 3)), with_rhs((3, 3), (2, 3, 4)), with_rhs((2, 1, 3, 3), (4, 3, 2)),
+                            with_rhs((2, 2), (2, 0)), with_rhs((2, 2), (0, 2, 2))], FLOATS, OPSETS),
+    Entry("solve_vector", lambda a, b: (LA.solve(a, b), LA.solve_ex(a, b)),
+          [with_rhs((2, 4, 4), (2, 4)), with_rhs((1, 1), (1,))], FLOATS, OPSETS),
+    Entry("triangular", triangular, [with_rhs((2, 4, 4), (4, 2)), with_rhs((1, 1), (1, 1))], FLOATS, OPSETS),
+    Entry("cholesky", choleskys, [spd(3, 4, 4)], FLOATS, ALL_OPSETS),
+    Entry("cholesky_sizes", LA.cholesky_ex, [spd(1, 1), spd(5, 5)], FLOATS, OPSETS),
+    Entry("cholesky_one_triangle_and_indefinite",
+          lambda a, m: (LA.cholesky(a.tril()), LA.cholesky(a.triu(), upper=True), LA.cholesky_ex(m),
+                        LA.cholesky_ex(m, upper=True), LA.cholesky_ex(torch.zeros_like(m))),
+          [lambda d: spd(3, 3)(d) + INDEFINITE(d)], FLOATS, OPSETS),
+    Entry("matrix_power", powers, [well_conditioned(1, 1), well_conditioned(2, 3, 3)], FLOATS, OPSETS),
+    Entry("matrix_power_int", lambda a: (LA.matrix_power(a, 0), LA.matrix_power(a, 5)),
+          [lambda d: (torch.randint(-2, 3, (2, 3, 3)).to(d),)], (torch.int64,), OPSETS),
+    Entry("tensor_inv_solve", lambda a, b: (LA.tensorinv(a.reshape(2, 3, 6)), LA.tensorinv(a.reshape(6, 2, 3), ind=1),
+                                            LA.tensorsolve(a, b), LA.tensorsolve(a.permute(0, 2, 1, 3), b, dims=(1,))),
+          [lambda d: ((torch.randn(6, 6, dtype=d) + 6 * torch.eye(6, dtype=d)).reshape(2, 3, 2, 3),
+                      torch.randn(2, 3, dtype=d))], FLOATS, OPSETS),
+    Entry("matrix_exp", torch.matrix_exp,
+          [lambda d: (torch.randn(3, 4, 4, dtype=d) * torch.tensor([0.01, 1.5, 4.0], dtype=d).reshape(3, 1, 1),),
+           general(1, 1), general(0, 3, 3)], FLOATS, OPSETS),
+    Entry("householder_product", LA.householder_product,
+          [lambda d: (torch.randn(5, 5, dtype=d), torch.rand(5, dtype=d)),
+           lambda d: (torch.randn(2, 1, 6, 4, dtype=d), torch.rand(2, 1, 3, dtype=d)),
+           lambda d: (torch.randn(3, 3, dtype=d), torch.rand(0, dtype=d))], FLOATS, OPSETS),
+]
+
+CASES = cases(TABLE)
+
+
+@pytest.mark.parametrize("entry, sample, dtype, opset", CASES)
+def test_op(entry: Entry, sample, dtype, opset):
+    torch.manual_seed(0)
+    run_both(entry.fn, sample(dtype), opset, ort=entry.ort)
+
+
+NATIVE = ["linalg.inv", "linalg.inv_ex", "linalg.solve", "linalg.solve_ex", "linalg.solve_triangular",
+          "triangular_solve", "linalg.cholesky", "linalg.cholesky_ex", "cholesky", "cholesky_solve",
+          "cholesky_inverse", "linalg.lu_factor", "linalg.lu_factor_ex", "linalg.lu", "lu", "lu_solve",
+          "linalg.lu_solve", "lu_unpack", "linalg.matrix_power", "linalg.tensorinv", "linalg.tensorsolve",
+          "matrix_exp", "linalg.householder_product"]
+
+
+@pytest.mark.parametrize("name", NATIVE)
+def test_opinfo_native(name):
+    assert_opinfo_native(name, [9, 18])
