@@ -11,22 +11,14 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.exporter.builder import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import (
-    AXES9,
-    Axes,
-    cast,
-    loop,
-    norm_dim,
-    promote,
-    reduce_op,
-)
+from aten2onnx.symbolic._helpers import AXES9, Axes, cast, loop, norm_dim, promote, reduce_op
 from aten2onnx.symbolic.opset9 import equal_nan_safe, fill, reshape, sum_dtype
 from aten2onnx.symbolic.opset9_loss import one_hot_of, reduced
 from aten2onnx.symbolic.opset9_norm import axis_sum, static_shape
 
 register = functools.partial(registry.register, opset=9)
 
-# ONNX arithmetic takes these only from opset 14 (and onnxruntime's Where no int16): they run in int32.
+# ONNX arithmetic takes these only from opset 14: they run in int32 and wrap back.
 NARROW_INTS = (torch.int8, torch.int16, torch.uint8)
 
 
@@ -59,7 +51,7 @@ def take(g: GraphBuilder, x: Value, axis: int, positions) -> Value:
 
 
 def to_last(g: GraphBuilder, x: Value, dim: int) -> tuple[Value, list[int]]:
-    """x with dim moved last; and the permutation, which is its own way back only when dim is last."""
+    """x with dim moved last, and the permutation that did it (from_last undoes it)."""
     shape = static_shape(x, "this op")
     perm = [d for d in range(len(shape)) if d != dim] + [dim]
     if dim == len(shape) - 1:
@@ -195,7 +187,7 @@ def reduced_shape(shape: list[int], dim: int) -> list[int]:
     return shape[:dim] + shape[dim + 1:]
 
 
-def spacing_as(x: Value, y: Value, dim: int, g: GraphBuilder) -> Value:
+def spacing_as(g: GraphBuilder, x: Value, y: Value, dim: int) -> Value:
     """Sample points x laid out to broadcast against y: 1-D along dim, fewer dims padded in front."""
     xs = static_shape(x, "trapezoid")
     if x.rank == 1:
@@ -209,7 +201,7 @@ def spacing_as(x: Value, y: Value, dim: int, g: GraphBuilder) -> Value:
 
 def trapezoid_terms(g: GraphBuilder, y: Value, x: Value, dim: int) -> Value:
     """(x[i+1] - x[i]) * (y[i] + y[i+1]) / 2 along dim."""
-    x = spacing_as(x, y, dim, g)
+    x = spacing_as(g, x, y, dim)
     n, m = static_shape(y, "trapezoid")[dim], static_shape(x, "trapezoid")[dim]
     dx = arith(g, "Sub", take(g, x, dim, range(1, m)), take(g, x, dim, range(m - 1)))
     pair = arith(g, "Add", take(g, y, dim, range(n - 1)), take(g, y, dim, range(1, n)))
@@ -319,8 +311,10 @@ def combine(g: GraphBuilder, x: Value, dim: int, weights: list[tuple[float, int]
     out = None
     for weight, position in weights:
         term = scaled(g, abs(weight), take(g, x, dim, [position]), dtype)
-        out = term if out is None and weight > 0 else \
-            g.op("Neg", term) if out is None else g.op("Add" if weight > 0 else "Sub", out, term)
+        if out is None:
+            out = term if weight > 0 else g.op("Neg", term)
+        else:
+            out = g.op("Add" if weight > 0 else "Sub", out, term)
     return out
 
 
@@ -343,9 +337,9 @@ def gradient_uniform(g: GraphBuilder, self: Value, h, dim: int, edge_order: int)
 
 
 def gradient_coordinates(g: GraphBuilder, self: Value, coordinates: Value, dim: int, edge_order: int) -> Value:
-    if coordinates.rank != 1:
-        raise NotImplementedError("gradient takes 1-D coordinate tensors")
     n = static_shape(self, "gradient")[dim]
+    if static_shape(coordinates, "gradient") != [n]:
+        raise NotImplementedError("gradient takes 1-D coordinates, one per entry along dim")
     coefficient = float_of(coordinates.dtype)
     edge = self.dtype if self.dtype.is_floating_point else coefficient  # a 0-d coefficient times self
     center_dtype = torch.promote_types(coefficient, self.dtype) if self.dtype.is_floating_point else coefficient
@@ -363,10 +357,13 @@ def gradient_coordinates(g: GraphBuilder, self: Value, coordinates: Value, dim: 
     def mul(a: Value, b: Value) -> Value:
         return arith(g, "Mul", a, b)
 
+    def neg(a: Value) -> Value:
+        return arith(g, "Sub", g.const(0, dtype=a.dtype), a)
+
     dx1, dx2 = take(g, steps, 0, range(n - 2)), take(g, steps, 0, range(1, n - 1))
     view = [1] * self.rank
     view[dim] = n - 2
-    a = reshape(g, ratio(g.op("Neg", dx2), mul(dx1, add(dx1, dx2))), view)
+    a = reshape(g, ratio(neg(dx2), mul(dx1, add(dx1, dx2))), view)
     b = reshape(g, ratio(arith(g, "Sub", dx2, dx1), mul(dx1, dx2)), view)
     c = reshape(g, ratio(dx1, mul(dx2, add(dx1, dx2))), view)
 
@@ -386,11 +383,11 @@ def gradient_coordinates(g: GraphBuilder, self: Value, coordinates: Value, dim: 
         twice_h0 = g.op("Mul", g.const(2.0, dtype=coefficient), cast(g, h0, coefficient))
         a0 = g.op("Neg", ratio(g.op("Add", twice_h0, cast(g, h1, coefficient)), mul(h0, add(h0, h1))))
         b0 = ratio(add(h0, h1), mul(h0, h1))
-        c0 = ratio(g.op("Neg", h0), mul(h1, add(h0, h1)))
+        c0 = ratio(neg(h0), mul(h1, add(h0, h1)))
         first = g.op("Add", g.op("Add", weighted(a0, range(1), edge), weighted(b0, range(1, 2), edge)),
                      weighted(c0, range(2, 3), edge))
         a1 = ratio(hl, mul(hm, add(hl, hm)))
-        b1 = g.op("Neg", ratio(add(hl, hm), mul(hl, hm)))
+        b1 = ratio(neg(add(hl, hm)), mul(hl, hm))
         c1 = ratio(add(mul(two, hl), hm), mul(hl, add(hl, hm)))
         last = g.op("Add", g.op("Add", weighted(a1, range(n - 3, n - 2), edge), weighted(b1, range(n - 2, n - 1), edge)),
                     weighted(c1, range(n - 1, n), edge))
