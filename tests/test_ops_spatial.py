@@ -10,7 +10,6 @@ import itertools
 import pytest
 import torch
 import torch.nn.functional as F
-
 from optable import Entry, assert_opinfo_native, cases, run_both, t
 
 FLOATS = (torch.float32, torch.float64)

@@ -1,6 +1,6 @@
 """Opset 10, pooling and transposed convolution beyond the 2-D basics: 1-D and 3-D max pools, max
-pooling with indices, 2-D average pooling in full (opset9_spatial has the 1-D and 3-D ones);
-registered at 10, where MaxPool gains ceil_mode and dilations."""
+pooling with indices, average pooling with AveragePool's ceil_mode (opset9_spatial builds ceil_mode
+from padding below 10); registered at 10, where MaxPool and AveragePool gain ceil_mode."""
 
 from __future__ import annotations
 
@@ -17,11 +17,26 @@ from aten2onnx.symbolic.opset9_spatial import avg_pool, batched, expand
 register = functools.partial(registry.register, opset=10)
 
 
+@register("aten::avg_pool1d.default")
+def aten_avg_pool1d(g, self, kernel_size, stride=[], padding=[0], ceil_mode=False, count_include_pad=True):
+    """avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=[0], bool ceil_mode=False, bool count_include_pad=True) -> Tensor"""
+    return avg_pool(g, self, kernel_size, stride, padding, ceil_mode, count_include_pad, None, 1, has_ceil=True)
+
+
 @register("aten::avg_pool2d.default")
 def aten_avg_pool2d(g, self, kernel_size, stride=[], padding=[0, 0], ceil_mode=False, count_include_pad=True,
                     divisor_override=None):
     """avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor"""
-    return avg_pool(g, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 2)
+    return avg_pool(g, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 2,
+                    has_ceil=True)
+
+
+@register("aten::avg_pool3d.default")
+def aten_avg_pool3d(g, self, kernel_size, stride=[], padding=[0, 0, 0], ceil_mode=False, count_include_pad=True,
+                    divisor_override=None):
+    """avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor"""
+    return avg_pool(g, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 3,
+                    has_ceil=True)
 
 
 def max_pool(g: GraphBuilder, x: Value, kernel_size, stride, padding, dilation, ceil_mode, spatial: int, *,

@@ -6,7 +6,14 @@ from __future__ import annotations
 import functools
 
 from aten2onnx import registry
-from aten2onnx.symbolic.opset9_data import masked_index, masked_scatter, put, repeat_along, repeat_indices, unique_consecutive
+from aten2onnx.symbolic.opset9_data import (
+    masked_index,
+    masked_scatter,
+    put,
+    repeat_along,
+    repeat_indices,
+    unique_consecutive,
+)
 from aten2onnx.symbolic.opset11 import advanced_index
 
 register = functools.partial(registry.register, opset=11)

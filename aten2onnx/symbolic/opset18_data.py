@@ -7,7 +7,13 @@ import functools
 
 from aten2onnx import registry
 from aten2onnx.symbolic._helpers import AXES18
-from aten2onnx.symbolic.opset9_data import bag_padding, embedding_bag, embedding_renorm, segment_reduce, static
+from aten2onnx.symbolic.opset9_data import (
+    bag_padding,
+    embedding_bag,
+    embedding_renorm,
+    segment_reduce,
+    static,
+)
 
 register = functools.partial(registry.register, opset=18)
 

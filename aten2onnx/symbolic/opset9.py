@@ -1099,17 +1099,6 @@ def aten_max_pool2d(g, self, kernel_size, stride=[], padding=[0, 0], dilation=[1
     return max_pool(g, self, kernel_size, stride, padding, dilation, ceil_mode, 2, has_dilation_and_ceil=False)
 
 
-@register("aten::avg_pool2d.default")
-def aten_avg_pool2d(g, self, kernel_size, stride=[], padding=[0, 0], ceil_mode=False, count_include_pad=True,
-                    divisor_override=None):
-    """avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor"""
-    if divisor_override is not None or ceil_mode:
-        raise NotImplementedError("avg_pool2d with divisor_override or ceil_mode is not supported at this opset")
-    kernel, strides, pads = pool_args(kernel_size, stride, padding, 2)
-    return g.op("AveragePool", self, kernel_shape=kernel, strides=strides, pads=pads,
-                count_include_pad=int(count_include_pad))
-
-
 @register("aten::adaptive_avg_pool2d.default", "aten::adaptive_avg_pool1d.default")
 def aten_adaptive_avg_pool(g, self, output_size):
     """adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor"""

@@ -1,5 +1,5 @@
-"""Opset-9 base, data movement and counting: chunked concatenation, segment and bag reductions, histograms,
-static nonzero, put, repeat_interleave, im2col and unfold windows.
+"""Opset-9 base, data movement and counting: segment and bag reductions, histograms and bincount, static
+nonzero, put and masked writes, repeat_interleave, unique_consecutive, im2col/col2im and unfold windows.
 
 Index arithmetic that depends only on static shapes (window positions, combinations) is done here in Python
 and stored as constants; data-dependent counts are one-hot sums (MatMul of a 0/1 mask) until opset 16 lets
@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -192,22 +192,7 @@ def count_1d(g: GraphBuilder, size: int | Value, index: Value, updates: Value | 
     return g.op("Reshape", out, ints(g, [-1]))
 
 
-# -- _chunk_cat, combinations, resize, nonzero_static, repeat_interleave -------------------------------------
-
-
-def aten__chunk_cat(g, tensors, dim, num_chunks):
-    """_chunk_cat(Tensor[] tensors, int dim, int num_chunks) -> Tensor"""
-    pieces = []
-    for t in tensors:
-        shape = static(t, "_chunk_cat")
-        d = norm_dim(dim, len(shape))
-        padded = -(-shape[d] // num_chunks) * num_chunks
-        if padded != shape[d]:
-            zeros = fill(g, shape[:d] + [padded - shape[d]] + shape[d + 1:], 0, t.dtype)
-            t = g.op("Concat", t, zeros, axis=d)
-        pieces.append(to_shape(g, t, shape[:d] + [num_chunks, padded // num_chunks * math.prod(shape[d + 1:])]))
-    d = norm_dim(dim, tensors[0].rank)
-    return pieces[0] if len(pieces) == 1 else g.op("Concat", *pieces, axis=d + 1)
+# -- combinations, resize, nonzero_static, repeat_interleave -------------------------------------
 
 
 @register("aten::combinations.default")
@@ -434,14 +419,17 @@ def local_search(g: GraphBuilder, x: Value, pos: Value, edges: Value, bins: int)
 
 def linspace_edges(g: GraphBuilder, lo: Value, hi: Value, bins: int) -> Value:
     """torch.linspace(lo, hi, bins + 1) for graph values lo and hi, as eager's CPU kernel computes it:
-    lo + step * i for the first half, hi - step * (steps - 1 - i) for the rest."""
+    step = (hi - lo) / bins in the dtype, then lo + step * i for the first half and hi - step * (bins - i)
+    for the rest, each a fused multiply-add (one rounding), which float64 reproduces for float32."""
     steps = bins + 1
     dtype = lo.dtype
-    step = g.op("Div", g.op("Sub", hi, lo), g.const(float(steps - 1), dtype=dtype))
+    step = g.op("Div", g.op("Sub", hi, lo), g.const(float(bins), dtype=dtype))
+    wide = torch.float64 if dtype == torch.float32 else dtype
+    lo, hi, step = (cast(g, v, wide) for v in (lo, hi, step))
     i = torch.arange(steps)
-    up = g.op("Add", lo, g.op("Mul", step, g.const(i.to(dtype))))
-    down = g.op("Sub", hi, g.op("Mul", step, g.const((steps - 1 - i).to(dtype))))
-    out = where(g, g.const(i < steps // 2), up, down)
+    up = g.op("Add", lo, g.op("Mul", step, g.const(i.to(wide))))
+    down = g.op("Sub", hi, g.op("Mul", step, g.const((bins - i).to(wide))))
+    out = cast(g, where(g, g.const(i < steps // 2), up, down), dtype)
     out.shape = (steps,)
     return out
 
@@ -873,7 +861,7 @@ def embedding_bag(g: GraphBuilder, weight: Value, indices: Value, offsets: Value
     leaves these uninitialized (sum, mean), zeros or the bag sizes as eager fills them."""
     if indices.rank != 1 or offsets.rank != 1:
         raise NotImplementedError("embedding_bag with 2-D indices (F.embedding_bag flattens them)")
-    (n,), (total, width) = static(indices, "embedding_bag"), static(weight, "embedding_bag")
+    (n,), (_, width) = static(indices, "embedding_bag"), static(weight, "embedding_bag")
     (marks,) = static(offsets, "embedding_bag")
     bags = marks - 1 if include_last_offset else marks
     index_dtype = indices.dtype

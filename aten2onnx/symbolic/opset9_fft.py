@@ -15,13 +15,14 @@ from aten2onnx.symbolic._helpers import cast, norm_dims
 
 register = functools.partial(registry.register, opset=9)
 
-# A DFT matrix above this many elements (1 GiB in float64) is declined rather than built.
-MAX_MATRIX = 1 << 27
+# A DFT matrix above this many elements (128 MiB in float64) is declined rather than built: the
+# model would approach protobuf's 2 GiB limit (an irfft of 4096 points needs 2049 x 4096).
+MAX_MATRIX = 1 << 24
 
 
 def _cos_sin(rows: int, n: int) -> tuple[torch.Tensor, torch.Tensor]:
     """cos and sin of 2*pi*j*t/n for j < rows, t < n: the product reduced mod n first so it stays
-    exact, and the values that are exactly 0 made so (an inf times 0 is NaN, as in pocketfft)."""
+    exact, and the values that are exactly 0 made so (pocketfft's twiddles are exact there too)."""
     j = torch.arange(rows, dtype=torch.int64).unsqueeze(1)
     t = torch.arange(n, dtype=torch.int64).unsqueeze(0)
     turns = j * t % n
@@ -78,7 +79,8 @@ def fft_c2r(g: GraphBuilder, x: Value, s, dim, norm: str | None, *, forward: boo
         last = 2 * (sizes[-1] - 1)
     if last < 1 or any(n < 1 for n in lengths):
         raise NotImplementedError("an FFT of no points")
-    if any(m * n > MAX_MATRIX for m, n in zip(sizes, lengths + [last])):
+    used = [min(m, n) for m, n in zip(sizes, lengths)] + [min(sizes[-1], last // 2 + 1)]
+    if any(rows * n > MAX_MATRIX for rows, n in zip(used, lengths + [last])):
         raise NotImplementedError("an FFT too long for a dense DFT matrix")
     signal = math.prod(lengths) * last
     # backward normalizes the inverse transform (irfft), forward the forward one (hfft)
@@ -86,9 +88,9 @@ def fft_c2r(g: GraphBuilder, x: Value, s, dim, norm: str | None, *, forward: boo
 
     # the input is cut to the signal sizes, or zero-padded by the matrices having fewer rows
     real, imag = cast(g, x, torch.float64), None
-    for axis, m, n in zip(dim[:-1], sizes, lengths):
-        real, imag = _first(g, real, axis, m, min(m, n)), _first(g, imag, axis, m, min(m, n))
-        cos, sin = _cos_sin(min(m, n), n)
+    for axis, m, rows, n in zip(dim[:-1], sizes, used, lengths):
+        real, imag = _first(g, real, axis, m, rows), _first(g, imag, axis, m, rows)
+        cos, sin = _cos_sin(rows, n)
         sin = -sin if forward else sin
         rc, rs = _along(g, real, axis, rank, cos), _along(g, real, axis, rank, sin)
         if imag is None:
@@ -96,9 +98,8 @@ def fft_c2r(g: GraphBuilder, x: Value, s, dim, norm: str | None, *, forward: boo
         else:
             ic, is_ = _along(g, imag, axis, rank, cos), _along(g, imag, axis, rank, sin)
             real, imag = g.op("Sub", rc, is_), g.op("Add", rs, ic)
-    rows = min(sizes[-1], last // 2 + 1)
-    real, imag = _first(g, real, dim[-1], sizes[-1], rows), _first(g, imag, dim[-1], sizes[-1], rows)
-    re_w, im_w = _c2r_matrices(rows, last)
+    real, imag = _first(g, real, dim[-1], sizes[-1], used[-1]), _first(g, imag, dim[-1], sizes[-1], used[-1])
+    re_w, im_w = _c2r_matrices(used[-1], last)
     out = _along(g, real, dim[-1], rank, re_w * scale)
     if imag is not None:  # hfftn conjugates before the real transform
         out = g.op("Add", out, _along(g, imag, dim[-1], rank, im_w * (-scale if forward else scale)))

@@ -21,7 +21,6 @@ from aten2onnx.symbolic.opset9 import (
     chunk_sizes,
     fill,
     reshape,
-    split_by_sizes,
     static_dim,
     unsqueeze_static,
 )
@@ -439,26 +438,17 @@ def aten_column_stack(g, tensors):
 @register("aten::_chunk_cat.default")
 def aten_chunk_cat(g, tensors, dim, num_chunks):
     """_chunk_cat(Tensor[] tensors, int dim, int num_chunks) -> Tensor"""
+    # Each tensor is zero-padded along dim to a multiple of num_chunks, viewed as [lead..., num_chunks, -1],
+    # and the views are concatenated on their last axis.
     parts = []
     for t in tensors:
         d = norm_dim(dim, t.rank)
-        lead = [static_dim(t, i, "_chunk_cat") for i in range(d)]
-        pieces = split_by_sizes(g, t, chunk_sizes(static_dim(t, d, "_chunk_cat"), -(-t.shape[d] // num_chunks)), d,
-                                sizes_as_input=False)
-        pieces = list(pieces) + []
-        size = -(-t.shape[d] // num_chunks)
-        padded = []
-        for p in pieces:
-            pad = size - p.shape[d] if p.shape is not None else 0
-            if pad:
-                zeros = fill(g, lead + [pad] + list(t.shape[d + 1:]), 0, t.dtype)
-                p = g.op("Concat", p, zeros, axis=d)
-            padded.append(p)
-        while len(padded) < num_chunks:
-            padded.append(fill(g, lead + [size] + list(t.shape[d + 1:]), 0, t.dtype))
-        chunked = aten_stack(g, padded, d)
-        parts.append(reshape(g, chunked, lead + [num_chunks, -1]))
-    return aten_cat(g, promote(g, *parts), len(parts[0].shape) - 1)
+        shape = [static_dim(t, i, "_chunk_cat") for i in range(t.rank)]
+        padded = -(-shape[d] // num_chunks) * num_chunks
+        if padded != shape[d]:
+            t = g.op("Concat", t, fill(g, shape[:d] + [padded - shape[d]] + shape[d + 1:], 0, t.dtype), axis=d)
+        parts.append(reshape(g, t, shape[:d] + [num_chunks, padded // num_chunks * math.prod(shape[d + 1:])]))
+    return parts[0] if len(parts) == 1 else g.op("Concat", *parts, axis=norm_dim(dim, tensors[0].rank) + 1)
 
 
 @register("aten::view_as.default", "aten::reshape_as.default")

@@ -13,7 +13,12 @@ import torch
 from aten2onnx import registry
 from aten2onnx.exporter.builder import GraphBuilder, Value
 from aten2onnx.symbolic._helpers import cast
-from aten2onnx.symbolic.opset9 import pool_args, reshape, squeeze_first, unsqueeze_static
+from aten2onnx.symbolic.opset9 import (
+    pool_args,
+    reshape,
+    squeeze_first,
+    unsqueeze_static,
+)
 
 register = functools.partial(registry.register, opset=9)
 
@@ -71,19 +76,21 @@ def _avg_windows(size: int, k: int, s: int, p: int, ceil_mode: bool) -> tuple[in
 
 
 def avg_pool(g: GraphBuilder, x: Value, kernel_size, stride, padding, ceil_mode: bool, count_include_pad: bool,
-             divisor_override, spatial: int) -> Value:
+             divisor_override, spatial: int, *, has_ceil: bool) -> Value:
     """ATen's average pooling. onnxruntime's AveragePool computes float32 only: half types pool in
     float32; float64 and integers sum their windows by gathers instead and divide as ATen does
-    (integers truncating). With ceil_mode or divisor_override, the windows are made whole by end
+    (integers truncating). AveragePool's own ceil_mode (has_ceil: opset 10) counts windows and
+    divisors as ATen does; without it, or with divisor_override, the windows are made whole by end
     padding, AveragePool averages the input elements in each, and a constant per output position
     turns that into ATen's window sum over its divisor."""
     kernel, strides, pads = pool_args(kernel_size, stride, expand(padding, spatial), spatial)
     begin = pads[:spatial]
     pooled = x.dtype in (torch.float32, torch.float16, torch.bfloat16)
-    if pooled and not ceil_mode and divisor_override is None:
+    if pooled and (has_ceil or not ceil_mode) and divisor_override is None:
+        ceil = {"ceil_mode": int(ceil_mode)} if has_ceil else {}
         return batched(g, x, spatial, lambda b: cast(g, g.op(
             "AveragePool", cast(g, b, torch.float32), kernel_shape=kernel, strides=strides, pads=pads,
-            count_include_pad=int(count_include_pad)), x.dtype))
+            count_include_pad=int(count_include_pad), **ceil), x.dtype))
     sizes = static_spatial(x, spatial, "this average pooling")
     axes = [_avg_windows(n, k, s, p, ceil_mode) for n, k, s, p in zip(sizes, kernel, strides, begin)]
     inside = _outer([a[1] for a in axes])
@@ -144,14 +151,23 @@ def _outer(factors: list[list[int]]) -> torch.Tensor:
 @register("aten::avg_pool1d.default")
 def aten_avg_pool1d(g, self, kernel_size, stride=[], padding=[0], ceil_mode=False, count_include_pad=True):
     """avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=[0], bool ceil_mode=False, bool count_include_pad=True) -> Tensor"""
-    return avg_pool(g, self, kernel_size, stride, padding, ceil_mode, count_include_pad, None, 1)
+    return avg_pool(g, self, kernel_size, stride, padding, ceil_mode, count_include_pad, None, 1, has_ceil=False)
+
+
+@register("aten::avg_pool2d.default")
+def aten_avg_pool2d(g, self, kernel_size, stride=[], padding=[0, 0], ceil_mode=False, count_include_pad=True,
+                    divisor_override=None):
+    """avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor"""
+    return avg_pool(g, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 2,
+                    has_ceil=False)
 
 
 @register("aten::avg_pool3d.default")
 def aten_avg_pool3d(g, self, kernel_size, stride=[], padding=[0, 0, 0], ceil_mode=False, count_include_pad=True,
                     divisor_override=None):
     """avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor"""
-    return avg_pool(g, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 3)
+    return avg_pool(g, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 3,
+                    has_ceil=False)
 
 
 # -- adaptive max pooling ----------------------------------------------------------------------------------------
@@ -304,7 +320,7 @@ def _tap(g: GraphBuilder, coord: Value, size: int) -> tuple[Value, Value]:
 def _axis_taps(g: GraphBuilder, coord: Value, size: int, interpolation_mode: int, padding_mode: int,
                align_corners: bool, nan_to: float) -> list[tuple[Value, Value, Value | None]]:
     """The (mask, index, weight) taps along one axis for grid coordinates in [-1, 1]."""
-    c = lambda v: g.const(v, like=coord)  # noqa: E731
+    c = lambda v: g.const(v, like=coord)
     if align_corners:
         x = g.op("Mul", g.op("Div", g.op("Add", coord, c(1.0)), c(2.0)), c(float(size - 1)))
     else:
