@@ -37,7 +37,9 @@ SKIP_NAMES = ("empty", "new_empty", "empty_like", "empty_strided", "new_empty_st
               # random in their samples: rrelu and fractional pooling draw noise when training, and
               # multi_head_attention_forward's sample trains with dropout
               "nn.functional.rrelu", "nn.functional.fractional_max_pool2d", "nn.functional.fractional_max_pool3d",
-              "nn.functional.multi_head_attention_forward")
+              "nn.functional.multi_head_attention_forward",
+              # draw random projections inside (randn): the graph draws its own
+              "pca_lowrank", "svd_lowrank")
 STATUSES = ("native", "fallback", "fail")
 
 

@@ -10,6 +10,7 @@ import torch
 from optable import Entry, assert_opinfo_native, cases, run_both
 
 FLOATS = (torch.float32, torch.float64)
+INF = float("inf")
 LA = torch.linalg
 
 
@@ -17,6 +18,10 @@ def well_conditioned(*shape):
     """Random square matrices with a dominant diagonal."""
     n = shape[-1]
     return lambda dtype: (torch.randn(shape, dtype=dtype) + n * torch.eye(n, dtype=dtype),)
+
+
+def symmetric(a):
+    return a + a.mT
 
 
 def general(*shape):
@@ -128,6 +133,41 @@ TABLE = [
     Entry("matrix_exp", torch.matrix_exp,
           [lambda d: (torch.randn(3, 4, 4, dtype=d) * torch.tensor([0.01, 1.5, 4.0], dtype=d).reshape(3, 1, 1),),
            general(1, 1), general(0, 3, 3)], FLOATS, OPSETS),
+    Entry("qr", lambda a: (torch.geqrf(a), LA.qr(a), LA.qr(a, mode="complete"), LA.qr(a, mode="r"), torch.qr(a, some=False)),
+          [general(5, 3), general(2, 3, 5), general(1, 1), fixed([0.0, 1.0, 2.0], [0.0, 3.0, 4.0], [0.0, 0.0, 5.0]),
+           general(4, 0)], FLOATS, OPSETS),
+    Entry("ormqr", lambda a, t, c: tuple(torch.ormqr(a, t, c if left else c.mT, left=left, transpose=tr)
+                                         for left in (True, False) for tr in (True, False)),
+          [lambda d: (*torch.geqrf(torch.randn(2, 5, 3, dtype=d)), torch.randn(2, 5, 4, dtype=d))], FLOATS, OPSETS),
+    Entry("eigvalsh", lambda a: (LA.eigvalsh(a), LA.eigvalsh(a, UPLO="U")),
+          [general(1, 1), general(5, 5), general(2, 4, 4), fixed([2.0, 1.0, 0.0], [1.0, 2.0, 0.0], [0.0, 0.0, 3.0])],
+          FLOATS, OPSETS),
+    Entry("svdvals", LA.svdvals, [general(1, 1), general(5, 3), general(2, 3, 6), fixed([1.0, 2.0], [2.0, 4.0], [0.0, 0.0])],
+          FLOATS, OPSETS),
+    Entry("matrix_norm", lambda a: tuple(LA.matrix_norm(a, o, dim=d, keepdim=k) for o in ("fro", "nuc", 1, -1, 2, -2, INF, -INF)
+                                         for d, k in (((-2, -1), False), ((2, 0), True))),
+          [general(2, 3, 4)], FLOATS, ALL_OPSETS),
+    Entry("norm_and_cond", lambda a: (LA.norm(a), LA.norm(a, 2, dim=(0, 2)), LA.norm(a, "nuc", dim=(1, 2), keepdim=True),
+                                      LA.norm(a, dim=0, ord=3), torch.norm(a[0], p="nuc"),
+                                      *(LA.cond(a, p) for p in (None, -2, 1, INF, "fro", "nuc"))),
+          [well_conditioned(2, 3, 3)], FLOATS, ALL_OPSETS),
+    Entry("cond_singular", lambda a: (LA.cond(a, 1), LA.cond(a, -INF)), [fixed([1.0, 2.0], [2.0, 4.0])], FLOATS, OPSETS),
+    Entry("matrix_rank", lambda a: (LA.matrix_rank(a), LA.matrix_rank(a, hermitian=True), LA.matrix_rank(a, atol=0.5, rtol=0.0)),
+          [lambda d: (torch.tensor([[[2.0, 1.0, 0.0], [1.0, 2.0, 0.0], [0.0, 0.0, 0.0]], [[4.0, 0.5, 0.0], [0.5, 0.2, 0.1],
+                                                                                          [0.0, 0.1, 3.0]]], dtype=d),)],
+          FLOATS, OPSETS),
+    Entry("pinv", lambda a: (LA.pinv(a), LA.pinv(a, rtol=0.3), torch.pinverse(a, rcond=1e-4)),
+          [general(4, 4), general(2, 3, 5), lambda d: (torch.randn(6, 2, dtype=d) @ torch.randn(2, 4, dtype=d),)], FLOATS,
+          OPSETS),
+    Entry("pinv_hermitian", lambda a: (LA.pinv(a, hermitian=True), LA.pinv(a.tril(), hermitian=True)),
+          [general(1, 1), lambda d: (symmetric(torch.randn(2, 5, 5, dtype=d)),)], FLOATS, OPSETS),
+    Entry("ldl", lambda a, b: (LA.ldl_factor_ex(a), LA.ldl_solve(*LA.ldl_factor(a), b)),
+          [lambda d: (symmetric(torch.randn(8, 5, 5, dtype=d)), torch.randn(8, 5, 2, dtype=d)),
+           lambda d: (symmetric(torch.randint(-2, 3, (6, 4, 4)).to(d)) + torch.eye(4, dtype=d), torch.randn(4, 1, dtype=d)),
+           lambda d: (torch.tensor([[0.0, 1.0, 2.0], [1.0, 0.0, 3.0], [2.0, 3.0, 0.0]], dtype=d), torch.randn(3, 2, dtype=d)),
+           lambda d: (torch.randn(1, 1, dtype=d), torch.randn(1, 1, dtype=d))], FLOATS, OPSETS),
+    Entry("ldl_singular", LA.ldl_factor_ex, [fixed([1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [3.0, 6.0, 9.0]), general(0, 2, 2)],
+          FLOATS, OPSETS),
     Entry("householder_product", LA.householder_product,
           [lambda d: (torch.randn(5, 5, dtype=d), torch.rand(5, dtype=d)),
            lambda d: (torch.randn(2, 1, 6, 4, dtype=d), torch.rand(2, 1, 3, dtype=d)),
@@ -147,7 +187,10 @@ NATIVE = ["linalg.inv", "linalg.inv_ex", "linalg.solve", "linalg.solve_ex", "lin
           "triangular_solve", "linalg.cholesky", "linalg.cholesky_ex", "cholesky", "cholesky_solve",
           "cholesky_inverse", "linalg.lu_factor", "linalg.lu_factor_ex", "linalg.lu", "lu", "lu_solve",
           "linalg.lu_solve", "lu_unpack", "linalg.matrix_power", "linalg.tensorinv", "linalg.tensorsolve",
-          "matrix_exp", "linalg.householder_product"]
+          "matrix_exp", "linalg.householder_product", "linalg.qr", "qr", "geqrf", "ormqr", "linalg.eigvalsh",
+          "linalg.svdvals", "linalg.matrix_norm", "linalg.norm", "norm.nuc", "linalg.cond", "linalg.matrix_rank",
+          "linalg.matrix_rank.hermitian", "linalg.pinv", "linalg.pinv.singular", "linalg.pinv.hermitian", "pinverse",
+          "linalg.ldl_factor", "linalg.ldl_factor_ex", "linalg.ldl_solve"]
 
 
 @pytest.mark.parametrize("name", NATIVE)

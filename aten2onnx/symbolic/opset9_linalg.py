@@ -3,24 +3,26 @@
 ONNX has no factorization ops, so each algorithm is an ONNX Loop over the columns (or rows) of a
 stack of static-size matrices flattened to [B, m, n]: one iteration is a handful of vectorized row
 operations, Gather/Where with masks built from the iteration number, so the node count does not grow
-with the matrix size. Pivoting follows LAPACK (largest magnitude, the first on ties), so the factors
-and pivots are eager's, not merely equivalent ones. Empty inputs have shape-only results, folded.
+with the matrix size. LU (getrf), Cholesky (potrf), Householder QR (geqrf/orgqr/ormqr) and
+Bunch-Kaufman LDL^T (sytrf/sytrs) follow LAPACK's pivoting and sign conventions, so factors, pivots
+and info are eager's, not merely equivalent ones. Eigenvalues and singular values, whose values do not
+depend on the algorithm, come from cyclic Jacobi. Empty inputs have shape-only results, folded.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from typing import Callable
 
 import torch
 import torch.utils._pytree as pytree
 
 from aten2onnx import registry
 from aten2onnx.exporter.builder import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import cast, loop
+from aten2onnx.symbolic._helpers import AXES9, Axes, cast, loop, norm_dims, reduce_op, scalar_type
 from aten2onnx.symbolic.opset9 import fill, reshape
 from aten2onnx.symbolic.opset9_math import is_zero
+from aten2onnx.symbolic.opset9_reduce import vector_norm
 from aten2onnx.symbolic.opset9_shape import matmul
 
 register = functools.partial(registry.register, opset=9)
@@ -130,7 +132,7 @@ def lu_loop(g: GraphBuilder, a: Value, batch: int, m: int, n: int, *, pivot: boo
     in the row of largest magnitude at or below k (the first on ties), scales the column below the
     pivot by its reciprocal (left as is when the pivot is zero) and updates the trailing block."""
     rows, cols = arange_col(g, m), arange_row(g, n)
-    zero, one = g.const(0, dtype=a.dtype), g.const(1, dtype=a.dtype)
+    one = g.const(1, dtype=a.dtype)
 
     def step(body: GraphBuilder, k: Value, state: list[Value]) -> list[Value]:
         lu, info = state
@@ -354,9 +356,9 @@ def solve(g: GraphBuilder, A: Value, B: Value, left: bool, what: str) -> tuple[V
     A^H X^H = B^H, solved with A's own factors as eager does."""
     a_shape = matrix_shape(A, what)
     n = square_size(a_shape, what)
-    b_shape = matrix_shape(B, what) if B.rank != 1 else list(B.shape)
-    if B.dtype != A.dtype:
-        raise NotImplementedError(f"{what} of {A.dtype} and {B.dtype}")
+    if B.dtype != A.dtype or not B.is_static:
+        raise NotImplementedError(f"{what} of {A.dtype} and {B.dtype}, or of a dynamic shape")
+    b_shape = list(B.shape)
     vector = is_vector_rhs(a_shape, b_shape)
     b_batch, b_tail = (b_shape[:-1], [n, 1]) if vector else (b_shape[:-2], b_shape[-2:])
     # A is factored in its own batch (LU, pivots and info have its batch shape), then broadcast with B's
@@ -489,7 +491,8 @@ def aten_lu_unpack(g, LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
         l, u = unpack_lu(g, flatten(g, LU_data, batch, [m, n]), b, m, n)
         l, u = unflatten(g, l, batch, [m, k]), unflatten(g, u, batch, [k, n])
     if unpack_pivots:
-        matrix_shape(LU_pivots, "lu_unpack", dtypes=(torch.int32, torch.int64)) if LU_pivots.rank >= 2 else None
+        if not LU_pivots.is_static:
+            raise NotImplementedError("lu_unpack is exported for static pivot shapes only")
         pivots = reshape(g, zero_based(g, LU_pivots), [b, k])
         p = unflatten(g, permutation_matrix(g, permutation(g, pivots, b, m, k), b, m, LU_data.dtype), batch, [m, m])
     return p, l, u
@@ -730,6 +733,8 @@ def aten_matrix_exp(g, self):
     batch = shape[:-2]
     if 0 in shape:
         return fill(g, shape, 0, self.dtype)
+    if n == 1:
+        return g.op("Exp", self)  # as eager
     count = math.prod(batch)
     dtype = torch.float64 if self.dtype == torch.float64 else torch.float32
     a = flatten(g, cast(g, self, dtype), batch, [n, n])
@@ -738,11 +743,12 @@ def aten_matrix_exp(g, self):
     col_sums = reshape(g, col_sums, [count, n, 1])
     widest = g.op("ArgMax", col_sums, axis=1, keepdims=0)
     norm = gather_rows(g, col_sums, widest, count, n, 1)  # [count, 1, 1]
-    # s = max(0, ceil(log2(norm / theta))), capped so that non-finite norms stay finite
+    # s = max(0, ceil(log2(norm / theta))); 0 for a non-finite norm, whose result is not finite anyway
     s = g.op("Ceil", g.op("Div", g.op("Log", g.op("Div", norm, g.const(THETA_18[dtype], dtype=dtype))),
                           g.const(math.log(2.0), dtype=dtype)))
-    s = g.op("Where", g.op("Greater", s, g.const(0, dtype=dtype)), s, g.const(0, dtype=dtype))
-    s = g.op("Where", g.op("Less", s, g.const(1024, dtype=dtype)), s, g.const(1024, dtype=dtype))
+    finite = g.op("And", g.op("Greater", s, g.const(0, dtype=dtype)),
+                  g.op("Less", norm, g.const(math.inf, dtype=dtype)))
+    s = g.op("Where", finite, s, g.const(0, dtype=dtype))
     scaled = g.op("Mul", a, g.op("Pow", g.const(0.5, dtype=dtype), s))
     squarings = cast(g, s, I64)
 
@@ -752,6 +758,10 @@ def aten_matrix_exp(g, self):
 
     trips = g.op("ReduceMax", squarings, keepdims=0)
     result = loop(g, trips, [taylor_exp(g, scaled, count, n)], step, name="squaring")[0]
+    # a matrix with a NaN is all NaN, as eager
+    nans = g.op("MatMul", g.op("MatMul", g.const(torch.ones(1, n, dtype=dtype)), cast(g, g.op("IsNaN", a), dtype)),
+                g.const(torch.ones(n, 1, dtype=dtype)))
+    result = g.op("Where", g.op("Greater", nans, g.const(0, dtype=dtype)), g.const(math.nan, dtype=dtype), result)
     return cast(g, unflatten(g, result, batch, [n, n]), self.dtype)
 
 
@@ -943,12 +953,14 @@ def diagonal_of(g: GraphBuilder, x: Value, n: int) -> Value:
     return g.op("MatMul", masked(g, g.const(torch.eye(n, dtype=torch.bool)), x), g.const(torch.ones(n, 1, dtype=x.dtype)))
 
 
-def jacobi(g: GraphBuilder, x: Value, batch: int, m: int, n: int, *, one_sided: bool) -> Value:
+def jacobi(g: GraphBuilder, x: Value, batch: int, m: int, n: int, *, one_sided: bool,
+           vectors: bool = False) -> list[Value]:
     """Cyclic Jacobi in round-robin order on a [batch, m, n] stack (n even). Two-sided (m == n, x
     symmetric): x <- J^T x J until it is diagonal, the rotated entries set to zero. One-sided (Hestenes):
     x <- x J until its columns are orthogonal. Each round rotates n/2 disjoint pairs (p, q) at once with
     the rotation zeroing the pair's entry of the symmetric S = x (or x^T x); a pair whose
-    |s_pq| <= tol sqrt(|s_pp s_qq|) is left alone, and the loop stops when every pair is."""
+    |s_pq| <= tol sqrt(|s_pp s_qq|) is left alone, and the loop stops when every pair is. Returns
+    [x], or [x, V] with V the product of the rotations when `vectors` is set."""
     dtype = x.dtype
     ps, qs = round_robin(n)
     rounds = len(ps)
@@ -960,7 +972,7 @@ def jacobi(g: GraphBuilder, x: Value, batch: int, m: int, n: int, *, one_sided: 
     ones = g.const(torch.ones(n, 1, dtype=dtype))
 
     def step(body: GraphBuilder, i: Value, state: list[Value]) -> list[Value]:
-        (x,) = state
+        x = state[0]
         s = body.op("MatMul", transposed(body, x), x) if one_sided else x
         d = diagonal_of(body, s, n)  # [batch, n, 1]
         # not converged while some off-diagonal entry is above tolerance
@@ -995,9 +1007,10 @@ def jacobi(g: GraphBuilder, x: Value, batch: int, m: int, n: int, *, one_sided: 
         else:
             x = body.op("MatMul", body.op("MatMul", transposed(body, j), x), j)
             x = body.op("Where", cast(body, partner, torch.bool), zero, x)
-        return [x, again]
+        return [x, body.op("MatMul", state[1], j), again] if vectors else [x, again]
 
-    return loop(g, JACOBI_SWEEPS * rounds, [x], step, name="jacobi", stop=True)[0]
+    state = [x, identity(g, batch, n, dtype)] if vectors else [x]
+    return loop(g, JACOBI_SWEEPS * rounds, state, step, name="jacobi", stop=True)
 
 
 def sort_rows(g: GraphBuilder, x: Value, batch: int, n: int, *, descending: bool) -> Value:
@@ -1013,17 +1026,21 @@ def sort_rows(g: GraphBuilder, x: Value, batch: int, n: int, *, descending: bool
     return reshape(g, g.op("MatMul", onehot, xi), [batch, n])
 
 
+def symmetric(g: GraphBuilder, a: Value, n: int, upper: bool) -> Value:
+    """The symmetric matrices given by the lower (or upper) triangle of a [batch, n, n] stack."""
+    half = masked(g, (triu_mask if upper else tril_mask)(g, n, n, 0), a)
+    strict = masked(g, (triu_mask if upper else tril_mask)(g, n, n, 1 if upper else -1), a)
+    return g.op("Add", half, transposed(g, strict))
+
+
 def eigvalsh(g: GraphBuilder, A: Value, upper: bool, what: str) -> Value:
     """Eigenvalues (ascending) of the symmetric matrices given by one triangle of A."""
     shape = matrix_shape(A, what)
     n = square_size(shape, what)
     batch = shape[:-2]
     count = math.prod(batch)
-    a = flatten(g, A, batch, [n, n])
-    half = masked(g, (triu_mask if upper else tril_mask)(g, n, n, 0), a)
-    strict = masked(g, (triu_mask if upper else tril_mask)(g, n, n, 1 if upper else -1), a)
-    sym, size = padded_even(g, g.op("Add", half, transposed(g, strict)), count, n, n, both=True)
-    d = reshape(g, diagonal_of(g, jacobi(g, sym, count, size, size, one_sided=False), size), [count, size])
+    sym, size = padded_even(g, symmetric(g, flatten(g, A, batch, [n, n]), n, upper), count, n, n, both=True)
+    d = reshape(g, diagonal_of(g, jacobi(g, sym, count, size, size, one_sided=False)[0], size), [count, size])
     if size != n:
         d = g.op("Gather", d, g.const(list(range(n)), dtype=I64), axis=1)
     return reshape(g, sort_rows(g, d, count, n, descending=False), batch + [n])
@@ -1039,7 +1056,7 @@ def svdvals(g: GraphBuilder, A: Value, what: str) -> Value:
     if m < n:
         a, m, n = transposed(g, a), n, m
     a, size = padded_even(g, a, count, m, n, both=False)
-    a = jacobi(g, a, count, m, size, one_sided=True)
+    a = jacobi(g, a, count, m, size, one_sided=True)[0]
     norms = reshape(g, g.op("Sqrt", g.op("MatMul", g.const(torch.ones(1, m, dtype=A.dtype)), g.op("Mul", a, a))),
                     [count, size])
     if size != k:
@@ -1065,3 +1082,522 @@ def aten_linalg_svdvals(g, A, *, driver=None):
     if folded is not None:
         return folded[0]
     return svdvals(g, A, "linalg_svdvals")
+
+
+# -- matrix norms and condition numbers ------------------------------------------------------------------------
+
+
+def singular_value_norm(g: GraphBuilder, A: Value, ord, dim: list[int], keepdim: bool, dtype) -> Value:
+    """The 2-norm (largest singular value), its -2 counterpart (smallest) or the nuclear norm (sum) over
+    two dims of A, as eager: those dims moved last, svdvals, then amax / amin / sum."""
+    x = cast(g, A, scalar_type(dtype)) if dtype is not None else A
+    shape = matrix_shape(x, "linalg_matrix_norm")
+    rank = len(shape)
+    d0, d1 = norm_dims(dim, rank)
+    perm = [d for d in range(rank) if d not in (d0, d1)] + [d0, d1]
+    if perm != list(range(rank)):
+        x = g.op("Transpose", x, perm=perm)
+        x.shape = tuple(shape[d] for d in perm)
+    batch, k = [shape[d] for d in perm[:-2]], min(shape[d0], shape[d1])
+    out_shape = [1 if d in (d0, d1) else s for d, s in enumerate(shape)] if keepdim else batch
+    if k == 0 or math.prod(batch) == 0:
+        return fill(g, out_shape, 0, x.dtype)  # eager's empty sum; amax / amin of nothing raise there
+    values = aten_linalg_svdvals(g, x)
+    if ord == "nuc":
+        result = g.op("MatMul", values, g.const(torch.ones(k, 1, dtype=x.dtype)))
+    else:
+        result = g.op("Gather", values, g.const([0 if ord > 0 else k - 1], dtype=I64), axis=len(batch))
+    return reshape(g, result, out_shape)
+
+
+def matrix_norm(g: GraphBuilder, A: Value, ord, dim: list[int], keepdim: bool, dtype, *, mode: Axes) -> Value:
+    """linalg.matrix_norm: 'fro' and the +-1 / +-inf norms by reductions, +-2 and 'nuc' from singular values."""
+    if ord == "fro":
+        return vector_norm(g, A, 2, dim, keepdim, dtype, mode=mode)
+    if ord == "nuc" or ord in (2, -2):
+        return singular_value_norm(g, A, ord, dim, keepdim, dtype)
+    if not isinstance(ord, (int, float)) or abs(ord) not in (1, math.inf):
+        raise NotImplementedError(f"linalg_matrix_norm: order {ord!r}")
+    d0, d1 = norm_dims(dim, A.rank)
+    if A.is_static and 0 in (A.shape[d0], A.shape[d1]):  # eager's norm of an empty matrix is 0
+        shape = [1 if d in (d0, d1) else s for d, s in enumerate(A.shape)] if keepdim else \
+            [s for d, s in enumerate(A.shape) if d not in (d0, d1)]
+        return fill(g, shape, 0, scalar_type(dtype) or A.dtype)
+    if abs(ord) == math.inf:  # the inf-norm is the 1-norm of the transpose
+        d0, d1 = d1, d0
+    if not keepdim and d0 < d1:
+        d1 -= 1
+    sums = vector_norm(g, A, 1, [d0], keepdim, dtype, mode=mode)
+    return reduce_op(g, "ReduceMax" if ord > 0 else "ReduceMin", sums, [d1], keepdim, mode=mode)
+
+
+def linalg_norm(g: GraphBuilder, self: Value, ord, dim, keepdim: bool, dtype, *, mode: Axes) -> Value:
+    """linalg.norm: a matrix norm for an order over two dims (or a 2-D input), else a vector norm."""
+    if isinstance(ord, str) or (ord is not None and ((dim is not None and len(dim) == 2) or
+                                                     (dim is None and self.rank == 2))):
+        return matrix_norm(g, self, ord, list(dim) if dim is not None else [0, 1], keepdim, dtype, mode=mode)
+    return vector_norm(g, self, 2 if ord is None else ord, dim, keepdim, dtype, mode=mode)
+
+
+def cond(g: GraphBuilder, self: Value, p, *, mode: Axes) -> Value:
+    """linalg.cond: sigma_max / sigma_min for p = None or +-2, else norm(A) norm(A^-1) with a singular A's
+    inverse taken as infinite and a NaN product as infinity."""
+    if p is None or p in (2, -2):
+        folded = shape_only(g, torch.ops.aten.linalg_cond.default, (self, p))
+        if folded is not None:
+            return folded[0]
+        shape = matrix_shape(self, "linalg_cond")
+        batch, k = shape[:-2], min(shape[-2:])
+        values = aten_linalg_svdvals(g, self)
+        first = g.op("Gather", values, g.const([0], dtype=I64), axis=len(batch))
+        last = g.op("Gather", values, g.const([k - 1], dtype=I64), axis=len(batch))
+        ratio = g.op("Div", last, first) if p == -2 else g.op("Div", first, last)
+        return reshape(g, ratio, batch)
+    folded = shape_only(g, torch.ops.aten.linalg_cond.p_str if isinstance(p, str) else torch.ops.aten.linalg_cond.default,
+                        (self, p))
+    if folded is not None:
+        return folded[0]
+    inverse_, info = aten_linalg_inv_ex(g, self)
+    singular = g.op("Greater", reshape(g, info, list(self.shape[:-2]) + [1, 1]), g.const(0, dtype=torch.int32))
+    inverse_ = g.op("Where", singular, g.const(math.inf, dtype=self.dtype), inverse_)
+    product = g.op("Mul", matrix_norm(g, self, p, [-2, -1], False, None, mode=mode),
+                   matrix_norm(g, inverse_, p, [-2, -1], False, None, mode=mode))
+    return g.op("Where", g.op("IsNaN", product), g.const(math.inf, dtype=product.dtype), product)
+
+
+@register("aten::linalg_matrix_norm.default")
+def aten_linalg_matrix_norm(g, self, ord, dim=[-2, -1], keepdim=False, *, dtype=None):
+    """linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2,-1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"""
+    return matrix_norm(g, self, ord, dim, keepdim, dtype, mode=AXES9)
+
+
+@register("aten::linalg_matrix_norm.str_ord")
+def aten_linalg_matrix_norm_str_ord(g, self, ord="fro", dim=[-2, -1], keepdim=False, *, dtype=None):
+    """linalg_matrix_norm.str_ord(Tensor self, str ord="fro", int[] dim=[-2,-1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"""
+    return matrix_norm(g, self, ord, dim, keepdim, dtype, mode=AXES9)
+
+
+@register("aten::linalg_norm.default")
+def aten_linalg_norm(g, self, ord=None, dim=None, keepdim=False, *, dtype=None):
+    """linalg_norm(Tensor self, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"""
+    return linalg_norm(g, self, ord, dim, keepdim, dtype, mode=AXES9)
+
+
+@register("aten::linalg_norm.ord_str")
+def aten_linalg_norm_ord_str(g, self, ord, dim=None, keepdim=False, *, dtype=None):
+    """linalg_norm.ord_str(Tensor self, str ord, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"""
+    return linalg_norm(g, self, ord, dim, keepdim, dtype, mode=AXES9)
+
+
+@register("aten::nuclear_norm.default")
+def aten_nuclear_norm(g, self, keepdim=False):
+    """nuclear_norm(Tensor self, bool keepdim=False) -> Tensor"""
+    return singular_value_norm(g, self, "nuc", [0, 1], keepdim, None)
+
+
+@register("aten::nuclear_norm.dim")
+def aten_nuclear_norm_dim(g, self, dim, keepdim=False):
+    """nuclear_norm.dim(Tensor self, int[2] dim, bool keepdim=False) -> Tensor"""
+    return singular_value_norm(g, self, "nuc", dim, keepdim, None)
+
+
+@register("aten::linalg_cond.default")
+def aten_linalg_cond(g, self, p=None):
+    """linalg_cond(Tensor self, Scalar? p=None) -> Tensor"""
+    return cond(g, self, p, mode=AXES9)
+
+
+@register("aten::linalg_cond.p_str")
+def aten_linalg_cond_p_str(g, self, p):
+    """linalg_cond.p_str(Tensor self, str p) -> Tensor"""
+    return cond(g, self, p, mode=AXES9)
+
+
+# -- matrix rank -------------------------------------------------------------------------------------------
+
+
+def cutoff(g: GraphBuilder, atol, rtol, top: Value, m: int, n: int) -> Value:
+    """max(atol, rtol * top), top [..., 1] the largest singular value: atol defaults to 0 and rtol to
+    eps * max(m, n), or to 0 where atol > 0. atol and rtol are floats, None, or tensors broadcasting
+    with the batch shape."""
+    dtype = top.dtype
+
+    def tolerance(x, default: float) -> Value:
+        if x is None:
+            return g.const(default, dtype=dtype)
+        if isinstance(x, Value):
+            if not x.is_static:
+                raise NotImplementedError("a tolerance tensor of dynamic shape")
+            return reshape(g, cast(g, x, dtype), list(x.shape) + [1])
+        return g.const(float(x), dtype=dtype)
+
+    default_rtol = torch.finfo(dtype).eps * max(m, n)
+    a = tolerance(atol, 0.0)
+    if rtol is None and atol is not None:
+        r = g.op("Where", g.op("Greater", a, g.const(0, dtype=dtype)), g.const(0, dtype=dtype),
+                 g.const(default_rtol, dtype=dtype))
+    else:
+        r = tolerance(rtol, default_rtol)
+    return g.op("Max", a, g.op("Mul", r, top))
+
+
+def matrix_rank(g: GraphBuilder, A: Value, atol, rtol, hermitian: bool, what: str) -> Value:
+    """The number of singular values (absolute eigenvalues when `hermitian`) above
+    max(atol, rtol * the largest); atol defaults to 0 and rtol to eps * max(m, n), or 0 where atol > 0.
+    atol and rtol are floats, None or tensors broadcasting with the batch."""
+    shape = matrix_shape(A, what)
+    batch, (m, n) = shape[:-2], shape[-2:]
+    if 0 in shape:
+        return fill(g, batch, 0, I64)
+    if hermitian:
+        values = g.op("Abs", eigvalsh(g, A, False, what))
+        k = n
+        top = g.op("Max", g.op("Gather", values, g.const([0], dtype=I64), axis=len(batch)),
+                   g.op("Gather", values, g.const([k - 1], dtype=I64), axis=len(batch)))
+    else:
+        values, k = aten_linalg_svdvals(g, A), min(m, n)
+        top = g.op("Gather", values, g.const([0], dtype=I64), axis=len(batch))
+    bound = cutoff(g, atol, rtol, top, m, n)
+    above = cast(g, g.op("Greater", values, bound), A.dtype)
+    count = g.op("MatMul", above, g.const(torch.ones(k, 1, dtype=A.dtype)))
+    return cast(g, reshape(g, count, batch), I64) if batch else cast(g, reshape(g, count, []), I64)
+
+
+@register("aten::linalg_matrix_rank.atol_rtol_tensor")
+def aten_linalg_matrix_rank_atol_rtol_tensor(g, input, *, atol=None, rtol=None, hermitian=False):
+    """linalg_matrix_rank.atol_rtol_tensor(Tensor input, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor"""
+    return matrix_rank(g, input, atol, rtol, hermitian, "linalg_matrix_rank")
+
+
+@register("aten::linalg_matrix_rank.atol_rtol_float")
+def aten_linalg_matrix_rank_atol_rtol_float(g, self, *, atol=None, rtol=None, hermitian=False):
+    """linalg_matrix_rank.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor"""
+    return matrix_rank(g, self, atol, rtol, hermitian, "linalg_matrix_rank")
+
+
+@register("aten::linalg_matrix_rank.default")
+def aten_linalg_matrix_rank(g, self, tol, hermitian=False):
+    """linalg_matrix_rank(Tensor self, float tol, bool hermitian=False) -> Tensor"""
+    return matrix_rank(g, self, tol, 0.0, hermitian, "linalg_matrix_rank")
+
+
+@register("aten::linalg_matrix_rank.tol_tensor")
+def aten_linalg_matrix_rank_tol_tensor(g, input, tol, hermitian=False):
+    """linalg_matrix_rank.tol_tensor(Tensor input, Tensor tol, bool hermitian=False) -> Tensor"""
+    return matrix_rank(g, input, tol, 0.0, hermitian, "linalg_matrix_rank")
+
+
+# -- LDL^T with Bunch-Kaufman pivoting ----------------------------------------------------------------------
+
+BUNCH_KAUFMAN_ALPHA = (1 + math.sqrt(17)) / 8
+
+
+def pick(g: GraphBuilder, x: Value, index: Value, batch: int, n: int) -> Value:
+    """x[b, 0, index[b]] of a [batch, 1, n] stack, index [batch, 1, 1]: [batch, 1, 1]."""
+    offsets = g.const((torch.arange(batch) * n).reshape(batch, 1))
+    flat = g.op("Gather", reshape(g, x, [batch * n]), g.op("Add", reshape(g, index, [batch, 1]), offsets), axis=0)
+    return reshape(g, flat, [batch, 1, 1])
+
+
+def largest(g: GraphBuilder, x: Value, batch: int, n: int) -> tuple[Value, Value]:
+    """(max, first index of it) over the last axis of a [batch, 1, n] stack, both [batch, 1, 1]."""
+    index = g.op("ArgMax", x, axis=2, keepdims=1)
+    return pick(g, x, index, batch, n), index
+
+
+def swap_indices(g: GraphBuilder, a: Value, b: Value, n: int) -> Value:
+    """[batch, n] int64: 0..n-1 with a and b ([batch, 1, 1]) exchanged."""
+    idx = arange_row(g, n)
+    a, b = reshape(g, a, [-1, 1]), reshape(g, b, [-1, 1])
+    return g.op("Where", g.op("Equal", idx, a), b, g.op("Where", g.op("Equal", idx, b), a,
+                                                         g.op("Add", idx, g.op("Mul", a, g.const(0, dtype=I64)))))
+
+
+def sytf2_loop(g: GraphBuilder, a: Value, batch: int, n: int) -> tuple[Value, Value, Value]:
+    """LAPACK sytf2 (lower) on a [batch, n, n] stack of symmetric matrices (read from the lower
+    triangle): (L and D packed in the lower triangle, LAPACK's pivots [batch, n] int64, info [batch]).
+    Each matrix keeps its own column k: a 2x2 pivot advances it by two, so the loop runs n times at
+    most. The trailing block is kept symmetric (its upper half mirrored from the lower one), so the
+    symmetric interchanges read what LAPACK's lower storage holds."""
+    dtype = a.dtype
+    rows, cols = arange_col(g, n), arange_row(g, n)
+    zero, one = g.const(0, dtype=dtype), g.const(1, dtype=dtype)
+    lower = tril_mask(g, n, n, 0)
+    alpha = g.const(BUNCH_KAUFMAN_ALPHA, dtype=dtype)
+    last = g.const(n - 1, dtype=I64)
+
+    def column(body: GraphBuilder, w: Value, j: Value) -> Value:
+        """Column j ([batch, 1, 1]) of the symmetric trailing block, as [batch, n, 1]."""
+        return transposed(body, gather_rows(body, w, reshape(body, j, [batch, 1]), batch, n, n))
+
+    def step(body: GraphBuilder, i: Value, state: list[Value]) -> list[Value]:
+        w, k, pivots, info = state
+        kb = reshape(body, k, [batch, 1, 1])
+        active = body.op("Less", kb, body.const(n, dtype=I64))
+        kb = body.op("Where", active, kb, last)
+        row_k = gather_rows(body, w, reshape(body, kb, [batch, 1]), batch, n, n)  # [batch, 1, n]
+        absakk = body.op("Abs", pick(body, row_k, kb, batch, n))
+        below = body.op("Greater", cols, kb)
+        colmax, imax = largest(body, body.op("Where", below, body.op("Abs", row_k), body.const(-1, dtype=dtype)), batch, n)
+        colmax = body.op("Max", colmax, zero)
+        singular = body.op("Not", body.op("Greater", body.op("Max", absakk, colmax), zero))  # NaN counts too
+        row_imax = gather_rows(body, w, reshape(body, imax, [batch, 1]), batch, n, n)
+        others = body.op("And", body.op("Not", body.op("Less", cols, kb)), body.op("Not", body.op("Equal", cols, imax)))
+        rowmax, _ = largest(body, body.op("Where", others, body.op("Abs", row_imax), body.const(-1, dtype=dtype)), batch, n)
+        abs_imax = body.op("Abs", pick(body, row_imax, imax, batch, n))
+        alpha_col = body.op("Mul", alpha, colmax)
+        keep = body.op("Or", body.op("Not", body.op("Less", absakk, alpha_col)),
+                       body.op("Not", body.op("Less", absakk, body.op("Mul", alpha_col, body.op("Div", colmax, body.op(
+                           "Where", singular, one, rowmax))))))
+        keep = body.op("Or", singular, keep)
+        one_by_one = body.op("Or", keep, body.op("Not", body.op("Less", abs_imax, body.op("Mul", alpha, rowmax))))
+        two = body.op("Not", one_by_one)
+        kk = body.op("Where", two, body.op("Add", kb, body.const(1, dtype=I64)), kb)
+        kp = body.op("Where", keep, kb, imax)
+        # interchange rows and columns kk and kp of the trailing block
+        order = swap_indices(body, kk, kp, n)
+        trailing_cols = body.op("Not", body.op("Less", cols, kb))
+        trailing_rows = body.op("Not", body.op("Less", rows, kb))
+        before = w
+        w = body.op("Where", trailing_cols, gather_rows(body, w, order, batch, n, n), w)
+        w = body.op("Where", trailing_rows, transposed(body, gather_rows(body, transposed(body, w), order, batch, n, n)), w)
+        # 1x1: A22 -= x (d^-1 x)^T, x scaled by d^-1
+        ak = column(body, w, kb)
+        below_rows = body.op("Greater", rows, kb)
+        x = body.op("Where", below_rows, ak, zero)
+        d11 = body.op("Reciprocal", body.op("Where", singular, one, pick(body, transposed(body, ak), kb, batch, n)))
+        rest = body.op("And", below_rows, below)
+        w1 = body.op("Where", rest, body.op("Sub", w, body.op("Mul", x, body.op("Mul", d11, transposed(body, x)))), w)
+        w1 = body.op("Where", body.op("And", below_rows, body.op("Equal", cols, kb)), body.op("Mul", ak, d11), w1)
+        # 2x2: the block [[a_kk, a_k1k], [a_k1k, a_k1k1]] eliminated from the rows after k + 1
+        k1 = body.op("Add", kb, body.const(1, dtype=I64))
+        k1c = body.op("Where", body.op("Less", k1, body.const(n, dtype=I64)), k1, last)
+        ak1 = column(body, w, k1c)
+        d21 = pick(body, transposed(body, ak), k1c, batch, n)
+        d21 = body.op("Where", two, d21, one)
+        e11 = body.op("Div", pick(body, transposed(body, ak1), k1c, batch, n), d21)
+        e22 = body.op("Div", pick(body, transposed(body, ak), kb, batch, n), d21)
+        t = body.op("Reciprocal", body.op("Sub", body.op("Mul", e11, e22), one))
+        d21 = body.op("Div", t, d21)
+        after = body.op("Greater", rows, k1c)
+        wk = body.op("Where", after, body.op("Mul", d21, body.op("Sub", body.op("Mul", e11, ak), ak1)), zero)
+        wkp1 = body.op("Where", after, body.op("Mul", d21, body.op("Sub", body.op("Mul", e22, ak1), ak)), zero)
+        rest2 = body.op("And", after, body.op("Greater", cols, k1c))
+        update = body.op("Sub", body.op("Sub", w, body.op("Mul", ak, transposed(body, wk))), body.op("Mul", ak1, transposed(body, wkp1)))
+        w2 = body.op("Where", rest2, update, w)
+        w2 = body.op("Where", body.op("And", after, body.op("Equal", cols, kb)), wk, w2)
+        w2 = body.op("Where", body.op("And", after, body.op("Equal", cols, k1c)), wkp1, w2)
+        updated = body.op("Where", two, w2, w1)
+        updated = body.op("Where", lower, updated, transposed(body, updated))  # keep the trailing block symmetric
+        w = body.op("Where", body.op("And", active, body.op("Not", singular)), updated, before)
+        # pivots: kp + 1 for a 1x1 block, -(kp + 1) at both rows of a 2x2 one
+        code = body.op("Add", kp, body.const(1, dtype=I64))
+        code = body.op("Where", two, body.op("Neg", code), code)
+        at = body.op("Or", body.op("Equal", cols, kb), body.op("And", two, body.op("Equal", cols, k1)))
+        flat_active = reshape(body, active, [batch, 1])
+        pivots = body.op("Where", body.op("And", reshape(body, active, [batch, 1, 1]), at), code,
+                         reshape(body, pivots, [batch, 1, n]))
+        fails = body.op("And", flat_active, reshape(body, singular, [batch, 1]))
+        info = first_failure(body, info, fails, reshape(body, kb, [batch]))
+        step_size = body.op("Where", reshape(body, two, [batch]), body.const(2, dtype=I64), body.const(1, dtype=I64))
+        k = body.op("Where", reshape(body, active, [batch]), body.op("Add", k, step_size), k)
+        return [w, k, reshape(body, pivots, [batch, n]), info]
+
+    start = g.op("Where", lower, a, transposed(g, a))
+    zeros = g.const(torch.zeros(batch, dtype=I64))
+    w, _, pivots, info = loop(g, n, [start, zeros, g.const(torch.zeros(batch, n, dtype=I64)), zeros], step, name="sytf2")
+    return masked(g, lower, w), pivots, info
+
+
+def ldl_factor(g: GraphBuilder, A: Value, what: str) -> tuple[Value, Value, Value]:
+    shape = matrix_shape(A, what)
+    n = square_size(shape, what)
+    batch = shape[:-2]
+    count = math.prod(batch)
+    ld, pivots, info = sytf2_loop(g, flatten(g, A, batch, [n, n]), count, n)
+    return (unflatten(g, ld, batch, [n, n]), reshape(g, cast(g, pivots, torch.int32), batch + [n]),
+            reshape(g, cast(g, info, torch.int32), batch))
+
+
+@register("aten::linalg_ldl_factor_ex.default")
+def aten_linalg_ldl_factor_ex(g, self, *, hermitian=False, check_errors=False):
+    """linalg_ldl_factor_ex(Tensor self, *, bool hermitian=False, bool check_errors=False) -> (Tensor LD, Tensor pivots, Tensor info)"""
+    folded = shape_only(g, torch.ops.aten.linalg_ldl_factor_ex.default, (self,), {"hermitian": hermitian})
+    if folded is not None:
+        return tuple(folded)
+    return ldl_factor(g, self, "linalg_ldl_factor_ex")
+
+
+@register("aten::linalg_ldl_factor.default")
+def aten_linalg_ldl_factor(g, self, *, hermitian=False):
+    """linalg_ldl_factor(Tensor self, *, bool hermitian=False) -> (Tensor LD, Tensor pivots)"""
+    return aten_linalg_ldl_factor_ex(g, self, hermitian=hermitian)[:2]
+
+
+def sytrs(g: GraphBuilder, ld: Value, pivots: Value, rhs: Value, batch: int, n: int, k: int) -> Value:
+    """LAPACK sytrs (lower): X with A X = rhs from sytrf's packed L, D and pivots ([batch, n] int64):
+    a forward pass through the blocks of P L D, then a backward one through L^T P^T, each matrix
+    stepping by its own block sizes."""
+    dtype = ld.dtype
+    rows = arange_col(g, n)
+    zero, one = g.const(0, dtype=dtype), g.const(1, dtype=dtype)
+    codes = reshape(g, pivots, [batch, 1, n])
+    ld_t = transposed(g, ld)  # row j of ld_t is column j of L
+
+    def block(body: GraphBuilder, kb: Value) -> tuple[Value, Value]:
+        """(is a 2x2 block, zero-based interchange row) at kb."""
+        code = pick(body, codes, kb, batch, n)
+        two = body.op("Less", code, body.const(0, dtype=I64))
+        return two, body.op("Sub", body.op("Where", two, body.op("Neg", code), code), body.const(1, dtype=I64))
+
+    def row(body: GraphBuilder, x: Value, j: Value, cols: int) -> Value:
+        return gather_rows(body, x, reshape(body, j, [batch, 1]), batch, n, cols)
+
+    def column_below(body: GraphBuilder, j: Value, start: Value) -> Value:
+        """Column j of L below row `start`, as [batch, n, 1]."""
+        return body.op("Where", body.op("Greater", rows, start), transposed(body, row(body, ld_t, j, n)), zero)
+
+    def entry(body: GraphBuilder, i: Value, j: Value) -> Value:
+        return pick(body, row(body, ld_t, j, n), i, batch, n)
+
+    def clamp(body: GraphBuilder, j: Value) -> Value:
+        inside = body.op("And", body.op("Less", j, body.const(n, dtype=I64)), body.op("Not", body.op("Less", j, body.const(0, dtype=I64))))
+        return body.op("Where", inside, j, body.const(0, dtype=I64)), inside
+
+    def forward(body: GraphBuilder, i: Value, state: list[Value]) -> list[Value]:
+        before, kcur = state
+        kb, active = clamp(body, reshape(body, kcur, [batch, 1, 1]))
+        two, kp = block(body, kb)
+        k1, _ = clamp(body, body.op("Add", kb, body.const(1, dtype=I64)))
+        x = gather_rows(body, before, swap_indices(body, body.op("Where", two, k1, kb), kp, n), batch, n, k)
+        # 1x1: x[k+1:] -= l_k x[k]; x[k] /= d
+        xk = row(body, x, kb, k)
+        x1 = body.op("Sub", x, body.op("Mul", column_below(body, kb, kb), xk))
+        x1 = body.op("Where", body.op("Equal", rows, kb),
+                     body.op("Mul", xk, body.op("Reciprocal", entry(body, kb, kb))), x1)
+        # 2x2: x[k+2:] -= l_k x[k] + l_k1 x[k+1], then the 2x2 D block solved
+        xk1 = row(body, x, k1, k)
+        x2 = body.op("Sub", x, body.op("Mul", column_below(body, kb, k1), xk))
+        x2 = body.op("Sub", x2, body.op("Mul", column_below(body, k1, k1), xk1))
+        akm1k = body.op("Where", two, entry(body, k1, kb), one)
+        akm1 = body.op("Div", entry(body, kb, kb), akm1k)
+        ak = body.op("Div", entry(body, k1, k1), akm1k)
+        denom = body.op("Sub", body.op("Mul", akm1, ak), one)
+        bkm1, bk = body.op("Div", xk, akm1k), body.op("Div", xk1, akm1k)
+        x2 = body.op("Where", body.op("Equal", rows, kb), body.op("Div", body.op("Sub", body.op("Mul", ak, bkm1), bk), denom), x2)
+        x2 = body.op("Where", body.op("Equal", rows, k1), body.op("Div", body.op("Sub", body.op("Mul", akm1, bk), bkm1), denom), x2)
+        x = body.op("Where", active, body.op("Where", two, x2, x1), before)
+        size = body.op("Where", reshape(body, two, [batch]), body.const(2, dtype=I64), body.const(1, dtype=I64))
+        return [x, body.op("Where", reshape(body, active, [batch]), body.op("Add", kcur, size), kcur)]
+
+    def backward(body: GraphBuilder, i: Value, state: list[Value]) -> list[Value]:
+        x, kcur = state
+        kb, active = clamp(body, reshape(body, kcur, [batch, 1, 1]))
+        two, kp = block(body, kb)
+        km1, _ = clamp(body, body.op("Sub", kb, body.const(1, dtype=I64)))
+        # x[k] -= l_k^T x[k+1:] (and x[k-1] -= l_{k-1}^T x[k+1:] for a 2x2 block), then the interchange
+        lk = column_below(body, kb, kb)
+        lkm1 = column_below(body, km1, kb)
+        xk = body.op("Sub", row(body, x, kb, k), body.op("MatMul", transposed(body, lk), x))
+        xkm1 = body.op("Sub", row(body, x, km1, k), body.op("MatMul", transposed(body, lkm1), x))
+        y = body.op("Where", body.op("Equal", rows, kb), xk, x)
+        y = body.op("Where", body.op("And", two, body.op("Equal", rows, km1)), xkm1, y)
+        y = gather_rows(body, y, swap_indices(body, kb, kp, n), batch, n, k)
+        x = body.op("Where", active, y, x)
+        size = body.op("Where", reshape(body, two, [batch]), body.const(2, dtype=I64), body.const(1, dtype=I64))
+        return [x, body.op("Where", reshape(body, active, [batch]), body.op("Sub", kcur, size), kcur)]
+
+    x, _ = loop(g, n, [rhs, g.const(torch.zeros(batch, dtype=I64))], forward, name="sytrs_forward")
+    x, _ = loop(g, n, [x, g.const(torch.full((batch,), n - 1, dtype=I64))], backward, name="sytrs_backward")
+    return x
+
+
+@register("aten::linalg_ldl_solve.default")
+def aten_linalg_ldl_solve(g, LD, pivots, B, *, hermitian=False):
+    """linalg_ldl_solve(Tensor LD, Tensor pivots, Tensor B, *, bool hermitian=False) -> Tensor"""
+    folded = shape_only(g, torch.ops.aten.linalg_ldl_solve.default, (LD, pivots, B), {"hermitian": hermitian})
+    if folded is not None:
+        return folded[0]
+    ld_shape, b_shape = matrix_shape(LD, "linalg_ldl_solve"), matrix_shape(B, "linalg_ldl_solve")
+    n = square_size(ld_shape, "linalg_ldl_solve")
+    if B.dtype != LD.dtype or not pivots.is_static:
+        raise NotImplementedError("linalg_ldl_solve with mixed dtypes or dynamic pivots")
+    batch = broadcast_batch(ld_shape[:-2], list(pivots.shape[:-1]), b_shape[:-2])
+    count = math.prod(batch)
+    codes = reshape(g, g.op("Expand", cast(g, pivots, I64), g.const(batch + [n], dtype=I64)), [count, n])
+    x = sytrs(g, masked(g, tril_mask(g, n, n, 0), flatten(g, LD, batch, [n, n])), codes,
+              flatten(g, B, batch, b_shape[-2:]), count, n, b_shape[-1])
+    return reshape(g, x, batch + b_shape[-2:])
+
+
+# -- pseudo-inverse ---------------------------------------------------------------------------------------------
+
+
+def first_rows(g: GraphBuilder, x: Value, rows: int, axis: int) -> Value:
+    return g.op("Gather", x, g.const(list(range(rows)), dtype=I64), axis=axis)
+
+
+def pinv(g: GraphBuilder, A: Value, atol, rtol, hermitian: bool, what: str) -> Value:
+    """linalg.pinv: V diag(1/sigma) U^T over the singular values above the cutoff, from one-sided Jacobi
+    (A V = U diag(sigma), so it is V diag(1/sigma^2) (A V)^T); for `hermitian`, Q diag(1/lambda) Q^T over
+    the eigenvalues of the lower triangle's symmetric matrix whose magnitude is above it."""
+    shape = matrix_shape(A, what)
+    batch, (m, n) = shape[:-2], shape[-2:]
+    if 0 in shape:
+        return fill(g, batch + [n, m], 0, A.dtype)
+    count, dtype = math.prod(batch), A.dtype
+    zero, one = g.const(0, dtype=dtype), g.const(1, dtype=dtype)
+    a = flatten(g, A, batch, [m, n])
+    if hermitian:
+        sym, size = padded_even(g, symmetric(g, a, n, False), count, n, n, both=True)
+        d, q = jacobi(g, sym, count, size, size, one_sided=False, vectors=True)
+        lam = transposed(g, diagonal_of(g, d, size))  # [count, 1, size]
+        magnitude = g.op("Abs", lam)
+        keep = g.op("Greater", magnitude, cutoff(g, atol, rtol, largest(g, magnitude, count, size)[0], m, n))
+        w = g.op("Where", keep, g.op("Reciprocal", g.op("Where", keep, lam, one)), zero)
+        result = g.op("MatMul", g.op("Mul", q, w), transposed(g, q))
+        if size != n:
+            result = first_rows(g, first_rows(g, result, n, 1), n, 2)
+        return unflatten(g, result, batch, [n, m])
+    tall = m >= n
+    rows, cols = (m, n) if tall else (n, m)
+    x, size = padded_even(g, a if tall else transposed(g, a), count, rows, cols, both=False)
+    x, v = jacobi(g, x, count, rows, size, one_sided=True, vectors=True)
+    squares = g.op("MatMul", g.const(torch.ones(1, rows, dtype=dtype)), g.op("Mul", x, x))  # [count, 1, size]
+    sigma = g.op("Sqrt", squares)
+    keep = g.op("Greater", sigma, cutoff(g, atol, rtol, largest(g, sigma, count, size)[0], m, n))
+    w = g.op("Where", keep, g.op("Reciprocal", g.op("Where", keep, squares, one)), zero)
+    result = g.op("MatMul", g.op("Mul", v, w), transposed(g, x))  # [count, size, rows]
+    if size != cols:
+        result = first_rows(g, result, cols, 1)
+    return unflatten(g, result if tall else transposed(g, result), batch, [n, m])
+
+
+@register("aten::linalg_pinv.atol_rtol_tensor")
+def aten_linalg_pinv_atol_rtol_tensor(g, self, *, atol=None, rtol=None, hermitian=False):
+    """linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor"""
+    return pinv(g, self, atol, rtol, hermitian, "linalg_pinv")
+
+
+@register("aten::linalg_pinv.atol_rtol_float")
+def aten_linalg_pinv_atol_rtol_float(g, self, *, atol=None, rtol=None, hermitian=False):
+    """linalg_pinv.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor"""
+    return pinv(g, self, atol, rtol, hermitian, "linalg_pinv")
+
+
+@register("aten::linalg_pinv.default")
+def aten_linalg_pinv(g, self, rcond, hermitian=False):
+    """linalg_pinv(Tensor self, float rcond, bool hermitian=False) -> Tensor"""
+    return pinv(g, self, 0.0, rcond, hermitian, "linalg_pinv")
+
+
+@register("aten::linalg_pinv.rcond_tensor")
+def aten_linalg_pinv_rcond_tensor(g, self, rcond, hermitian=False):
+    """linalg_pinv.rcond_tensor(Tensor self, Tensor rcond, bool hermitian=False) -> Tensor"""
+    return pinv(g, self, 0.0, rcond, hermitian, "linalg_pinv")
+
+
+@register("aten::pinverse.default")
+def aten_pinverse(g, self, rcond=1e-15):
+    """pinverse(Tensor self, float rcond=1.0000000000000001e-15) -> Tensor"""
+    return pinv(g, self, 0.0, rcond, False, "pinverse")

@@ -9,6 +9,14 @@ import torch
 from aten2onnx.runtime.kernel import Kernel, runtime_dtype
 
 
+def uniform(shape, low: float, high: float, dtype: torch.dtype, generator: torch.Generator,
+            device: torch.device) -> torch.Tensor:
+    """Uniform in [low, high), drawn in the output dtype: a float64 draw rounded to float32 can reach
+    high itself."""
+    y = torch.rand(shape, generator=generator, dtype=dtype, device=device)
+    return y if (low, high) == (0.0, 1.0) else y * (high - low) + low
+
+
 class _Random(Kernel):
     def _generator(self, seed: float | None) -> None:
         self.generator = torch.Generator(device=self.ctx.device)
@@ -40,8 +48,7 @@ class RandomUniform(_Random):
         self._generator(seed)
 
     def run(self):
-        y = torch.rand(self.shape, generator=self.generator, dtype=torch.float64, device=self.ctx.device)
-        return ((y * (self.high - self.low) + self.low).to(self.dtype),)
+        return (uniform(self.shape, self.low, self.high, self.dtype, self.generator, self.ctx.device),)
 
 
 class RandomUniformLike(_Random):
@@ -53,8 +60,7 @@ class RandomUniformLike(_Random):
         self._generator(seed)
 
     def run(self, x):
-        y = torch.rand(x.shape, generator=self.generator, dtype=torch.float64, device=x.device)
-        return ((y * (self.high - self.low) + self.low).to(self.dtype or x.dtype),)
+        return (uniform(x.shape, self.low, self.high, self.dtype or x.dtype, self.generator, x.device),)
 
 
 class RandomNormal(_Random):
