@@ -144,6 +144,19 @@ _BROADCAST = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Equal", "Less", "Gre
                         "GreaterOrEqual", "And", "Or", "Xor", "Max", "Min", "Mod", "Where", "BitShift"})
 
 
+def body_output(body: GraphBuilder, value: Value | int | float | bool, taken: Sequence[Value]) -> Value:
+    """A subgraph output must be made inside the subgraph, once: pass anything else (a formal input,
+    an outer value, a constant, a repeat) through Identity."""
+    if not isinstance(value, Value):
+        value = body.const(value)
+    made_here = value.producer is not None and any(value.producer is n for n in body.nodes)
+    if made_here and all(value is not t for t in taken):
+        return value
+    out = body.op("Identity", value)
+    out.dtype, out.shape = value.dtype, value.shape
+    return out
+
+
 def broadcast_shapes(*shapes: tuple[Dim, ...] | None) -> tuple[Dim, ...] | None:
     if any(s is None for s in shapes):
         return None

@@ -16,7 +16,7 @@ from torch.export.graph_signature import InputKind
 
 from aten2onnx import _dtypes, registry as _registry
 from aten2onnx.errors import ExportError, SymbolicError, UnsupportedOp, UnsupportedOperatorError, warn_user
-from aten2onnx.exporter.builder import Dim, GraphBuilder, Node, Subgraph, Value
+from aten2onnx.exporter.builder import Dim, GraphBuilder, Node, Subgraph, Value, body_output
 from aten2onnx.exporter.fallback import emit_aten_node
 from aten2onnx.exporter.functionalize import FunctionalGraph
 from aten2onnx.registry import REGISTRY, Resolved, bind
@@ -201,23 +201,10 @@ class Translator:
         try:
             outputs: list[Value] = []
             for value in build():
-                outputs.append(self._body_output(value, outputs))
+                outputs.append(body_output(self.g, value, outputs))
             return Subgraph(self.g, inputs, outputs, self.g.fresh_name(name))
         finally:
             self.g = parent
-
-    def _body_output(self, value: Any, taken: list[Value]) -> Value:
-        """A subgraph output must be made inside the subgraph, once: pass anything else
-        (an input, an outer value, a constant, a repeat) through Identity."""
-        g = self.g
-        if not isinstance(value, Value):
-            value = g.const(value)
-        made_here = value.producer is not None and any(value.producer is n for n in g.nodes)
-        if made_here and all(value is not t for t in taken):
-            return value
-        out = g.op("Identity", value)
-        out.dtype, out.shape = value.dtype, value.shape
-        return out
 
     def _formal(self, like: Value, name: str, *, drop_first_dim: bool = False) -> Value:
         shape = like.shape[1:] if drop_first_dim and like.shape is not None else like.shape

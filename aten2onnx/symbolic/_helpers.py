@@ -8,7 +8,7 @@ from typing import Callable, Sequence
 
 import torch
 from aten2onnx import _dtypes
-from aten2onnx.exporter.builder import GraphBuilder, Subgraph, Value
+from aten2onnx.exporter.builder import GraphBuilder, Subgraph, Value, body_output
 
 Operand = Value | int | float | bool
 
@@ -161,19 +161,6 @@ def reduce_op(g: GraphBuilder, op_type: str, x: Value, axes: Sequence[int] | Non
 
 
 # -- control flow inside a translation ----------------------------------------------------------------
-
-
-def body_output(body: GraphBuilder, value: Value | int | float | bool, taken: Sequence[Value]) -> Value:
-    """A subgraph output must be made inside the subgraph, once: pass anything else (a formal input,
-    an outer value, a constant, a repeat) through Identity."""
-    if not isinstance(value, Value):
-        value = body.const(value)
-    made_here = value.producer is not None and any(value.producer is n for n in body.nodes)
-    if made_here and all(value is not t for t in taken):
-        return value
-    out = body.op("Identity", value)
-    out.dtype, out.shape = value.dtype, value.shape
-    return out
 
 
 def loop(g: GraphBuilder, trip_count: Value | int | None, state: Sequence[Value],
