@@ -14,6 +14,9 @@
                    An argument that is None is left out.
     A non-tensor argument known only at run time (a SymInt) is an input named in input_args instead:
     a 0-d tensor for a scalar, a 1-D int64 tensor for an int list.
+    complex_inputs INTS    positions of inputs that are complex tensors carried as real pairs (a
+                           trailing axis of 2: real, imaginary); the op gets them as complex
+    complex_outputs INTS   positions of outputs that are complex: the node returns them as real pairs
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from __future__ import annotations
 import torch
 
 DOMAIN = "org.pytorch.aten"
-RESERVED = frozenset({"operator", "overload_name", "namespace", "input_args"})
+RESERVED = frozenset({"operator", "overload_name", "namespace", "input_args", "complex_inputs", "complex_outputs"})
 
 MEMORY_FORMATS = {
     "contiguous_format": torch.contiguous_format,

@@ -29,6 +29,38 @@ _TORCH_TO_ONNX: dict[torch.dtype, int] = {
 _ONNX_TO_TORCH = {v: k for k, v in _TORCH_TO_ONNX.items()}
 
 
+# Complex tensors are carried in the graph as real tensors with a trailing axis of 2 (real, imaginary):
+# onnxruntime has no kernels for ONNX's complex element types.
+_REAL_PART = {torch.complex64: torch.float32, torch.complex128: torch.float64}
+_COMPLEX_OF = {v: k for k, v in _REAL_PART.items()}
+
+
+def real_part(dtype: torch.dtype) -> torch.dtype:
+    """The real dtype a complex dtype is carried as (complex64 -> float32); other dtypes unchanged."""
+    return _REAL_PART.get(dtype, dtype)
+
+
+def complex_of(dtype: torch.dtype) -> torch.dtype:
+    """The complex dtype whose parts are `dtype` (float32 -> complex64); float16/bfloat16 widen to complex64."""
+    if dtype in _COMPLEX_OF:
+        return _COMPLEX_OF[dtype]
+    if dtype in (torch.float16, torch.bfloat16):
+        return torch.complex64
+    raise TypeError(f"no complex dtype has {dtype} parts")
+
+
+def from_pairs(x: torch.Tensor) -> torch.Tensor:
+    """A real tensor with a trailing axis of 2 (real, imaginary) as the complex tensor it carries."""
+    if x.numel() == 0:  # an empty view may have any strides, which view_as_complex rejects
+        return torch.empty(x.shape[:-1], dtype=complex_of(x.dtype))
+    return torch.view_as_complex(x.contiguous())
+
+
+def to_pairs(x: torch.Tensor) -> torch.Tensor:
+    """A complex tensor as real pairs (a trailing axis of 2); the inverse of from_pairs."""
+    return torch.view_as_real(x.resolve_conj())
+
+
 def has_onnx(dtype: torch.dtype) -> bool:
     return dtype in _TORCH_TO_ONNX
 

@@ -39,14 +39,13 @@ class Entry:
     limitations: tuple[Limitation, ...]
 
 
-def builtin_handlers() -> dict[str, dict[int, Callable[..., object]]]:
-    """{overload key: {opset: handler}} for the built-in symbolics only (no user registrations)."""
+def builtin_handlers(on_complex: bool = False) -> dict[str, dict[int, Callable[..., object]]]:
+    """{overload key: {opset: handler}} for the built-in symbolics only (no user registrations);
+    on_complex: those for nodes with complex tensors."""
     from aten2onnx import symbolic  # noqa: F401  (registers the built-ins)
-    from aten2onnx.registry import REGISTRY
+    from aten2onnx.registry import COMPLEX, REGISTRY
 
-    # The registry exposes only the opsets publicly (builtin_table); the handlers are needed to
-    # find their NotImplementedError cases.
-    return REGISTRY.builtin_handlers()
+    return (COMPLEX if on_complex else REGISTRY).builtin_handlers()
 
 
 def _message(node: ast.Raise) -> str | None:
@@ -100,9 +99,9 @@ def limitations(handler: Callable[..., object], opset: int) -> list[Limitation]:
     return found
 
 
-def entries() -> list[Entry]:
+def entries(on_complex: bool = False) -> list[Entry]:
     result = []
-    for key, table in sorted(builtin_handlers().items()):
+    for key, table in sorted(builtin_handlers(on_complex).items()):
         notes: list[Limitation] = []
         for opset, handler in table.items():
             for note in limitations(handler, opset):
@@ -169,6 +168,18 @@ def render() -> str:
         mark = f"[partial](#{_anchor(e.key)})" if e.limitations else ""
         out.append(f"| `{_cell(e.key)}` | {', '.join(map(str, e.opsets))} | {_span(lowest, MAX_OPSET)} "
                    f"| {fallback} | {mark} |")
+    complex_rows = entries(on_complex=True)
+    out += ["", "## Complex tensors", "",
+            ("Complex tensors are carried in the graph as real ones with a trailing axis of 2 (real, "
+             "imaginary), since onnxruntime has no complex kernels. A node with a complex input or result is "
+             "dispatched only to these handlers; any other such node becomes an `ATen` fallback node, which "
+             "converts the pairs itself."), "",
+            f"{len(complex_rows)} overloads have handlers for complex tensors.", "",
+            "| overload | handlers at opsets | native | partial |",
+            "| --- | --- | --- | --- |"]
+    for e in complex_rows:
+        mark = "partial" if e.limitations else ""
+        out.append(f"| `{_cell(e.key)}` | {', '.join(map(str, e.opsets))} | {_span(e.opsets[0], MAX_OPSET)} | {mark} |")
     out += ["", "## Partial handlers", "",
             ("Found by reading the source of each handler and of the helpers it calls, so a case listed "
              "here may be unreachable at some of the opsets named."), ""]

@@ -152,8 +152,9 @@ def run_sample(ep, inputs: list, expected: list, opset: int, dtype_name: str) ->
         # The export's own fallback namespaces are trusted, as ExportedModel.run trusts them.
         namespaces = tuple(sorted({"aten"} | {op.split("::", 1)[0] for op in fallback}))
         session = InferenceSession(proto, allowed_aten_namespaces=namespaces)
-        got = session.run_torch({k: v for k, v in feeds.items()})
-        got = [got[name] for name in exported.output_names]
+        # complex inputs and outputs travel as real pairs (a trailing axis of 2)
+        got = session.run_torch(exported.carried_inputs(feeds))
+        got = carried_outputs(exported, [got[name] for name in exported.output_names])
     except Exception as e:
         raise Failure("runtime error", short(e)) from e
     try:
@@ -172,14 +173,25 @@ def run_sample(ep, inputs: list, expected: list, opset: int, dtype_name: str) ->
         names = {i.name for i in sess.get_inputs()}
         # only the user outputs: the model also returns the new values of inputs it writes
         got = sess.run(list(exported.output_names),
-                       {k: v.detach().numpy() for k, v in feeds.items() if k in names})
+                       exported.carried_inputs({k: v.detach().numpy() for k, v in feeds.items() if k in names}))
+        got = carried_outputs(exported, got)
     except Exception as e:
         raise Failure("ORT error", short(e)) from e
     try:
-        compare([torch.from_numpy(x) if hasattr(x, "dtype") else x for x in got], expected, dtype_name)
+        compare([torch.as_tensor(x) for x in got], expected, dtype_name)
     except Exception as e:
         raise Failure("ORT mismatch", short(e)) from e
     return True, []
+
+
+def carried_outputs(exported, outputs: list) -> list:
+    """Outputs in output_names order with complex ones (carried as real pairs) made complex again."""
+    import torch
+
+    from aten2onnx import _dtypes
+
+    return [_dtypes.from_pairs(torch.as_tensor(x)) if name in exported.complex_outputs else x
+            for name, x in zip(exported.output_names, outputs)]
 
 
 def pick_dtypes(op, wanted: list[str]) -> list:

@@ -7,6 +7,11 @@
 
 Nodes are kept as light Python objects and turned into protobuf once, at the end; constants built
 only from other constants are folded on the spot by the runtime's own kernels.
+
+Complex tensors are carried as real ones with a trailing axis of 2 (real, imaginary), because
+onnxruntime computes nothing in ONNX's complex types: such a Value has `complex=True`, and its
+dtype and shape are those of the real carrier (a complex64 [3, 4] is a float32 [3, 4, 2]). Only
+handlers registered for complex tensors (`registry.register_complex`) are given one.
 """
 
 from __future__ import annotations
@@ -35,16 +40,17 @@ class Value:
     handlers can read static values such as shapes.
     """
 
-    __slots__ = ("name", "dtype", "shape", "const", "producer", "kind")
+    __slots__ = ("name", "dtype", "shape", "const", "producer", "kind", "complex")
 
     def __init__(self, name: str, dtype: torch.dtype | None = None, shape: tuple[Dim, ...] | None = None,
-                 const: torch.Tensor | None = None, kind: str = "node") -> None:
+                 const: torch.Tensor | None = None, kind: str = "node", complex: bool = False) -> None:
         self.name = name
         self.dtype = dtype
         self.shape = shape
         self.const = const
         self.producer: Node | None = None
         self.kind = kind  # "node", "input", "initializer" (a weight), "const"
+        self.complex = complex  # a complex tensor carried as real pairs: dtype and shape are the carrier's
 
     @property
     def rank(self) -> int | None:
@@ -56,7 +62,7 @@ class Value:
         return self.shape is not None and all(isinstance(d, int) for d in self.shape)
 
     def __repr__(self) -> str:
-        return f"Value({self.name!r}, {self.dtype}, {self.shape})"
+        return f"Value({self.name!r}, {self.dtype}, {self.shape}{', complex' if self.complex else ''})"
 
 
 class Node:
@@ -153,7 +159,7 @@ def body_output(body: GraphBuilder, value: Value | int | float | bool, taken: Se
     if made_here and all(value is not t for t in taken):
         return value
     out = body.op("Identity", value)
-    out.dtype, out.shape = value.dtype, value.shape
+    out.dtype, out.shape, out.complex = value.dtype, value.shape, value.complex
     return out
 
 
@@ -225,14 +231,17 @@ class GraphBuilder:
 
     # -- graph inputs and weights -------------------------------------------------------------
     def input(self, name: str, dtype: torch.dtype, shape: tuple[Dim, ...]) -> Value:
-        value = Value(self.fresh_name(name), dtype, tuple(shape), kind="input")
+        """A graph input; a complex dtype is carried as real pairs (see the module docstring)."""
+        value = Value(self.fresh_name(name), _dtypes.real_part(dtype), tuple(shape) + (2,) * dtype.is_complex,
+                      kind="input", complex=dtype.is_complex)
         self.inputs.append(value)
         return value
 
     def initializer(self, name: str, tensor: torch.Tensor) -> Value:
         """A named weight (parameter, buffer or lifted constant); stored once, never folded."""
-        value = Value(self.fresh_name(name), tensor.dtype, tuple(tensor.shape), kind="initializer")
-        value.const = tensor.detach()
+        tensor, is_complex = carrier(tensor.detach())
+        value = Value(self.fresh_name(name), tensor.dtype, tuple(tensor.shape), kind="initializer", complex=is_complex)
+        value.const = tensor
         self.initializers[value.name] = value
         return value
 
@@ -251,21 +260,35 @@ class GraphBuilder:
             if dtype is None:
                 dtype = _python_dtype(value)
             tensor = torch.tensor(value, dtype=dtype)
-        return self._const_tensor(tensor.contiguous())
+        tensor, is_complex = carrier(tensor)
+        return self._const_tensor(tensor.contiguous(), is_complex)
 
-    def _const_tensor(self, tensor: torch.Tensor) -> Value:
+    def _const_tensor(self, tensor: torch.Tensor, is_complex: bool = False) -> Value:
         key = None
         if tensor.numel() <= 64:
-            key = (tensor.dtype, tuple(tensor.shape), tensor.numpy().tobytes() if tensor.dtype != torch.bfloat16
+            key = (tensor.dtype, tuple(tensor.shape), is_complex,
+                   tensor.numpy().tobytes() if tensor.dtype != torch.bfloat16
                    else tensor.view(torch.int16).numpy().tobytes())
             cached = self._const_cache.get(key)
             if cached is not None:
                 return cached
-        value = Value(self.fresh_name("const"), tensor.dtype, tuple(tensor.shape), const=tensor, kind="const")
+        value = Value(self.fresh_name("const"), tensor.dtype, tuple(tensor.shape), const=tensor, kind="const",
+                      complex=is_complex)
         self.initializers[value.name] = value
         if key is not None:
             self._const_cache[key] = value
         return value
+
+    def retag(self, value: Value, *, complex: bool) -> Value:
+        """The same tensor read as complex (real pairs) or as the real carrier: a constant is
+        re-made with the tag, a computed value passes through Identity (view_as_real/view_as_complex)."""
+        if value.complex == complex:
+            return value
+        if value.kind == "const":
+            return self._const_tensor(value.const, complex)
+        out = self.op("Identity", value)
+        out.dtype, out.shape, out.complex = value.dtype, value.shape, complex
+        return out
 
     def int_list(self, items: Sequence[int | Value]) -> Value:
         """A 1-D int64 tensor from ints and 0-d int graph values (SymInts), as shape arguments need."""
@@ -383,6 +406,15 @@ class GraphBuilder:
         return protos
 
 
+def carrier(tensor: torch.Tensor) -> tuple[torch.Tensor, bool]:
+    """(the tensor as the graph holds it, whether it is complex): complex as real pairs."""
+    if tensor.is_complex():
+        if tensor.dtype not in (torch.complex64, torch.complex128):
+            raise TypeError(f"{tensor.dtype} has no ONNX element type; use complex64")
+        return torch.view_as_real(tensor.resolve_conj().contiguous()), True
+    return tensor, False
+
+
 def _python_dtype(value: Any) -> torch.dtype:
     flat = value
     while isinstance(flat, (list, tuple)) and flat:
@@ -391,6 +423,8 @@ def _python_dtype(value: Any) -> torch.dtype:
         return torch.bool
     if isinstance(flat, int):
         return torch.int64
+    if isinstance(flat, complex):
+        return torch.complex64
     return torch.float32
 
 

@@ -11,8 +11,10 @@ from aten2onnx.exporter.builder import GraphBuilder, Value
 from aten2onnx.registry._schema import python_name
 
 
-def emit_aten_node(g: GraphBuilder, op: torch._ops.OpOverload, bound: dict[str, Any], outputs: int) -> Any:
-    """One ATen node computing `op` on the bound arguments; returns its output Value(s)."""
+def emit_aten_node(g: GraphBuilder, op: torch._ops.OpOverload, bound: dict[str, Any], outputs: int,
+                   complex_outputs: list[int] | None = None) -> Any:
+    """One ATen node computing `op` on the bound arguments; returns its output Value(s).
+    complex_outputs: the positions of results that are complex (the node returns them as real pairs)."""
     schema = op._schema
     namespace, name = schema.name.split("::", 1)
     inputs: list[Value | None] = []
@@ -38,6 +40,11 @@ def emit_aten_node(g: GraphBuilder, op: torch._ops.OpOverload, bound: dict[str, 
         else:
             attrs[arg.name] = _encode_constant(kind, value, is_list, schema.name, arg.name)
     attrs["input_args"] = input_args
+    complex_inputs = [i for i, v in enumerate(inputs) if v is not None and v.complex]
+    if complex_inputs:
+        attrs["complex_inputs"] = complex_inputs
+    if complex_outputs:
+        attrs["complex_outputs"] = list(complex_outputs)
     return g.op("ATen", *inputs, outputs=outputs, domain=_aten_node.DOMAIN, **attrs)
 
 

@@ -7,6 +7,7 @@ import os
 import tempfile
 from typing import Any, Mapping, Sequence
 
+import numpy as np
 import onnx
 import torch
 import torch.utils._pytree as pytree
@@ -20,6 +21,9 @@ from aten2onnx.exporter.translate import Translation
 PRODUCER = "aten2onnx"
 # Model metadata listing the outputs that are new values of inputs or buffers; the runtime reads it.
 STATE_KEY = "aten2onnx.state_updates"
+# Model metadata naming the inputs and outputs that are complex tensors carried as real pairs (a
+# trailing axis of 2: real, imaginary), as {"inputs": [...], "outputs": [...]}.
+COMPLEX_KEY = "aten2onnx.complex_as_real"
 TWO_GB = 2**31
 MIN_IR_VERSION = 10  # node metadata_props need IR 10
 
@@ -51,7 +55,7 @@ def build_model(t: Translation, *, opset: int, output_names: list[str] | None
     for value, name in zip(graph_outputs + [state.value for state in t.states], names + state_names):
         if value.kind != "node" or id(value) in seen or value.producer is None:
             # An input, weight, constant or repeated value: give it an output name through Identity.
-            out = Value(name, value.dtype, value.shape)
+            out = Value(name, value.dtype, value.shape, complex=value.complex)
             node = Node("Identity", [value], [out], {}, "", f"{name}/Identity", {})
             out.producer = node
             nodes.append(node)
@@ -80,6 +84,10 @@ def build_model(t: Translation, *, opset: int, output_names: list[str] | None
                    for out, state in zip(state_names, t.states)]
         entry = model.metadata_props.add()
         entry.key, entry.value = STATE_KEY, json.dumps(updates)
+    carried = {"inputs": [v.name for v in g.inputs if v.complex], "outputs": [v.name for v in final if v.complex]}
+    if carried["inputs"] or carried["outputs"]:
+        entry = model.metadata_props.add()
+        entry.key, entry.value = COMPLEX_KEY, json.dumps(carried)
     return model, weights, [v.name for v in g.inputs], names
 
 
@@ -108,6 +116,10 @@ class ExportedModel:
         self._user_inputs = user_inputs
         self._outputs = outputs
         self._session = None
+        carried = next((json.loads(e.value) for e in skeleton.metadata_props if e.key == COMPLEX_KEY), {})
+        # Complex inputs and outputs, which the graph carries as real pairs (trailing axis of 2).
+        self.complex_inputs: list[str] = carried.get("inputs", [])
+        self.complex_outputs: list[str] = carried.get("outputs", [])
 
     def __repr__(self) -> str:
         return (f"ExportedModel(opset={self.opset}, nodes={len(self._skeleton.graph.node)}, "
@@ -152,7 +164,12 @@ class ExportedModel:
         if len(flat) != len(self._user_inputs):
             raise InvalidInputError(f"run() got {len(flat)} inputs; the model takes {len(self._user_inputs)}")
         feeds = {name: torch.as_tensor(x) for name, x in zip(self._user_inputs, flat) if name is not None}
-        return self.structure_outputs(self._session.run_torch(feeds))
+        return self.structure_outputs(self._session.run_torch(self.carried_inputs(feeds)))
+
+    def carried_inputs(self, feeds: Mapping[str, Any]) -> dict[str, Any]:
+        """Feeds as the graph takes them: complex tensors or arrays as real pairs (trailing axis of 2),
+        the form onnxruntime needs too (`sess.run(None, exported.carried_inputs(feeds))`)."""
+        return {name: _as_real_pairs(x) if name in self.complex_inputs else x for name, x in feeds.items()}
 
     def structure_outputs(self, results: Mapping[str, Any] | Sequence[Any]) -> Any:
         """The model's own output structure from a runtime's outputs: a dict by output name, or a
@@ -164,6 +181,7 @@ class ExportedModel:
         missing = [n for n, _ in self._outputs if n is not None and n not in results]
         if missing:
             raise InvalidInputError(f"outputs {missing} are missing; the model's outputs are {self.output_names}")
+        results = {name: _as_complex(x) if name in self.complex_outputs else x for name, x in results.items()}
         flat_out = [constant if name is None else results[name] if constant is None else _as_number(results[name], constant)
                     for name, constant in self._outputs]
         if self._out_spec is None:
@@ -218,6 +236,23 @@ class ExportedModel:
                 written = start + data.nbytes
 
         return skeleton, chunks()
+
+
+def _as_real_pairs(x: Any) -> Any:
+    """A complex tensor or array as real pairs; anything else as it is."""
+    if isinstance(x, torch.Tensor) and x.is_complex():
+        return _dtypes.to_pairs(x)
+    if isinstance(x, np.ndarray) and np.iscomplexobj(x):
+        return np.ascontiguousarray(np.stack([x.real, x.imag], axis=-1))
+    return x
+
+
+def _as_complex(x: Any) -> Any:
+    """Real pairs (trailing axis of 2) as a complex tensor or array of the same library."""
+    if isinstance(x, torch.Tensor):
+        return _dtypes.from_pairs(x)
+    x = np.ascontiguousarray(x)
+    return x.view(np.complex64 if x.dtype == np.float32 else np.complex128)[..., 0]
 
 
 def _varint(value: int) -> bytes:

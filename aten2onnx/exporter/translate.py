@@ -12,6 +12,7 @@ from typing import Any, Callable
 import onnx
 import torch
 import torch.fx
+import torch.utils._pytree as pytree
 from torch.export.graph_signature import InputKind
 
 from aten2onnx import _dtypes, registry as _registry
@@ -61,8 +62,9 @@ def dim_of(d: Any) -> Dim:
 
 
 def value_info(val: Any) -> tuple[torch.dtype | None, tuple[Dim, ...] | None]:
+    """dtype and shape of an FX value as the graph carries it: a complex tensor as real pairs."""
     if isinstance(val, torch.Tensor):
-        return val.dtype, tuple(dim_of(d) for d in val.shape)
+        return _dtypes.real_part(val.dtype), tuple(dim_of(d) for d in val.shape) + (2,) * val.dtype.is_complex
     if isinstance(val, (torch.SymInt, int)) and not isinstance(val, bool):
         return torch.int64, ()
     if isinstance(val, (torch.SymFloat, float)):
@@ -142,8 +144,7 @@ class Translator:
                 val = node.meta.get("val")
                 if isinstance(val, torch.Tensor):
                     name = names[len(user_inputs)] if len(user_inputs) < len(names) else node.name
-                    dtype, shape = value_info(val)
-                    value = self.g.input(name, dtype, shape)
+                    value = self.g.input(name, val.dtype, tuple(dim_of(d) for d in val.shape))
                     self.env[node] = value
                     self.state_values[("input", node.name)] = value
                     user_inputs.append(value)
@@ -208,7 +209,7 @@ class Translator:
 
     def _formal(self, like: Value, name: str, *, drop_first_dim: bool = False) -> Value:
         shape = like.shape[1:] if drop_first_dim and like.shape is not None else like.shape
-        return Value(self.g.fresh_name(name), like.dtype, shape, kind="input")
+        return Value(self.g.fresh_name(name), like.dtype, shape, kind="input", complex=like.complex)
 
     def _stamp_all(self, node: torch.fx.Node, outs: Any) -> list[Value]:
         outs = list(outs) if isinstance(outs, tuple) else [outs]
@@ -216,6 +217,7 @@ class Translator:
         vals = list(vals) if isinstance(vals, (list, tuple)) else [vals]
         for out, val in zip(outs, vals):
             out.dtype, out.shape = value_info(val)
+            out.complex = _is_complex(val)
         return outs
 
     def _cond(self, node: torch.fx.Node) -> list[Value]:
@@ -283,9 +285,10 @@ class Translator:
         if empty is not None:
             self.env[node] = empty
             return
-        resolved = self._resolve(target)
+        on_complex = self._touches_complex(node)
+        resolved = self._resolve(target, on_complex)
         if resolved is None:
-            self._unmapped(node, target)
+            self._unmapped(node, target, reason=self._complex_reason(target) if on_complex else None)
             return
         if resolved.schema is not None:  # an ATen overload: arguments by schema name
             args, kwargs = (), torch.fx.node.map_aggregate(bind(resolved.schema, node.args, node.kwargs), self._lookup)
@@ -350,7 +353,22 @@ class Translator:
     def _lookup(self, arg: Any) -> Any:
         return self.env[arg] if isinstance(arg, torch.fx.Node) else arg
 
-    def _resolve(self, target: Any) -> Resolved | None:
+    def _touches_complex(self, node: torch.fx.Node) -> bool:
+        """Whether a complex tensor is among node's inputs or results (carried as real pairs, so
+        only a handler registered for complex tensors may translate it)."""
+        inputs = torch.fx.node.map_aggregate((node.args, node.kwargs), self._lookup)
+        if any(isinstance(v, Value) and v.complex for v in pytree.tree_leaves(inputs)):
+            return True
+        return any(_is_complex(val) for val in _leaves(node.meta.get("val")))
+
+    def _complex_reason(self, target: Any) -> str:
+        real = REGISTRY.opsets_for(target)
+        have = f"; the symbolic registered from opset {real[0]} is for real tensors" if real else ""
+        return f"no symbolic for complex tensors{have}"
+
+    def _resolve(self, target: Any, on_complex: bool = False) -> Resolved | None:
+        if on_complex:
+            return _registry.COMPLEX.resolve(target, self.opset)
         key = _registry.overload_key(target)
         fn = self.overrides.get(key)
         if fn is not None:
@@ -383,7 +401,8 @@ class Translator:
         val = node.meta.get("val")
         # One ONNX output per leaf of the op's (possibly nested) result, as the runtime flattens it.
         leaves = _leaves(val)
-        outs = emit_aten_node(self.g, target, bound, max(1, len(leaves)))
+        complex_outputs = [i for i, leaf in enumerate(leaves) if _is_complex(leaf)]
+        outs = emit_aten_node(self.g, target, bound, max(1, len(leaves)), complex_outputs)
         outs = list(outs) if len(leaves) > 1 else [outs]
         for i, (out, leaf) in enumerate(zip(outs, leaves)):
             self._stamp(out, leaf, node.name if len(leaves) == 1 else f"{node.name}.{i}", {id(out)})
@@ -393,6 +412,12 @@ class Translator:
     def _finish(self, node: torch.fx.Node, result: Any, first_new: int) -> Any:
         """Name the handler's outputs after the FX node and give them the dtype/shape FX knows."""
         val = node.meta.get("val")
+        if isinstance(result, Value):
+            result = self._tagged(result, val)
+        elif isinstance(result, (tuple, list)) and isinstance(val, (tuple, list)):
+            result = type(result)(self._tagged(res, v) if isinstance(res, Value) else res for res, v in zip(result, val))
+        elif result is None and val is not None and not isinstance(val, (int, float, bool)):
+            raise TypeError("the handler returned None; a handler must return its output Value(s) or raise")
         new = {id(out) for n in self.g.nodes[first_new:] for out in n.outputs}
         if isinstance(result, Value):
             self._stamp(result, val, node.name, new)
@@ -400,9 +425,14 @@ class Translator:
             for i, (res, v) in enumerate(zip(result, val)):
                 if isinstance(res, Value):
                     self._stamp(res, v, f"{node.name}.{i}", new)
-        elif result is None and val is not None and not isinstance(val, (int, float, bool)):
-            raise TypeError("the handler returned None; a handler must return its output Value(s) or raise")
         return result
+
+    def _tagged(self, value: Value, val: Any) -> Value:
+        """A handler's result, read as complex exactly where FX's result is complex: a handler may
+        hand back a constant or an input it did not make (view_as_real returns its input)."""
+        if not isinstance(val, torch.Tensor) or value.complex == val.dtype.is_complex:
+            return value
+        return self.g.retag(value, complex=val.dtype.is_complex)
 
     def _stamp(self, value: Value, val: Any, name: str, new: set[int]) -> None:
         if id(value) not in new:
@@ -411,6 +441,7 @@ class Translator:
         if dtype is not None:
             value.dtype = dtype
             value.shape = shape
+            value.complex = _is_complex(val)
         if name not in self.g._names:
             self.g._names.discard(value.name)
             value.name = name
@@ -471,6 +502,10 @@ def _droppable(graph: torch.fx.Graph) -> set[torch.fx.Node]:
     return dead
 
 
+def _is_complex(val: Any) -> bool:
+    return isinstance(val, torch.Tensor) and val.dtype.is_complex
+
+
 def _leaves(val: Any) -> list[Any]:
     """An op result's leaves in order, tuples and lists flattened (None and numbers are leaves)."""
     if isinstance(val, (tuple, list)):
@@ -489,5 +524,5 @@ def _placeholder_result(node: torch.fx.Node) -> Any:
     """Stand-in values so translation can go on and find every unsupported op in one pass."""
     val = node.meta.get("val")
     if isinstance(val, (tuple, list)):
-        return [Value(f"{node.name}.{i}", *value_info(v)) for i, v in enumerate(val)]
-    return Value(node.name, *value_info(val))
+        return [Value(f"{node.name}.{i}", *value_info(v), complex=_is_complex(v)) for i, v in enumerate(val)]
+    return Value(node.name, *value_info(val), complex=_is_complex(val))

@@ -26,7 +26,9 @@ __all__ = [
     "Handler",
     "Registry",
     "REGISTRY",
+    "COMPLEX",
     "register",
+    "register_complex",
     "bind",
     "functional_twin",
     "is_mutating",
@@ -143,15 +145,28 @@ class Registry:
 
 
 REGISTRY = Registry()
+# Handlers for nodes with a complex tensor among their inputs or results. Such tensors are carried
+# as real pairs (exporter/builder.py), which a handler written for real tensors would misread, so
+# the translator dispatches those nodes here only.
+COMPLEX = Registry()
 
 
 def register(*names: str, opset: int) -> Callable[[Handler], Handler]:
     """Register a built-in symbolic for one or more overloads at opset; used by symbolic/opsetN.py
     as `register = functools.partial(registry.register, opset=N)`."""
+    return _registrar(REGISTRY, names, opset)
 
+
+def register_complex(*names: str, opset: int) -> Callable[[Handler], Handler]:
+    """Register a built-in symbolic for nodes with complex tensors (carried as real pairs); used by
+    symbolic/opsetN_complex.py as `register = functools.partial(registry.register_complex, opset=N)`."""
+    return _registrar(COMPLEX, names, opset)
+
+
+def _registrar(table: Registry, names: tuple[str, ...], opset: int) -> Callable[[Handler], Handler]:
     def decorator(fn: Handler) -> Handler:
         for name in names:
-            REGISTRY.add(name, opset, fn, user=False)
+            table.add(name, opset, fn, user=False)
         return fn
 
     return decorator

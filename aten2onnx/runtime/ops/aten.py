@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from aten2onnx import _aten_node
+from aten2onnx import _aten_node, _dtypes
 from aten2onnx.errors import InvalidModelError
 from aten2onnx.runtime.kernel import Kernel
 
@@ -60,7 +60,10 @@ class ATen(Kernel):
     domain, op_type, since_version = _aten_node.DOMAIN, "ATen", 1
 
     def setup(self, operator: str, overload_name: str = "", namespace: str = "aten",
-              input_args: list[str] | None = None, **arguments: Any) -> None:
+              input_args: list[str] | None = None, complex_inputs: list[int] | None = None,
+              complex_outputs: list[int] | None = None, **arguments: Any) -> None:
+        self.complex_inputs = frozenset(complex_inputs or ())
+        self.complex_outputs = frozenset(complex_outputs or ())
         if namespace not in self.ctx.allowed_aten_namespaces:
             raise InvalidModelError(f"ATen node runs {namespace}::{operator}, but namespace {namespace!r} is not "
                                     f"allowed; the session allows {list(self.ctx.allowed_aten_namespaces)}")
@@ -98,6 +101,9 @@ class ATen(Kernel):
         self.n_outputs = len(self.node.output) if self.node is not None else None
 
     def run(self, *inputs):
+        if self.complex_inputs:
+            inputs = tuple(_dtypes.from_pairs(x) if i in self.complex_inputs else x
+                           for i, x in enumerate(inputs))
         args: list[Any] = []
         kwargs: dict[str, Any] = {}
         positional = True
@@ -117,8 +123,11 @@ class ATen(Kernel):
                 kwargs[name] = value
             else:
                 args.append(value)
-        result = self.op(*args, **kwargs)
-        return tuple(_flatten(result))
+        results = _flatten(self.op(*args, **kwargs))
+        if self.complex_outputs:
+            results = [_dtypes.to_pairs(r) if i in self.complex_outputs else r
+                       for i, r in enumerate(results)]
+        return tuple(results)
 
 
 def _flatten(result: Any) -> list[Any]:
