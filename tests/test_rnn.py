@@ -16,6 +16,10 @@ CASES = {
     "gru_two_layers_bidirectional": (lambda: torch.nn.GRU(8, 16, num_layers=2, batch_first=True, bidirectional=True),
                                      lambda: (torch.randn(2, 5, 8),)),
     "gru_given_state": (lambda: torch.nn.GRU(4, 6), lambda: (torch.randn(7, 2, 4), torch.randn(1, 2, 6))),
+    "rnn_relu_two_layers_bidirectional": (
+        lambda: torch.nn.RNN(4, 6, num_layers=2, nonlinearity="relu", bidirectional=True, batch_first=True),
+        lambda: (torch.randn(2, 5, 4), torch.randn(4, 2, 6))),
+    "rnn_tanh_no_bias": (lambda: torch.nn.RNN(4, 6, bias=False), lambda: (torch.randn(5, 2, 4),)),
 }
 
 
@@ -26,7 +30,7 @@ def test_recurrent_layer_matches_eager(name, opset):
     model, args = make_model().eval(), make_args()
     exported = aten2onnx.export(model, args, opset=opset, fallback="error")
     onnx.checker.check_model(exported.model_proto, full_check=True)
-    assert {"LSTM", "GRU"} & {n.op_type for n in exported.model_proto.graph.node}
+    assert {"LSTM", "GRU", "RNN"} & {n.op_type for n in exported.model_proto.graph.node}
     expected = flat_tensors(model(*args))
     feeds = dict(zip(exported.input_names, torch.utils._pytree.tree_leaves(args)))
     for got, want in zip(run_ort(exported.model_proto, feeds), expected):
@@ -39,3 +43,30 @@ def test_projections_fall_back_with_the_reason():
     model = torch.nn.LSTM(4, 6, proj_size=3).eval()
     with pytest.raises(aten2onnx.UnsupportedOperatorError, match="proj_size"):
         aten2onnx.export(model, (torch.randn(3, 2, 4),), fallback="error")
+
+
+class Cells(torch.nn.Module):
+    def __init__(self, bias: bool):
+        super().__init__()
+        self.lstm = torch.nn.LSTMCell(4, 5, bias=bias)
+        self.gru = torch.nn.GRUCell(4, 5, bias=bias)
+        self.tanh = torch.nn.RNNCell(4, 5, bias=bias)
+        self.relu = torch.nn.RNNCell(4, 5, bias=bias, nonlinearity="relu")
+
+    def forward(self, x, h):
+        # batched with given states, then unbatched with zero states (torch's cells take both)
+        return (*self.lstm(x, (h, 0.5 * h)), self.gru(x, h), self.tanh(x, h), self.relu(x, h), *self.lstm(x[0]),
+                self.gru(x[0]))
+
+
+@pytest.mark.parametrize("opset", [9, 18])
+@pytest.mark.parametrize("bias", [True, False])
+def test_cells_match_eager(bias, opset):
+    model, args = Cells(bias).eval(), (torch.randn(3, 4), torch.randn(3, 5))
+    exported = aten2onnx.export(model, args, opset=opset, fallback="error")
+    onnx.checker.check_model(exported.model_proto, full_check=True)
+    expected = flat_tensors(model(*args))
+    for got, want in zip(run_ort(exported.model_proto, dict(zip(exported.input_names, args))), expected):
+        torch.testing.assert_close(torch.from_numpy(got), want, rtol=1e-4, atol=1e-5)
+    for got, want in zip(flat_tensors(exported.run(*args)), expected):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)

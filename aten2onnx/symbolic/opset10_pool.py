@@ -1,6 +1,6 @@
-"""Opset 10, pooling and transposed convolution beyond the 2-D basics: 1-D and 3-D max pools, max
-pooling with indices, average pooling with AveragePool's ceil_mode (opset9_spatial builds ceil_mode
-from padding below 10); registered at 10, where MaxPool and AveragePool gain ceil_mode."""
+"""Opset 10, pooling beyond the 2-D basics: 1-D and 3-D max pools, max pooling with indices, average
+pooling with AveragePool's ceil_mode (opset9_spatial builds ceil_mode from padding below 10);
+registered at 10, where MaxPool and AveragePool gain ceil_mode."""
 
 from __future__ import annotations
 
@@ -92,7 +92,7 @@ def aten_max_pool3d_with_indices(g, self, kernel_size, stride=[], padding=[0, 0,
     return max_pool(g, self, kernel_size, stride, padding, dilation, ceil_mode, 3, indices=True)
 
 
-# -- convolutions: string padding, transposed -------------------------------------------------------------------
+# -- convolutions: string padding -------------------------------------------------------------------
 
 
 @register("aten::conv1d.padding")
@@ -111,37 +111,3 @@ def aten_conv2d_padding(g, input, weight, bias=None, stride=[1, 1], padding="val
 def aten_conv3d_padding(g, input, weight, bias=None, stride=[1, 1, 1], padding="valid", dilation=[1, 1, 1], groups=1):
     """conv3d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=[1, 1, 1], str padding="valid", SymInt[3] dilation=[1, 1, 1], SymInt groups=1) -> Tensor"""
     return conv(g, input, weight, bias, stride, padding, dilation, groups)
-
-
-def conv_transpose(g: GraphBuilder, input: Value, weight: Value, bias, stride, padding, output_padding, groups,
-                   dilation) -> Value:
-    spatial = weight.rank - 2
-
-    def run(b: Value) -> Value:
-        pads = expand(padding, spatial)
-        return g.op("ConvTranspose", b, weight, bias, strides=expand(stride, spatial), pads=pads + pads,
-                    dilations=expand(dilation, spatial), group=int(groups),
-                    output_padding=expand(output_padding, spatial))
-
-    return batched(g, input, spatial, run)
-
-
-@register("aten::conv_transpose1d.default")
-def aten_conv_transpose1d(g, input, weight, bias=None, stride=[1], padding=[0], output_padding=[0], groups=1,
-                          dilation=[1]):
-    """conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=[1], SymInt[1] padding=[0], SymInt[1] output_padding=[0], SymInt groups=1, SymInt[1] dilation=[1]) -> Tensor"""
-    return conv_transpose(g, input, weight, bias, stride, padding, output_padding, groups, dilation)
-
-
-@register("aten::conv_transpose2d.input")
-def aten_conv_transpose2d(g, input, weight, bias=None, stride=[1, 1], padding=[0, 0], output_padding=[0, 0], groups=1,
-                          dilation=[1, 1]):
-    """conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=[1, 1], SymInt[2] padding=[0, 0], SymInt[2] output_padding=[0, 0], SymInt groups=1, SymInt[2] dilation=[1, 1]) -> Tensor"""
-    return conv_transpose(g, input, weight, bias, stride, padding, output_padding, groups, dilation)
-
-
-@register("aten::conv_transpose3d.input")
-def aten_conv_transpose3d(g, input, weight, bias=None, stride=[1, 1, 1], padding=[0, 0, 0],
-                          output_padding=[0, 0, 0], groups=1, dilation=[1, 1, 1]):
-    """conv_transpose3d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=[1, 1, 1], SymInt[3] padding=[0, 0, 0], SymInt[3] output_padding=[0, 0, 0], SymInt groups=1, SymInt[3] dilation=[1, 1, 1]) -> Tensor"""
-    return conv_transpose(g, input, weight, bias, stride, padding, output_padding, groups, dilation)

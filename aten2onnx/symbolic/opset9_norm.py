@@ -1,5 +1,5 @@
 """Opset-9 base, normalization with statistics: native layer/group/batch norm and their mean and
-rstd outputs, instance and RMS norm, batch norm in training mode. Axis sums are MatMuls with ones,
+rstd outputs, instance and RMS norm, batch norm in training mode, weight norm. Axis sums are MatMuls with ones,
 which read the same at every opset (Reduce* changed their axes form at 13 and 18)."""
 
 from __future__ import annotations
@@ -233,3 +233,32 @@ def aten_instance_norm(g, input, weight, bias, running_mean, running_var, use_in
     shape = static_shape(input, "instance_norm")
     y, _, _ = grouped_stats(g, input, shape[:2], eps)
     return affine(g, y, weight, bias, 1)
+
+
+def norm_except_dim(g: GraphBuilder, v: Value, dim: int) -> Value:
+    """The 2-norm of v over every dim but `dim`, kept as size-1 dims; dim == -1 is ATen's "no dim
+    kept": the norm of the whole tensor (not of all but the last)."""
+    shape = static_shape(v, "weight norm")
+    if dim == -1:
+        rows, kept = 1, [1] * len(shape)
+    else:
+        dim = norm_dim(dim, len(shape))
+        rows, kept = shape[dim], [shape[dim] if d == dim else 1 for d in range(len(shape))]
+        if dim != 0:
+            v = g.op("Transpose", v, perm=[dim] + [d for d in range(len(shape)) if d != dim])
+    v2 = reshape(g, v, [rows, math.prod(shape) // max(rows, 1)])
+    return reshape(g, g.op("Sqrt", axis_sum(g, g.op("Mul", v2, v2), 1, keepdim=True)), kept)
+
+
+# The schema calls the magnitude `g`, so the builder is `b` in these two.
+@register("aten::_weight_norm.default")
+def aten__weight_norm(b, v, g, dim=0):
+    """_weight_norm(Tensor v, Tensor g, int dim=0) -> Tensor"""
+    return b.op("Mul", v, b.op("Div", g, norm_except_dim(b, v, dim)))
+
+
+@register("aten::_weight_norm_interface.default")
+def aten__weight_norm_interface(b, v, g, dim=0):
+    """_weight_norm_interface(Tensor v, Tensor g, int dim=0) -> (Tensor, Tensor)"""
+    norm = norm_except_dim(b, v, dim)
+    return b.op("Mul", v, b.op("Div", g, norm)), reshape(b, norm, static_shape(g, "weight norm"))

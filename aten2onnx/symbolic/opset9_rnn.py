@@ -1,4 +1,5 @@
-"""Base opset, recurrent layers: aten::lstm / aten::gru as ONNX LSTM / GRU, one node per layer.
+"""Base opset, recurrent layers: aten::lstm / gru / rnn_tanh / rnn_relu as ONNX LSTM / GRU / RNN,
+one node per layer; the single-step cells (lstm_cell, gru_cell, rnn_*_cell) as their gate math.
 
 torch packs gates as LSTM (i, f, g, o) and GRU (r, z, n); ONNX as LSTM (i, o, f, c) and GRU
 (z, r, h). Weights that are parameters are reordered once, at export, into new initializers;
@@ -82,3 +83,68 @@ def aten_gru(g, input, hx, params, has_biases, num_layers, dropout, train, bidir
     output, (h,) = recurrent(g, "GRU", input, [hx], list(params), has_biases, num_layers, dropout, train,
                              bidirectional, batch_first, GRU_ORDER, linear_before_reset=1)
     return output, h
+
+
+@register("aten::rnn_tanh.input")
+def aten_rnn_tanh(g, input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
+    """rnn_tanh.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)"""
+    output, (h,) = recurrent(g, "RNN", input, [hx], list(params), has_biases, num_layers, dropout, train,
+                             bidirectional, batch_first, (0,), activations=["Tanh"] * (2 if bidirectional else 1))
+    return output, h
+
+
+@register("aten::rnn_relu.input")
+def aten_rnn_relu(g, input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
+    """rnn_relu.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)"""
+    output, (h,) = recurrent(g, "RNN", input, [hx], list(params), has_biases, num_layers, dropout, train,
+                             bidirectional, batch_first, (0,), activations=["Relu"] * (2 if bidirectional else 1))
+    return output, h
+
+
+def cell_linear(g: GraphBuilder, x: Value, weight: Value, bias: Value | None) -> Value:
+    """x @ weight.T + bias for a cell's [gates * hidden, features] weight; x is [batch, features] or
+    [features] (torch's cells take both)."""
+    y = g.op("MatMul", x, g.op("Transpose", weight, perm=[1, 0]))
+    return y if bias is None else g.op("Add", y, bias)
+
+
+def gate_chunks(g: GraphBuilder, gates: Value, count: int, hidden: int, axis: int) -> list[Value]:
+    """The `count` equal chunks of the gates along `axis` (their last), by Gather: one form at every
+    opset, unlike Split and Slice."""
+    return [g.op("Gather", gates, g.const(list(range(k * hidden, (k + 1) * hidden)), dtype=torch.int64), axis=axis)
+            for k in range(count)]
+
+
+@register("aten::lstm_cell.default")
+def aten_lstm_cell(g, input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """lstm_cell(Tensor input, Tensor[] hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> (Tensor, Tensor)"""
+    h, c = hx
+    gates = g.op("Add", cell_linear(g, input, w_ih, b_ih), cell_linear(g, h, w_hh, b_hh))
+    i, f, cand, o = gate_chunks(g, gates, 4, w_hh.shape[-1], input.rank - 1)
+    c_new = g.op("Add", g.op("Mul", g.op("Sigmoid", f), c), g.op("Mul", g.op("Sigmoid", i), g.op("Tanh", cand)))
+    return g.op("Mul", g.op("Sigmoid", o), g.op("Tanh", c_new)), c_new
+
+
+@register("aten::gru_cell.default")
+def aten_gru_cell(g, input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """gru_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor"""
+    hidden = w_hh.shape[-1]
+    i_r, i_z, i_n = gate_chunks(g, cell_linear(g, input, w_ih, b_ih), 3, hidden, input.rank - 1)
+    h_r, h_z, h_n = gate_chunks(g, cell_linear(g, hx, w_hh, b_hh), 3, hidden, input.rank - 1)
+    r = g.op("Sigmoid", g.op("Add", i_r, h_r))
+    z = g.op("Sigmoid", g.op("Add", i_z, h_z))
+    n = g.op("Tanh", g.op("Add", i_n, g.op("Mul", r, h_n)))
+    # (1 - z) * n + z * h, as n + z * (h - n)
+    return g.op("Add", n, g.op("Mul", z, g.op("Sub", hx, n)))
+
+
+@register("aten::rnn_tanh_cell.default")
+def aten_rnn_tanh_cell(g, input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """rnn_tanh_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor"""
+    return g.op("Tanh", g.op("Add", cell_linear(g, input, w_ih, b_ih), cell_linear(g, hx, w_hh, b_hh)))
+
+
+@register("aten::rnn_relu_cell.default")
+def aten_rnn_relu_cell(g, input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """rnn_relu_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor"""
+    return g.op("Relu", g.op("Add", cell_linear(g, input, w_ih, b_ih), cell_linear(g, hx, w_hh, b_hh)))

@@ -1,6 +1,7 @@
 """Opset-9 base, spatial sampling and pooling that no single ONNX op matches: average pooling with
 ceil_mode, divisor_override or integers, adaptive max pooling over uneven bins, grid sampling as
-gathers, antialiased bilinear upsampling as constant matrices. Each reads the same at every opset."""
+gathers, antialiased bilinear upsampling as constant matrices, transposed convolution (ConvTranspose
+has output_padding from opset 1). Each reads the same at every opset."""
 
 from __future__ import annotations
 
@@ -488,3 +489,40 @@ def aten_upsample_bilinear2d_aa_sizes(g, self, output_size, align_corners, scale
         return (size, align_corners) + ((scales_h, None) if axis == 0 else (None, scales_w))
 
     return antialias_bilinear(g, self, torch.ops.aten._upsample_bilinear2d_aa.default, args)
+
+
+# -- transposed convolution ---------------------------------------------------------------------------------
+
+
+def conv_transpose(g: GraphBuilder, input: Value, weight: Value, bias, stride, padding, output_padding, groups,
+                   dilation) -> Value:
+    spatial = weight.rank - 2
+
+    def run(b: Value) -> Value:
+        pads = expand(padding, spatial)
+        return g.op("ConvTranspose", b, weight, bias, strides=expand(stride, spatial), pads=pads + pads,
+                    dilations=expand(dilation, spatial), group=int(groups),
+                    output_padding=expand(output_padding, spatial))
+
+    return batched(g, input, spatial, run)
+
+
+@register("aten::conv_transpose1d.default")
+def aten_conv_transpose1d(g, input, weight, bias=None, stride=[1], padding=[0], output_padding=[0], groups=1,
+                          dilation=[1]):
+    """conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=[1], SymInt[1] padding=[0], SymInt[1] output_padding=[0], SymInt groups=1, SymInt[1] dilation=[1]) -> Tensor"""
+    return conv_transpose(g, input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+@register("aten::conv_transpose2d.input")
+def aten_conv_transpose2d(g, input, weight, bias=None, stride=[1, 1], padding=[0, 0], output_padding=[0, 0], groups=1,
+                          dilation=[1, 1]):
+    """conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=[1, 1], SymInt[2] padding=[0, 0], SymInt[2] output_padding=[0, 0], SymInt groups=1, SymInt[2] dilation=[1, 1]) -> Tensor"""
+    return conv_transpose(g, input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+@register("aten::conv_transpose3d.input")
+def aten_conv_transpose3d(g, input, weight, bias=None, stride=[1, 1, 1], padding=[0, 0, 0],
+                          output_padding=[0, 0, 0], groups=1, dilation=[1, 1, 1]):
+    """conv_transpose3d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=[1, 1, 1], SymInt[3] padding=[0, 0, 0], SymInt[3] output_padding=[0, 0, 0], SymInt groups=1, SymInt[3] dilation=[1, 1, 1]) -> Tensor"""
+    return conv_transpose(g, input, weight, bias, stride, padding, output_padding, groups, dilation)

@@ -113,9 +113,16 @@ class Concat(Kernel):
         return (torch.cat(inputs, self.axis),)
 
 
-def _split(x: torch.Tensor, axis: int, split: list[int] | None, outputs: int, num_outputs: int | None = None):
+def _outputs(kernel: Kernel) -> int | None:
+    """The node's output count; None when the kernel runs without a node (constant folding)."""
+    return None if kernel.node is None else len(kernel.node.output)
+
+
+def _split(x: torch.Tensor, axis: int, split: list[int] | None, outputs: int | None, num_outputs: int | None = None):
     if split is None:
         n = num_outputs or outputs
+        if n is None:
+            raise ValueError("Split with neither `split` nor num_outputs needs its node's output count")
         size = x.shape[axis]
         chunk = math.ceil(size / n) if num_outputs else size // n
         split = [chunk] * (n - 1) + [size - chunk * (n - 1)]
@@ -130,7 +137,7 @@ class Split2(Kernel):
         self.axis, self.split = axis, split
 
     def run(self, x):
-        return _split(x, self.axis, self.split, len(self.node.output))
+        return _split(x, self.axis, self.split, _outputs(self))
 
 
 class Split13(Kernel):
@@ -140,7 +147,7 @@ class Split13(Kernel):
         self.axis = axis
 
     def run(self, x, split=None):
-        return _split(x, self.axis, int_list(split), len(self.node.output))
+        return _split(x, self.axis, int_list(split), _outputs(self))
 
 
 class Split18(Kernel):
@@ -152,7 +159,7 @@ class Split18(Kernel):
         self.axis, self.num_outputs = axis, num_outputs
 
     def run(self, x, split=None):
-        return _split(x, self.axis, int_list(split), len(self.node.output), self.num_outputs)
+        return _split(x, self.axis, int_list(split), _outputs(self), self.num_outputs)
 
 
 def _slice(x: torch.Tensor, starts, ends, axes, steps) -> torch.Tensor:
