@@ -31,7 +31,7 @@ _ONNX_TO_TORCH = {v: k for k, v in _TORCH_TO_ONNX.items()}
 
 # Complex tensors are carried in the graph as real tensors with a trailing axis of 2 (real, imaginary):
 # onnxruntime has no kernels for ONNX's complex element types.
-_REAL_PART = {torch.complex64: torch.float32, torch.complex128: torch.float64}
+_REAL_PART = {torch.complex32: torch.float16, torch.complex64: torch.float32, torch.complex128: torch.float64}
 _COMPLEX_OF = {v: k for k, v in _REAL_PART.items()}
 
 
@@ -41,10 +41,10 @@ def real_part(dtype: torch.dtype) -> torch.dtype:
 
 
 def complex_of(dtype: torch.dtype) -> torch.dtype:
-    """The complex dtype whose parts are `dtype` (float32 -> complex64); float16/bfloat16 widen to complex64."""
+    """The complex dtype whose parts are `dtype` (float32 -> complex64); bfloat16 widens to complex64."""
     if dtype in _COMPLEX_OF:
         return _COMPLEX_OF[dtype]
-    if dtype in (torch.float16, torch.bfloat16):
+    if dtype == torch.bfloat16:
         return torch.complex64
     raise TypeError(f"no complex dtype has {dtype} parts")
 

@@ -298,3 +298,20 @@ def test_assigning_a_global_tensor_is_an_error_and_leaves_the_global_alone():
     assert line_of(AssignsGlobal.forward, "state = x + 1") in str(info.value)
     assert "state.copy_(" in str(info.value)
     assert state is None
+
+
+def test_an_input_named_input_can_be_written():
+    """FX renames a placeholder that shadows a builtin (`input` -> `input_1`); the export goes by the
+    input's own name."""
+
+    class Scale(torch.nn.Module):
+        def forward(self, input, type):
+            input.mul_(2)
+            return input + type
+
+    x, y = torch.randn(3), torch.randn(3)
+    exported = aten2onnx.export(Scale(), (x.clone(), y))
+    assert exported.input_names == ["input", "type"]
+    ours, theirs = x.clone(), x.clone()
+    torch.testing.assert_close(exported.run(ours, y), Scale()(theirs, y))
+    torch.testing.assert_close(ours, theirs)

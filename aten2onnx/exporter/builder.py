@@ -340,7 +340,7 @@ class GraphBuilder:
             return None
         if sum(v.const.numel() for v in inputs if v is not None) > FOLD_LIMIT:
             return None
-        results = self._evaluator(op_type, self.opset, [None if v is None else v.const for v in inputs], attrs)
+        results = self._evaluator(op_type, self.opset, [None if v is None else v.const for v in inputs], attrs, outputs)
         if results is None or any(r.numel() > FOLD_LIMIT for r in results):
             return None
         values = tuple(self._const_tensor(r.contiguous()) for r in results)
@@ -409,8 +409,6 @@ class GraphBuilder:
 def carrier(tensor: torch.Tensor) -> tuple[torch.Tensor, bool]:
     """(the tensor as the graph holds it, whether it is complex): complex as real pairs."""
     if tensor.is_complex():
-        if tensor.dtype not in (torch.complex64, torch.complex128):
-            raise TypeError(f"{tensor.dtype} has no ONNX element type; use complex64")
         return torch.view_as_real(tensor.resolve_conj().contiguous()), True
     return tensor, False
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import math
 import os
 import traceback
 from typing import Any, Callable, Iterator
@@ -109,6 +110,67 @@ def _corrcoef(input: torch.Tensor) -> torch.Tensor:
     return torch.clamp(c, -1, 1) if not c.is_complex() else torch.complex(torch.clamp(c.real, -1, 1), torch.clamp(c.imag, -1, 1))
 
 
+def _gaussian_nll_loss(input: torch.Tensor, target: torch.Tensor, var: torch.Tensor, full: bool = False,
+                       eps: float = 1e-6, reduction: str = "mean") -> torch.Tensor:
+    """F.gaussian_nll_loss with a tensor var, as torch computes it, but for the check that var has no
+    negative entry: torch raises on `torch.any(var < 0)`, a bool read from data, which torch.export can
+    only carry as a runtime assertion, and an exported graph drops those (translate._ASSERTIONS: ONNX has
+    no op that stops a run). Dropped, the graph would clamp a negative var to eps and return a finite
+    loss where eager raises; instead the whole result is NaN then, which no valid input gives (var is
+    clamped to eps > 0 before the log). The shape checks read sizes only, so they stay as torch has them."""
+    negative = torch.any(var < 0)
+    if var.size() != input.size():
+        if input.size()[:-1] == var.size():  # one var per row of the last dim
+            var = torch.unsqueeze(var, -1)
+        elif not (input.ndim == var.ndim
+                  and sum(y for x, y in zip(input.size(), var.size(), strict=True) if x != y) == 1):
+            raise ValueError("var is of incorrect size")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
+    # torch clamps a clone in place under no_grad, so that the gradient passes unclamped, and adds the
+    # constant in place; an exported graph has no gradient, and out of place the values are the same
+    var = var.clamp(min=eps)
+    loss = 0.5 * (torch.log(var) + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    loss = loss.mean() if reduction == "mean" else loss.sum() if reduction == "sum" else loss
+    return torch.where(negative, math.nan, loss)
+
+
+def _narrow(input: torch.Tensor, dim: int, start: torch.Tensor, length: int) -> torch.Tensor:
+    """narrow at a start held in a 0-d tensor. narrow.Tensor reads the start inside ATen, where
+    torch.export cannot bind it to the graph (PendingUnbackedSymbolNotFound); here `.item()` reads it in
+    the graph, and the rest is narrow.default's: a negative start counts from the end, the range is
+    checked as eager checks it (runtime assertions, which an exported graph drops like every
+    torch._check), and the result is a slice, a view of input, so writes through it reach input."""
+    dim = dim + input.dim() if dim < 0 else dim
+    size = input.shape[dim]
+    value = start.long().item()  # as narrow.Tensor reads it: item<int64_t>()
+    torch._check_index((-size <= value) & (value <= size),
+                       lambda: f"start out of range (expected to be in range of [{-size}, {size}], but got {value})")
+    value = torch.sym_ite(value < 0, value + size, value)
+    torch._check(value >= 0)
+    torch._check(length >= 0, lambda: "narrow(): length must be non-negative.")
+    torch._check(value + length <= size, lambda: f"start ({value}) + length ({length}) exceeds dimension size ({size}).")
+    out = input[(slice(None),) * dim + (slice(value, value + length),)]
+    torch._check(out.shape[dim] == length)  # the slice's size is the length, not a new unbacked symbol
+    return out
+
+
+def _floating_var(args: tuple, kwargs: dict) -> bool:
+    """Whether a gaussian_nll_loss call's var is a floating tensor (a number needs nothing; eager
+    rejects an integer tensor when it clamps it in place)."""
+    var = args[2] if len(args) > 2 else kwargs.get("var")
+    return isinstance(var, torch.Tensor) and var.is_floating_point()
+
+
+def _tensor_start(args: tuple, kwargs: dict) -> bool:
+    """Whether a narrow call starts at a 0-d integer tensor (any other tensor start is eager's error)."""
+    start = args[2] if len(args) > 2 else kwargs.get("start")
+    return (isinstance(start, torch.Tensor) and start.dim() == 0 and start.dtype != torch.bool
+            and not start.dtype.is_floating_point and not start.dtype.is_complex)
+
+
 class _DataDependentChecks(TorchFunctionMode):
     """Functions torch.export cannot trace because they compute a Python bool from tensor values
     (aten.equal has no fake kernel: its output depends on data), traced as equivalents during
@@ -116,7 +178,9 @@ class _DataDependentChecks(TorchFunctionMode):
     a symbolic bool the graph carries: returned, it is a graph output; branched on, torch.export
     reports the branch. torch.cov and torch.corrcoef (which call equal to check arguments) become
     their formulas. one_hot without num_classes and tensor_split at indices held in a tensor read
-    their sizes from data: they become symbolic sizes."""
+    their sizes from data: they become symbolic sizes. gaussian_nll_loss raises on negative variances
+    read from data: its result becomes NaN there. narrow at a start held in a tensor reads the start
+    where torch.export does not see it: the start becomes a symbolic int."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -143,6 +207,10 @@ class _DataDependentChecks(TorchFunctionMode):
             return _cov(*args, **kwargs)
         if func in (torch.corrcoef, torch.Tensor.corrcoef):
             return _corrcoef(*args, **kwargs)
+        if func is torch.nn.functional.gaussian_nll_loss and _floating_var(args, kwargs):
+            return _gaussian_nll_loss(*args, **kwargs)
+        if func in (torch.narrow, torch.Tensor.narrow) and _tensor_start(args, kwargs):
+            return _narrow(*args, **kwargs)
         return func(*args, **kwargs)
 
 

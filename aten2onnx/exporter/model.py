@@ -251,7 +251,7 @@ def _as_complex(x: Any) -> Any:
     """Real pairs (trailing axis of 2) as a complex tensor or array of the same library."""
     if isinstance(x, torch.Tensor):
         return _dtypes.from_pairs(x)
-    x = np.ascontiguousarray(x)
+    x = np.ascontiguousarray(x if x.dtype != np.float16 else x.astype(np.float32))  # numpy has no complex32
     return x.view(np.complex64 if x.dtype == np.float32 else np.complex128)[..., 0]
 
 

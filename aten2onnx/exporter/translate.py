@@ -133,7 +133,7 @@ class Translator:
         for node in self.gm.graph.nodes:
             if node.op != "placeholder":
                 continue
-            spec = specs[node.name]
+            spec = specs[node.target]  # the input's own name; FX renames a placeholder `input` to `input_1`
             if spec.kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR):
                 tensor = self.ep.state_dict.get(spec.target)
                 if tensor is None:
@@ -143,10 +143,10 @@ class Translator:
             elif spec.kind == InputKind.USER_INPUT:
                 val = node.meta.get("val")
                 if isinstance(val, torch.Tensor):
-                    name = names[len(user_inputs)] if len(user_inputs) < len(names) else node.name
+                    name = names[len(user_inputs)] if len(user_inputs) < len(names) else node.target
                     value = self.g.input(name, val.dtype, tuple(dim_of(d) for d in val.shape))
                     self.env[node] = value
-                    self.state_values[("input", node.name)] = value
+                    self.state_values[("input", node.target)] = value
                     user_inputs.append(value)
                 else:
                     # A non-tensor input torch.export specialized: its example value is baked in.
@@ -322,13 +322,13 @@ class Translator:
             self._rebind_written(node, target, result)
 
     def _check_result_dtypes(self, node: torch.fx.Node, target: Any, source: str) -> None:
-        """A result no ONNX element type can hold (complex32, quantized, bits) cannot be exported,
+        """A result no ONNX element type can hold (quantized, bits) cannot be exported,
         not even as a fallback node: say so at the node that makes it."""
         for val in _leaves(node.meta.get("val")):
-            if isinstance(val, torch.Tensor) and not _dtypes.has_onnx(val.dtype):
-                wider = {torch.complex32: "complex64"}.get(val.dtype, "a dtype ONNX has (float32, int64, ...)")
+            if isinstance(val, torch.Tensor) and not _dtypes.has_onnx(_dtypes.real_part(val.dtype)):
                 raise ExportError(f"node {node.name!r} ({_registry.overload_key(target)}) at {source or '?'} makes a "
-                                  f"{val.dtype} tensor, which ONNX has no element type for; use {wider} in the model there")
+                                  f"{val.dtype} tensor, which ONNX has no element type for; use a dtype ONNX has "
+                                  "(float32, int64, ...) in the model there")
 
     def _empty_result(self, node: torch.fx.Node, target: Any) -> Any:
         """A pure op whose every result is a tensor of static shape with no elements computes nothing:

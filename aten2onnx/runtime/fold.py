@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import onnx
 import torch
 
 from aten2onnx.runtime.kernel import SessionContext, find_kernel
@@ -14,9 +15,9 @@ _NEVER = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "Random
                     "Bernoulli", "Dropout", "If", "Loop", "Scan"})
 
 
-def evaluate_constant(op_type: str, opset: int, inputs: list[torch.Tensor | None], attrs: dict[str, Any]
-                      ) -> tuple[torch.Tensor, ...] | None:
-    """The node's outputs on constant inputs, or None when it cannot be folded here."""
+def evaluate_constant(op_type: str, opset: int, inputs: list[torch.Tensor | None], attrs: dict[str, Any],
+                      outputs: int = 1) -> tuple[torch.Tensor, ...] | None:
+    """The node's `outputs` outputs on constant inputs, or None when it cannot be folded here."""
     from aten2onnx.runtime import ops  # noqa: F401  (registers the kernels)
 
     if op_type in _NEVER:
@@ -24,7 +25,9 @@ def evaluate_constant(op_type: str, opset: int, inputs: list[torch.Tensor | None
     cls = find_kernel("", op_type, opset)
     if cls is None:
         return None
-    kernel = cls(SessionContext(_CPU, {"": opset}, ()), None, **attrs)
+    # a node of the right arity: some kernels (Split) size their results by it
+    node = onnx.helper.make_node(op_type, [], [f"out{i}" for i in range(outputs)])
+    kernel = cls(SessionContext(_CPU, {"": opset}, ()), node, **attrs)
     with torch.inference_mode():
         results = kernel.run(*inputs)
     return tuple(r.clone() if r.is_inference() else r for r in results)

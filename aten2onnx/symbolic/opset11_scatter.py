@@ -154,6 +154,7 @@ def slice_scatter(g: GraphBuilder, self: Value, src: Value, dim: int, start, end
         limit = dim_size(g, self, dim)
         bounds = [_clamp_index(g, v, limit) for v in (start, end)]
         rows = g.op("Range", bounds[0], bounds[1], g.const(step, dtype=torch.int64) if isinstance(step, int) else step)
+        rows.shape = (src.shape[dim] if src.shape is not None else None,)  # as many rows as src has along dim
     return index_along(g, self, dim, rows, src, reduction=None)
 
 
@@ -167,8 +168,11 @@ def _clamp_index(g: GraphBuilder, value, size) -> Value:
     v = value if isinstance(value, Value) else g.const(value, dtype=torch.int64)
     n = size if isinstance(size, Value) else g.const(size, dtype=torch.int64)
     v = cast(g, v, torch.int64)
-    v = g.op("Where", g.op("Less", v, g.const(0, dtype=torch.int64)), g.op("Add", v, n), v)
-    return g.op("Min", g.op("Max", v, g.const(0, dtype=torch.int64)), n)
+    zero = g.const(0, dtype=torch.int64)
+    v = g.op("Where", g.op("Less", v, zero), g.op("Add", v, n), v)
+    # Where, not Max/Min: onnxruntime takes int64 Max/Min from opset 12 only
+    v = g.op("Where", g.op("Less", v, zero), zero, v)
+    return g.op("Where", g.op("Less", n, v), n, v)
 
 
 @register("aten::slice_scatter.default")

@@ -699,30 +699,134 @@ def aten_linalg_tensorsolve(g, self, other, dims=None):
     return reshape(g, x, result_shape)
 
 
-# Largest 1-norm for which the degree-18 Taylor polynomial is exact to the working precision (eager's
-# thetas for its degree-18 approximation); larger matrices are scaled by 2^-s, then squared s times.
-THETA_18 = {torch.float32: 3.010066362817634, torch.float64: 1.090863719290036}
+# -- matrix exponential --------------------------------------------------------------------------------------
+# Eager's algorithm (ATen LinearAlgebra.cpp after Bader, Blanes & Casas, "Computing the matrix exponential
+# with an optimized Taylor polynomial approximation", 2019): an optimized Taylor polynomial of degree
+# 1, 2, 4, 8, 12 or 18 chosen by the 1-norm, degree 18 with scaling and squaring above the last threshold.
+# Its coefficients, thresholds and order of operations are eager's, rounded to the working dtype as
+# eager's are: a float32 result that cancels (a small entry of a matrix with large ones) then rounds as
+# eager's does. Computing in float64 would come closer to the exact exponential and further from eager.
+
+# The largest 1-norm each degree covers, per working dtype (eager's thetas).
+MEXP_THETAS = {
+    torch.float32: (1.192092800768788e-07, 5.978858893805233e-04, 5.116619363445086e-02, 5.800524627688768e-01,
+                    1.461661507209034e+00, 3.010066362817634e+00),
+    torch.float64: (2.220446049250313e-16, 2.580956802971767e-08, 3.397168839976962e-04, 4.991228871115323e-02,
+                    2.996158913811580e-01, 1.090863719290036e+00),
+}
+# Row i: B_i as a combination of (I, A, A^2, A^3).
+MEXP_T12 = ((9.0198e-16, 0.46932117595418237389, -0.20099424927047284052, -0.04623946134063071740),
+            (5.31597895759871264183, 1.19926790417132231573, 0.01179296240992997031, 0.01108844528519167989),
+            (0.18188869982170434744, 0.05502798439925399070, 0.09351590770535414968, 0.00610700528898058230),
+            (-2.0861320e-13, -0.13181061013830184015, -0.02027855540589259079, -0.00675951846863086359))
+# Row i: B_i as a combination of (I, A, A^2, A^3, A^6).
+MEXP_T18 = ((0., -1.00365581030144618291e-01, -8.02924648241156932449e-03, -8.92138498045729985177e-04, 0.),
+            (0., 3.97849749499645077844e-01, 1.36783778460411720168e+00, 4.98289622525382669416e-01,
+             -6.37898194594723280150e-04),
+            (-1.09676396052962061844e+01, 1.68015813878906206114e+00, 5.71779846478865511061e-02,
+             -6.98210122488052056106e-03, 3.34975017086070470649e-05),
+            (-9.04316832390810593223e-02, -6.76404519071381882256e-02, 6.75961301770459654925e-02,
+             2.95552570429315521194e-02, -1.39180257516060693404e-05),
+            (0., 0., -9.23364619367118555360e-02, -1.69364939002081722752e-02, -1.40086798182036094347e-05))
 
 
-def taylor_exp(g: GraphBuilder, x: Value, batch: int, n: int) -> Value:
-    """sum_{k<=18} x^k / k! on a [batch, n, n] stack, by Paterson-Stockmeyer in x^4: 7 products."""
-    powers = [None, x]
-    for _ in range(3):
-        powers.append(g.op("MatMul", powers[-1], x))
-    coefficient = [1 / math.factorial(k) for k in range(19)]
+def rounded(value: float, dtype: torch.dtype) -> float:
+    return torch.tensor(value, dtype=torch.float64).to(dtype).item()
 
-    def block(j: int) -> Value:
-        """sum_{i<4} c[4j+i] x^i."""
-        out = g.const(torch.eye(n, dtype=x.dtype) * coefficient[4 * j])
-        for i in range(1, 4):
-            if 4 * j + i < len(coefficient):
-                out = g.op("Add", out, g.op("Mul", powers[i], g.const(coefficient[4 * j + i], dtype=x.dtype)))
-        return out
 
-    result = block(4)
-    for j in range(3, -1, -1):
-        result = g.op("Add", g.op("MatMul", result, powers[4]), block(j))
-    return result
+def t8_coefficients(dtype: torch.dtype) -> tuple[float, ...]:
+    """x1..x7 and y2 of the degree-8 approximant as eager computes them: sqrt(177) and 2/3 rounded to
+    the working dtype, each expression in double, then rounded."""
+    r = functools.partial(rounded, dtype=dtype)
+    sqrt_177, x3 = r(0.1330413469565007072504e+2), r(2.0 / 3.0)
+    return tuple(r(v) for v in (x3 * ((1 + sqrt_177) / 88), x3 * ((1 + sqrt_177) / 352), x3,
+                                (-271 + 29 * sqrt_177) / (315 * x3), (-11 + 11 * sqrt_177) / (1260 * x3),
+                                (-99 + 11 * sqrt_177) / (5040 * x3), (89 - sqrt_177) / (5040 * x3),
+                                (857 - 58 * sqrt_177) / 630))
+
+
+def matrix_product(g: GraphBuilder, a: Value, b: Value, n: int) -> Value:
+    """a @ b for [B, n, n] stacks, rounded as eager's bmm rounds it. Eager multiplies small matrices
+    (n^3 < 400) with its own loop, summing the products in index order (baddbmm_cpu_kernel), and leaves
+    larger ones to BLAS. MatMul sums in the runtime's own order, and squaring magnifies a difference of
+    one rounding beyond float32 tolerances wherever the exponential cancels; so a small product is that
+    loop unrolled, a larger one MatMul, whose order is as much the runtime's as eager's is BLAS's."""
+    if n ** 3 >= 400:
+        return g.op("MatMul", a, b)
+    out = None
+    for k in range(n):
+        index = g.const([k], dtype=I64)
+        term = g.op("Mul", g.op("Gather", a, index, axis=2), g.op("Gather", b, index, axis=1))
+        out = term if out is None else g.op("Add", out, term)
+    return out
+
+
+class MatrixPowers:
+    """A, A^2, A^3, A^6 of a [B, n, n] stack, each made when first asked for, as eager makes them."""
+
+    def __init__(self, g: GraphBuilder, a: Value, n: int) -> None:
+        self.g, self.n = g, n
+        self.made = {1: a}
+
+    def __getitem__(self, k: int) -> Value:
+        if k not in self.made:
+            left, right = {2: (1, 1), 3: (1, 2), 6: (3, 3)}[k]
+            self.made[k] = matrix_product(self.g, self[left], self[right], self.n)
+        return self.made[k]
+
+
+def combination(g: GraphBuilder, terms: list[Value | None], coefficients, n: int, dtype: torch.dtype) -> Value:
+    """sum_j c_j terms_j, summed in order as eager's _compute_linear_combination; a None term is I. Zero
+    coefficients are left out (adding an exact 0 changes nothing)."""
+    out = None
+    for term, c in zip(terms, coefficients):
+        if c == 0:
+            continue
+        if term is None:
+            product = g.const(torch.eye(n, dtype=dtype) * rounded(c, dtype))
+        elif c == 1:
+            product = term
+        else:
+            product = g.op("Mul", term, g.const(rounded(c, dtype), dtype=dtype))
+        out = product if out is None else g.op("Add", out, product)
+    return out
+
+
+def mexp_t1(g: GraphBuilder, p: MatrixPowers, dtype: torch.dtype) -> Value:
+    return combination(g, [None, p[1]], (1, 1), p.n, dtype)
+
+
+def mexp_t2(g: GraphBuilder, p: MatrixPowers, dtype: torch.dtype) -> Value:
+    return combination(g, [None, p[1], p[2]], (1, 1, 0.5), p.n, dtype)
+
+
+def mexp_t4(g: GraphBuilder, p: MatrixPowers, dtype: torch.dtype) -> Value:
+    """I + A + A^2 (I/2 + A/6 + A^2/24)."""
+    tail = matrix_product(g, p[2], combination(g, [None, p[1], p[2]], (1 / 2, 1 / 6, 1 / 24), p.n, dtype), p.n)
+    return combination(g, [None, p[1], tail], (1, 1, 1), p.n, dtype)
+
+
+def mexp_t8(g: GraphBuilder, p: MatrixPowers, dtype: torch.dtype) -> Value:
+    """I + A + y2 A^2 + A8, A8 = (x3 A^2 + A4)(x4 I + x5 A + x6 A^2 + x7 A4), A4 = A^2 (x1 A + x2 A^2)."""
+    x1, x2, x3, x4, x5, x6, x7, y2 = t8_coefficients(dtype)
+    a4 = matrix_product(g, p[2], combination(g, [p[1], p[2]], (x1, x2), p.n, dtype), p.n)
+    a8 = matrix_product(g, combination(g, [p[2], a4], (x3, 1), p.n, dtype),
+                        combination(g, [None, p[1], p[2], a4], (x4, x5, x6, x7), p.n, dtype), p.n)
+    return combination(g, [None, p[1], p[2], a8], (1, 1, y2, 1), p.n, dtype)
+
+
+def mexp_t12(g: GraphBuilder, p: MatrixPowers, dtype: torch.dtype) -> Value:
+    """B0 + (B1 + A6) A6, A6 = B2 + B3 B3."""
+    b = [combination(g, [None, p[1], p[2], p[3]], row, p.n, dtype) for row in MEXP_T12]
+    a6 = g.op("Add", b[2], matrix_product(g, b[3], b[3], p.n))
+    return g.op("Add", b[0], matrix_product(g, g.op("Add", b[1], a6), a6, p.n))
+
+
+def mexp_t18(g: GraphBuilder, p: MatrixPowers, dtype: torch.dtype) -> Value:
+    """B1 + (B2 + A9) A9, A9 = B3 + B0 B4."""
+    b = [combination(g, [None, p[1], p[2], p[3], p[6]], row, p.n, dtype) for row in MEXP_T18]
+    a9 = g.op("Add", b[3], matrix_product(g, b[0], b[4], p.n))
+    return g.op("Add", b[1], matrix_product(g, g.op("Add", b[2], a9), a9, p.n))
 
 
 @register("aten::matrix_exp.default", "aten::linalg_matrix_exp.default")
@@ -737,27 +841,38 @@ def aten_matrix_exp(g, self):
         return g.op("Exp", self)  # as eager
     count = math.prod(batch)
     dtype = torch.float64 if self.dtype == torch.float64 else torch.float32
+    thetas = MEXP_THETAS[dtype]
     a = flatten(g, cast(g, self, dtype), batch, [n, n])
     # the 1-norm: the largest column sum of magnitudes
     col_sums = g.op("MatMul", g.const(torch.ones(1, n, dtype=dtype)), g.op("Abs", a))  # [count, 1, n]
     col_sums = reshape(g, col_sums, [count, n, 1])
     widest = g.op("ArgMax", col_sums, axis=1, keepdims=0)
     norm = gather_rows(g, col_sums, widest, count, n, 1)  # [count, 1, 1]
-    # s = max(0, ceil(log2(norm / theta))); 0 for a non-finite norm, whose result is not finite anyway
-    s = g.op("Ceil", g.op("Div", g.op("Log", g.op("Div", norm, g.const(THETA_18[dtype], dtype=dtype))),
+    # s = max(0, ceil(log2(norm / theta_18))); 0 for a non-finite norm, whose result is not finite anyway
+    s = g.op("Ceil", g.op("Div", g.op("Log", g.op("Div", norm, g.const(thetas[-1], dtype=dtype))),
                           g.const(math.log(2.0), dtype=dtype)))
     finite = g.op("And", g.op("Greater", s, g.const(0, dtype=dtype)),
                   g.op("Less", norm, g.const(math.inf, dtype=dtype)))
     s = g.op("Where", finite, s, g.const(0, dtype=dtype))
-    scaled = g.op("Mul", a, g.op("Pow", g.const(0.5, dtype=dtype), s))
+    # s is 0 below theta_18, so the scaled stack is the input exactly wherever a lower degree is chosen
+    powers = MatrixPowers(g, g.op("Mul", a, g.op("Pow", g.const(0.5, dtype=dtype), s)), n)
     squarings = cast(g, s, I64)
 
     def step(body: GraphBuilder, i: Value, state: list[Value]) -> list[Value]:
         (r,) = state
-        return [body.op("Where", body.op("Less", i, squarings), body.op("MatMul", r, r), r)]
+        return [body.op("Where", body.op("Less", i, squarings), matrix_product(body, r, r, n), r)]
 
     trips = g.op("ReduceMax", squarings, keepdims=0)
-    result = loop(g, trips, [taylor_exp(g, scaled, count, n)], step, name="squaring")[0]
+    result = loop(g, trips, [mexp_t18(g, powers, dtype)], step, name="squaring")[0]
+    if count == 1:
+        # eager picks the degree by the norm for a single matrix only (a batch always takes degree 18);
+        # degree 18 from theta_12 on, each lower degree up to its theta
+        approximants = (mexp_t1, mexp_t2, mexp_t4, mexp_t8, mexp_t12)
+        result = g.op("Where", g.op("Less", norm, g.const(thetas[4], dtype=dtype)),
+                      mexp_t12(g, powers, dtype), result)
+        for theta, approximant in reversed(list(zip(thetas[:4], approximants))):
+            result = g.op("Where", g.op("Greater", norm, g.const(theta, dtype=dtype)), result,
+                          approximant(g, powers, dtype))
     # a matrix with a NaN is all NaN, as eager
     nans = g.op("MatMul", g.op("MatMul", g.const(torch.ones(1, n, dtype=dtype)), cast(g, g.op("IsNaN", a), dtype)),
                 g.const(torch.ones(n, 1, dtype=dtype)))
