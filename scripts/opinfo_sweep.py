@@ -173,7 +173,8 @@ def run_sample(ep, inputs: list, expected: list, opset: int, dtype_name: str) ->
         names = {i.name for i in sess.get_inputs()}
         # only the user outputs: the model also returns the new values of inputs it writes
         got = sess.run(list(exported.output_names),
-                       exported.carried_inputs({k: v.detach().numpy() for k, v in feeds.items() if k in names}))
+                       exported.carried_inputs({k: v.detach().resolve_conj().resolve_neg().numpy()
+                                                for k, v in feeds.items() if k in names}))
         got = carried_outputs(exported, got)
     except Exception as e:
         raise Failure("ORT error", short(e)) from e

@@ -412,10 +412,12 @@ class Translator:
     def _finish(self, node: torch.fx.Node, result: Any, first_new: int) -> Any:
         """Name the handler's outputs after the FX node and give them the dtype/shape FX knows."""
         val = node.meta.get("val")
+        made = {id(out) for n in self.g.nodes[first_new:] for out in n.outputs}
         if isinstance(result, Value):
-            result = self._tagged(result, val)
+            result = self._tagged(result, val, made)
         elif isinstance(result, (tuple, list)) and isinstance(val, (tuple, list)):
-            result = type(result)(self._tagged(res, v) if isinstance(res, Value) else res for res, v in zip(result, val))
+            result = type(result)(self._tagged(res, v, made) if isinstance(res, Value) else res
+                                  for res, v in zip(result, val))
         elif result is None and val is not None and not isinstance(val, (int, float, bool)):
             raise TypeError("the handler returned None; a handler must return its output Value(s) or raise")
         new = {id(out) for n in self.g.nodes[first_new:] for out in n.outputs}
@@ -427,10 +429,11 @@ class Translator:
                     self._stamp(res, v, f"{node.name}.{i}", new)
         return result
 
-    def _tagged(self, value: Value, val: Any) -> Value:
-        """A handler's result, read as complex exactly where FX's result is complex: a handler may
-        hand back a constant or an input it did not make (view_as_real returns its input)."""
-        if not isinstance(val, torch.Tensor) or value.complex == val.dtype.is_complex:
+    def _tagged(self, value: Value, val: Any, made: set[int]) -> Value:
+        """A handler's result, read as complex exactly where FX's result is complex: a value the
+        handler made is stamped so; a constant or an input it did not make (view_as_real returns its
+        input) is retagged."""
+        if not isinstance(val, torch.Tensor) or value.complex == val.dtype.is_complex or id(value) in made:
             return value
         return self.g.retag(value, complex=val.dtype.is_complex)
 

@@ -41,7 +41,8 @@ def _combine(higher: torch.dtype | None, lower: torch.dtype | None) -> torch.dty
     if higher.is_complex:
         return higher
     if lower.is_complex:
-        return torch.promote_types(higher, lower) if higher.is_floating_point else lower
+        # the complex type of the higher group's precision: float32 with complex128 -> complex64
+        return _dtypes.complex_of(higher) if higher.is_floating_point else lower
     if higher.is_floating_point:
         return higher
     if higher == torch.bool or lower.is_floating_point:

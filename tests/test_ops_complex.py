@@ -1,0 +1,262 @@
+"""Complex tensors through the complex symbolics (symbolic/opset9_complex.py), carried as real pairs:
+conversions and creation, layout on the carrier, arithmetic with torch's type promotion (complex Python
+scalars, real operands, mixed precision), elementwise functions at their edge values (signed zeros,
+infinities, NaN, huge parts), reductions and products; compared with eager in onnxruntime and
+aten2onnx.runtime at opsets before and after the axes inputs (13, 18); LLaMA's rotary embedding and
+complex weights end to end; and the OpInfos exporting natively."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from optable import Entry, assert_opinfo_native, cases, run_both
+
+C64, C128 = torch.complex64, torch.complex128
+COMPLEX = (C64, C128)
+INF, NAN = math.inf, math.nan
+# before and after Squeeze/Unsqueeze/ReduceSum take axes as inputs (13), the other reductions (18)
+OPSETS = (9, 13, 18)
+
+
+def z(*shape):
+    """A complex sample maker: random parts of the given shape."""
+    return lambda dtype: (torch.randn(shape, dtype=dtype),)
+
+
+def zx(a, b):
+    """A complex tensor and a real one of the complex dtype's part type."""
+    return lambda dtype: (torch.randn(a, dtype=dtype), torch.randn(b, dtype=dtype.to_real()))
+
+
+def zz(a, b):
+    return lambda dtype: (torch.randn(a, dtype=dtype), torch.randn(b, dtype=dtype))
+
+
+def edges(dtype):
+    """Every pair of parts from signed zeros, ones, infinities, NaN, tiny and huge values."""
+    parts = [0.0, -0.0, 1.0, -1.0, 2.5, -3.0, INF, -INF, NAN, 1e30, -1e-30]
+    return (torch.tensor([complex(a, b) for a in parts for b in parts], dtype=dtype),)
+
+
+def huge(dtype):
+    """Parts whose squares overflow (float32) or are subnormal."""
+    big = torch.finfo(dtype.to_real()).max / 2
+    return (torch.tensor([complex(big, big), complex(-big, 1.0), complex(1e-30, -1e-30), complex(3.0, -4.0)], dtype=dtype),)
+
+
+CONVERSIONS = [
+    Entry("to_dtypes", lambda a: (a.to(C128), a.to(torch.float32), a.to(torch.bool), a.to(torch.int64), a.cdouble().cfloat()),
+          [lambda d: (torch.tensor([0j, 1j, -0.0 - 0j, 2.5 - 1j, complex(NAN, 0)], dtype=d),)], COMPLEX),
+    Entry("real_to_complex", lambda x: (x.cfloat(), x.cdouble(), x.to(C64) * 2, torch.complex(x, -x), torch.polar(x.abs(), x)),
+          [lambda d: (torch.randn(3, 4, dtype=d),)], (torch.float32, torch.float64)),
+    Entry("type_as_views", lambda a, x: (x.type_as(a), a.real.type_as(x), a.clone(), a.contiguous(), a.conj(),
+                                         a.conj_physical(), a.resolve_conj(), a.resolve_neg(), torch.view_as_real(a.conj().resolve_conj()),
+                                         a.imag, torch.view_as_complex(torch.view_as_real(a) * 2)),
+          [zx((3, 4), (3, 4))], COMPLEX),
+    Entry("creation", lambda a: (torch.zeros_like(a), torch.ones_like(a), torch.full_like(a, 2 - 1j), a.new_zeros(2),
+                                 a.new_full((2, 3), 1j), torch.zeros_like(a, dtype=torch.float32), torch.full((2,), 1 + 2j) + a[0, :2],
+                                 torch.ones(3, dtype=a.dtype), torch.scalar_tensor(1j, dtype=a.dtype), torch.fill(a, 0.5j)),
+          [z(3, 4)], COMPLEX),
+]
+
+LAYOUT = [
+    Entry("views", lambda a: (a.view(4, 3), a.reshape(-1), a.permute(1, 0), a.transpose(0, 1), a.t(), a.mT, a.mH, a.T,
+                              a.unsqueeze(-1), a[None].squeeze(), a[None].squeeze(0), a.expand(2, 3, 4), a.flatten(),
+                              a.unflatten(1, (2, 2)), a.movedim(0, 1), a.ravel(), a.view_as(a.real)),
+          [z(3, 4)], COMPLEX, opsets=OPSETS),
+    Entry("slices", lambda a: (a[1:, ::2], a[:, 1], a[-1], a.narrow(1, 1, 2), a.split(2, 1), a.chunk(2), a.unbind(1),
+                               torch.split(a, [1, 3], 1), a.flip(0), a.flip(0, 1), a.roll(1), a.roll((1, -1), (0, 1)),
+                               a.repeat(2, 1, 1), a.tile(2)),
+          [z(3, 4)], (C64,), opsets=(10, 13, 18)),
+    Entry("cat_stack", lambda a, x: (torch.cat([a, x], 1), torch.cat([x, a, a]), torch.stack([a, x], -1), torch.stack([a, a]),
+                                     torch.hstack([a, x]), torch.vstack([x, a])),
+          [zx((3, 4), (3, 4))], COMPLEX, opsets=OPSETS),
+    Entry("index", lambda a, i: (a.index_select(1, i), a[i], a[:, i], a[a.real > 0], a[i, i]),
+          [lambda d: (torch.randn(3, 4, dtype=d), torch.tensor([0, 2]))], (C64,), opsets=(11, 18)),
+    Entry("triangles", lambda a: (a.tril(), a.triu(1), a.diagonal(), a.diagonal(1, 1, 0), torch.diag_embed(a),
+                                  torch.diag(a[0]), torch.diag(a)),
+          [z(3, 4)], (C64,), opsets=(9, 14, 18)),
+    Entry("where_pad", lambda a, x: (torch.where(x > 0, a, x), torch.where(x > 0, a, 1j), torch.where(x > 0, 2.0, a),
+                                     a.masked_fill(x > 0, 2 + 1j), a.masked_fill(x < 0, 0.0), F.pad(a, (1, 2)),
+                                     F.pad(a, (1, 1, 0, 2), value=0.5)),
+          [zx((3, 4), (3, 4))], COMPLEX, opsets=OPSETS),
+    Entry("pad_modes", lambda a: (F.pad(a[None], (1, 2), mode="reflect"), F.pad(a[None], (1, 1, 2, 0), mode="replicate"),
+                                  F.pad(a[None], (1, 1), mode="circular")),
+          [z(3, 4)], (C64,), opsets=(9, 18)),
+    Entry("scatter_gather", lambda a, i: (a.gather(1, i), a.scatter(1, i, a * 2), a.index_add(0, i[1], a, alpha=2),
+                                          a.index_fill(1, i[0], 1 - 1j), torch.take(a, i)),
+          [lambda d: (torch.randn(3, 4, dtype=d), torch.tensor([[0, 1, 3], [2, 2, 0], [1, 0, 0]]))], (C64,), opsets=(16, 18)),
+]
+
+ARITHMETIC = [
+    Entry("add_sub", lambda a, x: (a + x, x - a, a.add(x, alpha=2j), a.sub(a, alpha=0.5), torch.rsub(a, x), a - 3, 2 - a,
+                                   a + (1 - 2j), x + 1j),
+          [zx((3, 4), (4,))], COMPLEX, opsets=(9, 18)),
+    Entry("mul_div", lambda a, b, x: (a * b, a * x, x * a, a * 1j, a * 2, 1j * x, a / b, a / x, x / a, a / 2, 2 / a,
+                                      a / (1 + 1j), a.reciprocal(), -a, a.square(), torch.addcmul(a, b, x, value=2),
+                                      torch.lerp(a, b, 0.3)),
+          [lambda d: (torch.randn(3, 4, dtype=d), torch.randn(3, 4, dtype=d), torch.randn(4, dtype=d.to_real()))], COMPLEX,
+          opsets=(9, 18)),
+    # complex64 with float64 tensors is complex128; a complex scalar with a float32 tensor complex64
+    Entry("promotion", lambda a, x, y: (a * x, a + x, x - a, torch.cat([a, x]), torch.where(x > 0, a, x), y * 1j, y + 2j,
+                                        a * torch.tensor(2.0, dtype=torch.float64)),
+          [lambda d: (torch.randn(4, dtype=C64), torch.randn(4, dtype=torch.float64), torch.randn(4))], (C64,), opsets=(9, 18)),
+    Entry("pow", lambda a, b, x: (a ** 2, a ** 3, a ** -2, a ** 0.5, a ** -0.5, a ** 2.5, a ** 0, a ** 1, a ** (1 + 1j),
+                                  a ** b, a ** x, x.abs() ** b, 2.0 ** a, (1 - 1j) ** a, torch.float_power(a, 2)),
+          [lambda d: (torch.randn(5, dtype=d), torch.randn(5, dtype=d), torch.randn(5, dtype=d.to_real()))], COMPLEX,
+          opsets=(9, 18)),
+    Entry("pow_zero_base", lambda a, b: (a ** b, a ** 2.5, a ** 2),
+          [lambda d: (torch.zeros(3, dtype=d), torch.tensor([1 + 1j, 2.5, 0.5 - 3j], dtype=d))], COMPLEX, opsets=(18,)),
+]
+
+FUNCTIONS = [
+    Entry("unary", lambda a: (a.exp(), a.log(), a.sqrt(), a.rsqrt(), a.sin(), a.cos(), a.tan(), a.sinh(), a.cosh(),
+                              a.tanh(), a.sigmoid(), a.sgn(), a.log2(), a.log10(), a.exp2(), a.abs(), a.angle(),
+                              torch.sinc(a)),
+          [z(2, 5)], COMPLEX, opsets=(9, 18)),
+    Entry("inverse_trig", lambda a: (a.asin(), a.acos(), a.atan(), a.asinh(), a.acosh(), a.atanh()),
+          [z(2, 5)], COMPLEX, opsets=(9, 18)),
+    Entry("large_parts", lambda a: (a.tanh(), a.exp().abs().isinf(), (a * 1e-3).sin()),
+          [lambda d: (torch.tensor([40 + 1j, -60 - 2j, 3 + 50j, 0.5 + 0.1j], dtype=d),)], COMPLEX, opsets=(18,)),
+    # C's atan2, hypot and csqrt at signed zeros, infinities and NaN
+    Entry("edges", lambda a: (a.angle(), a.abs(), a.sqrt(), a.isnan(), a.isinf(), a.isfinite(), torch.isreal(a),
+                              a == a.flip(0), a != a.conj(), a.to(torch.bool), torch.view_as_real(a.conj_physical())),
+          [edges], COMPLEX, opsets=(9, 18)),
+    Entry("no_overflow", lambda a: (a.abs(), a.angle(), a.sqrt().abs(), a.log().real, a / a.flip(0), a.reciprocal()),
+          [huge], COMPLEX, opsets=(9, 18)),
+    Entry("compare", lambda a, b: (a == b, a != b, a == 1j, torch.isclose(a, b), torch.isclose(a, a + 1e-7, equal_nan=True),
+                                   torch.logical_and(a, b), torch.logical_not(a), a.any(), a.all(0)),
+          [lambda d: (torch.tensor([1 + 1j, 2j, 0j, 3.0], dtype=d), torch.tensor([1 + 1j, 2j, 1.0, 0j], dtype=d))],
+          COMPLEX, opsets=(9, 18)),
+    Entry("nan_to_num", lambda a: torch.nan_to_num(a, nan=1.0),
+          [lambda d: (torch.tensor([complex(NAN, 1), complex(INF, -INF), 1 - 1j], dtype=d),)], (C64,), opsets=(9, 18)),
+]
+
+REDUCTIONS = [
+    Entry("sum_mean", lambda a: (a.sum(), a.sum(1), a.sum((0, 1), keepdim=True), a.mean(), a.mean(0, keepdim=True),
+                                 a.sum(dtype=C128), a[0, 0].sum()),
+          [z(3, 4)], COMPLEX, opsets=OPSETS),
+    Entry("prod_cumsum", lambda a: (a.prod(), a.prod(1), a.cumsum(1), a.cumsum(0)),
+          [z(3, 4)], COMPLEX, opsets=(11, 18)),
+    Entry("var_norm", lambda a: (a.var(), a.var(1, correction=0), a.std(0, keepdim=True), torch.var_mean(a, 1),
+                                 torch.std_mean(a), torch.linalg.vector_norm(a), torch.linalg.vector_norm(a, 1, dim=1),
+                                 torch.linalg.vector_norm(a, float("inf")), a.norm(), torch.dist(a, a.flip(0))),
+          [z(3, 4)], COMPLEX, opsets=OPSETS),
+]
+
+PRODUCTS = [
+    Entry("matmul", lambda a, b: (a @ b, torch.bmm(a[None], b[None]), a @ b[:, 0], a[0] @ b, torch.mv(a, b[:, 0]),
+                                  torch.outer(a[0], b[0]), torch.dot(a[0], a[1]), torch.vdot(a[0], a[1]), torch.inner(a, a),
+                                  torch.addmm(a @ b, a, b, beta=0.5, alpha=1j), torch.kron(a[:2, :2], b[:2, :2]),
+                                  torch.linalg.vecdot(a, a)),
+          [zz((3, 4), (4, 3))], COMPLEX, opsets=(9, 18)),
+    Entry("matmul_real_operand", lambda a, x: (torch.mm(a, x.T.to(a.dtype)), a @ x.T.to(a.dtype)),
+          [zx((3, 4), (3, 4))], (C64,), opsets=(9, 18)),
+    Entry("einsum", lambda a, b: (torch.einsum("ij,jk->ik", a, b), torch.einsum("ii->i", a[:3, :3]),
+                                  torch.einsum("ij,kj,k->i", a, b.T, b[0])),
+          [zz((3, 4), (4, 3))], (C64,), opsets=(12, 18)),
+    Entry("conv_linear", lambda x, w, b: (F.conv1d(x, w, b, padding=1), F.linear(x[0].T, w[:, :, 0], b)),
+          [lambda d: (torch.randn(2, 3, 5, dtype=d), torch.randn(4, 3, 2, dtype=d), torch.randn(4, dtype=d))],
+          (C64,), opsets=(9, 18)),
+]
+
+TABLE = CONVERSIONS + LAYOUT + ARITHMETIC + FUNCTIONS + REDUCTIONS + PRODUCTS
+
+
+@pytest.mark.parametrize("entry, sample, dtype, opset", cases(TABLE))
+def test_op(entry: Entry, sample, dtype, opset):
+    torch.manual_seed(0)
+    run_both(entry.fn, sample(dtype), opset, ort=entry.ort)
+
+
+# -- real models ------------------------------------------------------------------------------------------
+
+
+def precompute_freqs_cis(dim: int, end: int, theta: float = 10000.0) -> torch.Tensor:
+    """Meta LLaMA's rotary frequencies, as a complex tensor."""
+    freqs = 1.0 / (theta ** (torch.arange(0, dim, 2)[: (dim // 2)].float() / dim))
+    freqs = torch.outer(torch.arange(end), freqs).float()
+    return torch.polar(torch.ones_like(freqs), freqs)
+
+
+def apply_rotary_emb(xq, xk, freqs_cis):
+    """Meta LLaMA's apply_rotary_emb, as written there."""
+    xq_ = torch.view_as_complex(xq.float().reshape(*xq.shape[:-1], -1, 2))
+    xk_ = torch.view_as_complex(xk.float().reshape(*xk.shape[:-1], -1, 2))
+    shape = [d if i == 1 or i == xq_.ndim - 1 else 1 for i, d in enumerate(xq_.shape)]
+    freqs_cis = freqs_cis.view(*shape)
+    xq_out = torch.view_as_real(xq_ * freqs_cis).flatten(3)
+    xk_out = torch.view_as_real(xk_ * freqs_cis).flatten(3)
+    return xq_out.type_as(xq), xk_out.type_as(xk)
+
+
+class RotaryAttention(torch.nn.Module):
+    def __init__(self, dim: int = 32, heads: int = 4, max_seq: int = 16) -> None:
+        super().__init__()
+        self.heads, self.head_dim = heads, dim // heads
+        self.wq = torch.nn.Linear(dim, dim, bias=False)
+        self.wk = torch.nn.Linear(dim, dim, bias=False)
+        self.register_buffer("freqs_cis", precompute_freqs_cis(self.head_dim, max_seq * 2))
+
+    def forward(self, x, start_pos: int = 2):
+        b, s, _ = x.shape
+        xq = self.wq(x).view(b, s, self.heads, self.head_dim)
+        xk = self.wk(x).view(b, s, self.heads, self.head_dim)
+        q, k = apply_rotary_emb(xq, xk, self.freqs_cis[start_pos: start_pos + s])
+        return q.transpose(1, 2) @ k.transpose(1, 2).transpose(2, 3)
+
+
+class ComplexWeights(torch.nn.Module):
+    """A complex parameter and buffer, used with real inputs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(4, 4, dtype=C64))
+        self.register_buffer("b", torch.randn(4, dtype=C64))
+
+    def forward(self, x):
+        y = torch.complex(x, x.flip(-1)) @ self.w + self.b
+        return y.abs(), torch.view_as_real(y * 1j).sum(-1), (y.conj() * y).real, y
+
+
+@pytest.mark.parametrize("opset", [9, 13, 17, 18])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_llama_rotary_embedding(opset, dtype):
+    torch.manual_seed(0)
+    model = RotaryAttention().eval().to(dtype)
+    run_both(model, (torch.randn(2, 6, 32, dtype=dtype),), opset)
+
+
+@pytest.mark.parametrize("opset", [9, 13, 17, 18])
+def test_complex_parameter_and_buffer(opset):
+    torch.manual_seed(0)
+    run_both(ComplexWeights().eval(), (torch.randn(3, 4),), opset)
+
+
+# -- OpInfos --------------------------------------------------------------------------------------------------
+
+NATIVE_COMPLEX = [
+    "add", "sub", "mul", "div.no_rounding_mode", "true_divide", "rsub", "neg", "reciprocal", "abs", "angle", "sgn", "exp",
+    "exp2", "log", "log2", "log10", "sqrt", "rsqrt", "pow", "float_power", "square", "sin", "cos", "tan", "sinh", "cosh",
+    "tanh", "sigmoid", "asin", "acos", "atan", "asinh", "acosh", "atanh", "sinc", "conj", "conj_physical",
+    "resolve_conj", "resolve_neg", "real", "imag", "view_as_real", "isnan", "isinf", "isfinite", "isreal", "eq", "ne",
+    "isclose", "nan_to_num", "where", "masked_fill", "sum", "mean", "prod", "var", "std", "var_mean",
+    "linalg.vector_norm", "matmul", "bmm", "mv", "outer", "einsum", "cat", "stack", "permute", "transpose", "reshape",
+    "view", "squeeze", "unsqueeze", "flip", "roll", "index_select", "tril", "triu", "diagonal", "diag_embed",
+    "constant_pad_nd", "full_like", "zeros_like", "new_full", "fill", "to", "cfloat", "clone", "addcmul", "lerp",
+]
+NATIVE_REAL_INPUT = ["cfloat", "cdouble", "complex", "polar", "view_as_complex", "angle"]
+
+
+@pytest.mark.parametrize("name", NATIVE_COMPLEX)
+def test_opinfo_native_complex(name):
+    opsets = [12, 18] if name == "einsum" else [9, 18]
+    assert_opinfo_native(name, opsets, dtype="complex64")
+
+
+@pytest.mark.parametrize("name", NATIVE_REAL_INPUT)
+def test_opinfo_native_real_input(name):
+    assert_opinfo_native(name, [9, 18])
