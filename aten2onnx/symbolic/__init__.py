@@ -8,6 +8,7 @@ from aten2onnx.symbolic import (  # noqa: F401  (imported to register)
     opset9,
     opset9_bessel,
     opset9_complex,
+    opset9_complex_fft,
     opset9_copy,
     opset9_data,
     opset9_fft,
