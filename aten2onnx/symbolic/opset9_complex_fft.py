@@ -10,7 +10,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.exporter.builder import GraphBuilder, Value
-from aten2onnx.symbolic import _complex as cx
+from aten2onnx.symbolic import _complex as cx, opset9_fft
 from aten2onnx.symbolic._helpers import cast, norm_dims
 from aten2onnx.symbolic.opset9_complex import real_symbolic
 from aten2onnx.symbolic.opset9_fft import (
@@ -25,7 +25,6 @@ from aten2onnx.symbolic.opset9_fft import (
     dft,
     dft_to_real,
     fftn,
-    irfftn,
     pair_parts,
     stft,
     zeros_along,
@@ -111,41 +110,13 @@ def aten_fft_ihfftn(g, self, s=None, dim=None, norm=None):
 
 # -- real results of complex spectra: irfft, hfft -----------------------------------------------------
 
-
-@register("aten::fft_irfft.default")
-def aten_fft_irfft(g, self, n=None, dim=-1, norm=None):
-    """fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor"""
-    return irfftn(g, self, None if n is None else [n], [dim], norm, forward=False)
-
-
-@register("aten::fft_hfft.default")
-def aten_fft_hfft(g, self, n=None, dim=-1, norm=None):
-    """fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor"""
-    return irfftn(g, self, None if n is None else [n], [dim], norm, forward=True)
-
-
-@register("aten::fft_irfft2.default")
-def aten_fft_irfft2(g, self, s=None, dim=[-2, -1], norm=None):
-    """fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2, -1], str? norm=None) -> Tensor"""
-    return irfftn(g, self, s, dim, norm, forward=False)
-
-
-@register("aten::fft_hfft2.default")
-def aten_fft_hfft2(g, self, s=None, dim=[-2, -1], norm=None):
-    """fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2, -1], str? norm=None) -> Tensor"""
-    return irfftn(g, self, s, dim, norm, forward=True)
-
-
-@register("aten::fft_irfftn.default")
-def aten_fft_irfftn(g, self, s=None, dim=None, norm=None):
-    """fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor"""
-    return irfftn(g, self, s, dim, norm, forward=False)
-
-
-@register("aten::fft_hfftn.default")
-def aten_fft_hfftn(g, self, s=None, dim=None, norm=None):
-    """fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor"""
-    return irfftn(g, self, s, dim, norm, forward=True)
+# opset9_fft's handlers read a real spectrum or a carrier alike, so they serve complex input too.
+register("aten::fft_irfft.default")(opset9_fft.aten_fft_irfft)
+register("aten::fft_hfft.default")(opset9_fft.aten_fft_hfft)
+register("aten::fft_irfft2.default")(opset9_fft.aten_fft_irfft2)
+register("aten::fft_hfft2.default")(opset9_fft.aten_fft_hfft2)
+register("aten::fft_irfftn.default")(opset9_fft.aten_fft_irfftn)
+register("aten::fft_hfftn.default")(opset9_fft.aten_fft_hfftn)
 
 
 # -- ATen's primitives (what the fft_* ops decompose to) ----------------------------------------------
