@@ -248,7 +248,7 @@ NATIVE_COMPLEX = [
     "view", "squeeze", "unsqueeze", "flip", "roll", "index_select", "tril", "triu", "diagonal", "diag_embed",
     "constant_pad_nd", "full_like", "zeros_like", "new_full", "fill", "to", "cfloat", "clone", "addcmul", "lerp",
 ]
-NATIVE_REAL_INPUT = ["cfloat", "cdouble", "complex", "polar", "view_as_complex", "angle"]
+NATIVE_REAL_INPUT = ["cfloat", "cdouble", "chalf", "complex", "polar", "view_as_complex", "angle"]
 
 
 @pytest.mark.parametrize("name", NATIVE_COMPLEX)

@@ -85,9 +85,7 @@ def convert(g: GraphBuilder, x: Value, dtype) -> Value:
     if dtype is None or (dtype == dtype_of(x)):
         return x
     if dtype.is_complex:
-        if dtype not in (torch.complex64, torch.complex128):
-            raise NotImplementedError(f"{dtype} has no ONNX carrier")
-        return cx.to_carrier(g, x, dtype)
+        return cx.to_carrier(g, x, dtype)  # complex32 too: float16 pairs
     if not x.complex:
         return cast(g, x, dtype)
     if dtype == torch.bool:
@@ -206,6 +204,12 @@ def aten__to_copy(g, self, *, dtype=None, layout=None, device=None, pin_memory=N
                   memory_format=None):
     """_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor"""
     return convert(g, self, dtype)
+
+
+@register("aten::chalf.default")
+def aten_chalf(g, self, *, memory_format=None):
+    """chalf(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor"""
+    return convert(g, self, torch.complex32)  # carried as float16 pairs
 
 
 @register("aten::to.dtype")
