@@ -91,8 +91,9 @@ def tensors_of(out) -> list:
     import torch.utils._pytree as pytree
 
     leaves = pytree.tree_leaves(out)
-    return [t if isinstance(t, torch.Tensor) else torch.tensor(t) for t in leaves
-            if isinstance(t, (torch.Tensor, bool, int, float))]
+    # a Python float is a double (the graph carries it as one)
+    return [t if isinstance(t, torch.Tensor) else torch.tensor(t, dtype=torch.float64 if isinstance(t, float) else None)
+            for t in leaves if isinstance(t, (torch.Tensor, bool, int, float))]
 
 
 def compare(got: list, want: list, dtype_name: str) -> None:

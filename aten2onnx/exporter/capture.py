@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import math
 import os
@@ -11,6 +12,7 @@ from typing import Any, Callable, Iterator
 
 import torch
 from torch.export import ExportedProgram
+from torch.nn.modules import transformer
 from torch.overrides import TorchFunctionMode
 
 from aten2onnx.errors import CaptureError
@@ -59,6 +61,24 @@ def _preserved(model: torch.nn.Module) -> Iterator[None]:
             module.training = flag
         for param, flag in requires_grad.items():
             param.requires_grad_(flag)
+
+
+@contextlib.contextmanager
+def _causal_masks_taken_as_given() -> Iterator[None]:
+    """Transformer modules given a mask and no is_causal hint compare the mask with a causal one and read
+    the answer as a Python bool, which torch.export cannot trace. The answer only lets attention drop a
+    mask equal to the causal one for the is_causal path, whose values are the same; kept, the mask stays
+    an input of the graph, right for whatever mask a run is given. So during capture a mask is causal
+    only when the caller says so."""
+    def given(mask: torch.Tensor | None, is_causal: bool | None = None, size: int | None = None) -> bool:
+        return is_causal is True
+
+    detect = transformer._detect_is_causal_mask
+    transformer._detect_is_causal_mask = given
+    try:
+        yield
+    finally:
+        transformer._detect_is_causal_mask = detect
 
 
 def _user_frame(exc: BaseException) -> str | None:
@@ -157,6 +177,85 @@ def _narrow(input: torch.Tensor, dim: int, start: torch.Tensor, length: int) -> 
     return out
 
 
+def _lengths(lengths: torch.Tensor | list[int] | tuple[int, ...], batch: int, device: torch.device) -> torch.Tensor:
+    """ctc_loss's input or target lengths, given as a tensor ((N) or () unbatched) or as ints, as int64 [N]."""
+    if isinstance(lengths, torch.Tensor):
+        return lengths.to(device, torch.int64).reshape(batch)
+    # as_tensor, not tensor: torch.tensor's constant comes with a detach_, an in-place op in the graph
+    return torch.as_tensor(lengths, dtype=torch.int64, device=device).reshape(batch)
+
+
+def _logsumexp(*terms: torch.Tensor) -> torch.Tensor:
+    """log(exp(a) + exp(b) + ...) as ATen's CTC kernel sums it: from the largest term, which is taken as
+    0 where every term is -inf (here clamped to the lowest float: exp(-inf - m) is still 0)."""
+    m = functools.reduce(torch.maximum, terms).clamp(min=torch.finfo(terms[0].dtype).min)
+    return torch.log(functools.reduce(torch.add, [torch.exp(x - m) for x in terms])) + m
+
+
+def _ctc_loss(log_probs: torch.Tensor, targets: torch.Tensor, input_lengths: torch.Tensor | list[int],
+              target_lengths: torch.Tensor | list[int], blank: int = 0, reduction: str = "mean",
+              zero_infinity: bool = False) -> torch.Tensor:
+    """F.ctc_loss as ATen's CPU kernel computes it, in tensor ops of static shapes. aten._ctc_loss sizes
+    its alphas by the longest target, read from data (no meta kernel); here every target is padded to a
+    static bound S (the padded targets' width, or the whole concatenation, or the longest of int
+    lengths) and the forward algorithm runs over the extended labels (blank, l1, blank, ..., blank) of
+    2 * S + 1 positions for the whole batch at once, the time loop unrolled over the steps of input, a
+    sequence's alphas held from its input length on. Positions past a target's end are blanks, and no
+    alpha reads a later position, so the padding does not reach the result. Eager's checks of lengths
+    against sizes read data: an exported graph cannot raise, so they are not made."""
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    batched = log_probs.dim() == 3
+    lp = log_probs if batched else log_probs.unsqueeze(1)
+    steps, batch, classes = lp.shape
+    device = lp.device
+    inputs, lengths = _lengths(input_lengths, batch, device), _lengths(target_lengths, batch, device)
+    targets = targets.to(device, torch.int64)  # as eager moves them
+    width = targets.shape[-1]  # 2-D: the padded width; 1-D: the concatenation, which holds every target
+    if not isinstance(target_lengths, torch.Tensor):
+        width = min(width, max(target_lengths, default=0))
+    width = max(width, 1)
+    positions, sequence = torch.arange(width, device=device), torch.arange(batch, device=device)
+    if targets.numel() == 0:
+        labels = torch.full((batch, width), blank, device=device)
+    elif targets.dim() == 2:
+        labels = targets[:, :width]
+    else:  # a sequence's labels start where the ones before it end
+        before = sequence[None, :] < sequence[:, None]
+        starts = torch.where(before, lengths, 0).sum(1)
+        labels = targets[(starts[:, None] + positions).clamp(max=targets.numel() - 1)]
+    labels = torch.where(positions < lengths[:, None], labels, blank)
+    size = 2 * width + 1
+    extended = torch.stack([torch.full_like(labels, blank), labels], -1).reshape(batch, 2 * width)
+    extended = torch.cat([extended, torch.full((batch, 1), blank, device=device)], 1)
+    # each step's log-probabilities of the extended labels, [T, N, 2S + 1], by one Gather
+    columns = (sequence[:, None] * classes + extended).reshape(-1)
+    emitted = lp.reshape(steps, batch * classes).index_select(1, columns).reshape(steps, batch, size)
+    never = torch.full((batch, 2), -math.inf, dtype=lp.dtype, device=device)
+    # a label may follow the label two positions back (skipping a blank) where the two differ
+    skip = torch.cat([never, torch.where(extended[:, 2:] != extended[:, :-2], 0.0, -math.inf).to(lp.dtype)], 1)
+    alpha = emitted[0] + torch.where(torch.arange(size, device=device) < 2, 0.0, -math.inf).to(lp.dtype)
+    running = torch.arange(steps, device=device)[:, None, None] < inputs[None, :, None]
+    for t in range(1, steps):
+        shifted = torch.cat([never, alpha], 1)
+        step = _logsumexp(alpha, shifted[:, 1:-1], shifted[:, :-2] + skip) + emitted[t]
+        alpha = torch.where(running[t], step, alpha)
+    # the likelihood sums the alphas ending on the last label and on the blank after it
+    last = sequence * size + 2 * lengths
+    alpha = alpha.reshape(-1)
+    on_label = torch.where(lengths > 0, alpha.index_select(0, (last - 1).clamp(min=0)), -math.inf)
+    loss = -_logsumexp(alpha.index_select(0, last), on_label)
+    # no input: eager's likelihood is 1 for an empty target, 0 for any other
+    loss = torch.where(inputs > 0, loss, torch.where(lengths > 0, math.inf, 0.0).to(lp.dtype))
+    if zero_infinity:
+        loss = torch.where(loss == math.inf, 0.0, loss)
+    if reduction == "mean":
+        return (loss / lengths.clamp(min=1).to(lp.dtype)).mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss if batched else loss.squeeze(0)
+
+
 def _floating_var(args: tuple, kwargs: dict) -> bool:
     """Whether a gaussian_nll_loss call's var is a floating tensor (a number needs nothing; eager
     rejects an integer tensor when it clamps it in place)."""
@@ -180,7 +279,8 @@ class _DataDependentChecks(TorchFunctionMode):
     their formulas. one_hot without num_classes and tensor_split at indices held in a tensor read
     their sizes from data: they become symbolic sizes. gaussian_nll_loss raises on negative variances
     read from data: its result becomes NaN there. narrow at a start held in a tensor reads the start
-    where torch.export does not see it: the start becomes a symbolic int."""
+    where torch.export does not see it: the start becomes a symbolic int. ctc_loss sizes its work by
+    the longest target: it becomes the forward algorithm over a static bound of it."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -211,6 +311,8 @@ class _DataDependentChecks(TorchFunctionMode):
             return _gaussian_nll_loss(*args, **kwargs)
         if func in (torch.narrow, torch.Tensor.narrow) and _tensor_start(args, kwargs):
             return _narrow(*args, **kwargs)
+        if func is torch.nn.functional.ctc_loss:
+            return _ctc_loss(*args, **kwargs)
         return func(*args, **kwargs)
 
 
@@ -219,7 +321,7 @@ def capture(model: Any, args: tuple, kwargs: dict | None, dynamic_shapes: Any) -
         return model
     module = model if isinstance(model, torch.nn.Module) else _function_module(model)
     failures: list[tuple[str, BaseException]] = []
-    with _preserved(module):
+    with _preserved(module), _causal_masks_taken_as_given():
         for strict in (False, True):
             try:
                 with contextlib.nullcontext() if strict else _DataDependentChecks():

@@ -68,7 +68,7 @@ def value_info(val: Any) -> tuple[torch.dtype | None, tuple[Dim, ...] | None]:
     if isinstance(val, (torch.SymInt, int)) and not isinstance(val, bool):
         return torch.int64, ()
     if isinstance(val, (torch.SymFloat, float)):
-        return torch.float32, ()
+        return torch.float64, ()  # a Python float is a double, as the sym-float symbolics compute it
     if isinstance(val, (torch.SymBool, bool)):
         return torch.bool, ()
     return None, None
