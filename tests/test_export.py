@@ -580,3 +580,16 @@ def test_sizes_read_from_data_capture_as_symbolic_sizes():
         want = torch.tensor_split(x, i, 1)
         for got in (split.run(x, i), run_ort(split.model_proto, {"x": x, "i": i})):
             assert len(got) == 3 and all(torch.equal(torch.as_tensor(a), b) for a, b in zip(got, want))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("opset", [17, 18])
+def test_omitted_trailing_inputs_are_left_out(opset, dtype):
+    """LayerNormalization without a bias: the omitted input is left out, not named "" (onnxruntime
+    1.31 crashes on that)."""
+    model = torch.nn.LayerNorm(8, elementwise_affine=False).eval()
+    x = torch.randn(2, 8, dtype=dtype)
+    exported = aten2onnx.export(model, (x,), opset=opset)
+    assert all(not node.input or node.input[-1] for node in exported.model_proto.graph.node)
+    got = run_ort(exported.model_proto, {exported.input_names[0]: x})[0]
+    torch.testing.assert_close(torch.from_numpy(got), model.to(dtype)(x), rtol=1e-3, atol=1e-3)

@@ -394,7 +394,12 @@ class GraphBuilder:
             proto.name = node.name
             if node.domain:
                 proto.domain = node.domain
-            proto.input.extend("" if v is None else v.name for v in node.inputs)
+            # Trailing omitted optional inputs are left out rather than named "": onnxruntime 1.31
+            # crashes on LayerNormalization(X, Scale, "").
+            inputs = list(node.inputs)
+            while inputs and inputs[-1] is None:
+                inputs.pop()
+            proto.input.extend("" if v is None else v.name for v in inputs)
             proto.output.extend(v.name for v in node.outputs)
             if node.attrs:
                 proto.attribute.extend(make_attribute(k, v) for k, v in sorted(node.attrs.items()))

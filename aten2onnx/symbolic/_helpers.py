@@ -102,6 +102,12 @@ def promote(g: GraphBuilder, *operands: Operand, to: torch.dtype | None = None) 
 
 FLOATS = (torch.float16, torch.float32, torch.float64)
 
+
+def opmath(dtype: torch.dtype) -> torch.dtype:
+    """The dtype ATen's CPU kernels accumulate a dtype's reductions and norms in (`at::opmath_type`):
+    float32 for float16 and bfloat16, the dtype itself otherwise."""
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
 # -- axes and shapes ----------------------------------------------------------------------------
 
 

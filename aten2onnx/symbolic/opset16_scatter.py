@@ -1,5 +1,7 @@
 """Opset 16, scatter family: ScatterND and ScatterElements gain reduction="add"/"mul", so
-accumulating writes (index_put accumulate=True, index_add, scatter_add, scatter reduce) translate."""
+accumulating writes (index_put accumulate=True, index_add, scatter_add, scatter reduce) translate.
+scatter_add and scatter_reduce accumulate float16 and bfloat16 in float32 and round once, as ATen does
+(onnxruntime has no float16 kernel for a reducing ScatterElements either)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.exporter.builder import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import as_value, cast
+from aten2onnx.symbolic._helpers import as_value, cast, opmath
 from aten2onnx.symbolic.opset9 import reshape
 from aten2onnx.symbolic.opset11_scatter import index_along, index_put, scatter
 
@@ -44,19 +46,26 @@ def aten_index_add(g, self, dim, index, source, *, alpha=1):
 @register("aten::scatter_add.default")
 def aten_scatter_add(g, self, dim, index, src):
     """scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor"""
-    return scatter(g, self, dim, index, src, reduction="add")
+    return accumulated(g, self, dim, index, src, "add")
+
+
+def accumulated(g: GraphBuilder, self: Value, dim: int, index: Value, src, op: str) -> Value:
+    """A reducing ScatterElements in opmath(self.dtype), rounded once (a Python src is self's dtype first)."""
+    acc = opmath(self.dtype)
+    src = cast(g, src if isinstance(src, Value) else g.const(src, dtype=self.dtype), acc)
+    return cast(g, scatter(g, cast(g, self, acc), dim, index, src, reduction=op), self.dtype)
 
 
 @register("aten::scatter.reduce")
 def aten_scatter_src_reduce(g, self, dim, index, src, *, reduce):
     """scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor"""
-    return scatter(g, self, dim, index, src, reduction=reduction(reduce, REDUCTIONS))
+    return accumulated(g, self, dim, index, src, reduction(reduce, REDUCTIONS))
 
 
 @register("aten::scatter.value_reduce")
 def aten_scatter_value_reduce(g, self, dim, index, value, *, reduce):
     """scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor"""
-    return scatter(g, self, dim, index, value, reduction=reduction(reduce, REDUCTIONS))
+    return accumulated(g, self, dim, index, value, reduction(reduce, REDUCTIONS))
 
 
 def identity(reduce: str, dtype: torch.dtype):
@@ -80,10 +89,12 @@ def ones_like(g: GraphBuilder, x: Value, dtype: torch.dtype) -> Value:
 
 def reduce_into(g: GraphBuilder, self: Value, src: Value, reduce: str, include_self: bool,
                 write: Callable[[Value, Value | int | float, str | None], Value], supported: dict[str, str], *,
-                hits: Value) -> Value:
+                hits: Value, dtype: torch.dtype | None = None) -> Value:
     """scatter_reduce/index_reduce: write(base, values, reduction) scatters values into base at the
     op's indices. include_self=False first overwrites the hit positions with the reduction's identity;
-    "mean" is a scatter-add of the values and of ones shaped like `hits`, divided (floor for ints, as eager)."""
+    "mean" is a scatter-add of the values and of ones shaped like `hits`, divided (floor for ints, as eager).
+    `dtype` (default self's) is the result's: the reduction is rounded to it, a mean's sum before dividing."""
+    dtype = dtype or self.dtype
     scatter_into = write
 
     def write(base, values, op):
@@ -94,7 +105,7 @@ def reduce_into(g: GraphBuilder, self: Value, src: Value, reduce: str, include_s
     if reduce != "mean":
         op = reduction(reduce, supported)
         base = self if include_self else write(self, identity(reduce, self.dtype), None)
-        return write(base, src, op)
+        return cast(g, write(base, src, op), dtype)
     if "add" not in supported.values():
         raise NotImplementedError("scatter reduce='mean' needs ScatterElements reduction='add' (opset 16)")
     base = self if include_self else write(self, 0, None)
@@ -102,16 +113,21 @@ def reduce_into(g: GraphBuilder, self: Value, src: Value, reduce: str, include_s
     ones = ones_like(g, self, self.dtype)
     counts = write(ones if include_self else write(ones, 0, None), ones_like(g, hits, self.dtype), "add")
     if self.dtype.is_floating_point:
-        return g.op("Div", sums, counts)
+        return g.op("Div", cast(g, sums, dtype), cast(g, counts, dtype))
     quotient = g.op("Floor", g.op("Div", cast(g, sums, torch.float64), cast(g, counts, torch.float64)))
     return cast(g, quotient, self.dtype)
 
 
 def scatter_reduce(g: GraphBuilder, self: Value, dim: int, index: Value, src: Value, reduce: str,
                    include_self: bool, supported: dict[str, str]) -> Value:
-    return reduce_into(g, self, src, reduce, include_self,
+    acc = opmath(self.dtype)
+    return reduce_into(g, cast(g, self, acc), cast(g, src, acc), reduce, include_self,
                        lambda base, values, op: scatter(g, base, dim, index, values, reduction=op), supported,
-                       hits=index)
+                       hits=index, dtype=self.dtype)
+
+
+def acc_differs(dtype: torch.dtype) -> bool:
+    return opmath(dtype) != dtype
 
 
 def index_reduce(g: GraphBuilder, self: Value, dim: int, index: Value, source: Value, reduce: str,
@@ -120,6 +136,14 @@ def index_reduce(g: GraphBuilder, self: Value, dim: int, index: Value, source: V
         out = index_reduce(g, reshape(g, self, [1]), 0, reshape(g, index, [1]), reshape(g, source, [1]), reduce,
                            include_self, supported)
         return reshape(g, out, [])
+    if reduce in ("amax", "amin") and acc_differs(self.dtype):
+        # a maximum or minimum is exact in any float type: onnxruntime's float32 kernel computes it
+        acc = opmath(self.dtype)
+        out = index_reduce(g, cast(g, self, acc), dim, index, cast(g, source, acc), reduce, include_self, supported)
+        return cast(g, out, self.dtype)
+    if acc_differs(self.dtype):
+        raise NotImplementedError(f"index_reduce {reduce!r} rounds each step in {self.dtype} in eager, "
+                                  "which a ScatterND reduction cannot reproduce")
 
     def write(base, values, op):
         values = values if isinstance(values, Value) else g.const(values, dtype=self.dtype)

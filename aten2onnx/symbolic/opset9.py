@@ -18,6 +18,7 @@ from aten2onnx.symbolic._helpers import (
     cast,
     norm_dim,
     norm_dims,
+    opmath,
     promote,
     reduce,
     result_type,
@@ -162,15 +163,18 @@ def fill_dtype(value, dtype: torch.dtype | None) -> torch.dtype:
 
 def layer_norm_decomposed(g: GraphBuilder, x: Value, axes: list[int], weight, bias, eps: float,
                           *, reduce_axes_as_input: bool) -> Value:
-    mean = reduce(g, "ReduceMean", x, axes, True, axes_as_input=reduce_axes_as_input)
-    centered = g.op("Sub", x, mean)
+    """(x - mean) / sqrt(var + eps) * weight + bias over axes, in opmath(x.dtype) as ATen computes it."""
+    acc = opmath(x.dtype)
+    xa = cast(g, x, acc)
+    mean = reduce(g, "ReduceMean", xa, axes, True, axes_as_input=reduce_axes_as_input)
+    centered = g.op("Sub", xa, mean)
     var = reduce(g, "ReduceMean", g.op("Mul", centered, centered), axes, True, axes_as_input=reduce_axes_as_input)
-    y = g.op("Div", centered, g.op("Sqrt", g.op("Add", var, g.const(eps, like=x))))
+    y = g.op("Div", centered, g.op("Sqrt", g.op("Add", var, g.const(eps, dtype=acc))))
     if weight is not None:
-        y = g.op("Mul", y, weight)
+        y = g.op("Mul", y, cast(g, weight, acc))
     if bias is not None:
-        y = g.op("Add", y, bias)
-    return y
+        y = g.op("Add", y, cast(g, bias, acc))
+    return cast(g, y, x.dtype)
 
 
 def causal_mask(g: GraphBuilder, query: Value, key: Value, *, has_range: bool) -> Value:

@@ -9,7 +9,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.exporter.builder import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import cast, promote
+from aten2onnx.symbolic._helpers import cast, opmath, promote
 from aten2onnx.symbolic.opset9 import reshape, softmax, to_float
 from aten2onnx.symbolic.opset9_norm import axis_sum, static_shape
 
@@ -19,9 +19,11 @@ NONE, MEAN, SUM = 0, 1, 2
 
 
 def reduced(g: GraphBuilder, loss: Value, reduction: int) -> Value:
+    """The mean or sum of the loss, accumulated in opmath(loss.dtype) as ATen's sum and mean do."""
     if reduction == NONE or loss.rank == 0:
         return loss
-    return g.op("ReduceMean" if reduction == MEAN else "ReduceSum", loss, keepdims=0)
+    total = g.op("ReduceMean" if reduction == MEAN else "ReduceSum", cast(g, loss, opmath(loss.dtype)), keepdims=0)
+    return cast(g, total, loss.dtype)
 
 
 def c(g: GraphBuilder, value: float, like: Value) -> Value:
@@ -46,8 +48,17 @@ def aten_l1_loss(g, self, target, reduction=1):
 
 
 def smooth(g: GraphBuilder, self: Value, target: Value, beta: float, *, huber: bool) -> Value:
-    """Quadratic below beta, linear above: smooth L1 divides by beta, Huber scales the linear part."""
-    d = g.op("Abs", g.op("Sub", *promote(g, self, target)))
+    """Quadratic below beta, linear above: smooth L1 divides by beta, Huber scales the linear part.
+    ATen's CPU kernels compute float16 Huber and bfloat16 smooth L1 in float32, rounding once; the
+    other pairs round each step in their own dtype."""
+    self, target = promote(g, self, target)
+    dtype = self.dtype
+    if dtype == (torch.float16 if huber else torch.bfloat16):
+        self, target = cast(g, self, torch.float32), cast(g, target, torch.float32)
+    return cast(g, smooth_of(g, g.op("Abs", g.op("Sub", self, target)), beta, huber=huber), dtype)
+
+
+def smooth_of(g: GraphBuilder, d: Value, beta: float, *, huber: bool) -> Value:
     if beta == 0:
         return d
     quad = g.op("Mul", g.op("Mul", d, d), c(g, 0.5 if huber else 0.5 / beta, d))
@@ -161,8 +172,13 @@ def aten_poisson_nll_loss(g, input, target, log_input, full, eps, reduction):
 
 
 def row_norm(g: GraphBuilder, x: Value, p: float, eps: float, keepdim: bool = False) -> Value:
-    """The p-norm over the last dim of x + eps (pairwise_distance's convention)."""
+    """The p-norm over the last dim of x + eps (pairwise_distance's convention), summed in opmath
+    (x + eps is rounded in x's dtype first, as ATen adds before it takes the norm)."""
     d = g.op("Abs", g.op("Add", x, c(g, eps, x))) if eps else g.op("Abs", x)
+    return cast(g, norm_of_rows(g, cast(g, d, opmath(d.dtype)), p, keepdim), x.dtype)
+
+
+def norm_of_rows(g: GraphBuilder, d: Value, p: float, keepdim: bool) -> Value:
     if p == 2:
         return g.op("Sqrt", axis_sum(g, g.op("Mul", d, d), -1, keepdim=keepdim))
     if p == 1:

@@ -1,6 +1,7 @@
 """Opset-9 base, normalization with statistics: native layer/group/batch norm and their mean and
 rstd outputs, instance and RMS norm, batch norm in training mode, weight norm. Axis sums are MatMuls with ones,
-which read the same at every opset (Reduce* changed their axes form at 13 and 18)."""
+which read the same at every opset (Reduce* changed their axes form at 13 and 18). As ATen's CPU kernels do,
+float16 and bfloat16 inputs are normalized in float32 (`opmath`) and rounded once at the end."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.exporter.builder import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import cast, norm_dim
+from aten2onnx.symbolic._helpers import cast, norm_dim, opmath
 from aten2onnx.symbolic.opset9 import fill, reshape
 
 register = functools.partial(registry.register, opset=9)
@@ -66,14 +67,22 @@ def affine(g: GraphBuilder, y: Value, weight, bias, channel_axis: int | None) ->
     return y
 
 
-def grouped_stats(g: GraphBuilder, x: Value, outer: list[int], eps: float) -> tuple[Value, Value, Value]:
-    """Normalize x over everything after its `outer` leading dims: (y, mean, rstd), the statistics
-    of shape [prod(outer), 1]."""
+def saved(g: GraphBuilder, stat: Value, dtype: torch.dtype) -> Value:
+    """A float32 statistic as ATen's batch norm reads it back after saving it in the input's dtype."""
+    return cast(g, cast(g, stat, dtype), stat.dtype)
+
+
+def grouped_stats(g: GraphBuilder, x: Value, outer: list[int], eps: float, *,
+                  saved_stats: bool = False) -> tuple[Value, Value, Value]:
+    """Normalize x over everything after its `outer` leading dims: (y, mean, rstd) in opmath(x.dtype),
+    the statistics of shape [prod(outer), 1]; saved_stats normalizes with them rounded to x's dtype."""
     shape = static_shape(x, "normalization")
     rows = math.prod(outer)
-    x2 = reshape(g, x, [rows, math.prod(shape) // max(rows, 1)])
+    x2 = cast(g, reshape(g, x, [rows, math.prod(shape) // max(rows, 1)]), opmath(x.dtype))
     mean, var = moments(g, x2, 1)
     rstd = rstd_of(g, var, eps)
+    if saved_stats:
+        mean, rstd = saved(g, mean, x.dtype), saved(g, rstd, x.dtype)
     y = g.op("Mul", g.op("Sub", x2, mean), rstd)
     return reshape(g, y, shape), mean, rstd
 
@@ -85,26 +94,29 @@ def aten_native_layer_norm(g, input, normalized_shape, weight, bias, eps):
     lead = shape[:len(shape) - len(normalized_shape)]
     y, mean, rstd = grouped_stats(g, input, lead, eps)
     kept = lead + [1] * len(normalized_shape)
-    return affine(g, y, weight, bias, None), reshape(g, mean, kept), reshape(g, rstd, kept)
+    y = cast(g, affine(g, y, weight, bias, None), input.dtype)
+    return y, cast(g, reshape(g, mean, kept), input.dtype), cast(g, reshape(g, rstd, kept), input.dtype)
 
 
 @register("aten::rms_norm.default")
 def aten_rms_norm(g, input, normalized_shape, weight=None, eps=None):
     """rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor"""
     shape = static_shape(input, "rms_norm")
+    acc = opmath(input.dtype)
     if eps is None:
-        eps = torch.finfo(input.dtype).eps
+        eps = torch.finfo(acc).eps
     lead = shape[:len(shape) - len(normalized_shape)]
-    x2 = reshape(g, input, [math.prod(lead), -1])
+    x2 = cast(g, reshape(g, input, [math.prod(lead), -1]), acc)
     ms = axis_mean(g, g.op("Mul", x2, x2), 1, keepdim=True)
     y = reshape(g, g.op("Mul", x2, rstd_of(g, ms, eps)), shape)
-    return affine(g, y, weight, None, None)
+    return cast(g, affine(g, y, weight, None, None), input.dtype)
 
 
 def group_norm(g: GraphBuilder, x: Value, groups: int, weight, bias, eps: float) -> tuple[Value, Value, Value]:
     n = static_shape(x, "group_norm")[0]
     y, mean, rstd = grouped_stats(g, x, [n, groups], eps)
-    return affine(g, y, weight, bias, 1), reshape(g, mean, [n, groups]), reshape(g, rstd, [n, groups])
+    return (cast(g, affine(g, y, weight, bias, 1), x.dtype), cast(g, reshape(g, mean, [n, groups]), x.dtype),
+            cast(g, reshape(g, rstd, [n, groups]), x.dtype))
 
 
 @register("aten::group_norm.default")
@@ -120,15 +132,16 @@ def aten_native_group_norm(g, input, weight, bias, N, C, HxW, group, eps):
 
 
 def batch_stats(g: GraphBuilder, x: Value, eps: float) -> tuple[Value, Value, Value, int]:
-    """Statistics over every dim but the channel dim 1: (y, mean [C], biased var [C], count)."""
+    """Statistics over every dim but the channel dim 1: (y, mean [C], biased var [C], count), in
+    opmath(x.dtype); y is normalized with the mean and rstd that ATen saves in x's dtype."""
     shape = static_shape(x, "batch_norm with batch statistics")
     rank = len(shape)
     perm = [d for d in range(rank) if d != 1] + [1]
     moved = g.op("Transpose", x, perm=perm) if rank > 2 else x
     count = math.prod(shape) // max(shape[1], 1)
-    x2 = reshape(g, moved, [count, shape[1]])
+    x2 = cast(g, reshape(g, moved, [count, shape[1]]), opmath(x.dtype))
     mean, var = moments(g, x2, 0)
-    y2 = g.op("Mul", g.op("Sub", x2, mean), rstd_of(g, var, eps))
+    y2 = g.op("Mul", g.op("Sub", x2, saved(g, mean, x.dtype)), saved(g, rstd_of(g, var, eps), x.dtype))
     y = reshape(g, y2, [shape[d] for d in perm])
     if rank > 2:
         y = g.op("Transpose", y, perm=[perm.index(d) for d in range(rank)])
@@ -137,30 +150,35 @@ def batch_stats(g: GraphBuilder, x: Value, eps: float) -> tuple[Value, Value, Va
 
 
 def batch_norm_train(g: GraphBuilder, input: Value, weight, bias, eps: float) -> tuple[Value, Value, Value, Value, int]:
-    """(y, mean, invstd, biased var, count) with batch statistics."""
+    """(y, mean, invstd, biased var, count) with batch statistics; the biased var in opmath(input.dtype)."""
     y, mean, var, count = batch_stats(g, input, eps)
-    return affine(g, y, weight, bias, 1), mean, rstd_of(g, var, eps), var, count
+    return (cast(g, affine(g, y, weight, bias, 1), input.dtype), cast(g, mean, input.dtype),
+            cast(g, rstd_of(g, var, eps), input.dtype), var, count)
 
 
 def updated_running(g: GraphBuilder, running_mean: Value, running_var: Value, mean: Value, var: Value, count: int,
                     momentum: float) -> tuple[Value, Value]:
-    """The running statistics after one training step; the running variance takes the unbiased one."""
-    keep = g.const(1.0 - momentum, like=running_mean)
-    step = g.const(momentum, like=running_mean)
-    unbiased = g.op("Mul", cast(g, var, running_var.dtype),
-                    g.const(count / max(count - 1, 1), like=running_var))
-    new_mean = g.op("Add", g.op("Mul", running_mean, keep), g.op("Mul", cast(g, mean, running_mean.dtype), step))
-    new_var = g.op("Add", g.op("Mul", running_var, keep), g.op("Mul", unbiased, step))
-    return new_mean, new_var
+    """The running statistics after one training step, from the batch's mean and biased var in opmath
+    (as ATen updates them, before rounding); the running variance takes the unbiased one."""
+    acc = var.dtype
+    keep = g.const(1.0 - momentum, dtype=acc)
+    step = g.const(momentum, dtype=acc)
+    unbiased = g.op("Mul", var, g.const(count / max(count - 1, 1), dtype=acc))
+    new_mean = g.op("Add", g.op("Mul", cast(g, running_mean, acc), keep), g.op("Mul", cast(g, mean, acc), step))
+    new_var = g.op("Add", g.op("Mul", cast(g, running_var, acc), keep), g.op("Mul", unbiased, step))
+    return cast(g, new_mean, running_mean.dtype), cast(g, new_var, running_var.dtype)
 
 
 def batch_norm_eval(g: GraphBuilder, input: Value, weight, bias, running_mean: Value, running_var: Value,
                     eps: float) -> Value:
-    """(x - running_mean) / sqrt(running_var + eps) * weight + bias, by elementwise ops."""
+    """(x - running_mean) / sqrt(running_var + eps) * weight + bias, by elementwise ops in opmath."""
+    acc = opmath(input.dtype)
+
     def laid(p: Value) -> Value:
-        return reshape(g, cast(g, p, input.dtype), [-1] + [1] * (input.rank - 2))
-    y = g.op("Mul", g.op("Sub", input, laid(running_mean)), laid(rstd_of(g, running_var, eps)))
-    return affine(g, y, weight, bias, 1)
+        return reshape(g, cast(g, p, acc), [-1] + [1] * (input.rank - 2))
+    x = cast(g, input, acc)
+    y = g.op("Mul", g.op("Sub", x, laid(running_mean)), laid(rstd_of(g, cast(g, running_var, acc), eps)))
+    return cast(g, affine(g, y, weight, bias, 1), input.dtype)
 
 
 def empty(g: GraphBuilder, dtype: torch.dtype) -> Value:
@@ -174,11 +192,12 @@ def aten_batch_norm(g, input, weight, bias, running_mean, running_var, training,
         # (the running statistics it updates in place are written back by functionalization, not here)
         return batch_norm_train(g, input, weight, bias, eps)[0]
     channels = running_mean.shape[0]
-    if weight is None:
-        weight = g.const(torch.ones(channels, dtype=input.dtype))
-    if bias is None:
-        bias = g.const(torch.zeros(channels, dtype=input.dtype))
-    return g.op("BatchNormalization", input, weight, bias, running_mean, running_var, epsilon=float(eps))
+    acc = opmath(input.dtype)
+    weight = g.const(torch.ones(channels, dtype=acc)) if weight is None else cast(g, weight, acc)
+    bias = g.const(torch.zeros(channels, dtype=acc)) if bias is None else cast(g, bias, acc)
+    y = g.op("BatchNormalization", cast(g, input, acc), weight, bias, cast(g, running_mean, acc),
+             cast(g, running_var, acc), epsilon=float(eps))
+    return cast(g, y, input.dtype)
 
 
 @register("aten::native_batch_norm.default")
@@ -231,8 +250,9 @@ def aten_instance_norm(g, input, weight, bias, running_mean, running_var, use_in
     if not use_input_stats:
         return batch_norm_eval(g, input, weight, bias, running_mean, running_var, eps)
     shape = static_shape(input, "instance_norm")
-    y, _, _ = grouped_stats(g, input, shape[:2], eps)
-    return affine(g, y, weight, bias, 1)
+    # ATen runs instance norm as a batch norm over (1, N*C, ...), which saves its statistics in input's dtype
+    y, _, _ = grouped_stats(g, input, shape[:2], eps, saved_stats=True)
+    return cast(g, affine(g, y, weight, bias, 1), input.dtype)
 
 
 def norm_except_dim(g: GraphBuilder, v: Value, dim: int) -> Value:

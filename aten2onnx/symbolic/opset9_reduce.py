@@ -10,7 +10,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.exporter.builder import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import AXES9, Axes, cast, norm_dim, norm_dims, reduce_op, scalar_type
+from aten2onnx.symbolic._helpers import AXES9, Axes, cast, norm_dim, norm_dims, opmath, reduce_op, scalar_type
 from aten2onnx.symbolic.opset9 import reshape, sum_dtype
 
 register = functools.partial(registry.register, opset=9)
@@ -298,11 +298,13 @@ def aten_logsumexp(g, self, dim, keepdim=False):
 def vector_norm(g, self, ord, dim, keepdim, dtype, *, mode: Axes) -> Value:
     x = cast(g, self, scalar_type(dtype)) if dtype is not None else self
     x = x if x.dtype.is_floating_point else cast(g, x, torch.get_default_dtype())
-    axes = dims_of(x, dim)
+    # ATen sums float16 and bfloat16 powers in float32 and rounds the norm once
+    return cast(g, vector_norm_of(g, cast(g, x, opmath(x.dtype)), float(ord), dim, keepdim, mode=mode), x.dtype)
+
+
+def vector_norm_of(g, x: Value, ord: float, dim, keepdim: bool, *, mode: Axes) -> Value:
+    axes = None if x.rank == 0 else dims_of(x, dim)
     a = g.op("Abs", x)
-    if x.rank == 0:
-        axes = None
-    ord = float(ord)
     if ord == float("inf"):
         return reduce_op(g, "ReduceMax", a, axes, keepdim, mode=mode)
     if ord == float("-inf"):
