@@ -17,6 +17,7 @@
     complex_inputs INTS    positions of inputs that are complex tensors carried as real pairs (a
                            trailing axis of 2: real, imaginary); the op gets them as complex
     complex_outputs INTS   positions of outputs that are complex: the node returns them as real pairs
+    complex_scalars STRINGS the arguments given as a complex number: FLOATS [real, imaginary]
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from __future__ import annotations
 import torch
 
 DOMAIN = "org.pytorch.aten"
-RESERVED = frozenset({"operator", "overload_name", "namespace", "input_args", "complex_inputs", "complex_outputs"})
+RESERVED = frozenset({"operator", "overload_name", "namespace", "input_args", "complex_inputs", "complex_outputs",
+                      "complex_scalars"})
 
 MEMORY_FORMATS = {
     "contiguous_format": torch.contiguous_format,

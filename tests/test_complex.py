@@ -151,3 +151,15 @@ def test_complex32_is_carried_as_float16_pairs():
     got = exported.run(x)
     assert got.dtype == torch.complex32
     torch.testing.assert_close(torch.view_as_real(got), torch.view_as_real(torch.view_as_complex(x.half()) * 2))
+
+
+def test_fallback_node_takes_a_complex_scalar():
+    # index_fill needs opset 11 (ScatterElements); at 9 it is an ATen node whose value is complex
+    x = torch.randn(4, 3, dtype=torch.complex64)
+    index = torch.tensor([0, 2])
+    fn = lambda a, i: a.index_fill(0, i, 1 - 2j) * 2  # noqa: E731
+    exported = export(Fn(fn), (x, index), opset=9, fallback="aten")
+    node = next(n for n in exported.model_proto.graph.node if n.op_type == "ATen")
+    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+    assert attrs["complex_scalars"] == [b"value"] and attrs["value"] == [1.0, -2.0]
+    torch.testing.assert_close(exported.run(x, index), fn(x, index))

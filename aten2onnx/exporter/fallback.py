@@ -37,6 +37,9 @@ def emit_aten_node(g: GraphBuilder, op: torch._ops.OpOverload, bound: dict[str, 
         elif isinstance(value, Value) or (is_list and any(isinstance(v, Value) for v in value)):
             inputs.append(g.int_list(value) if is_list else value)
             input_args.append(arg.name)
+        elif isinstance(value, complex):
+            attrs[arg.name] = [value.real, value.imag]
+            attrs.setdefault("complex_scalars", []).append(arg.name)
         else:
             attrs[arg.name] = _encode_constant(kind, value, is_list, schema.name, arg.name)
     attrs["input_args"] = input_args

@@ -61,7 +61,8 @@ class ATen(Kernel):
 
     def setup(self, operator: str, overload_name: str = "", namespace: str = "aten",
               input_args: list[str] | None = None, complex_inputs: list[int] | None = None,
-              complex_outputs: list[int] | None = None, **arguments: Any) -> None:
+              complex_outputs: list[int] | None = None, complex_scalars: list[str] | None = None,
+              **arguments: Any) -> None:
         self.complex_inputs = frozenset(complex_inputs or ())
         self.complex_outputs = frozenset(complex_outputs or ())
         if namespace not in self.ctx.allowed_aten_namespaces:
@@ -88,6 +89,9 @@ class ATen(Kernel):
                 else:
                     payload = ("value", positions[0], kind, is_list)
                 self.plan.append((arg.name, arg.kwarg_only, "input", payload))
+            elif arg.name in (complex_scalars or ()):
+                real, imag = arguments[arg.name]
+                self.plan.append((arg.name, arg.kwarg_only, "const", complex(real, imag)))
             elif arg.name in arguments:
                 value = _from_attribute(arguments[arg.name], kind, is_list, self.ctx.device)
                 self.plan.append((arg.name, arg.kwarg_only, "const", value))
