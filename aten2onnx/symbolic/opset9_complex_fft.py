@@ -26,7 +26,6 @@ from aten2onnx.symbolic.opset9_fft import (
     dft_to_real,
     fftn,
     pair_parts,
-    stft,
     zeros_along,
 )
 
@@ -148,20 +147,9 @@ def aten__fft_c2r(g, self, dim, normalization, last_dim_size):
 # -- short-time transforms ----------------------------------------------------------------------------
 
 
-@register("aten::stft.default")
-def aten_stft(g, self, n_fft, hop_length=None, win_length=None, window=None, normalized=False, onesided=None,
-              return_complex=None, align_to_window=None):
-    """stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor"""
-    return stft(g, self, n_fft, hop_length, win_length, window, normalized, onesided, return_complex,
-                align_to_window)
-
-
-@register("aten::stft.center")
-def aten_stft_center(g, self, n_fft, hop_length=None, win_length=None, window=None, center=True,
-                     pad_mode="reflect", normalized=False, onesided=None, return_complex=None, align_to_window=None):
-    """stft.center(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, str pad_mode="reflect", bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor"""
-    return stft(g, self, n_fft, hop_length, win_length, window, normalized, onesided, return_complex,
-                align_to_window, center=center, pad_mode=pad_mode)
+# opset9_fft's stft reads a real or a complex signal and window alike.
+register("aten::stft.default")(opset9_fft.aten_stft)
+register("aten::stft.center")(opset9_fft.aten_stft_center)
 
 
 def _padded_window(g: GraphBuilder, window: Value | None, left: int, win: int, width: int) -> Value | None:
