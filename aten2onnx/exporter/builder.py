@@ -414,7 +414,7 @@ class GraphBuilder:
 def carrier(tensor: torch.Tensor) -> tuple[torch.Tensor, bool]:
     """(the tensor as the graph holds it, whether it is complex): complex as real pairs."""
     if tensor.is_complex():
-        return torch.view_as_real(tensor.resolve_conj().contiguous()), True
+        return _dtypes.to_pairs(tensor).contiguous(), True
     return tensor, False
 
 

@@ -15,7 +15,7 @@ import torch
 from aten2onnx import registry
 from aten2onnx.exporter.builder import GraphBuilder, Value
 from aten2onnx.symbolic._helpers import cast, norm_dim
-from aten2onnx.symbolic.opset9 import INT64_MAX, dim_size, unsqueeze_static
+from aten2onnx.symbolic.opset9 import INT64_MAX, dim_size, extremum, unsqueeze_static
 from aten2onnx.symbolic.opset11 import index_layout
 
 register = functools.partial(registry.register, opset=11)
@@ -168,11 +168,10 @@ def _clamp_index(g: GraphBuilder, value, size) -> Value:
     v = value if isinstance(value, Value) else g.const(value, dtype=torch.int64)
     n = size if isinstance(size, Value) else g.const(size, dtype=torch.int64)
     v = cast(g, v, torch.int64)
-    zero = g.const(0, dtype=torch.int64)
-    v = g.op("Where", g.op("Less", v, zero), g.op("Add", v, n), v)
-    # Where, not Max/Min: onnxruntime takes int64 Max/Min from opset 12 only
-    v = g.op("Where", g.op("Less", v, zero), zero, v)
-    return g.op("Where", g.op("Less", n, v), n, v)
+    v = g.op("Where", g.op("Less", v, g.const(0, dtype=torch.int64)), g.op("Add", v, n), v)
+    # extremum selects with Where: Max/Min take int64 from opset 12 only
+    return extremum(g, "Min", extremum(g, "Max", v, g.const(0, dtype=torch.int64), int_inputs=False), n,
+                    int_inputs=False)
 
 
 @register("aten::slice_scatter.default")
