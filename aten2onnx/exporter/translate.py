@@ -414,28 +414,24 @@ class Translator:
         val = node.meta.get("val")
         made = {id(out) for n in self.g.nodes[first_new:] for out in n.outputs}
         if isinstance(result, Value):
-            result = self._tagged(result, val, made)
-        elif isinstance(result, (tuple, list)) and isinstance(val, (tuple, list)):
-            result = type(result)(self._tagged(res, v, made) if isinstance(res, Value) else res
-                                  for res, v in zip(result, val))
-        elif result is None and val is not None and not isinstance(val, (int, float, bool)):
+            return self._settle(result, val, node.name, made)
+        if isinstance(result, (tuple, list)) and isinstance(val, (tuple, list)):
+            return type(result)(self._settle(res, v, f"{node.name}.{i}", made) if isinstance(res, Value) else res
+                                for i, (res, v) in enumerate(zip(result, val)))
+        if result is None and val is not None and not isinstance(val, (int, float, bool)):
             raise TypeError("the handler returned None; a handler must return its output Value(s) or raise")
-        new = {id(out) for n in self.g.nodes[first_new:] for out in n.outputs}
-        if isinstance(result, Value):
-            self._stamp(result, val, node.name, new)
-        elif isinstance(result, (tuple, list)) and isinstance(val, (tuple, list)):
-            for i, (res, v) in enumerate(zip(result, val)):
-                if isinstance(res, Value):
-                    self._stamp(res, v, f"{node.name}.{i}", new)
         return result
 
-    def _tagged(self, value: Value, val: Any, made: set[int]) -> Value:
-        """A handler's result, read as complex exactly where FX's result is complex: a value the
-        handler made is stamped so; a constant or an input it did not make (view_as_real returns its
-        input) is retagged."""
-        if not isinstance(val, torch.Tensor) or value.complex == val.dtype.is_complex or id(value) in made:
-            return value
-        return self.g.retag(value, complex=val.dtype.is_complex)
+    def _settle(self, value: Value, val: Any, name: str, made: set[int]) -> Value:
+        """One handler result, read as complex exactly where FX's result is complex, then stamped. A
+        value the handler made is stamped so; a constant or an input it did not make (view_as_real
+        returns its input) is retagged, through an Identity that is then stamped as made here."""
+        if isinstance(val, torch.Tensor) and id(value) not in made and value.complex != val.dtype.is_complex:
+            first = len(self.g.nodes)
+            value = self.g.retag(value, complex=val.dtype.is_complex)
+            made.update(id(out) for n in self.g.nodes[first:] for out in n.outputs)
+        self._stamp(value, val, name, made)
+        return value
 
     def _stamp(self, value: Value, val: Any, name: str, new: set[int]) -> None:
         if id(value) not in new:
