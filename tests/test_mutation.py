@@ -1,5 +1,5 @@
 """In-place ops, writes through views, and state updates of inputs and buffers: the exported model
-gives eager's answers, and its state after two runs is eager's state after two runs."""
+gives eager's answers, and its state after three runs is eager's state after three runs."""
 
 import copy
 import inspect
@@ -109,6 +109,34 @@ class ReadViewsAfterWrite(torch.nn.Module):
         return first + 0, top + 0, bottom * 1, y
 
 
+class ConstantSteps(torch.nn.Module):
+    """Buffers written from constants only: each run reads the state the last one left."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("steps", torch.zeros((), dtype=torch.int64))
+        self.register_buffer("seen", torch.zeros(1))
+
+    def forward(self, x):
+        self.steps.add_(1)
+        self.seen.add_(x.shape[0])
+        return x * self.steps, self.seen * 1
+
+
+class DecayedWeight(torch.nn.Module):
+    """A written buffer read as a linear weight and sliced: no transposed copy or folded slice of its default."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("weight", torch.randn(3, 4))
+        self.register_buffer("table", torch.arange(6.0))
+
+    def forward(self, x):
+        self.weight.mul_(0.5)
+        self.table.add_(1)
+        return torch.nn.functional.linear(x, self.weight) + self.table[1:4]
+
+
 def rand(*shape):
     return torch.randn(*shape)
 
@@ -117,6 +145,8 @@ CASES = {
     "loop_after_linear": (LoopAfterLinear, lambda: (rand(3, 4),)),
     "index_assign_int32": (IndexAssign, lambda: (rand(3, 5), torch.tensor([1, 3], dtype=torch.int32), rand(3, 2))),
     "buffer_counter": (BufferCounter, lambda: (rand(3, 2),)),
+    "constant_steps": (ConstantSteps, lambda: (rand(3, 2),)),
+    "decayed_weight": (DecayedWeight, lambda: (rand(2, 4),)),
     "copy_into_input": (CopyIntoInput, lambda: (rand(4), rand(4))),
     "kv_cache": (KVCache, lambda: (rand(2, 2, 4), rand(2, 2, 4), torch.tensor([5, 1]))),
     "chained_views": (ChainedViews, lambda: (rand(4, 3),)),
@@ -139,7 +169,7 @@ def run_ort_stateful(model: onnx.ModelProto, feeds: dict, state: dict) -> tuple[
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_mutation_matches_eager_over_two_runs(name):
+def test_mutation_matches_eager_over_three_runs(name):
     factory, make_args = CASES[name]
     torch.manual_seed(0)
     model = factory().eval()
@@ -151,7 +181,7 @@ def test_mutation_matches_eager_over_two_runs(name):
     for k, v in model.state_dict().items():
         assert torch.equal(v, before[k])  # exporting did not touch the model's state
     ort_state: dict = {}
-    for _ in range(2):
+    for _ in range(3):
         args = make_args()
         eager_args = [a.clone() for a in args]
         ours_args = [a.clone() for a in args]
@@ -166,7 +196,7 @@ def test_mutation_matches_eager_over_two_runs(name):
         outs, ort_state = run_ort_stateful(exported.model_proto, dict(zip(exported.input_names, ort_args)), ort_state)
         for g, e in zip(outs, expected):
             torch.testing.assert_close(torch.from_numpy(g), e)
-    for key, value in eager.state_dict().items():  # buffers after two runs
+    for key, value in eager.state_dict().items():  # buffers after three runs
         if key in ort_state:
             torch.testing.assert_close(torch.from_numpy(ort_state[key]), value)
 

@@ -37,10 +37,12 @@ class Value:
     """A value in the graph being built: a name, and the dtype/shape where known.
 
     `const` holds the tensor of a constant made by `g.const` (or folded from constants), so
-    handlers can read static values such as shapes.
+    handlers can read static values such as shapes. A written buffer (kind "state") is an input
+    whose initializer is only its default: its `const` is None, so nothing reads through it, and
+    the default is in `default`.
     """
 
-    __slots__ = ("name", "dtype", "shape", "const", "producer", "kind", "complex")
+    __slots__ = ("name", "dtype", "shape", "const", "producer", "kind", "complex", "default")
 
     def __init__(self, name: str, dtype: torch.dtype | None = None, shape: tuple[Dim, ...] | None = None,
                  const: torch.Tensor | None = None, kind: str = "node", complex: bool = False) -> None:
@@ -49,8 +51,9 @@ class Value:
         self.shape = shape
         self.const = const
         self.producer: Node | None = None
-        self.kind = kind  # "node", "input", "initializer" (a weight), "const"
+        self.kind = kind  # "node", "input", "initializer" (a weight), "const", "state" (a written buffer)
         self.complex = complex  # a complex tensor carried as real pairs: dtype and shape are the carrier's
+        self.default: torch.Tensor | None = None  # a "state" value's initializer
 
     @property
     def rank(self) -> int | None:
@@ -237,11 +240,17 @@ class GraphBuilder:
         self.inputs.append(value)
         return value
 
-    def initializer(self, name: str, tensor: torch.Tensor) -> Value:
-        """A named weight (parameter, buffer or lifted constant); stored once, never folded."""
+    def initializer(self, name: str, tensor: torch.Tensor, *, state: bool = False) -> Value:
+        """A named weight (parameter, buffer or lifted constant); stored once. A `state` value (a
+        buffer the model writes) is a graph input with the tensor as its default: a run may feed
+        another value, so it is never folded or read as a constant."""
         tensor, is_complex = carrier(tensor.detach())
-        value = Value(self.fresh_name(name), tensor.dtype, tuple(tensor.shape), kind="initializer", complex=is_complex)
-        value.const = tensor
+        value = Value(self.fresh_name(name), tensor.dtype, tuple(tensor.shape), kind="state" if state else "initializer",
+                      complex=is_complex)
+        if state:
+            value.default = tensor
+        else:
+            value.const = tensor
         self.initializers[value.name] = value
         return value
 

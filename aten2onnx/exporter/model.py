@@ -68,7 +68,7 @@ def build_model(t: Translation, *, opset: int, output_names: list[str] | None
     used = {v.name for v in node_inputs(nodes)}
     state_inputs = [state.state for state in t.states if state.kind == "buffer"]
     used |= {v.name for v in state_inputs}
-    weights = [(name, v.const) for name, v in g.initializers.items() if name in used]
+    weights = [(name, v.default if v.kind == "state" else v.const) for name, v in g.initializers.items() if name in used]
     model = onnx.ModelProto()
     model.ir_version = max(MIN_IR_VERSION, helper.find_min_ir_version_for([helper.make_opsetid("", opset)]))
     model.producer_name = PRODUCER

@@ -130,6 +130,7 @@ class Translator:
         specs = {spec.arg.name: spec for spec in self.ep.graph_signature.input_specs}
         user_inputs: list[Value | None] = []
         names = list(input_names or [])
+        written = {role.name for role in self.roles if role.kind == "buffer"}
         for node in self.gm.graph.nodes:
             if node.op != "placeholder":
                 continue
@@ -138,7 +139,7 @@ class Translator:
                 tensor = self.ep.state_dict.get(spec.target)
                 if tensor is None:
                     tensor = self.ep.constants[spec.target]
-                self.env[node] = self.g.initializer(spec.target, tensor)
+                self.env[node] = self.g.initializer(spec.target, tensor, state=spec.target in written)
                 self.state_values[("buffer", spec.target)] = self.env[node]
             elif spec.kind == InputKind.USER_INPUT:
                 val = node.meta.get("val")
