@@ -16,6 +16,7 @@ from beartype import BeartypeConf, beartype
 from torch.export import ExportedProgram
 
 from aten2onnx.errors import (
+    ArgumentError,
     Aten2OnnxError,
     CaptureError,
     ExportError,
@@ -51,10 +52,6 @@ __all__ = [
     "UnsupportedOperatorError",
 ]
 __version__ = "0.1.0"
-
-
-class ArgumentError(ExportError, TypeError):
-    """A public API function was called with an argument of the wrong type."""
 
 
 _checked = beartype(conf=BeartypeConf(violation_param_type=ArgumentError, violation_return_type=ArgumentError))

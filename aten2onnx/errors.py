@@ -21,8 +21,23 @@ class ExportError(Aten2OnnxError):
     """Base of every error raised while exporting a model."""
 
 
+class ArgumentError(ExportError, TypeError):
+    """A public API function was called with a wrong argument: a wrong type, or a value that cannot
+    work (an empty or repeated input or output name), named."""
+
+
 class CaptureError(ExportError):
-    """torch.export could not capture the model; carries torch.export's own messages."""
+    """torch.export could not capture the model; carries torch.export's own messages.
+
+    failures: (mode, exception) per capture attempt; source: the user's file:line where known;
+    torch_log: what torch logged and printed while failing (kept out of the terminal)."""
+
+    def __init__(self, message: str, *, failures: list | None = None, source: str | None = None,
+                 torch_log: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.failures = failures or []
+        self.source = source
+        self.torch_log = torch_log or []
 
 
 class SymbolicError(ExportError):

@@ -100,8 +100,11 @@ def test_specialized_dynamic_dim_is_reported():
         aten2onnx.export(torch.nn.Linear(4, 2), (torch.randn(1, 4),), dynamic_shapes={"input": {0: Dim.AUTO}})
     with pytest.warns(UserWarning, match=r"input 'input' dim 0 \(batch\) .* specialized it to 1"):
         aten2onnx.export(torch.nn.Linear(4, 2), (torch.randn(1, 4),), dynamic_shapes={"input": {0: "batch"}})
-    with pytest.raises(aten2onnx.CaptureError, match="batch"):
-        aten2onnx.export(torch.nn.Linear(4, 2), (torch.randn(1, 4),), dynamic_shapes={"input": {0: Dim("batch")}})
+    # a Dim of an example of size 1: torch.export suggests `batch = 1`, which is applied with a warning
+    with pytest.warns(UserWarning, match=r"suggested fixes: batch = 1\. The exported model accepts static shapes only"):
+        exported = aten2onnx.export(torch.nn.Linear(4, 2), (torch.randn(1, 4),),
+                                    dynamic_shapes={"input": {0: Dim("batch")}})
+    assert exported.model_proto.graph.input[0].type.tensor_type.shape.dim[0].dim_value == 1
 
 
 def test_dynamic_export_does_not_warn_when_dims_stay_dynamic():

@@ -136,6 +136,30 @@ TABLE = [
           opsets=(11, 18)),
     Entry("relu_int", torch.relu, [lambda d: (torch.tensor([-3, 0, 5], dtype=d),)], (torch.int32, torch.int64),
           opsets=(9, 13, 14)),
+    # ONNX defines Add, Mul, Max, Clip, TopK, ReduceMax... on no bools: computed in a wider type, cast back
+    Entry("bool_arithmetic", lambda a, b: (a + b, a * b, a + True, torch.add(a, b, alpha=True), torch.maximum(a, b),
+                                          torch.minimum(a, b), a.clamp(0, 1), a.amax(), a.max(0).values, a * 2.5,
+                                          torch.where(a, b, False), a.masked_fill(b, True),
+                                          a.tril(), a.cumsum(1), a | True, a & b, a ^ True),
+          [lambda d: (torch.rand(3, 4) > 0.5, torch.rand(3, 4) > 0.5)], (torch.bool,), opsets=(9, 11, 13, 18)),
+    Entry("bool_sort", lambda a: (a.sort(0).values, a.sort(1, descending=True).values, a.unique()), [lambda d: (torch.rand(3, 4) > 0.5,)],
+          (torch.bool,), opsets=(11, 18)),
+    Entry("narrow_int_reductions", lambda x: (x.amax(1), x.amin(0), x.max(), -x.abs(), x.relu(), x.clamp(-1, 2),
+                                              torch.maximum(x, x.flip(0))),
+          [lambda d: (torch.tensor([[-3, 0, 5], [7, -128 if d != torch.uint8 else 200, 1]], dtype=d),)],
+          (torch.int8, torch.int16, torch.uint8), opsets=(9, 12, 13, 18)),
+    # opsets 9 and 10 have no CumSum, GatherND or GatherElements: a Loop, a flattened Gather, offsets
+    Entry("cumsum", lambda x: (x.cumsum(1), x.cumsum(0), x.cumsum(-1, dtype=torch.float64)), [t(3, 5)],
+          NUMERIC + (torch.bool,), opsets=(9, 10, 11, 18)),
+    Entry("cumsum_accumulates_wide", lambda x: (x.cumsum(0), x.cumsum(0, dtype=torch.float16)),  # eager: double, float
+          [lambda d: (torch.tensor([1e8, 1.0, -1e8, 3.0], dtype=d),)], (torch.float32,), opsets=(9, 11, 18)),
+    Entry("index_tensors", lambda x, i, j: (x[i, j], x[:, i, j], x[i, :, j], x[i, -1], x[:, -1, i], x[i[:, None], j.reshape(1, -1)]),
+          [lambda d: (torch.randn(4, 5, 6).to(d), torch.tensor([0, -1, 2]), torch.tensor([[1], [-2]]))],
+          NUMERIC, opsets=(9, 10, 11, 18)),
+    Entry("index_masks", lambda x: (x[x > 0], x[:, x[0] > 0], x[x.sum(1) > 0, 1:]), [t(4, 5)], opsets=(9, 10, 18)),
+    Entry("gather", lambda x, i: (x.gather(1, i), x.gather(0, i), x.gather(-1, i[:, :1])),
+          [lambda d: (torch.randn(4, 5).to(d), torch.tensor([[0, 3, 1], [3, 3, 2]]))], NUMERIC,
+          opsets=(9, 10, 11, 18)),
 ]
 
 

@@ -83,18 +83,27 @@ def test_custom_symbolics_argument_is_checked_too():
                  custom_symbolics={"aten::relu.default": relu_as_abs}, settings=SEARCH)
 
 
-def test_wrong_dtype_is_a_mismatch_even_when_values_agree():
+def test_wrong_dtype_is_found_at_export_or_as_a_mismatch_even_when_values_agree():
     def relu_in_double(g, self):
         return g.op("Cast", g.op("Relu", self), to=11)  # DOUBLE
 
+    def relu_in_double_labelled_float(g, self):
+        out = relu_in_double(g, self)
+        out.dtype = torch.float32  # a handler that mislabels its result: only running the model shows it
+        return out
+
+    with pytest.raises(OpCheckError, match="export failed.*is torch.float64 but the op makes torch.float32"):
+        check_op(torch.ops.aten.relu.default, arguments(tensors(shape=(2,))), opsets=(18,),
+                 custom_symbolics={"aten::relu.default": relu_in_double}, settings=SEARCH)
     # onnx.checker already rejects the model (its declared output type is float32); skip it to reach
     # the comparison.
     with pytest.raises(MismatchError, match="dtype torch.float64, expected torch.float32"):
         check_op(torch.ops.aten.relu.default, arguments(tensors(shape=(2,))), opsets=(18,), runtimes=("aten2onnx",),
-                 custom_symbolics={"aten::relu.default": relu_in_double}, check_model=False, settings=SEARCH)
+                 custom_symbolics={"aten::relu.default": relu_in_double_labelled_float}, check_model=False,
+                 settings=SEARCH)
     with pytest.raises(OpCheckError, match="the exported model is invalid"):
         check_op(torch.ops.aten.relu.default, arguments(tensors(shape=(2,))), opsets=(18,),
-                 custom_symbolics={"aten::relu.default": relu_in_double}, settings=SEARCH)
+                 custom_symbolics={"aten::relu.default": relu_in_double_labelled_float}, settings=SEARCH)
 
 
 def test_a_failing_export_names_the_stage_and_chains_the_cause():

@@ -7,7 +7,7 @@ from typing import Any, Callable
 import torch
 
 from aten2onnx import _aten_node
-from aten2onnx.errors import CaptureError, ExportError, warn_user
+from aten2onnx.errors import ArgumentError, Aten2OnnxError, CaptureError, ExportError, warn_user
 from aten2onnx.exporter import diagnose, dynamic
 from aten2onnx.exporter.builder import GraphBuilder, Value
 from aten2onnx.exporter.capture import capture
@@ -18,9 +18,34 @@ from aten2onnx.registry import REGISTRY
 
 __all__ = ["ExportedModel", "GraphBuilder", "Value", "export_program"]
 
-def export_program(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic_shapes: Any,
-                   fallback: str, input_names: list[str] | None, output_names: list[str] | None,
-                   custom_symbolics: dict[str, Callable] | None) -> ExportedModel:
+def _check_names(input_names: list[str] | None, output_names: list[str] | None) -> None:
+    """Names an ONNX graph can have: non-empty, and each used once across inputs and outputs."""
+    seen: dict[str, str] = {}
+    for kind, names in (("input", input_names or []), ("output", output_names or [])):
+        for name in names:
+            if not name:
+                raise ArgumentError(f"{kind}_names has an empty name; ONNX values need a name")
+            if name in seen:
+                raise ArgumentError(f"{kind} name {name!r} is already the name of an {seen[name]}; ONNX gives each "
+                                    "value one name, so names must differ across input_names and output_names")
+            seen[name] = kind
+
+
+def export_program(model: Any, args: tuple, kwargs: dict | None, **options: Any) -> ExportedModel:
+    """Export as `aten2onnx.export` documents. Every error is an ExportError: one that escapes the
+    pipeline from deeper down is a bug of ours, reported as one with its cause chained."""
+    try:
+        return _export(model, args, kwargs, **options)
+    except Aten2OnnxError:
+        raise
+    except Exception as e:
+        raise ExportError(f"aten2onnx failed while exporting: {type(e).__name__}: {e}\nThis is a bug in aten2onnx, "
+                          "not in your model; please report it with the traceback above") from e
+
+
+def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic_shapes: Any,
+            fallback: str, input_names: list[str] | None, output_names: list[str] | None,
+            custom_symbolics: dict[str, Callable] | None) -> ExportedModel:
     from aten2onnx import symbolic  # noqa: F401  (registers the built-in symbolics)
     from aten2onnx.runtime.fold import evaluate_constant
     from aten2onnx.symbolic import MAX_OPSET, MIN_OPSET
@@ -29,6 +54,7 @@ def export_program(model: Any, args: tuple, kwargs: dict | None, *, opset: int, 
         raise ExportError(f"opset {opset} is not supported; aten2onnx exports opsets {MIN_OPSET} to {MAX_OPSET}")
     if fallback not in ("aten", "error"):
         raise ExportError(f"fallback must be 'aten' or 'error', not {fallback!r}")
+    _check_names(input_names, output_names)
     overrides = {REGISTRY.validate(name, fn): fn for name, fn in (custom_symbolics or {}).items()}
     try:
         with diagnose.guarded_globals(model):

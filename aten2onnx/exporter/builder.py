@@ -25,6 +25,7 @@ import torch
 from onnx import AttributeProto, helper
 
 from aten2onnx import _dtypes
+from aten2onnx.exporter import op_types
 
 Dim = int | str | None
 
@@ -42,7 +43,7 @@ class Value:
     the default is in `default`.
     """
 
-    __slots__ = ("name", "dtype", "shape", "const", "producer", "kind", "complex", "default")
+    __slots__ = ("name", "dtype", "shape", "const", "producer", "kind", "complex", "default", "typed")
 
     def __init__(self, name: str, dtype: torch.dtype | None = None, shape: tuple[Dim, ...] | None = None,
                  const: torch.Tensor | None = None, kind: str = "node", complex: bool = False) -> None:
@@ -54,6 +55,7 @@ class Value:
         self.kind = kind  # "node", "input", "initializer" (a weight), "const", "state" (a written buffer)
         self.complex = complex  # a complex tensor carried as real pairs: dtype and shape are the carrier's
         self.default: torch.Tensor | None = None  # a "state" value's initializer
+        self.typed = dtype is not None  # the dtype is known for certain, not guessed (see GraphBuilder._infer)
 
     @property
     def rank(self) -> int | None:
@@ -151,6 +153,20 @@ _SAME_SHAPE = frozenset({
 })
 _BROADCAST = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Equal", "Less", "Greater", "LessOrEqual",
                         "GreaterOrEqual", "And", "Or", "Xor", "Max", "Min", "Mod", "Where", "BitShift"})
+
+
+def _attribute_dtype(op_type: str, inputs: tuple, attrs: dict) -> torch.dtype | None:
+    """The result dtype an op's attributes (or CastLike's second input) set, where they set it."""
+    if op_type == "Cast":
+        return _dtypes.to_torch(attrs["to"])
+    if op_type == "CastLike":
+        return inputs[1].dtype
+    if op_type in ("ConstantOfShape", "Constant"):
+        tensor = attrs.get("value")
+        return tensor.dtype if isinstance(tensor, torch.Tensor) else torch.float32
+    if "dtype" in attrs:  # RandomNormal, EyeLike, Multinomial, ...
+        return _dtypes.to_torch(attrs["dtype"])
+    return None
 
 
 def body_output(body: GraphBuilder, value: Value | int | float | bool, taken: Sequence[Value]) -> Value:
@@ -331,13 +347,45 @@ class GraphBuilder:
         folded = self._try_fold(op_type, inputs, attrs, outputs, domain)
         if folded is not None:
             return folded
-        dtypes, shape = self._infer(op_type, inputs, attrs, outputs)
+        signature = None if domain else op_types.signature(op_type, self.opset)
+        if signature is not None:
+            try:
+                widen = op_types.widened(signature, [None if v is None else v.dtype for v in inputs])
+            except NotImplementedError as e:
+                raise NotImplementedError(f"ONNX {op_type} at opset {self.opset} {e}") from None
+            if op_type in ("Cast", "CastLike"):  # a cast cannot be widened by casts
+                if widen and not signature.takes(signature.input_type(0), inputs[0].dtype):
+                    raise NotImplementedError(f"ONNX {op_type} at opset {self.opset} takes no {inputs[0].dtype} input")
+                widen = {}
+            if widen:
+                return self._widened(op_type, inputs, outputs, domain, attributes, signature, widen)
+        dtypes, typed, shape = self._infer(op_type, inputs, attrs, outputs, signature)
         outs = [Value(self.fresh_name(), dtypes[i], shape if i == 0 else None) for i in range(outputs)]
+        for out, certain in zip(outs, typed):
+            out.typed = certain
         node = Node(op_type, list(inputs), outs, attrs, domain, self.fresh_name(f"{self._scope}/{op_type}"), self.meta)
         for out in outs:
             out.producer = node
         self.nodes.append(node)
         return outs[0] if outputs == 1 else tuple(outs)
+
+    def _widened(self, op_type: str, inputs: tuple, outputs: int, domain: str, attributes: dict,
+                 signature: op_types.Signature, widen: dict[str, tuple[torch.dtype, torch.dtype]]) -> Any:
+        """op_type computed in the wider dtypes `widen` names (see op_types), its results of a
+        widened constraint cast back to the dtype the inputs had."""
+        cast = []
+        for i, value in enumerate(inputs):
+            formal = signature.input_type(i)
+            if value is not None and formal in widen:
+                value = self.op("Cast", value, to=_dtypes.to_onnx(widen[formal][1]))
+            cast.append(value)
+        results = self.op(op_type, *cast, outputs=outputs, domain=domain, **attributes)
+        results = list(results) if outputs > 1 else [results]
+        for i, result in enumerate(results):
+            formal = signature.output_type(i)
+            if formal in widen:
+                results[i] = self.op("Cast", result, to=_dtypes.to_onnx(widen[formal][0]))
+        return tuple(results) if outputs > 1 else results[0]
 
     def _try_fold(self, op_type: str, inputs: tuple, attrs: dict, outputs: int, domain: str) -> Any:
         if op_type == "Transpose" and not domain and inputs[0].kind == "initializer":
@@ -368,31 +416,37 @@ class GraphBuilder:
         self._const_cache[key] = value
         return value
 
-    def _infer(self, op_type: str, inputs: tuple, attrs: dict, outputs: int) -> tuple[list, tuple | None]:
+    def _infer(self, op_type: str, inputs: tuple, attrs: dict, outputs: int,
+               signature: op_types.Signature | None) -> tuple[list, list[bool], tuple | None]:
+        """Each output's dtype, whether that dtype is certain (the schema ties it to a certain input's
+        or fixes it, or an attribute sets it) rather than guessed from the first input, and the
+        first output's shape where it is easy to know."""
         first = next((v for v in inputs if v is not None), None)
-        dtype = first.dtype if first is not None else None
-        if op_type == "Cast":
-            dtype = _dtypes.to_torch(attrs["to"])
-        elif op_type == "CastLike":
-            dtype = inputs[1].dtype
-        elif op_type in _BOOL_OUT:
-            dtype = torch.bool
+        guess = first.dtype if first is not None else None
+        if op_type in _BOOL_OUT:
+            guess = torch.bool
         elif op_type in _INT64_OUT:
-            dtype = torch.int64
-        elif op_type == "Where":
-            dtype = inputs[1].dtype
-        elif op_type in ("ConstantOfShape", "Constant"):
-            tensor = attrs.get("value")
-            dtype = tensor.dtype if isinstance(tensor, torch.Tensor) else torch.float32
-        dtypes = [dtype] * outputs
-        if op_type in ("TopK", "MaxPool") and outputs == 2:
-            dtypes[1] = torch.int64
+            guess = torch.int64
+        set_by_attribute = _attribute_dtype(op_type, inputs, attrs)
+        known = (op_types.result_dtypes(signature, [None if v is None else v.dtype for v in inputs], outputs)
+                 if signature is not None else [(None, None)] * outputs)
+        dtypes, typed = [], []
+        for i, (dtype, source) in enumerate(known):
+            if dtype is not None:
+                dtypes.append(dtype)
+                typed.append(source is None or inputs[source].typed)
+            elif i == 0 and set_by_attribute is not None:
+                dtypes.append(set_by_attribute)
+                typed.append(True)
+            else:
+                dtypes.append(guess)
+                typed.append(False)
         shape = None
         if op_type in _SAME_SHAPE and first is not None:
             shape = first.shape
         elif op_type in _BROADCAST:
             shape = broadcast_shapes(*(v.shape for v in inputs if v is not None))
-        return dtypes, shape
+        return dtypes, typed, shape
 
     # -- serialization ------------------------------------------------------------------------
     def node_protos(self, nodes: list[Node]) -> list[onnx.NodeProto]:

@@ -5,17 +5,24 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import io
+import logging
 import math
 import os
+import sys
 import traceback
+import warnings
 from typing import Any, Callable, Iterator
 
+import sympy
 import torch
 from torch.export import ExportedProgram
+from torch.export.dynamic_shapes import refine_dynamic_shapes_from_suggested_fixes
+from torch.export.graph_signature import InputKind
 from torch.nn.modules import transformer
 from torch.overrides import TorchFunctionMode
 
-from aten2onnx.errors import CaptureError
+from aten2onnx.errors import CaptureError, warn_user
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -316,25 +323,117 @@ class _DataDependentChecks(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
+class _Recorder(logging.Filter):
+    """Keeps torch's log records instead of letting its handlers print them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+        self.printed: list[str] = []  # what failed attempts printed to stderr
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        self.records.append(record)
+        return False
+
+
+@contextlib.contextmanager
+def _quiet_torch(recorder: _Recorder) -> Iterator[None]:
+    """torch.export logs pages of FX dumps and guard tracebacks while it fails, and dynamo warns about
+    its own workings: during capture both are kept in `recorder` (a failure reports what matters in
+    its own words). Warnings raised from outside torch, the user's own, are given back."""
+    loggers = [logging.getLogger(name) for name in list(logging.root.manager.loggerDict)
+               if name == "torch" or name.startswith("torch.")]
+    handlers = {h for logger in loggers for h in logger.handlers}
+    for handler in handlers:
+        handler.addFilter(recorder)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("default")
+            yield
+    finally:
+        for handler in handlers:
+            handler.removeFilter(recorder)
+    for w in caught:
+        if not str(w.filename).startswith(_TORCH_DIR):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
+def _suggested_fixes(e: BaseException) -> list[str]:
+    """The lines of torch.export's "Suggested fixes:" (e.g. `seq = Dim('seq', max=512)`), if any."""
+    text = str(e)
+    if "Suggested fixes:" not in text:
+        return []
+    tail = text.split("Suggested fixes:", 1)[1].strip().split("\n\n")[0]
+    return [line.strip() for line in tail.splitlines() if "=" in line]
+
+
+def _refined(module: torch.nn.Module, args: tuple, kwargs: dict | None, dynamic_shapes: Any,
+             e: BaseException) -> tuple[ExportedProgram, list[str]] | None:
+    """When torch.export rejected declared dynamic dims and offered fixes (a narrower range, a
+    relation, a constant), the non-strict export again with the fixes applied, and the fixes."""
+    fixes = _suggested_fixes(e)
+    if not fixes or dynamic_shapes is None:
+        return None
+    try:
+        # torch's parser reads every line after the heading as a fix; its closing hints are not
+        refined = refine_dynamic_shapes_from_suggested_fixes("Suggested fixes:\n" + "\n".join(fixes), dynamic_shapes)
+        with _DataDependentChecks():
+            return torch.export.export(module, args, kwargs, dynamic_shapes=refined, strict=False), fixes
+    except Exception:  # the fixes did not apply: the original failure is reported
+        return None
+
+
+def _accepted_ranges(ep: ExportedProgram) -> list[str]:
+    """`name[dim] in [lo, hi]` for each dynamic dim of the program's user inputs."""
+    ranges = []
+    user = {spec.arg.name for spec in ep.graph_signature.input_specs if spec.kind == InputKind.USER_INPUT}
+    for node in ep.graph.nodes:
+        val = node.meta.get("val")
+        if node.op != "placeholder" or node.name not in user or not isinstance(val, torch.Tensor):
+            continue
+        for dim, size in enumerate(val.shape):
+            if isinstance(size, torch.SymInt) and size.node.expr.is_symbol:
+                bounds = ep.range_constraints.get(size.node.expr)
+                if bounds is not None:
+                    upper = int(bounds.upper) if isinstance(bounds.upper, sympy.Integer) else "inf"
+                    ranges.append(f"{node.name}[{dim}] in [{int(bounds.lower)}, {upper}]")
+    return ranges
+
+
 def capture(model: Any, args: tuple, kwargs: dict | None, dynamic_shapes: Any) -> ExportedProgram:
     if isinstance(model, ExportedProgram):
         return model
     module = model if isinstance(model, torch.nn.Module) else _function_module(model)
     failures: list[tuple[str, BaseException]] = []
-    with _preserved(module), _causal_masks_taken_as_given():
+    recorder = _Recorder()
+    with _preserved(module), _causal_masks_taken_as_given(), _quiet_torch(recorder):
         for strict in (False, True):
+            printed = io.StringIO()
             try:
-                with contextlib.nullcontext() if strict else _DataDependentChecks():
-                    return torch.export.export(module, args, kwargs, dynamic_shapes=dynamic_shapes, strict=strict)
+                # torch.export prints a failed trace's partial graph to stderr: kept, and given back
+                # only when the attempt succeeds (then it is the model's own output)
+                with contextlib.redirect_stderr(printed), (contextlib.nullcontext() if strict else _DataDependentChecks()):
+                    ep = torch.export.export(module, args, kwargs, dynamic_shapes=dynamic_shapes, strict=strict)
+                sys.stderr.write(printed.getvalue())
+                return ep
             except Exception as e:  # torch.export raises many types; all are reported below
+                recorder.printed.append(printed.getvalue())
                 failures.append(("non-strict" if not strict else "strict", e))
+                refined = None if strict else _refined(module, args, kwargs, dynamic_shapes, e)
+                if refined is not None:
+                    ep, fixes = refined
+                    warn_user(f"torch.export narrowed the dynamic dims you declared, applying its suggested fixes: "
+                              f"{'; '.join(fixes)}. The exported model accepts {', '.join(_accepted_ranges(ep)) or 'static shapes only'}. "
+                              "Declare the dims so in dynamic_shapes to silence this warning.")
+                    return ep
     where = next((w for w in (_user_frame(e) for _, e in failures) if w), None)
     lines = [f"torch.export could not capture the model{f' (at {where})' if where else ''}."]
     for mode, e in failures:
         message = str(e).strip().split("\n\n")[0]
         lines.append(f"  {mode} capture: {type(e).__name__}: {message}")
     lines.append("Fix the first failure: non-strict capture traces your Python as written.")
-    error = CaptureError("\n".join(lines))
-    error.failures = failures
-    error.source = where
-    raise error from failures[0][1]
+    torch_log = [f"{r.levelname} {r.name}: {r.getMessage()}" for r in recorder.records] + \
+        [text for text in recorder.printed if text.strip()]
+    if torch_log:
+        lines.append(f"(torch logged {len(torch_log)} messages while failing; they are in this error's `torch_log`)")
+    raise CaptureError("\n".join(lines), failures=failures, source=where, torch_log=torch_log) from failures[0][1]

@@ -126,18 +126,15 @@ _DATA_DEPENDENT = ("GuardOnDataDependentSymNode", "DataDependentOutputException"
 
 def classify_capture_error(error: CaptureError) -> CaptureError:
     """A capture error caused by Python depending on tensor data, retyped with the rewrite to use."""
-    failures = getattr(error, "failures", [])
-    text = " ".join(f"{type(e).__name__}: {e}" for _, e in failures)
+    text = " ".join(f"{type(e).__name__}: {e}" for _, e in error.failures)
     if not any(marker in text for marker in _DATA_DEPENDENT):
         return error
-    where = f" at {error.source}" if getattr(error, "source", None) else ""
+    where = f" at {error.source}" if error.source else ""
     better = DataDependentError(
         f"the model's Python depends on tensor values{where}: a branch on a tensor (`if (x > 0).all():`), a "
         "Python number made from one (`.item()`, `float(t)`, `int(t)`), or a shape that depends on values "
         "(`x[x > 0]`, `nonzero`) where it sets a size. Keep it a tensor: use `torch.where(cond, a, b)` for "
         "values and `torch.cond(pred, true_fn, false_fn, operands)` for branches; for a value-dependent size, "
-        "declare the dim dynamic or keep the full size and mask with torch.where.\n" + str(error)
-    )
-    better.failures = failures
-    better.source = getattr(error, "source", None)
+        "declare the dim dynamic or keep the full size and mask with torch.where.\n" + str(error),
+        failures=error.failures, source=error.source, torch_log=error.torch_log)
     return better

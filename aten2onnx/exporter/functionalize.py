@@ -22,6 +22,7 @@ from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, OutputKind
 from torch.multiprocessing.reductions import StorageWeakRef
 
+from aten2onnx.errors import ExportError
 from aten2onnx.registry import functional_twin, is_mutating, written_arguments
 
 aten = torch.ops.aten
@@ -57,8 +58,12 @@ def roles_from_signature(ep: ExportedProgram) -> list[OutputRole]:
             roles.append(OutputRole("buffer", spec.target))
         elif spec.kind == OutputKind.USER_INPUT_MUTATION:
             roles.append(OutputRole("input", spec.target))
+        elif spec.kind in (OutputKind.LOSS_OUTPUT, OutputKind.GRADIENT_TO_PARAMETER, OutputKind.GRADIENT_TO_USER_INPUT):
+            raise ExportError(f"output {spec.arg.name!r} is a {spec.kind.name}: the program is a joint forward-backward "
+                              "graph, which aten2onnx.export does not take; export the forward program (before "
+                              "_export_forward_backward) instead")
         else:
-            raise Unsupported(f"output {spec.arg} is a {spec.kind.name}, which aten2onnx does not export")
+            raise ExportError(f"output {spec.arg.name!r} is a {spec.kind.name}, which aten2onnx does not export")
     return roles
 
 

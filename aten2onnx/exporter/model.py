@@ -14,8 +14,8 @@ import torch.utils._pytree as pytree
 from onnx import helper
 
 from aten2onnx import _dtypes
-from aten2onnx.errors import ExportError, InvalidInputError
-from aten2onnx.exporter.builder import Node, Value, fill_tensor_proto, live_nodes, node_inputs, tensor_view, value_info
+from aten2onnx.errors import ArgumentError, ExportError, InvalidInputError
+from aten2onnx.exporter.builder import GraphBuilder, Node, Subgraph, Value, fill_tensor_proto, live_nodes, node_inputs, tensor_view, value_info
 from aten2onnx.exporter.translate import Translation
 
 PRODUCER = "aten2onnx"
@@ -50,6 +50,7 @@ def build_model(t: Translation, *, opset: int, output_names: list[str] | None
     # A written buffer or input: its new value is an output named "<state>.updated"; a buffer is
     # also an input whose initializer is the default, so callers can carry state between runs.
     state_names = [f"{state.state.name}.updated" for state in t.states]
+    names = _free_output_names(g, nodes, names, state_names, chosen=output_names is not None)
     final: list[Value] = []
     seen: set[int] = set()
     for value, name in zip(graph_outputs + [state.value for state in t.states], names + state_names):
@@ -89,6 +90,45 @@ def build_model(t: Translation, *, opset: int, output_names: list[str] | None
         entry = model.metadata_props.add()
         entry.key, entry.value = COMPLEX_KEY, json.dumps(carried)
     return model, weights, [v.name for v in g.inputs], names
+
+
+def _free_output_names(g: GraphBuilder, nodes: list[Node], names: list[str], state_names: list[str], *,
+                       chosen: bool) -> list[str]:
+    """Output names that no other value of the graph has (ONNX names each value once). Inputs and
+    weights keep their names: a chosen output name equal to one is an error, a default one is made
+    unique. An intermediate value or a constant with an output's name is renamed out of the way."""
+    fixed = {v.name: "input" for v in g.inputs}
+    fixed |= {name: "weight" for name, v in g.initializers.items() if v.kind != "const"}
+    fixed |= {name: "state update" for name in state_names}
+    free = []
+    for name in names:
+        if name in fixed:
+            if chosen:
+                raise ArgumentError(f"output name {name!r} is already the name of a graph {fixed[name]}; choose "
+                                    "another in output_names")
+            name = g.fresh_name(name)
+        free.append(name)
+    taken = set(free)
+    for value in [v for n in _with_bodies(nodes) for v in n.outputs] + [v for v in g.initializers.values()
+                                                                        if v.kind == "const"]:
+        if value.name in taken:
+            if value.kind == "const":
+                del g.initializers[value.name]
+            value.name = g.fresh_name(value.name)
+            if value.kind == "const":
+                g.initializers[value.name] = value
+    return free
+
+
+def _with_bodies(nodes: list[Node]) -> list[Node]:
+    """The nodes and, recursively, the nodes of their control-flow bodies."""
+    out = []
+    for node in nodes:
+        out.append(node)
+        for attr in node.attrs.values():
+            if isinstance(attr, Subgraph):
+                out.extend(_with_bodies(attr.builder.nodes))
+    return out
 
 
 class ExportedModel:

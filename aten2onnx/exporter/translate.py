@@ -16,7 +16,7 @@ import torch.utils._pytree as pytree
 from torch.export.graph_signature import InputKind
 
 from aten2onnx import _dtypes, registry as _registry
-from aten2onnx.errors import ExportError, SymbolicError, UnsupportedOp, UnsupportedOperatorError, warn_user
+from aten2onnx.errors import ArgumentError, ExportError, SymbolicError, UnsupportedOp, UnsupportedOperatorError, warn_user
 from aten2onnx.exporter.builder import Dim, GraphBuilder, Node, Subgraph, Value, body_output
 from aten2onnx.exporter.fallback import emit_aten_node
 from aten2onnx.exporter.functionalize import FunctionalGraph
@@ -24,6 +24,9 @@ from aten2onnx.registry import REGISTRY, Resolved, bind
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+# Frames of code FX generates (a control-flow body's forward), numbered per process: never the
+# user's line, and a model's metadata must not depend on how many graphs the process made before.
+_GENERATED = "<eval_with_key>"
 # Higher-order ops that only wrap a body in a grad or autocast mode: position of the body argument.
 _WRAPPERS = {"wrap_with_set_grad_enabled": 1, "wrap_with_autocast": 4}
 # Control-flow higher-order ops and the Translator method that turns each into If, Loop or Scan.
@@ -36,10 +39,13 @@ def source_of(node: torch.fx.Node) -> str | None:
     frames = _FRAME.findall(node.meta.get("stack_trace") or "")
     if not frames:
         return None
-    for file, line, _ in reversed(frames):
+    frames = [(file, line) for file, line, _ in frames if not file.startswith(_GENERATED)]
+    if not frames:
+        return None
+    for file, line in reversed(frames):
         if not file.startswith((_TORCH_DIR, _OWN_DIR)):
             return f"{file}:{line}"
-    file, line, _ = frames[-1]
+    file, line = frames[-1]
     return f"{file}:{line}"
 
 
@@ -131,6 +137,12 @@ class Translator:
         user_inputs: list[Value | None] = []
         names = list(input_names or [])
         written = {role.name for role in self.roles if role.kind == "buffer"}
+        weights = {spec.target for spec in self.ep.graph_signature.input_specs
+                   if spec.kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR)}
+        taken = sorted(set(names) & weights)
+        if taken:
+            raise ArgumentError(f"input_names {taken} are names of the model's weights, which the ONNX model keeps as "
+                                "initializers under their state_dict keys; choose other input names")
         for node in self.gm.graph.nodes:
             if node.op != "placeholder":
                 continue
@@ -297,7 +309,7 @@ class Translator:
             args, kwargs = torch.fx.node.map_aggregate(node.args, self._lookup), {}
         first_new = len(self.g.nodes)
         try:
-            result = self._finish(node, resolved.handler(self.g, *args, **kwargs), first_new)
+            result = self._finish(node, resolved.handler(self.g, *args, **kwargs), first_new, resolved.user)
         except ExportError:
             raise
         except NotImplementedError as e:
@@ -410,28 +422,43 @@ class Translator:
         self.env[node] = _rebuild(val, iter(outs)) if isinstance(val, (tuple, list)) else outs[0]
         self.fallback_ops.add(key)
 
-    def _finish(self, node: torch.fx.Node, result: Any, first_new: int) -> Any:
+    def _finish(self, node: torch.fx.Node, result: Any, first_new: int, user: bool) -> Any:
         """Name the handler's outputs after the FX node and give them the dtype/shape FX knows."""
         val = node.meta.get("val")
+        _check_result(result, val)
         made = {id(out) for n in self.g.nodes[first_new:] for out in n.outputs}
         if isinstance(result, Value):
-            return self._settle(result, val, node.name, made)
+            return self._settle(result, val, node.name, made, user)
         if isinstance(result, (tuple, list)) and isinstance(val, (tuple, list)):
-            return type(result)(self._settle(res, v, f"{node.name}.{i}", made) if isinstance(res, Value) else res
+            return type(result)(self._settle(res, v, f"{node.name}.{i}", made, user) if isinstance(res, Value) else res
                                 for i, (res, v) in enumerate(zip(result, val)))
-        if result is None and val is not None and not isinstance(val, (int, float, bool)):
-            raise TypeError("the handler returned None; a handler must return its output Value(s) or raise")
         return result
 
-    def _settle(self, value: Value, val: Any, name: str, made: set[int]) -> Value:
-        """One handler result, read as complex exactly where FX's result is complex, then stamped. A
-        value the handler made is stamped so; a constant or an input it did not make (view_as_real
-        returns its input) is retagged, through an Identity that is then stamped as made here."""
+    def _settle(self, value: Value, val: Any, name: str, made: set[int], user: bool) -> Value:
+        """One handler result, read as complex exactly where FX's result is complex, of FX's dtype,
+        then stamped. A value the handler made is stamped so; a constant or an input it did not make
+        (view_as_real returns its input) is retagged, through an Identity that is then stamped as made
+        here."""
         if isinstance(val, torch.Tensor) and id(value) not in made and value.complex != val.dtype.is_complex:
             first = len(self.g.nodes)
             value = self.g.retag(value, complex=val.dtype.is_complex)
             made.update(id(out) for n in self.g.nodes[first:] for out in n.outputs)
+        value = self._of_fx_dtype(value, val, name, made, user)
         self._stamp(value, val, name, made)
+        return value
+
+    def _of_fx_dtype(self, value: Value, val: Any, name: str, made: set[int], user: bool) -> Value:
+        """A result whose dtype is certain and differs from FX's is a handler's bug, raised, except that a
+        built-in result FX's dtype holds exactly is cast to it (an FX decomposition may keep a result
+        in the wider type ATen's kernel rounds from: batch norm's running statistics of half inputs)."""
+        dtype = value_info(val)[0]
+        if dtype is None or not value.typed or value.dtype == dtype:
+            return value
+        if user or not _holds_exactly(dtype, value.dtype):
+            raise TypeError(f"the handler's result {name!r} is {value.dtype} but the op makes {dtype}; a handler "
+                            "casts its results to the dtype PyTorch gives them")
+        value = self.g.op("Cast", value, to=_dtypes.to_onnx(dtype))
+        made.add(id(value))
         return value
 
     def _stamp(self, value: Value, val: Any, name: str, new: set[int]) -> None:
@@ -463,6 +490,52 @@ class Translator:
             else:
                 states.append(StateSlot(role.kind, self.state_values[(role.kind, role.name)], value))
         return slots, states
+
+
+def _holds_exactly(wide: torch.dtype, narrow: torch.dtype) -> bool:
+    """Whether every value of `narrow` is a value of `wide` (bool in anything, int8 in float32, float16
+    in float32; not int32 in float32, nor float16 in bfloat16)."""
+    if narrow == torch.bool:
+        return True
+    if wide == torch.bool or wide.is_complex or narrow.is_complex:
+        return False
+    if not narrow.is_floating_point:
+        info = torch.iinfo(narrow)
+        if not wide.is_floating_point:
+            return torch.iinfo(wide).min <= info.min and torch.iinfo(wide).max >= info.max
+        return max(-info.min, info.max) <= 2 / torch.finfo(wide).eps  # ints up to 2**(mantissa bits + 1)
+    if not wide.is_floating_point:
+        return False
+    return torch.finfo(wide).eps <= torch.finfo(narrow).eps and torch.finfo(wide).max >= torch.finfo(narrow).max
+
+
+_NUMBERS = (int, float, bool, torch.SymInt, torch.SymFloat, torch.SymBool)
+
+
+def _check_result(result: Any, val: Any) -> None:
+    """A handler returns what the op makes: a Value per tensor, a sequence of the op's length for a
+    tuple or list, a Value or a number for a number. Anything else is the handler's bug (a user symbolic
+    returning 42 would make the model return 42), raised so that it is reported."""
+    if val is None:
+        return
+    if isinstance(val, torch.Tensor):
+        if not isinstance(result, Value):
+            raise TypeError(f"the handler returned {_describe(result)} where the op makes a tensor; a handler "
+                            "returns one Value per tensor output (g.op(...) or g.const(...)), or raises")
+    elif isinstance(val, (tuple, list)):
+        if not isinstance(result, (tuple, list)) or len(result) != len(val):
+            raise TypeError(f"the handler returned {_describe(result)} where the op makes {len(val)} results; "
+                            f"a handler returns a tuple of {len(val)} Values")
+        for res, v in zip(result, val):
+            _check_result(res, v)
+    elif isinstance(val, _NUMBERS) and not isinstance(result, (Value, int, float, bool)):
+        raise TypeError(f"the handler returned {_describe(result)} where the op makes a number; a handler "
+                        "returns a Value or a Python number")
+
+
+def _describe(result: Any) -> str:
+    text = repr(result)
+    return f"{text if len(text) <= 40 else text[:37] + '...'} ({type(result).__name__})"
 
 
 def _as_bool_scalar(g: GraphBuilder, value: Any) -> Value:

@@ -10,10 +10,12 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.symbolic import opset9_math as math9
+from aten2onnx.symbolic.opset9_reduce import cumsum_accumulator
 from aten2onnx.exporter.builder import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import as_value, cast, norm_dim
+from aten2onnx.symbolic._helpers import as_value, cast, norm_dim, result_type
 from aten2onnx.symbolic.opset9 import (
-    FLOATS, arange, attention, clamp_minmax, equal, no_attention_dropout, sum_dtype, unsqueeze_static,
+    FLOATS, arange, attention, broadcast_indices, clamp_minmax, eager_index_order, equal, index_tensors,
+    no_attention_dropout, sum_dtype, unsqueeze_static,
 )
 
 register = functools.partial(registry.register, opset=11)
@@ -47,13 +49,15 @@ def aten_gather(g, self, dim, index, *, sparse_grad=False):
 @register("aten::cumsum.default")
 def aten_cumsum(g, self, dim, *, dtype=None):
     """cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor"""
-    x = cast(g, self, sum_dtype(self, dtype))
-    return g.op("CumSum", x, g.const(norm_dim(dim, self.rank), dtype=torch.int64))
+    out_dtype = sum_dtype(self, dtype)
+    x = cast(g, cast(g, self, out_dtype), cumsum_accumulator(out_dtype))
+    return cast(g, g.op("CumSum", x, g.const(norm_dim(dim, self.rank), dtype=torch.int64)), out_dtype)
 
 
 @register("aten::clamp.default")
 def aten_clamp(g, self, min=None, max=None):
     """clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor"""
+    self = cast(g, self, result_type(*(v for v in (self, min, max) if v is not None)))  # bool.clamp(0, 1) is int64
     if self.dtype not in FLOATS:
         return clamp_minmax(g, self, min, max, int_inputs=False)
     lo = None if min is None else as_value(g, min, self.dtype)
@@ -79,33 +83,6 @@ def aten_arange_start_step(g, start, end, step=1, *, dtype=None, layout=None, de
     return arange(g, start, end, step, dtype, has_range=True)
 
 
-def broadcast_indices(g: GraphBuilder, indices: list[Value]) -> list[Value]:
-    """Index tensors broadcast to one shape, as advanced indexing does (x*0 sums share the shape)."""
-    if len(indices) == 1:
-        return indices
-    zero = None
-    for idx in indices:
-        z = g.op("Mul", idx, g.const(0, like=idx))
-        zero = z if zero is None else g.op("Add", zero, z)
-    return [g.op("Add", idx, zero) for idx in indices]
-
-
-def index_tensors(g: GraphBuilder, indices: list[Value | None]) -> list[Value | None]:
-    """Advanced-indexing arguments with masks expanded: a mask over k dims stands for k index
-    tensors, the coordinates of its true entries (one row of NonZero each)."""
-    expanded: list[Value | None] = []
-    for idx in indices:
-        if idx is not None and idx.dtype in (torch.bool, torch.uint8):
-            coords = g.op("NonZero", cast(g, idx, torch.bool))
-            for k in range(idx.rank):
-                row = g.op("Gather", coords, g.const(k, dtype=torch.int64), axis=0)
-                row.shape = (None,)  # one coordinate per true element
-                expanded.append(row)
-        else:
-            expanded.append(idx)
-    return expanded
-
-
 @dataclasses.dataclass
 class IndexLayout:
     """How GatherND/ScatterND see `self[indices]`: self with the indexed dims first (`x`, by
@@ -121,14 +98,7 @@ class IndexLayout:
     index_shape: tuple | None
 
     def eager_order(self) -> list[int] | None:
-        first = self.positions[0]
-        adjacent = self.positions == list(range(first, self.positions[-1] + 1))
-        if not adjacent or first == 0:
-            return None
-        if self.index_shape is None:
-            raise NotImplementedError("advanced indexing after a full dim with index tensors of unknown rank")
-        k, n = len(self.index_shape), len(self.rest)
-        return list(range(k, k + first)) + list(range(k)) + list(range(k + first, k + n))
+        return eager_index_order(self.positions, len(self.rest), None if self.index_shape is None else len(self.index_shape))
 
 
 def index_layout(g: GraphBuilder, self: Value, indices: list[Value | None]) -> IndexLayout:

@@ -54,13 +54,15 @@ def bitwise(g, bool_op: str, int_op: str, self, other):
     return g.op(bool_op if self.dtype == torch.bool else int_op, self, other)
 
 
-@register("aten::__and__.Tensor", "aten::bitwise_and.Tensor", "aten::bitwise_and.Scalar")
+@register("aten::__and__.Tensor", "aten::__and__.Scalar", "aten::bitwise_and.Tensor", "aten::bitwise_and.Scalar",
+          "aten::bitwise_and.Scalar_Tensor")
 def aten_bitwise_and(g, self, other):
     """bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor"""
     return bitwise(g, "And", "BitwiseAnd", self, other)
 
 
-@register("aten::__or__.Tensor", "aten::bitwise_or.Tensor", "aten::bitwise_or.Scalar")
+@register("aten::__or__.Tensor", "aten::__or__.Scalar", "aten::bitwise_or.Tensor", "aten::bitwise_or.Scalar",
+          "aten::bitwise_or.Scalar_Tensor")
 def aten_bitwise_or(g, self, other):
     """bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor"""
     return bitwise(g, "Or", "BitwiseOr", self, other)
@@ -255,7 +257,7 @@ def aten_count_nonzero_dims(g, self, dim):
     return reduction.count_nonzero(g, self, list(dim), mode=AXES18)
 
 
-@register("aten::__xor__.Tensor", "aten::bitwise_xor.Tensor", "aten::bitwise_xor.Scalar",
+@register("aten::__xor__.Tensor", "aten::__xor__.Scalar", "aten::bitwise_xor.Tensor", "aten::bitwise_xor.Scalar",
           "aten::bitwise_xor.Scalar_Tensor")
 def aten_bitwise_xor(g, self, other):
     """__xor__.Tensor(Tensor self, Tensor other) -> Tensor"""

@@ -471,7 +471,7 @@ def aten_logical_xor(g, self, other):
     return g.op("Xor", cast(g, self, torch.bool), cast(g, other, torch.bool))
 
 
-@register("aten::__xor__.Tensor", "aten::bitwise_xor.Tensor", "aten::bitwise_xor.Scalar",
+@register("aten::__xor__.Tensor", "aten::__xor__.Scalar", "aten::bitwise_xor.Tensor", "aten::bitwise_xor.Scalar",
           "aten::bitwise_xor.Scalar_Tensor")
 def aten_bitwise_xor(g, self, other):
     """bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor"""

@@ -149,11 +149,21 @@ def batch_stats(g: GraphBuilder, x: Value, eps: float) -> tuple[Value, Value, Va
     return y, reshape(g, mean, [shape[1]]), reshape(g, var, [shape[1]]), count
 
 
-def batch_norm_train(g: GraphBuilder, input: Value, weight, bias, eps: float) -> tuple[Value, Value, Value, Value, int]:
-    """(y, mean, invstd, biased var, count) with batch statistics; the biased var in opmath(input.dtype)."""
+def saved_stats_dtype(input: Value, *params: Value | None) -> torch.dtype:
+    """The dtype ATen saves batch statistics in: input's, or float32 for a half input whose weight,
+    bias or running statistics are float32 (ATen's "mixed type" batch norm)."""
+    mixed = any(p is not None and p.dtype != input.dtype for p in params)
+    return opmath(input.dtype) if mixed else input.dtype
+
+
+def batch_norm_train(g: GraphBuilder, input: Value, weight, bias, eps: float,
+                     running: tuple[Value | None, Value | None] = (None, None)) -> tuple[Value, Value, Value, Value, int]:
+    """(y, mean, invstd, biased var, count) with batch statistics; the biased var in opmath(input.dtype),
+    mean and invstd saved as ATen saves them given the running statistics."""
     y, mean, var, count = batch_stats(g, input, eps)
-    return (cast(g, affine(g, y, weight, bias, 1), input.dtype), cast(g, mean, input.dtype),
-            cast(g, rstd_of(g, var, eps), input.dtype), var, count)
+    stats = saved_stats_dtype(input, weight, bias, *running)
+    return (cast(g, affine(g, y, weight, bias, 1), input.dtype), cast(g, mean, stats),
+            cast(g, rstd_of(g, var, eps), stats), var, count)
 
 
 def updated_running(g: GraphBuilder, running_mean: Value, running_var: Value, mean: Value, var: Value, count: int,
@@ -204,7 +214,7 @@ def aten_batch_norm(g, input, weight, bias, running_mean, running_var, training,
 def aten_native_batch_norm(g, input, weight, bias, running_mean, running_var, training, momentum, eps):
     """native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)"""
     if training or running_mean is None:
-        y, mean, invstd, _, _ = batch_norm_train(g, input, weight, bias, eps)
+        y, mean, invstd, _, _ = batch_norm_train(g, input, weight, bias, eps, (running_mean, running_var))
         return y, mean, invstd
     y = batch_norm_eval(g, input, weight, bias, running_mean, running_var, eps)
     return y, empty(g, input.dtype), empty(g, input.dtype)
@@ -230,7 +240,7 @@ def aten_native_batch_norm_legit_functional(g, input, weight, bias, running_mean
     if not training:
         y = batch_norm_eval(g, input, weight, bias, running_mean, running_var, eps)
         return y, empty(g, input.dtype), empty(g, input.dtype), running_mean, running_var
-    y, mean, invstd, var, count = batch_norm_train(g, input, weight, bias, eps)
+    y, mean, invstd, var, count = batch_norm_train(g, input, weight, bias, eps, (running_mean, running_var))
     new_mean, new_var = updated_running(g, running_mean, running_var, mean, var, count, momentum)
     return y, mean, invstd, new_mean, new_var
 
@@ -238,7 +248,7 @@ def aten_native_batch_norm_legit_functional(g, input, weight, bias, running_mean
 @register("aten::_batch_norm_with_update_functional.default")
 def aten_batch_norm_with_update_functional(g, input, weight, bias, running_mean, running_var, momentum, eps):
     """_batch_norm_with_update_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor, Tensor running_mean_out, Tensor running_var_out)"""
-    y, mean, invstd, var, count = batch_norm_train(g, input, weight, bias, eps)
+    y, mean, invstd, var, count = batch_norm_train(g, input, weight, bias, eps, (running_mean, running_var))
     new_mean, new_var = updated_running(g, running_mean, running_var, mean, var, count, momentum)
     return y, mean, invstd, empty(g, torch.uint8), new_mean, new_var
 

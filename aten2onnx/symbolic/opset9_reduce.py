@@ -10,7 +10,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.exporter.builder import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import AXES9, Axes, cast, norm_dim, norm_dims, opmath, reduce_op, scalar_type
+from aten2onnx.symbolic._helpers import AXES9, Axes, cast, loop, norm_dim, norm_dims, opmath, reduce_op, scalar_type
 from aten2onnx.symbolic.opset9 import reshape, sum_dtype
 
 register = functools.partial(registry.register, opset=9)
@@ -369,3 +369,33 @@ def aten_count_nonzero(g, self, dim=None):
 def aten_count_nonzero_dims(g, self, dim):
     """count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor"""
     return count_nonzero(g, self, list(dim), mode=AXES9)
+
+
+def cumsum_accumulator(dtype: torch.dtype) -> torch.dtype:
+    """The dtype ATen's CPU cumsum accumulates in (`at::acc_type`): float64 for float32, float32 for
+    half types; each step is rounded to the result dtype from there."""
+    return {torch.float32: torch.float64, torch.float16: torch.float32, torch.bfloat16: torch.float32}.get(dtype, dtype)
+
+
+@register("aten::cumsum.default")
+def aten_cumsum(g, self, dim, *, dtype=None):
+    """cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor"""
+    out_dtype = sum_dtype(self, dtype)
+    if self.rank == 0:
+        return cast(g, self, out_dtype)
+    # CumSum arrives in opset 11: a Loop over the dim, carrying the running sum in eager's accumulator
+    axis = norm_dim(dim, self.rank)
+    perm = [axis] + [d for d in range(self.rank) if d != axis]
+    x = cast(g, cast(g, self, out_dtype), cumsum_accumulator(out_dtype))
+    x = x if axis == 0 else g.op("Transpose", x, perm=perm)
+    row = g.op("Gather", g.op("Shape", x), g.const(list(range(1, self.rank)), dtype=torch.int64), axis=0)
+    zeros = g.op("ConstantOfShape", row, value=torch.zeros(1, dtype=x.dtype))
+    steps = g.op("Gather", g.op("Shape", x), g.const(0, dtype=torch.int64), axis=0)
+
+    def step(body: GraphBuilder, i: Value, carried: list[Value]) -> list[Value]:
+        running = body.op("Add", carried[0], body.op("Gather", x, i, axis=0))
+        return [running, cast(body, running, out_dtype)]
+
+    _, sums = loop(g, steps, [zeros], step, name="cumsum", scan_outputs=1)
+    inverse = [perm.index(d) for d in range(self.rank)]
+    return sums if axis == 0 else g.op("Transpose", sums, perm=inverse)

@@ -1,0 +1,227 @@
+"""An export matches eager or raises our error: names a graph cannot have, handlers that return
+something else than their op makes, byte-identical files for the same model, dynamic dims torch.export
+narrows, joint graphs, and a capture that fails in our words only."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import onnx
+import pytest
+import torch
+
+import aten2onnx
+from aten2onnx import ArgumentError, CaptureError, ExportError, SymbolicError
+from conftest import run_ort
+
+
+class Linear(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(2, 2))
+
+    def forward(self, x):
+        return x @ self.weight
+
+
+def double(x):
+    return x * 2
+
+
+def sin_and_double(x):
+    return (x * 2).sin(), x * 2
+
+
+def passthrough(x):
+    return x, x * 2
+
+
+def named_output(output):
+    return output * 2
+
+
+# -- names ----------------------------------------------------------------------------------------------------
+
+# (model, export keywords, a fragment of the error) for names no ONNX graph can have
+BAD_NAMES = [
+    (double, {"output_names": [""]}, "empty name"),
+    (double, {"input_names": [""]}, "empty name"),
+    (double, {"input_names": ["a"], "output_names": ["a"]}, "'a' is already the name of an input"),
+    (sin_and_double, {"output_names": ["a", "a"]}, "'a' is already the name of an output"),
+    (Linear(), {"input_names": ["weight"]}, "names of the model's weights"),
+    (Linear(), {"output_names": ["weight"]}, "'weight' is already the name of a graph weight"),
+    (passthrough, {"output_names": ["x", "y"]}, "'x' is already the name of a graph input"),
+]
+
+
+@pytest.mark.parametrize("model, keywords, fragment", BAD_NAMES)
+def test_names_a_graph_cannot_have_are_argument_errors(model, keywords, fragment):
+    with pytest.raises(ArgumentError, match=fragment):
+        aten2onnx.export(model, (torch.randn(2, 2),), **keywords)
+
+
+# (model, export keywords, the output names the model must have): names that can be honoured are
+GOOD_NAMES = [
+    (named_output, {}, None),                                       # default "output" is the input's name
+    (sin_and_double, {"output_names": ["mul", "sin"]}, ["mul", "sin"]),  # intermediates of those names move
+    (double, {"output_names": ["const"]}, ["const"]),               # so do constants
+    (sin_and_double, {}, ["output_0", "output_1"]),
+]
+
+
+@pytest.mark.parametrize("model, keywords, expected", GOOD_NAMES)
+def test_names_that_clash_with_internal_values_give_valid_models(model, keywords, expected):
+    x = torch.randn(2, 2)
+    exported = aten2onnx.export(model, (x,), **keywords)
+    onnx.checker.check_model(exported.model_proto, full_check=True)
+    if expected is not None:
+        assert exported.output_names == expected
+    outs = run_ort(exported.model_proto, {exported.input_names[0]: x})
+    for got, want in zip(outs, torch.utils._pytree.tree_leaves(model(x))):
+        torch.testing.assert_close(torch.from_numpy(got), want)
+
+
+def test_output_names_clash_inside_control_flow_bodies():
+    class Gate(torch.nn.Module):
+        def forward(self, x):
+            return torch.cond(x.sum() > 0, lambda x: x.sin() * 2, lambda x: x.cos(), (x,))
+
+    exported = aten2onnx.export(Gate(), (torch.randn(3),), output_names=["cos"])  # a value in the else branch
+    onnx.checker.check_model(exported.model_proto, full_check=True)
+    x = -torch.ones(3)
+    torch.testing.assert_close(torch.from_numpy(run_ort(exported.model_proto, {"x": x})[0]), Gate()(x))
+
+
+# -- handler results ------------------------------------------------------------------------------------------
+
+BAD_RESULTS = [
+    (lambda g, self: 42, r"returned 42 \(int\) where the op makes a tensor"),
+    (lambda g, self: None, "returned None"),
+    (lambda g, self: (self, self), "where the op makes a tensor"),
+    (lambda g, self: [g.op("Relu", self)], "where the op makes a tensor"),
+]
+
+
+@pytest.mark.parametrize("handler, fragment", BAD_RESULTS)
+def test_a_handler_returning_what_its_op_does_not_make_is_a_symbolic_error(handler, fragment):
+    with pytest.raises(SymbolicError, match=fragment):
+        aten2onnx.export(lambda x: torch.relu(x) + 1, (torch.randn(3),), custom_symbolics={"aten::relu.default": handler})
+
+
+def test_a_handler_returning_too_few_results_is_a_symbolic_error():
+    def one_of_two(g, self, dim, keepdim=False):
+        return (g.op("ReduceMax", self, axes=[dim], keepdims=int(keepdim)),)
+
+    with pytest.raises(SymbolicError, match="makes 2 results"):
+        aten2onnx.export(lambda x: torch.max(x, 0), (torch.randn(3, 2),), opset=13,
+                         custom_symbolics={"aten::max.dim": one_of_two})
+
+
+# -- determinism ----------------------------------------------------------------------------------------------
+
+DETERMINISM = textwrap.dedent("""
+    import hashlib, sys, warnings
+    import torch, aten2onnx
+    warnings.simplefilter("ignore")
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.nn.Linear(3, 3)
+            self.register_buffer("count", torch.zeros(3))
+
+        def forward(self, x):
+            self.count.add_(x.sum(0))
+            y = torch.cond(x.sum() > 0, lambda x: x.sin() * 2, lambda x: x.cos(), (x,))
+            return torch.logaddexp(self.linear(y), x), (x[..., None] * 1j).abs()
+
+    torch.manual_seed(0)
+    model = Model()
+    for opset in (9, 18):
+        for _ in range(2):
+            exported = aten2onnx.export(model, (torch.randn(4, 3),), opset=opset,
+                                        dynamic_shapes={"x": {0: "batch"}})
+            print(hashlib.sha256(exported.model_proto.SerializeToString()).hexdigest())
+""")
+
+
+def test_the_same_model_exports_byte_identical_files_in_and_across_processes():
+    def digests(seed: str) -> list[str]:
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        done = subprocess.run([sys.executable, "-c", DETERMINISM], env=env, capture_output=True, text=True, check=True)
+        return done.stdout.split()
+
+    first, second = digests("1"), digests("2")
+    assert first == second  # across processes with different string hashing
+    assert first[0] == first[1] and first[2] == first[3]  # a second export in one process
+
+
+# -- capture --------------------------------------------------------------------------------------------------
+
+class Encoder(torch.nn.Module):
+    """Positions sliced from a buffer of 16, as BERT's are from 512: torch.export narrows seq to 16."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("positions", torch.arange(16))
+        self.table = torch.nn.Embedding(16, 4)
+
+    def forward(self, x):
+        return x + self.table(self.positions[: x.shape[1]])[None]
+
+
+def test_dims_torch_export_narrows_are_refined_with_a_warning_naming_the_range():
+    dims = {"x": {0: torch.export.Dim("batch"), 1: torch.export.Dim("seq")}}
+    model = Encoder().eval()
+    with pytest.warns(UserWarning, match=r"suggested fixes: .*seq.*max=16.*x\[1\] in \[\d+, 16\]"):
+        exported = aten2onnx.export(model, (torch.randn(2, 5, 4),), dynamic_shapes=dims)
+    for shape in [(3, 9, 4), (1, 16, 4)]:
+        x = torch.randn(shape)
+        torch.testing.assert_close(exported.run(x), model(x))
+
+
+def test_capture_failure_prints_nothing_and_keeps_torch_log(capfd):
+    class Branchy(torch.nn.Module):
+        def forward(self, x):
+            if x.sum() > 0:
+                return x + 1
+            return x - 1
+
+    with pytest.raises(CaptureError) as info:
+        aten2onnx.export(Branchy(), (torch.randn(3),))
+    captured = capfd.readouterr()
+    assert captured.err == "" and captured.out == ""
+    assert any("def forward" in entry for entry in info.value.torch_log)  # torch's partial graph, kept
+
+
+def test_a_joint_forward_backward_program_is_an_export_error():
+    from torch.export.experimental import _export_forward_backward
+
+    class Loss(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.nn.Linear(3, 1)
+
+        def forward(self, x):
+            return (self.linear(x) ** 2).sum()
+
+    joint = _export_forward_backward(torch.export.export(Loss(), (torch.randn(4, 3),)))
+    with pytest.raises(ExportError, match="joint forward-backward"):
+        aten2onnx.export(joint)
+
+
+def test_an_unexpected_internal_failure_is_an_export_error_naming_the_cause(monkeypatch):
+    from aten2onnx.exporter import translate
+
+    def broken(*args, **kwargs):
+        raise KeyError("internal")
+
+    monkeypatch.setattr(translate.Translator, "run", broken)
+    with pytest.raises(ExportError, match="KeyError") as info:
+        aten2onnx.export(double, (torch.randn(2),))
+    assert isinstance(info.value.__cause__, KeyError)
