@@ -54,16 +54,18 @@ def _read(tensor: onnx.TensorProto, base_dir: str, real_roots: list[str]) -> byt
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except OSError as e:
         raise InvalidModelError(f"{where}: cannot open its external data file: {e}") from e
+    status = os.fstat(fd)
+    if not stat.S_ISREG(status.st_mode):
+        os.close(fd)
+        raise InvalidModelError(f"{where}: its external data location is not a regular file")
+    start = offset or 0
+    if length is None:
+        length = max(status.st_size - start, 0)
+    if start + length > status.st_size:
+        os.close(fd)
+        raise InvalidModelError(f"{where}: external data bytes {start}..{start + length} lie beyond the end of its "
+                                f"file ({status.st_size} bytes)")
     with os.fdopen(fd, "rb") as f:
-        status = os.fstat(f.fileno())
-        if not stat.S_ISREG(status.st_mode):
-            raise InvalidModelError(f"{where}: its external data location is not a regular file")
-        start = offset or 0
-        if length is None:
-            length = status.st_size - start
-        if start + length > status.st_size:
-            raise InvalidModelError(f"{where}: external data bytes {start}..{start + length} lie beyond the end "
-                                    f"of its file ({status.st_size} bytes)")
         f.seek(start)
         return f.read(length)
 

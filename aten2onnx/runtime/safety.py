@@ -33,20 +33,24 @@ _PATH_ARGUMENT = re.compile(r"file|path", re.IGNORECASE)
 # What the schema cannot tell, by operator name (namespace::name, without the overload). Keep short;
 # each entry says why.
 DENY: tuple[tuple[re.Pattern, str], ...] = tuple((re.compile(pattern), reason) for pattern, reason in (
-    (r"unsafe", "it skips the checks of its arguments (an *_unsafe op)"),
+    (r"_unsafe$", "it skips the checks of its arguments (an *_unsafe constructor)"),
     (r"::_reshape_alias", "it reads memory at sizes and strides the model gives, without bounds checks"),
+    (r"::_unsafe_view$", "its result aliases its input, which its schema does not declare"),
     (r"::_copy_from", "it writes into its `dst` argument, which its schema does not declare"),
-    (r"::(_?empty|new_empty)|^aten::resize(_as)?$", "it returns uninitialized memory"),
-    # torch checks none of these against the data they index: each crashed or read out of bounds
-    # when given a forged index, offset or length (see tests/test_runtime_security.py)
-    (r"_backward|_sobol_engine|segment_reduce|ctc_loss",
-     "it trusts indices, offsets or lengths its forward computed, which a model can forge"),
+    (r"^aten::resize(_as)?$", "it returns uninitialized memory"),
+    # torch checks none of these against the data they index: each crashed the process when given a
+    # forged index, offset or length (tests/test_runtime_security.py keeps one case of each)
+    (r"max_pool\dd_with_indices_backward|adaptive_max_pool\dd_backward|_embedding_bag\w*backward|"
+     r"segment_reduce|ctc_loss|_sobol_engine", "it trusts indices, offsets or lengths that a model can forge"),
     (r"sparse|(^|_)(coo|csr|csc|bsr|bsc)(_|$)|nested|jagged|mkldnn",
      "it makes tensors of a layout whose invariants a model could break (sparse, nested, mkldnn)"),
     (r"quantize_per|_make_per_|quantized", "it makes quantized tensors from unchecked parameters"),
     (r"^(prim|profiler|c10d|_c10d_functional\w*|symm_mem|_dtensor|debugprims|inductor\w*|rngprims)::",
      "it belongs to the interpreter, profiler, distributed or compiler internals"),
 ))
+# Ops whose results are uninitialized memory (empty, new_empty, empty_strided, ...): they run, and the
+# runtime zeroes what they return, so a model never reads what the process left in its heap.
+UNINITIALIZED = re.compile(r"::(_?empty|new_empty)")
 
 
 def op_key(op: torch._ops.OpOverload) -> str:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 
 import onnx
+from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.message import Message
 
 from aten2onnx._aten_node import DOMAIN as ATEN_DOMAIN
 from aten2onnx.errors import InvalidModelError
@@ -21,6 +23,7 @@ _ELEMENT_TYPES = frozenset(onnx.TensorProto.DataType.values())
 
 def validate_model(model: onnx.ModelProto, max_opset: int) -> None:
     """Raise InvalidModelError for a model onnxruntime would refuse to load."""
+    _check_text(model)
     if not MIN_IR_VERSION <= model.ir_version <= onnx.IR_VERSION:
         raise InvalidModelError(f"the model's IR version {model.ir_version} is unknown; this runtime reads "
                                 f"{MIN_IR_VERSION} to {onnx.IR_VERSION}")
@@ -79,6 +82,27 @@ def check_graph(graph: onnx.GraphProto, outer: frozenset[str], depth: int) -> No
             for body in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else
                          list(attr.graphs) if attr.type == onnx.AttributeProto.GRAPHS else []):
                 check_graph(body, scope, depth + 1)
+
+
+def _check_text(model: onnx.ModelProto) -> None:
+    """Every string field (names, op types, domains, metadata) is text: protobuf hands a field that is
+    not valid UTF-8 back as bytes, which no name may be. Walked with a stack: nesting is unbounded."""
+    stack: list[Message] = [model]
+    while stack:
+        message = stack.pop()
+        for field, value in message.ListFields():
+            values = value if _repeated(field) else [value]
+            if field.type == FieldDescriptor.TYPE_MESSAGE:
+                stack.extend(values)
+            elif field.type == FieldDescriptor.TYPE_STRING:
+                bad = next((v for v in values if not isinstance(v, str)), None)
+                if bad is not None:
+                    raise InvalidModelError(f"{type(message).__name__}.{field.name} {bad!r} is not valid UTF-8 text")
+
+
+def _repeated(field: FieldDescriptor) -> bool:
+    flag = getattr(field, "is_repeated", None)  # protobuf 7; earlier ones have only `label`
+    return flag if flag is not None else field.label == FieldDescriptor.LABEL_REPEATED
 
 
 def _unique(names: list[str], what: str) -> None:

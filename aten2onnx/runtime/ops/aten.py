@@ -11,7 +11,7 @@ import torch
 from aten2onnx import _aten_node, _dtypes
 from aten2onnx.errors import InvalidModelError, KernelError
 from aten2onnx.runtime.kernel import Kernel
-from aten2onnx.runtime.safety import check_op
+from aten2onnx.runtime.safety import UNINITIALIZED, check_op
 
 _ABSENT = object()
 
@@ -81,6 +81,7 @@ class ATen(Kernel):
         self.written = frozenset(a.name for a in self.op._schema.arguments if a.alias_info and a.alias_info.is_write)
         # A random op draws from the session's own generator state, never the process's.
         self.seeded = torch.Tag.nondeterministic_seeded in self.op.tags
+        self.zeroed = bool(UNINITIALIZED.search(self.op._schema.name))
         schema = self.op._schema
         input_args = list(input_args or [])
         names = {a.name for a in schema.arguments}
@@ -146,6 +147,8 @@ class ATen(Kernel):
                 results = _flatten(self.op(*args, **kwargs))
         else:
             results = _flatten(self.op(*args, **kwargs))
+        if self.zeroed:
+            results = [r.zero_() if isinstance(r, torch.Tensor) else r for r in results]
         if self.complex_outputs:
             results = [_dtypes.to_pairs(r) if i in self.complex_outputs else r
                        for i, r in enumerate(results)]

@@ -65,7 +65,8 @@ class Attention(_Fused):
     def run(self, q, k, v, mask=None):
         mask_dtype = {"none": None, "where": torch.bool, "add": q.dtype}[self.mask]
         if any(t.dtype != self.dtype or t.dim() != self.rank for t in (q, k, v)) \
-                or (mask.dtype if mask is not None else None) != mask_dtype:
+                or (mask.dtype if mask is not None else None) != mask_dtype \
+                or (mask is not None and not 2 <= mask.dim() <= self.rank):
             return self.as_written(q, k, v, mask)
         return (F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.scale),)
 
