@@ -109,13 +109,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds before a silent worker is a hang")
     parser.add_argument("--replay", type=int, default=None, help="run mutant number N here and print what happens")
+    parser.add_argument("--kinds", default="", help="comma-separated mutation kinds only (aten, attribute, dims, ...)")
     args = parser.parse_args(argv)
 
     from aten2onnx.runtime import fuzz
 
     corpus = seeds()
+    kinds = tuple(k for k in args.kinds.split(",") if k)
     if args.replay is not None:
-        data, feeds, mutations = fuzz.replay(corpus, args.replay, args.seed)
+        data, feeds, mutations = fuzz.replay(corpus, args.replay, args.seed, kinds)
         print("mutations:", mutations)
         fuzz._job(data, feeds, lambda stage: print(stage.name, stage.kind, stage.detail))
         return 0
@@ -125,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"... {report.tried} tried, {len(report.escapes)} escapes, {len(report.fusion)} fusion "
                   f"disagreements, {report.seconds:.0f}s", flush=True)
 
-    report = fuzz.fuzz(corpus, args.n, args.seed, progress=progress, timeout=args.timeout)
+    report = fuzz.fuzz(corpus, args.n, args.seed, progress=progress, timeout=args.timeout, kinds=kinds)
     print(report.summary())
     return 1 if report.escapes or report.fusion else 0
 

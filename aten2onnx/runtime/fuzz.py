@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import json
 import math
 import os
@@ -294,7 +295,81 @@ def mutate_metadata(model: onnx.ModelProto, rng: random.Random) -> str | None:
     return f"stamped a group as {op}"
 
 
+@functools.cache
+def _admitted_overloads() -> list:
+    """Every aten overload the safety rule admits: what a model file can make the runtime call."""
+    import torch
+
+    from aten2onnx.runtime.safety import refusal
+
+    found = []
+    for name in sorted(torch._C._dispatch_get_all_op_names()):
+        if not name.startswith("aten::"):
+            continue
+        op_name, _, overload = name[len("aten::"):].partition(".")
+        try:
+            op = getattr(getattr(torch.ops.aten, op_name), overload or "default")
+        except (AttributeError, RuntimeError):
+            continue
+        if refusal(op) is None:
+            found.append(op)
+    return found
+
+
+def _aten_argument(arg, values: list[str], rng: random.Random) -> tuple[list[str], Any] | None:
+    """(inputs, attribute value) for one schema argument of a synthesized ATen node; None leaves it out."""
+    from aten2onnx._aten_node import schema_kind
+
+    kind, is_list, optional = schema_kind(arg)
+    if (optional or arg.has_default_value()) and rng.random() < 0.5:
+        return None
+    count = rng.randint(1, 3) if is_list else 1
+    if kind == "Tensor":
+        return [rng.choice(values) for _ in range(count)], None
+    pools = {"int": _INTS[:8] + (64, -64), "SymInt": _INTS[:8] + (64,), "float": _FLOATS, "bool": (0, 1),
+             "number": _INTS[:6] + _FLOATS[:6], "str": _STRINGS[:20],
+             "ScalarType": ("float32", "float64", "int64", "int32", "bool", "float16", "uint8", "complex64")}
+    if kind not in pools:
+        return None
+    picked = [rng.choice(pools[kind]) for _ in range(count)]
+    return [], picked if is_list else picked[0]
+
+
+def synthesize_aten(model: onnx.ModelProto, rng: random.Random) -> str | None:
+    """A new ATen node calling any overload the safety rule admits, on the graph's own values and
+    arguments drawn from edge cases: the rule's promise is that whatever it admits is safe to call."""
+    from aten2onnx._aten_node import DOMAIN
+
+    graph = model.graph
+    values = [i.name for i in graph.input] + [t.name for t in graph.initializer] + \
+        [o for n in graph.node for o in n.output if o]
+    if not values:
+        return None
+    op = rng.choice(_admitted_overloads())
+    schema = op._schema
+    inputs, input_args, attrs = [], [], {}
+    for arg in schema.arguments:
+        picked = _aten_argument(arg, values, rng)
+        if picked is None:
+            continue
+        names, attr = picked
+        inputs += names
+        input_args += [arg.name] * len(names)
+        if not names:
+            attrs[arg.name] = attr
+    outputs = [f"aten_fuzz_{k}" for k in range(len(schema.returns))]
+    node = helper.make_node("ATen", inputs, outputs, domain=DOMAIN, operator=schema.name.split("::")[1],
+                            overload_name=schema.overload_name, **({"input_args": input_args} if input_args else {}),
+                            **attrs)
+    graph.node.append(node)
+    graph.output.extend(helper.make_empty_tensor_value_info(o) for o in outputs)
+    if not any(o.domain == DOMAIN for o in model.opset_import):
+        model.opset_import.append(helper.make_opsetid(DOMAIN, 1))
+    return f"ATen {schema.name}.{schema.overload_name or 'default'}({', '.join(input_args)}; {attrs})"[:240]
+
+
 STRUCTURED: dict[str, Callable[[onnx.ModelProto, random.Random], str | None]] = {
+    "aten": synthesize_aten,
     "attribute": mutate_attribute,
     "attribute set": add_or_drop_attribute,
     "initializer": mutate_initializer,
@@ -322,16 +397,17 @@ def flip_bytes(data: bytes, rng: random.Random) -> tuple[bytes, str]:
     return bytes(raw[:i] + bytes(rng.randrange(256) for _ in range(rng.randint(1, 16))) + raw[i:]), "inserted bytes"
 
 
-def mutant(seed: onnx.ModelProto, rng: random.Random) -> tuple[bytes, list[str]]:
-    """One mutant of seed: one to three structured mutations, or (one time in eight) flipped bytes."""
-    if rng.random() < 0.125:
+def mutant(seed: onnx.ModelProto, rng: random.Random, kinds: tuple[str, ...] = ()) -> tuple[bytes, list[str]]:
+    """One mutant of seed: one to three structured mutations (of the given kinds, default all), or
+    (one time in eight, when no kinds are named) flipped bytes."""
+    if not kinds and rng.random() < 0.125:
         data, what = flip_bytes(seed.SerializeToString(), rng)
         return data, [what]
     model = onnx.ModelProto()
     model.CopyFrom(seed)
     done = []
     for _ in range(rng.choice((1, 1, 1, 2, 3))):
-        kind = rng.choice(list(STRUCTURED))
+        kind = rng.choice(list(kinds or STRUCTURED))
         what = STRUCTURED[kind](model, rng)
         if what:
             done.append(f"{kind}: {what}")
@@ -653,8 +729,9 @@ class Report:
 
 
 def fuzz(seeds: list[Seed], n: int, seed: int = 0, *, progress: Callable[[Report], None] | None = None,
-         timeout: float = HARD_TIMEOUT) -> Report:
-    """Run n mutants of the seeds (chosen in turn, mutated by a Random seeded with `seed`)."""
+         timeout: float = HARD_TIMEOUT, kinds: tuple[str, ...] = ()) -> Report:
+    """Run n mutants of the seeds (chosen in turn, mutated by a Random seeded with `seed`; only the
+    mutation kinds named, when some are)."""
     rng = random.Random(seed)
     report = Report()
     worker = Worker()
@@ -662,7 +739,7 @@ def fuzz(seeds: list[Seed], n: int, seed: int = 0, *, progress: Callable[[Report
     try:
         for i in range(n):
             model, example = seeds[i % len(seeds)]
-            data, mutations = mutant(model, rng)
+            data, mutations = mutant(model, rng, kinds)
             stages, failure = worker.run(data, feeds_for(data, example, rng), timeout)
             verdict = judge(stages, failure)
             report.tried += 1
@@ -683,11 +760,11 @@ def fuzz(seeds: list[Seed], n: int, seed: int = 0, *, progress: Callable[[Report
     return report
 
 
-def replay(seeds: list[Seed], index: int, seed: int = 0) -> tuple[bytes, dict, list[str]]:
-    """Mutant number `index` of a fuzz run, exactly as fuzz(seeds, n > index, seed) made it."""
+def replay(seeds: list[Seed], index: int, seed: int = 0, kinds: tuple[str, ...] = ()) -> tuple[bytes, dict, list[str]]:
+    """Mutant number `index` of a fuzz run, exactly as fuzz(seeds, n > index, seed, kinds=kinds) made it."""
     rng = random.Random(seed)
     for i in range(index + 1):
         model, example = seeds[i % len(seeds)]
-        data, mutations = mutant(model, rng)
+        data, mutations = mutant(model, rng, kinds)
         feeds = feeds_for(data, example, rng)
     return data, feeds, mutations

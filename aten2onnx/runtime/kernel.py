@@ -197,10 +197,8 @@ def tensor_from_proto(proto: onnx.TensorProto) -> torch.Tensor:
         return from_numpy(numpy_helper.to_array(proto))
     dtype = _dtypes.to_torch(proto.data_type)
     shape = tuple(proto.dims)
-    if proto.data_location != onnx.TensorProto.EXTERNAL and proto.raw_data:
+    if proto.raw_data:
         raw = proto.raw_data
-        if len(raw) == 0:
-            return torch.empty(shape, dtype=dtype)
         storage_dtype = {torch.bfloat16: torch.int16}.get(dtype, dtype)
         if dtype in (torch.float8_e4m3fn, torch.float8_e5m2, torch.float8_e4m3fnuz, torch.float8_e5m2fnuz):
             storage_dtype = torch.uint8

@@ -42,12 +42,23 @@ DENY: tuple[tuple[re.Pattern, str], ...] = tuple((re.compile(pattern), reason) f
     # forged index, offset or length (tests/test_runtime_security.py keeps one case of each)
     (r"max_pool\dd_with_indices_backward|adaptive_max_pool\dd_backward|_embedding_bag\w*backward|"
      r"segment_reduce|ctc_loss|_sobol_engine", "it trusts indices, offsets or lengths that a model can forge"),
+    (r"batch_norm_(update_stats|no_update)|_native_batch_norm_legit$",
+     "it crashes when the running statistics it expects are missing"),
     (r"sparse|(^|_)(coo|csr|csc|bsr|bsc)(_|$)|nested|jagged|mkldnn",
      "it makes tensors of a layout whose invariants a model could break (sparse, nested, mkldnn)"),
+    (r"batch_dim|_dual(_copy)?$|_fw_primal|functorch|zerotensor",
+     "it belongs to autograd or vmap internals, whose tensors the runtime cannot hold"),
+    (r"_nnpack|cudnn|miopen|(^|_)mps(_|$)|fbgemm|_cslt|_cufft|xnnpack|_flash_attention|_efficient_attention|"
+     r"_scaled_dot_product_(flash|efficient|cudnn|fused)|_triton|int4pack|int8pack|_dyn_quant|_int_mm|"
+     r"_mixed_dtypes|_thnn_|_slow_conv",
+     "it is one backend's kernel, which torch calls only with arguments it checked first"),
     (r"quantize_per|_make_per_|quantized", "it makes quantized tensors from unchecked parameters"),
     (r"^(prim|profiler|c10d|_c10d_functional\w*|symm_mem|_dtensor|debugprims|inductor\w*|rngprims)::",
      "it belongs to the interpreter, profiler, distributed or compiler internals"),
 ))
+# Arguments some ops update in place although their schemas do not say so (native_batch_norm and
+# batch_norm in training mode): the runtime passes copies.
+RUNNING_STATE = frozenset({"running_mean", "running_var"})
 # Ops whose results are uninitialized memory (empty, new_empty, empty_strided, ...): they run, and the
 # runtime zeroes what they return, so a model never reads what the process left in its heap.
 UNINITIALIZED = re.compile(r"::(_?empty|new_empty)")

@@ -11,7 +11,7 @@ import torch
 from aten2onnx import _aten_node, _dtypes
 from aten2onnx.errors import InvalidModelError, KernelError
 from aten2onnx.runtime.kernel import Kernel
-from aten2onnx.runtime.safety import UNINITIALIZED, check_op
+from aten2onnx.runtime.safety import RUNNING_STATE, UNINITIALIZED, check_op
 
 _ABSENT = object()
 
@@ -76,9 +76,11 @@ class ATen(Kernel):
                                     f"allowed; the session allows {list(self.ctx.allowed_aten_namespaces)}")
         self.op = _lookup(namespace, operator, overload_name)
         check_op(self.op, self.ctx.allowed_aten_ops)
-        # An op the session was told to allow although it writes an argument runs on copies of those:
-        # graph inputs, initializers and other nodes' values are never written.
-        self.written = frozenset(a.name for a in self.op._schema.arguments if a.alias_info and a.alias_info.is_write)
+        # An op the session was told to allow although it writes an argument runs on copies of those
+        # (and of running statistics, which some ops write undeclared): graph inputs, initializers and
+        # other nodes' values are never written.
+        self.written = frozenset(a.name for a in self.op._schema.arguments
+                                 if (a.alias_info and a.alias_info.is_write) or a.name in RUNNING_STATE)
         # A random op draws from the session's own generator state, never the process's.
         self.seeded = torch.Tag.nondeterministic_seeded in self.op.tags
         self.zeroed = bool(UNINITIALIZED.search(self.op._schema.name))
@@ -153,6 +155,7 @@ class ATen(Kernel):
             results = [_dtypes.to_pairs(r) if i in self.complex_outputs else r
                        for i, r in enumerate(results)]
         self._check(results)
+        results = [r.resolve_conj().resolve_neg() if r is not None else r for r in results]
         return tuple(results)
 
     def _check(self, results: list[Any]) -> None:
@@ -164,11 +167,18 @@ class ATen(Kernel):
         for i, r in enumerate(results):
             if r is None and (self.node is None or not self.node.output[i]):
                 continue  # an optional result the node leaves out
-            if not isinstance(r, torch.Tensor) or r.layout != torch.strided or r.device != self.ctx.device \
-                    or not (_dtypes.has_onnx(r.dtype) or r.dtype.is_complex):
+            if not _plain(r, self.ctx.device):
                 what = f"{r.dtype} {r.layout} tensor on {r.device}" if isinstance(r, torch.Tensor) else type(r).__name__
-                raise KernelError(f"{name} returned a {what} as result {i}; a node's value must be a dense tensor on "
-                                  f"{self.ctx.device} of an ONNX element type")
+                raise KernelError(f"{name} returned a {what} as result {i}; a node's value must be a plain dense "
+                                  f"tensor on {self.ctx.device} of an ONNX element type")
+
+
+def _plain(value: Any, device: torch.device) -> bool:
+    """A tensor the runtime can hold: dense, on the session's device, of an ONNX element type, and not
+    one of torch's special tensors (zero tensors, vmap's batched tensors, tensor subclasses)."""
+    return type(value) is torch.Tensor and value.layout == torch.strided and value.device == device \
+        and _dtypes.has_onnx(value.dtype) and not value._is_zerotensor() \
+        and not torch._C._functorch.is_batchedtensor(value)
 
 
 def _cloned(value: Any) -> Any:
