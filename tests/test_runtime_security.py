@@ -4,7 +4,6 @@ never crash, touch a file, raise a foreign exception or give a wrong answer; and
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -115,6 +114,29 @@ HOSTILE_ATEN = [
         _aten("_sobol_engine_draw", ["q", "s"], ["quasi", "sobolstate"], ["d", "q2"], n=3, dimension=1000,
               num_generated=0), inputs=[("q", I64), ("s", I64)], outputs=("d", "q2")),
      {"q": np.zeros(5, np.int64), "s": np.zeros((2, 2), np.int64)}, "indices, offsets or lengths"),
+    # found by the fuzzer's synthesized ATen nodes (scripts/fuzz_runtime.py --kinds aten): crashes and hangs
+    ("_native_batch_norm_legit without statistics, not training", _aten_model(
+        _aten("_native_batch_norm_legit", ["x"], ["input"], ["y", "m", "v"], overload="no_stats", training=0,
+              momentum=0.5, eps=1e-5), inputs=[X], outputs=("y", "m", "v")),
+     {"x": np.ones((2, 3), np.float32)}, "running statistics"),
+    ("_batch_norm_no_update without statistics", _aten_model(
+        _aten("_batch_norm_no_update", ["x", "x", "x"], ["input", "weight", "bias"], ["y", "m", "v", "r"],
+              momentum=0.5, eps=0.0), inputs=[X], outputs=("y", "m", "v", "r")),
+     {"x": np.ones((2, 3), np.float32)}, "running statistics"),
+    ("batch_norm_update_stats without a variance", _aten_model(
+        _aten("batch_norm_update_stats", ["x", "x"], ["input", "running_mean"], ["m", "v"], momentum=1e-30),
+        inputs=[X], outputs=("m", "v")), {"x": np.ones((2, 3), np.float32)}, "running statistics"),
+    ("_nnpack_spatial_convolution with stride 0", _aten_model(
+        _aten("_nnpack_spatial_convolution", ["x", "x"], ["input", "weight"], padding=[64, 1, 3], stride=[0, 2, 2]),
+        inputs=[X]), {"x": np.ones((1, 1, 2, 2), np.float32)}, "one backend's kernel"),
+    ("_remove_batch_dim", _aten_model(_aten("_remove_batch_dim", ["x"], ["self"], level=2**31 - 1, batch_size=-1,
+                                            out_dim=-1), inputs=[X]), {"x": np.ones(3, np.float32)}, "vmap internals"),
+    ("_add_batch_dim", _aten_model(_aten("_add_batch_dim", ["x"], ["self"], batch_dim=7, level=1), inputs=[X]),
+     {"x": np.ones(3, np.float32)}, "vmap internals"),
+    ("_efficientzerotensor", _aten_model(_aten("_efficientzerotensor", size=[0])), {}, "vmap internals"),
+    ("_new_zeros_with_same_feature_meta", _aten_model(_aten("_new_zeros_with_same_feature_meta", ["x", "x"],
+                                                            ["self", "other"], self_num_batch_dims=64), inputs=[X]),
+     {"x": np.ones(3, np.float32)}, "vmap internals"),
     ("a sparse layout", _aten_model(_aten("zeros", size=[3], layout="sparse_coo")), {}, "layout 'sparse_coo'"),
     ("a quantized dtype", _aten_model(_aten("zeros", size=[3], dtype="qint8")), {}, "qint8"),
     ("initial_seed of a generator", _aten_model(_aten("initial_seed")), {}, "is a Generator"),
@@ -266,6 +288,20 @@ def test_a_custom_op_runs_in_exported_model_and_is_judged_by_its_schema():
     torch.testing.assert_close(session.run_torch({"x": x})["output"], x * 2)
 
 
+def test_running_statistics_an_op_writes_undeclared_are_copies():
+    """native_batch_norm in training mode updates running_mean and running_var in place although its
+    schema does not say so: the initializers (over the model's own bytes) must stay as they were."""
+    stats = [numpy_helper.from_array(np.zeros(3, np.float32), "mean"), numpy_helper.from_array(np.ones(3, np.float32), "var")]
+    model = _model([_aten("native_batch_norm", ["x", "mean", "var"], ["input", "running_mean", "running_var"],
+                          ["y", "m", "v"], training=1, momentum=0.5, eps=1e-5)],
+                   [_vi("x", [4, 3])], [_vi("y", [4, 3])], stats, domains=[(_aten_node.DOMAIN, 1)])
+    session = InferenceSession(model)
+    x = torch.randn(4, 3) * 5 + 3
+    first, second = (session.run_torch({"x": x})["y"] for _ in range(2))
+    assert torch.equal(first, second)
+    assert torch.equal(session._runner._initial[session._runner._slot["mean"]], torch.zeros(3))
+
+
 def test_allowed_aten_ops_narrows_and_widens_the_rule():
     model = _aten_model(_aten("add_", ["x", "y"], ["self", "other"], overload="Tensor"), inputs=[X, ("y", F32)])
     x, y = torch.ones(3), torch.full((3,), 2.0)
@@ -317,6 +353,8 @@ RESULTS = [
     ("an ATen op returns fewer values than the node has outputs",
      _aten_model(_aten("relu", ["x"], ["self"], outputs=["a", "b"]), inputs=[X], outputs=("a", "b")),
      "returned 1 values, but the node has 2"),
+    ("an ATen op returns complex32, which no ONNX type holds (found by the fuzzer)",
+     _aten_model(_aten("chalf", ["x"], ["self"]), inputs=[X], out_elem=0), "plain dense tensor"),
     ("an ATen op's result is not of the declared dtype",
      _aten_model(_aten("relu", ["x"], ["self"]), inputs=[X], out_elem=I64), "must give a tensor of torch.int64"),
 ]
@@ -746,16 +784,24 @@ def test_a_group_is_fused_only_when_its_structure_is_the_exporters(kind, edit, f
     np.testing.assert_allclose(session.run(None, feeds)[0], theirs[0], rtol=1e-5, atol=1e-6)
 
 
-def test_a_fused_group_runs_as_written_when_its_inputs_are_not_what_the_fused_op_assumes():
-    """The attention group with a 1-D mask: the fused op cannot take it, the written group can."""
+UNFUSABLE_MASKS = [
+    # (id, the mask's declared shape, the mask fed): found by the fuzzer (seed 0, mutants 253, 490, 742)
+    ("a 1-D mask, which the fused op cannot take", [4], np.array([True, False, True, True])),
+    ("a fully masked row: NaN as written, zeros in torch's attention", [4, 1], np.array([[True], [False], [True], [True]])),
+]
+
+
+@pytest.mark.parametrize("shape, mask", [pytest.param(*c[1:], id=c[0]) for c in UNFUSABLE_MASKS])
+def test_a_fused_group_runs_as_written_when_its_inputs_are_not_what_the_fused_op_assumes(shape, mask):
     exported, args = _fusion_case("attention")
     model = onnx.ModelProto()
     model.CopyFrom(exported.model_proto)
-    mask = next(i for i in model.graph.input if i.name == exported.input_names[3])
-    mask.type.tensor_type.shape.ClearField("dim")
-    mask.type.tensor_type.shape.dim.add().dim_value = 4
+    info = next(i for i in model.graph.input if i.name == exported.input_names[3])
+    info.type.tensor_type.shape.ClearField("dim")
+    for size in shape:
+        info.type.tensor_type.shape.dim.add().dim_value = size
     feeds = {name: a.numpy() for name, a in zip(exported.input_names, args)}
-    feeds[mask.name] = np.array([True, False, True, True])
+    feeds[info.name] = mask
     theirs = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
     np.testing.assert_allclose(InferenceSession(model).run(None, feeds)[0], theirs[0], rtol=1e-5, atol=1e-6)
 

@@ -46,7 +46,7 @@ DENY: tuple[tuple[re.Pattern, str], ...] = tuple((re.compile(pattern), reason) f
      "it crashes when the running statistics it expects are missing"),
     (r"sparse|(^|_)(coo|csr|csc|bsr|bsc)(_|$)|nested|jagged|mkldnn",
      "it makes tensors of a layout whose invariants a model could break (sparse, nested, mkldnn)"),
-    (r"batch_dim|_dual(_copy)?$|_fw_primal|functorch|zerotensor",
+    (r"batch_dim|_dual(_copy)?$|_fw_primal|functorch|zerotensor|feature_meta",
      "it belongs to autograd or vmap internals, whose tensors the runtime cannot hold"),
     (r"_nnpack|cudnn|miopen|(^|_)mps(_|$)|fbgemm|_cslt|_cufft|xnnpack|_flash_attention|_efficient_attention|"
      r"_scaled_dot_product_(flash|efficient|cudnn|fused)|_triton|int4pack|int8pack|_dyn_quant|_int_mm|"

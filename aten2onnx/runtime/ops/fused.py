@@ -68,7 +68,12 @@ class Attention(_Fused):
                 or (mask.dtype if mask is not None else None) != mask_dtype \
                 or (mask is not None and not 2 <= mask.dim() <= self.rank):
             return self.as_written(q, k, v, mask)
-        return (F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.scale),)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.scale)
+        # A row whose scores are all -inf (fully masked) is zeros in torch's attention, NaN in the
+        # written softmax; a NaN anywhere may have such a cause too. Either: run the nodes as written.
+        if out.isnan().any() or (out == 0).all(-1).any():
+            return self.as_written(q, k, v, mask)
+        return (out,)
 
 
 KERNELS = (Gelu, Silu, Attention)
