@@ -103,6 +103,10 @@ class KernelError(RunError):
     """A kernel failed while running; the message names the node and its op."""
 
 
+class RunTimeoutError(RunError, TimeoutError):
+    """A run took longer than its timeout (InferenceSession(timeout=...) or run(..., timeout=...))."""
+
+
 def warn_user(message: str, category: type[Warning] = UserWarning) -> None:
     """Warn, attributed to the first caller outside aten2onnx (and its beartype wrappers)."""
     import os

@@ -7,6 +7,7 @@ import weakref
 
 import numpy as np
 import onnx
+import onnxruntime as ort
 import pytest
 import torch
 from onnx import TensorProto, helper, numpy_helper
@@ -340,9 +341,18 @@ def test_model_importing_only_other_domains():
 
 # ---- planning and running ----
 
-def test_node_output_named_like_an_initializer_is_freed():
+def test_node_output_named_like_an_initializer_is_refused_as_onnxruntime_does():
     model = _model([helper.make_node("Relu", ["x"], ["h"]), helper.make_node("Add", ["h", "x"], ["y"])],
                    [_vi("x", [2])], [_vi("y", [2])], [numpy_helper.from_array(np.zeros(2, np.float32), "h")])
+    with pytest.raises(Exception, match="Duplicate definition"):
+        ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    with pytest.raises(InvalidModelError, match="'h', which is already defined"):
+        InferenceSession(model)
+
+
+def test_intermediates_of_a_run_are_freed_after_their_last_reader():
+    model = _model([helper.make_node("Relu", ["x"], ["h"]), helper.make_node("Add", ["h", "x"], ["y"])],
+                   [_vi("x", [2])], [_vi("y", [2])])
     sess = InferenceSession(model)
     runner = sess._runner
     assert runner._slot["h"] in runner.steps[1].free

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
-import tempfile
+import re
+import secrets
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -192,12 +194,15 @@ class ExportedModel:
 
         State is updated as eager PyTorch does it: inputs the model writes in place are written in
         the tensors passed here, and buffers it writes carry over to the next call."""
-        from aten2onnx.runtime import InferenceSession
+        from aten2onnx.runtime import InferenceSession, safety
 
         if self._session is None:
-            # This process made the model, so the namespaces of its own fallback ops are trusted.
+            # This process made the model from the caller's own code, so its own fallback ops run
+            # (a custom op included) besides what the safety rule admits.
             namespaces = {"aten"} | {op.split("::", 1)[0] for op in self.fallback_ops}
-            self._session = InferenceSession(self.model_proto, allowed_aten_namespaces=tuple(sorted(namespaces)))
+            own = frozenset(self.fallback_ops)
+            self._session = InferenceSession(self.model_proto, allowed_aten_namespaces=tuple(sorted(namespaces)),
+                                             allowed_aten_ops=lambda op: safety.is_safe(op) or safety.op_key(op) in own)
         flat, spec = pytree.tree_flatten((args, kwargs))
         if self._in_spec is not None and spec != self._in_spec:
             raise InvalidInputError(f"run() got arguments structured as {spec}; the model was exported with {self._in_spec}")
@@ -230,26 +235,39 @@ class ExportedModel:
 
     # -- saving ---------------------------------------------------------------------------------
     def save(self, path: str | os.PathLike, external_data: bool | None = None) -> None:
-        """Write the model atomically. Weights go to `<file>.data` beside it when external_data is
+        """Write the model atomically. Weights go to a data file beside it when external_data is
         True, or when None and the model's weights exceed 2 GB; they are streamed to that file
-        from the module's tensors, one at a time."""
+        from the module's tensors, one at a time. The data file is named by its content
+        (`<file>.<hash>.data`) and written before the model that names it, and a previous save's
+        data file is removed only after: a failure at any point leaves the old model with its own
+        weights, or the new one with its own."""
         path = os.fspath(path)
         if external_data is None:
             external_data = self.weight_bytes >= TWO_GB - (64 << 20)
         folder = os.path.dirname(os.path.abspath(path))
+        base = os.path.basename(path)
+        stale = _data_files(folder, base)
         if not external_data:
             if self._proto is not None:
                 _atomic_write(folder, path, [self._proto.SerializeToString()])
             else:
                 _atomic_write(folder, path, _stream(self._skeleton, self._checked_weights()))
-            return
-        data_name = os.path.basename(path) + ".data"
-        skeleton, chunks = self._external(data_name)
-        _atomic_write(folder, os.path.join(folder, data_name), chunks)
-        _atomic_write(folder, path, [skeleton.SerializeToString()])
+        else:
+            skeleton, chunks = self._external()
+            digest = hashlib.sha256()
+            tmp = _write_temporary(folder, _hashed(chunks, digest))
+            data_name = f"{base}.{digest.hexdigest()[:16]}.data"
+            _commit(tmp, os.path.join(folder, data_name), folder)
+            for ref in skeleton.graph.initializer:
+                ref.external_data[0].value = data_name
+            _atomic_write(folder, path, [skeleton.SerializeToString()])
+            stale.discard(data_name)
+        for name in stale:
+            os.unlink(os.path.join(folder, name))
 
-    def _external(self, location: str) -> tuple[onnx.ModelProto, Any]:
-        """The model with initializers pointing into one data file, and a generator of its bytes."""
+    def _external(self) -> tuple[onnx.ModelProto, Any]:
+        """The model with initializers pointing into one data file (location first among each one's
+        external_data entries, named once the data is written), and a generator of its bytes."""
         weights = self._checked_weights()
         skeleton = onnx.ModelProto()
         skeleton.CopyFrom(self._skeleton) if self._proto is None else _copy_without_weights(self._proto, skeleton)
@@ -260,7 +278,7 @@ class ExportedModel:
             size = tensor.numel() * tensor.element_size()
             ref = _tensor_header(skeleton.graph.initializer.add(), name, tensor)
             ref.data_location = onnx.TensorProto.EXTERNAL
-            for key, value in (("location", location), ("offset", str(offset)), ("length", str(size))):
+            for key, value in (("location", ""), ("offset", str(offset)), ("length", str(size))):
                 entry = ref.external_data.add()
                 entry.key, entry.value = key, value
             layout.append((offset, tensor))
@@ -351,15 +369,57 @@ def _copy_without_weights(model: onnx.ModelProto, out: onnx.ModelProto) -> None:
     out.graph.value_info.extend(model.graph.value_info)
 
 
-def _atomic_write(folder: str, path: str, chunks: Any) -> None:
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".aten2onnx-", suffix=".tmp")
+def _data_files(folder: str, base: str) -> set[str]:
+    """The data files earlier saves of `base` left in folder (`<base>.<hash>.data`)."""
+    pattern = re.compile(re.escape(base) + r"\.[0-9a-f]{16}\.data")
+    try:
+        return {name for name in os.listdir(folder) if pattern.fullmatch(name)}
+    except FileNotFoundError:
+        return set()
+
+
+def _hashed(chunks: Any, digest: Any) -> Any:
+    for chunk in chunks:
+        digest.update(chunk)
+        yield chunk
+
+
+def _write_temporary(folder: str, chunks: Any) -> str:
+    """A new file in folder holding the chunks, flushed to disk; its mode follows the umask (0666 &
+    ~umask), as any file a program creates (mkstemp would make it 0600)."""
+    while True:
+        tmp = os.path.join(folder, f".aten2onnx-{secrets.token_hex(8)}.tmp")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            break
+        except FileExistsError:
+            continue
     try:
         with os.fdopen(fd, "wb") as f:
             for chunk in chunks:
                 f.write(chunk)
+            f.flush()
+            os.fsync(f.fileno())
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return tmp
+
+
+def _commit(tmp: str, path: str, folder: str) -> None:
+    """Rename tmp over path, and make the rename itself durable before anything that relies on it."""
+    try:
         os.replace(tmp, path)
     except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        os.unlink(tmp)
         raise
+    if hasattr(os, "O_DIRECTORY"):
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
+
+def _atomic_write(folder: str, path: str, chunks: Any) -> None:
+    _commit(_write_temporary(folder, chunks), path, folder)

@@ -13,27 +13,76 @@ returns a tuple of tensors, one per node output.
 from __future__ import annotations
 
 import bisect
+import contextlib
+import threading
 import warnings
 from typing import Any, ClassVar, Iterable
 
+import ml_dtypes
 import numpy as np
 import onnx
 import torch
 from onnx import AttributeProto, numpy_helper
 
 from aten2onnx import _dtypes
+from aten2onnx.errors import InvalidModelError
+from aten2onnx.runtime.safety import AllowedOps
 
 
 class SessionContext:
-    """What a kernel may need beyond its attributes: the device, and subgraph compilation."""
+    """What a kernel may need beyond its attributes: the device, subgraph compilation, which torch ops
+    a model may name (see runtime/safety.py), a private random state, and the current run's deadline."""
 
     def __init__(self, device: torch.device, opsets: dict[str, int], allowed_aten_namespaces: tuple[str, ...],
-                 compile_graph=None, fuse: bool = False) -> None:
+                 compile_graph=None, fuse: bool = False, allowed_aten_ops: AllowedOps = None) -> None:
         self.device = device
         self.opsets = opsets
         self.allowed_aten_namespaces = allowed_aten_namespaces
+        self.allowed_aten_ops = allowed_aten_ops
         self.fuse = fuse
         self.compile_graph = compile_graph  # (GraphProto, outer names) -> runner; set by the session
+        self._run = threading.local()  # per thread: concurrent runs of one session keep their own deadline
+        self._rng_lock = threading.Lock()
+        self._rng_states: dict[str, torch.Tensor] | None = None  # made on first use
+
+    @property
+    def deadline(self) -> float | None:
+        """time.monotonic() after which the current run stops (None: no limit)."""
+        return getattr(self._run, "deadline", None)
+
+    @deadline.setter
+    def deadline(self, value: float | None) -> None:
+        self._run.deadline = value
+
+    @contextlib.contextmanager
+    def private_rng(self):
+        """Torch's default generators hold this session's state for the block, and the process's own
+        state again after it: a random op a model runs neither reads nor advances the caller's."""
+        with self._rng_lock:
+            if self._rng_states is None:
+                self._rng_states = {kind: _fresh_rng_state(kind) for kind in {"cpu", self.device.type}}
+            outside = {kind: _RNG[kind][0](self.device) for kind in self._rng_states}
+            for kind, state in self._rng_states.items():
+                _RNG[kind][1](state, self.device)
+            try:
+                yield
+            finally:
+                for kind, state in outside.items():
+                    self._rng_states[kind] = _RNG[kind][0](self.device)
+                    _RNG[kind][1](state, self.device)
+
+
+# The default generator's (get_state, set_state) per device type.
+_RNG = {
+    "cpu": (lambda device: torch.get_rng_state(), lambda state, device: torch.set_rng_state(state)),
+    "cuda": (lambda device: torch.cuda.get_rng_state(device), lambda state, device: torch.cuda.set_rng_state(state, device)),
+}
+
+
+def _fresh_rng_state(kind: str) -> torch.Tensor:
+    generator = torch.Generator(device=kind)
+    generator.seed()  # from the OS, never from (or advancing) the process's generator
+    return generator.get_state()
 
 
 class Kernel:
@@ -139,16 +188,17 @@ def runtime_dtype(elem_type: int) -> torch.dtype:
     return _dtypes.to_torch(elem_type)
 
 
-def tensor_from_proto(proto: onnx.TensorProto, base_dir: str | None = None) -> torch.Tensor:
-    """A torch tensor over a TensorProto's bytes, sharing them where the proto holds raw data."""
+def tensor_from_proto(proto: onnx.TensorProto) -> torch.Tensor:
+    """A torch tensor over a TensorProto's bytes, sharing them where the proto holds raw data. External
+    data must have been read in by the loader (runtime/external_data.py), which checks its paths."""
+    if proto.data_location == onnx.TensorProto.EXTERNAL:
+        raise InvalidModelError(f"tensor {proto.name!r} keeps its data in an external file, which was not loaded")
     if proto.data_type in SUB_BYTE or proto.data_type == onnx.TensorProto.STRING:
-        return from_numpy(numpy_helper.to_array(proto, base_dir or ""))
+        return from_numpy(numpy_helper.to_array(proto))
     dtype = _dtypes.to_torch(proto.data_type)
     shape = tuple(proto.dims)
-    if proto.data_location != onnx.TensorProto.EXTERNAL and proto.raw_data:
+    if proto.raw_data:
         raw = proto.raw_data
-        if len(raw) == 0:
-            return torch.empty(shape, dtype=dtype)
         storage_dtype = {torch.bfloat16: torch.int16}.get(dtype, dtype)
         if dtype in (torch.float8_e4m3fn, torch.float8_e5m2, torch.float8_e4m3fnuz, torch.float8_e5m2fnuz):
             storage_dtype = torch.uint8
@@ -157,7 +207,7 @@ def tensor_from_proto(proto: onnx.TensorProto, base_dir: str | None = None) -> t
             warnings.simplefilter("ignore", UserWarning)
             flat = torch.frombuffer(raw, dtype=storage_dtype)
         return flat.view(dtype).reshape(shape)
-    array = numpy_helper.to_array(proto, base_dir or "")
+    array = numpy_helper.to_array(proto)
     if dtype == torch.bfloat16:
         return torch.from_numpy(array.astype("float32")).to(torch.bfloat16).reshape(shape)
     if dtype in _FLOAT8_STORAGE:  # numpy_helper gives ml_dtypes float8 arrays, which torch refuses
@@ -180,6 +230,17 @@ def from_numpy(array: np.ndarray) -> Any:
     return torch.from_numpy(np.array(array, order="C"))
 
 
+def to_numpy(value: torch.Tensor, elem_type: int | None = None) -> np.ndarray:
+    """A tensor as numpy, as onnx's reference evaluator gives it: ml_dtypes arrays for the types numpy
+    lacks (bfloat16, float8), and the declared sub-byte type (int4, ...) of a value held widened."""
+    value = value.detach().cpu().resolve_conj().resolve_neg()
+    bits = _ML_OF.get(value.dtype)
+    array = value.numpy() if bits is None else value.view(bits[0]).numpy().view(bits[1])
+    if elem_type in SUB_BYTE:
+        array = array.astype(_ML_SUB_BYTE[elem_type])
+    return array
+
+
 _ML_BITS = {
     "bfloat16": (np.uint16, torch.bfloat16),
     "float8_e4m3fn": (np.uint8, torch.float8_e4m3fn),
@@ -188,3 +249,9 @@ _ML_BITS = {
     "float8_e5m2fnuz": (np.uint8, torch.float8_e5m2fnuz),
 }
 _ML_WIDE = {"int4": np.int8, "uint4": np.uint8, "int2": np.int8, "uint2": np.uint8, "float4_e2m1fn": np.float32}
+# torch dtype -> (same-width torch integer dtype, ml_dtypes type), for the inverse of _ML_BITS
+_ML_OF = {dtype: ({np.uint16: torch.int16, np.uint8: torch.uint8}[storage], getattr(ml_dtypes, name))
+          for name, (storage, dtype) in _ML_BITS.items()}
+_ML_SUB_BYTE = {onnx.TensorProto.INT4: ml_dtypes.int4, onnx.TensorProto.UINT4: ml_dtypes.uint4,
+                onnx.TensorProto.INT2: ml_dtypes.int2, onnx.TensorProto.UINT2: ml_dtypes.uint2,
+                onnx.TensorProto.FLOAT4E2M1: ml_dtypes.float4_e2m1fn}

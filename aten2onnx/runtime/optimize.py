@@ -2,93 +2,166 @@
 
 aten2onnx stamps every node with the ATen overload it came from (`aten_op` in metadata_props) and
 names it `<fx node>/<op type>`. Where ONNX has no single op for an ATen op at the target opset
-(gelu before opset 20, silu, attention before 23), its nodes form a group; the runtime replaces a group it recognises
+(gelu before opset 20, silu, attention before 23), its nodes form a group; the runtime replaces a group
 by one node in the internal domain `aten2onnx.fused`, whose kernel is the ATen op itself: fewer
-kernels, and bitwise eager's result. Only groups that exactly match the expected shape are fused,
-so a hand-written decomposition in user code (other metadata) is left alone.
+kernels, and bitwise eager's result. Metadata is only a hint (a file can say anything): a group is fused
+only when its nodes, wiring, attributes and constants are exactly what the exporter writes, and the
+fused node keeps the group, which its kernel runs instead whenever the inputs are not of the dtypes
+and ranks the fused op assumes.
 """
 
 from __future__ import annotations
 
 import collections
-from typing import Callable
+import dataclasses
+import math
+from typing import Callable, Union
 
+import numpy as np
 import onnx
 from onnx import numpy_helper
 
 DOMAIN = "aten2onnx.fused"
+_FLOATS = frozenset({onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16,
+                     onnx.TensorProto.BFLOAT16})
 
 
-Group = list[onnx.NodeProto]
-# A recogniser gets a group (in graph order), the names it reads from outside, and the model's
-# constants; it returns the fused node's (op_type, inputs, attributes), or None to leave it alone.
-Recogniser = Callable[[Group, list[str], dict[str, onnx.TensorProto]], tuple[str, list[str], dict] | None]
+@dataclasses.dataclass(frozen=True)
+class Const:
+    """A 0-d float initializer holding `value` (compared after rounding it to the initializer's own
+    dtype); value None takes any finite number and binds it under `bind`."""
+
+    value: float | None
+    bind: str = ""
 
 
-def _counts(group: Group) -> collections.Counter:
-    return collections.Counter(n.op_type for n in group)
+@dataclasses.dataclass(frozen=True)
+class Node:
+    """One node of a group: its op type, its inputs in order (patterns), and the attributes it may
+    carry (bound by name; any other attribute refuses the match)."""
+
+    op_type: str
+    inputs: tuple["Pattern", ...]
+    attributes: tuple[str, ...] = ()
 
 
-def _gelu(group: Group, external: list[str], constants: dict) -> tuple[str, list[str], dict] | None:
-    if len(external) != 1:
-        return None
-    if _counts(group) == collections.Counter({"Mul": 3, "Erf": 1, "Add": 1}):
-        return "Gelu", external, {"approximate": "none"}
-    if _counts(group) == collections.Counter({"Mul": 6, "Add": 2, "Tanh": 1}):
-        return "Gelu", external, {"approximate": "tanh"}
+# A variable (str) is a value from outside the group, the same name at each of its occurrences.
+Pattern = Union[Node, Const, str]
+
+
+def _n(op_type: str, *inputs: Pattern, attributes: tuple[str, ...] = ()) -> Node:
+    return Node(op_type, inputs, attributes)
+
+
+# The groups the exporter writes (symbolic/opset9*.py), rooted at the group's one escaping value.
+_GELU = _n("Mul", _n("Mul", "x", Const(0.5)), _n("Add", _n("Erf", _n("Mul", "x", Const(math.sqrt(0.5)))), Const(1.0)))
+_GELU_TANH = _n("Mul", _n("Mul", "x", Const(0.5)), _n("Add", _n("Tanh", _n(
+    "Mul", _n("Add", "x", _n("Mul", _n("Mul", _n("Mul", "x", "x"), "x"), Const(0.044715))),
+    Const(math.sqrt(2 / math.pi)))), Const(1.0)))
+_SILU = _n("Mul", "x", _n("Sigmoid", "x"))
+_SCORES = _n("Mul", _n("MatMul", "q", _n("Transpose", "k", attributes=("perm",))), Const(None, "scale"))
+_ATTENTION = {
+    "none": _SCORES,
+    "where": _n("Where", "mask", _SCORES, Const(-math.inf)),
+    "add": _n("Add", _SCORES, "mask"),
+}
+
+
+def _attention(mask_kind: str) -> Node:
+    return _n("MatMul", _n("Softmax", _ATTENTION[mask_kind], attributes=("axis",)), "v")
+
+
+Match = dict  # bindings: variable -> value name, Const.bind -> float, attribute -> value, "dtype" -> elem type
+Recogniser = Callable[["_Group"], tuple[str, list[str], dict] | None]
+
+
+@dataclasses.dataclass
+class _Group:
+    nodes: list[onnx.NodeProto]
+    root: str  # the one value the group gives to the rest of the graph
+    constants: dict[str, onnx.TensorProto]
+
+    def match(self, pattern: Node) -> Match | None:
+        """Bindings when the whole group is exactly `pattern`, else None."""
+        producers = {out: node for node in self.nodes for out in node.output}
+        used: list[onnx.NodeProto] = []
+        bound: Match = {}
+        if not _match(pattern, self.root, producers, self.constants, used, bound):
+            return None
+        return bound if len(used) == len(self.nodes) else None
+
+
+def _match(pattern: Pattern, name: str, producers: dict, constants: dict, used: list, bound: Match) -> bool:
+    if isinstance(pattern, str):
+        if not name or name in producers:
+            return False
+        return bound.setdefault(pattern, name) == name
+    if isinstance(pattern, Const):
+        return name not in producers and _constant(constants.get(name), pattern, bound)
+    node = producers.get(name)
+    if node is None or any(node is u for u in used) or node.op_type != pattern.op_type or node.domain \
+            or len(node.output) != 1 or len(node.input) != len(pattern.inputs):
+        return False
+    used.append(node)
+    for attr in node.attribute:
+        if attr.name not in pattern.attributes:
+            return False
+        bound[attr.name] = onnx.helper.get_attribute_value(attr)
+    return all(_match(p, n, producers, constants, used, bound) for p, n in zip(pattern.inputs, node.input))
+
+
+def _constant(proto: onnx.TensorProto | None, pattern: Const, bound: Match) -> bool:
+    """Whether proto is a 0-d float constant of the pattern's value, all of the group's constants of
+    one dtype (recorded under "dtype": the dtype the fused op must see)."""
+    if proto is None or proto.data_type not in _FLOATS or list(proto.dims) \
+            or bound.setdefault("dtype", proto.data_type) != proto.data_type:
+        return False
+    try:
+        value = numpy_helper.to_array(proto)
+    except Exception:  # a malformed constant is simply not the exporter's
+        return False
+    if value.size != 1:
+        return False
+    if pattern.value is None:
+        number = float(value.astype(np.float64))
+        bound[pattern.bind] = number
+        return math.isfinite(number)
+    return bool(np.asarray(pattern.value).astype(value.dtype) == value)
+
+
+def _gelu(group: _Group) -> tuple[str, list[str], dict] | None:
+    for pattern, approximate in ((_GELU, "none"), (_GELU_TANH, "tanh")):
+        found = group.match(pattern)
+        if found is not None:
+            return "Gelu", [found["x"]], {"approximate": approximate, "dtype": found["dtype"]}
     return None
 
 
-def _silu(group: Group, external: list[str], constants: dict) -> tuple[str, list[str], dict] | None:
-    ok = len(external) == 1 and _counts(group) == collections.Counter({"Sigmoid": 1, "Mul": 1})
-    return ("Silu", external, {}) if ok else None
+def _silu(group: _Group) -> tuple[str, list[str], dict] | None:
+    found = group.match(_SILU)
+    return None if found is None else ("Silu", [found["x"]], {})
 
 
-def _scalar(name: str, constants: dict) -> float | None:
-    proto = constants.get(name)
-    if proto is None:
-        return None
-    value = numpy_helper.to_array(proto)
-    return float(value) if value.size == 1 else None
-
-
-def _attention(group: Group, external: list[str], constants: dict) -> tuple[str, list[str], dict] | None:
-    """softmax(q k^T * scale [masked]) v, as the exporter decomposes scaled_dot_product_attention."""
-    counts = _counts(group)
-    base = collections.Counter({"Transpose": 1, "MatMul": 2, "Mul": 1, "Softmax": 1})
-    masks = (collections.Counter(), collections.Counter({"Where": 1}), collections.Counter({"Add": 1}))
-    if base - counts or counts - base not in masks:
-        return None
-    by_type = {n.op_type: n for n in group}
-    first, second = [n for n in group if n.op_type == "MatMul"]
-    transpose, mul, softmax = by_type["Transpose"], by_type["Mul"], by_type["Softmax"]
-    perm = list(next((a.ints for a in transpose.attribute if a.name == "perm"), []))
-    rank = len(perm)
-    if rank < 2 or perm != list(range(rank - 2)) + [rank - 1, rank - 2] or first.input[1] != transpose.output[0]:
-        return None
-    if mul.input[0] != first.output[0] or (scale := _scalar(mul.input[1], constants)) is None:
-        return None
-    scores, mask = mul.output[0], ""
-    if "Where" in by_type:
-        where = by_type["Where"]
-        if where.input[1] != scores or _scalar(where.input[2], constants) != float("-inf"):
+def _sdpa(group: _Group) -> tuple[str, list[str], dict] | None:
+    """softmax(q k^T * scale [masked]) v over the last axis, as the exporter decomposes
+    scaled_dot_product_attention: q, k, v of one rank, k transposed in its last two axes."""
+    for kind in _ATTENTION:
+        found = group.match(_attention(kind))
+        if found is None:
+            continue
+        perm = list(found.get("perm", []))
+        rank = len(perm)
+        if rank < 2 or perm != list(range(rank - 2)) + [rank - 1, rank - 2] or found.get("axis") not in (-1, rank - 1):
             return None
-        mask, scores = where.input[0], where.output[0]
-    elif "Add" in by_type:
-        add = by_type["Add"]
-        if add.input[0] != scores:
-            return None
-        mask, scores = add.input[1], add.output[0]
-    axis = next((a.i for a in softmax.attribute if a.name == "axis"), -1)
-    if softmax.input[0] != scores or axis not in (-1, rank - 1) or second.input[0] != softmax.output[0]:
-        return None
-    return "Attention", [first.input[0], transpose.input[0], second.input[1], mask], {"scale": scale}
+        inputs = [found["q"], found["k"], found["v"], found.get("mask", "")]
+        return "Attention", inputs, {"scale": found["scale"], "mask": kind, "rank": rank, "dtype": found["dtype"]}
+    return None
 
 
 PATTERNS: dict[str, Recogniser] = {
     "aten::gelu.default": _gelu,
     "aten::silu.default": _silu,
-    "aten::scaled_dot_product_attention.default": _attention,
+    "aten::scaled_dot_product_attention.default": _sdpa,
 }
 
 
@@ -96,14 +169,17 @@ def _meta(node: onnx.NodeProto, key: str) -> str | None:
     return next((p.value for p in node.metadata_props if p.key == key), None)
 
 
-def fuse_exported_ops(nodes: list[onnx.NodeProto], graph_outputs: set[str],
-                      constants: dict[str, onnx.TensorProto]) -> list[onnx.NodeProto]:
-    """nodes with each recognised group replaced by one fused node (at the group's last node)."""
+def fuse_exported_ops(nodes: list[onnx.NodeProto], graph_outputs: set[str], constants: dict[str, onnx.TensorProto],
+                      allowed: Callable[[str], bool] = lambda key: True) -> list[onnx.NodeProto]:
+    """nodes with each recognised group replaced by one fused node (at the group's last node).
+    constants: initializers no feed can override. allowed: whether the session lets a model run an
+    ATen overload (the fused kernel runs it)."""
     groups: dict[tuple[str, str], list[int]] = collections.defaultdict(list)
     for i, node in enumerate(nodes):
         op = _meta(node, "aten_op")
         if op in PATTERNS and "/" in node.name and not node.domain:
             groups[(node.name.split("/", 1)[0], op)].append(i)
+    groups = {key: members for key, members in groups.items() if allowed(key[1])}
     if not groups:
         return nodes
     consumers: dict[str, list[int]] = collections.defaultdict(list)
@@ -124,15 +200,31 @@ def _fuse(nodes, members, scope, op, consumers, graph_outputs, constants) -> onn
     inside = set(members)
     group = [nodes[i] for i in members]
     produced = {out for node in group for out in node.output}
-    external = list(dict.fromkeys(name for node in group for name in node.input
-                                  if name and name not in produced and name not in constants))
     escaping = [out for out in produced if out in graph_outputs or any(c not in inside for c in consumers.get(out, []))]
     if len(escaping) != 1:
         return None
-    found = PATTERNS[op](group, external, constants)
+    found = PATTERNS[op](_Group(group, escaping[0], constants))
     if found is None:
         return None
     op_type, inputs, attrs = found
-    node = onnx.helper.make_node(op_type, inputs, escaping, name=f"{scope}/{op_type}", domain=DOMAIN, **attrs)
+    outside = list(dict.fromkeys(n for n in inputs if n))
+    node = onnx.helper.make_node(op_type, inputs, escaping, name=f"{scope}/{op_type}", domain=DOMAIN,
+                                 group=_as_graph(group, outside, escaping[0], constants), **attrs)
     node.metadata_props.extend(group[-1].metadata_props)
     return node
+
+
+def _as_graph(group: list[onnx.NodeProto], inputs: list[str], output: str,
+              constants: dict[str, onnx.TensorProto]) -> onnx.GraphProto:
+    """The group as a graph of its own (without metadata, so it is never fused again): what the fused
+    kernel runs when its inputs are not what the fused op assumes."""
+    nodes = []
+    for node in group:
+        copy = onnx.NodeProto()
+        copy.CopyFrom(node)
+        del copy.metadata_props[:]
+        nodes.append(copy)
+    used = [constants[n] for node in group for n in node.input if n in constants and n not in inputs]
+    unique = list({t.name: t for t in used}.values())
+    return onnx.helper.make_graph(nodes, "group", [onnx.helper.make_empty_tensor_value_info(n) for n in inputs],
+                                  [onnx.helper.make_empty_tensor_value_info(output)], unique)

@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
+import signal
+import time
 from typing import Any, Iterable, Sequence
 
 import numpy as np
 import onnx
 import torch
 
-from aten2onnx.errors import InvalidInputError, InvalidModelError, KernelError, RunError
-from aten2onnx.runtime.optimize import DOMAIN as FUSED_DOMAIN, fuse_exported_ops
+from aten2onnx._aten_node import DOMAIN as ATEN_DOMAIN
+from aten2onnx.errors import InvalidInputError, InvalidModelError, KernelError, RunError, RunTimeoutError
+from aten2onnx.runtime.external_data import external_tensors, load_external_data
 from aten2onnx.runtime.kernel import (Kernel, SessionContext, decode_attribute, find_kernel, from_numpy, kernel_versions,
-                                      runs_schema, runtime_dtype, tensor_from_proto)
+                                      runs_schema, runtime_dtype, tensor_from_proto, to_numpy)
+from aten2onnx.runtime.optimize import DOMAIN as FUSED_DOMAIN, fuse_exported_ops
+from aten2onnx.runtime.safety import AllowedOps, permits
+from aten2onnx.runtime.validate import state_updates, validate_model
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,24 +70,28 @@ DEFAULT = object()
 
 
 class _Step:
-    __slots__ = ("kernel", "inputs", "outputs", "free", "implicit", "node")
+    __slots__ = ("kernel", "inputs", "outputs", "free", "implicit", "node", "dtypes")
 
     def __init__(self, kernel: Kernel, inputs: list[int], outputs: list[int], implicit: list[tuple[str, int]],
-                 node: onnx.NodeProto) -> None:
+                 node: onnx.NodeProto, dtypes: list[torch.dtype | None] | None) -> None:
         self.kernel = kernel
         self.inputs = inputs
         self.outputs = outputs
         self.free: list[int] = []
         self.implicit = implicit
         self.node = node
+        self.dtypes = dtypes  # the declared dtype of each output, checked where a foreign op computes it
+
+
+# What a kernel may produce: a tensor, a sequence (list), an empty optional (None), or strings (numpy).
+_VALUE_TYPES = (torch.Tensor, list, np.ndarray, type(None))
 
 
 class GraphRunner:
     """A planned graph. The session runs the main graph with one; If, Loop and Scan run their
     bodies with others, passing the enclosing scope's values as `outer`."""
 
-    def __init__(self, graph: onnx.GraphProto, ctx: SessionContext, *, outer_names: Iterable[str] = (),
-                 base_dir: str | None = None) -> None:
+    def __init__(self, graph: onnx.GraphProto, ctx: SessionContext, *, outer_names: Iterable[str] = ()) -> None:
         self.ctx = ctx
         self.graph = graph
         self._slot: dict[str, int] = {}
@@ -92,8 +101,9 @@ class GraphRunner:
 
         for init in graph.initializer:
             try:
-                tensor = tensor_from_proto(init, base_dir)
+                tensor = tensor_from_proto(init)
             except Exception as e:
+                _reraise_signal(e)
                 raise InvalidModelError(f"initializer {init.name!r} cannot be read: {e}") from e
             slot = self._new_slot(init.name)
             self._initial[slot] = tensor.to(ctx.device) if ctx.device.type != "cpu" else tensor
@@ -101,7 +111,10 @@ class GraphRunner:
         self._outer_slots = [(name, self._new_slot(name)) for name in outer_names if name not in self._slot]
         nodes = list(graph.node)
         if ctx.fuse:
-            nodes = fuse_exported_ops(nodes, set(self.output_names), {i.name: i for i in graph.initializer})
+            constants = {i.name: i for i in graph.initializer if i.name not in self.input_names}
+            nodes = fuse_exported_ops(nodes, set(self.output_names), constants,
+                                      lambda key: permits(ctx.allowed_aten_ops, key))
+        self._declared = {v.name: v.type for v in list(graph.value_info) + list(graph.output)}
         self.steps = [self._plan_node(node) for node in self._ordered(graph, nodes)]
         missing = [name for name in self.output_names if name not in self._slot]
         if missing:
@@ -160,19 +173,28 @@ class GraphRunner:
             kernel = cls(self.ctx, node, **attrs)
         except InvalidModelError as e:
             raise InvalidModelError(f"{where}: {e}") from e
-        except TypeError as e:
-            raise InvalidModelError(f"{where}: bad attributes: {e}") from e
         except Exception as e:
-            raise InvalidModelError(f"{where}: {type(e).__name__}: {e}") from e
+            _reraise_signal(e)
+            detail = "bad attributes" if isinstance(e, TypeError) else type(e).__name__
+            raise InvalidModelError(f"{where}: {detail}: {e}") from e
         inputs = [self._slot[name] if name else -1 for name in node.input]
         implicit = [(name, self._slot[name]) for name in sorted(_implicit_names(node))]
         outputs = [self._new_slot(name) if name else -1 for name in node.output]
-        return _Step(kernel, inputs, outputs, implicit, node)
+        dtypes = [self._declared_dtype(name, where) for name in node.output] if domain == ATEN_DOMAIN else None
+        return _Step(kernel, inputs, outputs, implicit, node, dtypes)
+
+    def _declared_dtype(self, name: str, where: str) -> torch.dtype | None:
+        tp = self._declared.get(name)
+        if tp is None or not tp.HasField("tensor_type") or not tp.tensor_type.elem_type:
+            return None
+        try:
+            return runtime_dtype(tp.tensor_type.elem_type)
+        except TypeError as e:
+            raise InvalidModelError(f"{where}: output {name!r}: {e}") from e
 
     def _plan_frees(self) -> None:
-        """Free each node-produced value after its last reader. Only what a node writes is freed:
-        a graph input or initializer slot that no node overwrites must stay set for the next run
-        (an initializer may share its name with a node output, which then overwrites it)."""
+        """Free each node-produced value after its last reader. Only what a node writes is freed: a
+        graph input or initializer slot must stay set for the next run."""
         keep = set(self._output_slots)
         produced = {slot for step in self.steps for slot in step.outputs if slot >= 0}
         last: dict[int, int] = {}
@@ -196,7 +218,11 @@ class GraphRunner:
         if self._outer_slots:
             for name, slot in self._outer_slots:
                 values[slot] = outer[name]
+        deadline = self.ctx.deadline
         for step in self.steps:
+            if deadline is not None and time.monotonic() > deadline:
+                raise RunTimeoutError(f"the run took longer than its timeout; it stopped before node "
+                                      f"{step.node.name!r} ({step.node.op_type})")
             args = [values[s] if s >= 0 else None for s in step.inputs]
             try:
                 if step.implicit:
@@ -206,17 +232,50 @@ class GraphRunner:
             except RunError:
                 raise
             except Exception as e:  # not BaseException: KeyboardInterrupt and SystemExit pass through as they are
+                _reraise_signal(e)
                 shapes = [tuple(a.shape) if isinstance(a, torch.Tensor) else type(a).__name__ for a in args]
                 raise KernelError(
                     f"node {step.node.name!r} ({step.node.op_type}) failed on inputs {list(step.node.input)} "
                     f"with shapes {shapes}: {type(e).__name__}: {e}"
                 ) from e
-            for slot, value in zip(step.outputs, results):
+            if len(results) < len(step.outputs):
+                raise KernelError(f"node {step.node.name!r} ({step.node.op_type}) has {len(step.outputs)} outputs but "
+                                  f"its kernel returned {len(results)} values")
+            for i, (slot, value) in enumerate(zip(step.outputs, results)):
+                if not isinstance(value, _VALUE_TYPES) or (step.dtypes and not _declared(value, step.dtypes[i])):
+                    raise KernelError(_bad_result(step, i, value))
                 if slot >= 0:
                     values[slot] = value
             for slot in step.free:
                 values[slot] = None
         return [values[s] for s in self._output_slots]
+
+
+def _declared(value: Any, dtype: torch.dtype | None) -> bool:
+    return dtype is None or (isinstance(value, torch.Tensor) and value.dtype == dtype)
+
+
+def _bad_result(step: _Step, i: int, value: Any) -> str:
+    got = f"a tensor of {value.dtype}" if isinstance(value, torch.Tensor) else f"a {type(value).__name__}"
+    want = f"a tensor of {step.dtypes[i]}, as the model declares" if step.dtypes else "a tensor, sequence or None"
+    return (f"node {step.node.name!r} ({step.node.op_type}) gave {got} for its output {step.node.output[i]!r}; "
+            f"it must give {want}")
+
+
+def _reraise_signal(error: Exception) -> None:
+    """Raise `error` unchanged when a Python signal handler raised it (a caller's timeout, say): it
+    belongs to the caller, not to the kernel that happened to be running."""
+    handlers = set()
+    for number in signal.valid_signals():
+        handler = signal.getsignal(number)
+        code = getattr(getattr(handler, "__func__", handler), "__code__", None)
+        if code is not None:
+            handlers.add(code)
+    tb = error.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code in handlers:
+            raise error
+        tb = tb.tb_next
 
 
 def _check_schema_version(cls: type[Kernel], node: onnx.NodeProto, domain: str, opset: int, where: str) -> None:
@@ -247,41 +306,51 @@ def _implicit_names(node: onnx.NodeProto) -> set[str]:
 
 
 class InferenceSession:
-    """Runs an ONNX model with PyTorch kernels, with onnxruntime's API.
+    """Runs an ONNX model with PyTorch kernels, with onnxruntime's API. A model is untrusted input: it is
+    validated as onnxruntime validates it, and runs only what the safety rule admits.
 
-    model: a path, serialized bytes or an onnx.ModelProto. External data files are read from the
-    model file's folder. ATen fallback nodes run as torch.ops.<namespace>.<op>.<overload> for the
-    namespaces in allowed_aten_namespaces only; anything else is refused here, before any run.
+    model: a path, serialized bytes or an onnx.ModelProto.
+    base_dir: the folder external data files are read from; they may not resolve outside it. A path
+        model defaults to its own folder; bytes or a ModelProto read external data only when given one.
+    allowed_aten_namespaces: ATen fallback nodes run torch.ops.<namespace>.<op>.<overload> for these
+        namespaces only.
+    allowed_aten_ops: which of those overloads a model may run. None: the safety rule
+        (aten2onnx.runtime.safety: no op that writes an argument, touches files, process state or
+        memory outside its tensors). A predicate on the OpOverload replaces the rule; a collection of
+        keys ("aten::add.Tensor") runs exactly those. Widening it lets the model run that code: allow
+        only ops you would let the model's author call in your process.
+    timeout: seconds a run may take (checked between kernels and loop iterations); None: no limit.
+    Anything refused is refused here, before any run, with InvalidModelError.
     """
 
     def __init__(self, model: str | os.PathLike | bytes | onnx.ModelProto, *, device: str | torch.device = "cpu",
-                 allowed_aten_namespaces: Sequence[str] = ("aten",), fuse: bool = True) -> None:
+                 allowed_aten_namespaces: Sequence[str] = ("aten",), allowed_aten_ops: AllowedOps = None,
+                 fuse: bool = True, base_dir: str | os.PathLike | None = None, timeout: float | None = None) -> None:
         from aten2onnx.runtime import ops  # noqa: F401  (registers the kernels)
+        from aten2onnx.runtime.ops import MAX_OPSET
 
-        proto, base_dir = _load(model)
+        proto = _load(model, None if base_dir is None else os.fspath(base_dir))
         self.device = torch.device(device)
         if self.device.type == "cuda" and not torch.cuda.is_available():
             raise InvalidModelError("device='cuda' was asked for but torch sees no CUDA device")
+        validate_model(proto, MAX_OPSET)
         opsets = {("" if o.domain in ("", "ai.onnx") else o.domain): o.version for o in proto.opset_import}
-        from aten2onnx.runtime.ops import MAX_OPSET
-
-        # A model importing only other domains (ai.onnx.ml, training) is fine; a node in the default
-        # domain then finds no opset and is refused when planned.
-        if opsets.get("", 0) > MAX_OPSET:
-            raise InvalidModelError(f"the model's opset {opsets['']} is newer than the newest this runtime runs, {MAX_OPSET}")
         # fuse: run node groups that aten2onnx exported for one ATen op (gelu, silu) as that op again.
-        self._ctx = SessionContext(self.device, {**opsets, FUSED_DOMAIN: 1}, tuple(allowed_aten_namespaces), fuse=fuse)
-        self._ctx.compile_graph = lambda graph, outer=(): GraphRunner(graph, self._ctx, outer_names=outer, base_dir=base_dir)
+        self._ctx = SessionContext(self.device, {**opsets, FUSED_DOMAIN: 1}, tuple(allowed_aten_namespaces), fuse=fuse,
+                                   allowed_aten_ops=allowed_aten_ops)
+        self._ctx.compile_graph = lambda graph, outer=(): GraphRunner(graph, self._ctx, outer_names=outer)
+        self.timeout = timeout
         initializers = {i.name for i in proto.graph.initializer}
         self._inputs = [_node_arg(i) for i in proto.graph.input if i.name not in initializers]
         self._outputs = [_node_arg(o) for o in proto.graph.output]
         self._input_types = {i.name: i.type for i in proto.graph.input}
-        self._runner = GraphRunner(proto.graph, self._ctx, base_dir=base_dir)
+        self._output_types = {o.name: o.type for o in proto.graph.output}
+        self._runner = GraphRunner(proto.graph, self._ctx)
         self._feed_order = [n for n in self._runner.input_names if n not in initializers]
         # Inputs with an initializer as default (onnxruntime's "overridable initializers").
         self._overridable = [n for n in self._runner.input_names if n in initializers]
         self.model_proto = proto
-        self._state_updates = _state_updates(proto, set(self._runner.input_names), {o.name for o in self._outputs})
+        self._state_updates = state_updates(proto)
         self._state: dict[str, Any] = {}
 
     def get_inputs(self) -> list[NodeArg]:
@@ -301,35 +370,50 @@ class InferenceSession:
         """Forget buffer values carried between runs; the next run starts from the initializers."""
         self._state.clear()
 
-    def run(self, output_names: Sequence[str] | None, feeds: dict[str, Any]) -> list[np.ndarray]:
-        """numpy in, numpy out, as onnxruntime does."""
-        tensors = {name: _from_feed(value) for name, value in feeds.items()}
-        results = self.run_torch(tensors, output_names)
-        return [_to_numpy(t) for t in results.values()]
+    def run(self, output_names: Sequence[str] | None, feeds: dict[str, Any], *,
+            timeout: float | None = None) -> list[np.ndarray]:
+        """numpy in, numpy out, as onnxruntime does; bfloat16, float8 and sub-byte types as ml_dtypes
+        arrays, as onnx's reference evaluator gives them. Feeds may also be onnx.TensorProtos."""
+        tensors = {name: _from_feed(name, value) for name, value in feeds.items()}
+        results = self.run_torch(tensors, output_names, timeout=timeout)
+        return [_to_numpy(t, self._output_types[name]) for name, t in results.items()]
 
-    def run_torch(self, feeds: dict[str, torch.Tensor], output_names: Sequence[str] | None = None) -> dict[str, torch.Tensor]:
-        """torch tensors in and out; inputs are used as given (no copies on the session's device)."""
+    def run_torch(self, feeds: dict[str, torch.Tensor], output_names: Sequence[str] | None = None, *,
+                  timeout: float | None = None) -> dict[str, torch.Tensor]:
+        """torch tensors in and out; inputs are used as given (no copies on the session's device).
+        timeout: seconds this run may take (the session's timeout when None); RunTimeoutError after."""
         names = [o.name for o in self._outputs] if output_names is None else list(output_names)
         unknown_out = [n for n in names if n not in {o.name for o in self._outputs}]
         if unknown_out:
             raise InvalidInputError(f"unknown output names {unknown_out}; the model's outputs are {[o.name for o in self._outputs]}")
         checked = self._check_feeds(feeds)
         inputs = [checked[n] if n in checked else self._state.get(n, DEFAULT) for n in self._runner.input_names]
-        with torch.inference_mode():
-            results = self._runner.run(inputs)
+        limit = self.timeout if timeout is None else timeout
+        self._ctx.deadline = None if limit is None else time.monotonic() + limit
+        try:
+            with torch.inference_mode():
+                results = self._runner.run(inputs)
+        finally:
+            self._ctx.deadline = None
         by_name = dict(zip(self._runner.output_names, results))
         self._write_back(feeds, by_name)
         return {n: by_name[n] for n in names}
 
     def _write_back(self, feeds: dict[str, Any], results: dict[str, Any]) -> None:
         """Apply the model's state updates, as eager PyTorch would have done in place: a buffer's
-        new value is carried to the next run; a written input is updated in the caller's tensor."""
+        new value is carried to the next run; a written input is updated in the caller's tensor.
+        Each new value must fit its input as the model declares it (the metadata is untrusted)."""
         for output, kind, name in self._state_updates:
             new = results[output]
+            try:
+                self._check_value(name, new, self._input_types[name], None)
+            except InvalidInputError as e:
+                raise InvalidModelError(f"state update {output!r} gives a value its input {name!r} does not "
+                                        f"accept: {e}") from e
             if kind == "buffer":
                 self._state[name] = new.clone() if new.is_inference() else new
             elif isinstance(feeds.get(name), torch.Tensor):
-                feeds[name].copy_(new)
+                _write_input(name, feeds[name], new)
 
     def _check_feeds(self, feeds: dict[str, Any]) -> dict[str, Any]:
         """The checked feeds by name: every required input, and any overridable initializer given."""
@@ -392,48 +476,68 @@ class InferenceSession:
         return value
 
 
-def _from_feed(value: Any) -> Any:
-    """A numpy feed (array, scalar, list of arrays for a sequence, None for an empty optional) as torch."""
+def _write_input(name: str, target: torch.Tensor, new: torch.Tensor) -> None:
+    if target.shape != new.shape or target.dtype != new.dtype:
+        raise InvalidModelError(f"the model writes input {name!r} with a {new.dtype} value of shape {tuple(new.shape)}, "
+                                f"but the tensor passed is {target.dtype} of shape {tuple(target.shape)}")
+    try:
+        target.copy_(new)
+    except RuntimeError as e:  # an expanded (self-overlapping) or inference-mode tensor cannot be written
+        raise InvalidInputError(f"input {name!r} is written by the model, but the tensor passed cannot be "
+                                f"written in place: {e}") from e
+
+
+def _from_feed(name: str, value: Any) -> Any:
+    """A numpy feed (array, scalar, list of arrays for a sequence, None for an empty optional, or an
+    onnx.TensorProto) as torch."""
     if isinstance(value, (list, tuple)):
-        return [_from_feed(v) for v in value]
+        return [_from_feed(f"{name}[{i}]", v) for i, v in enumerate(value)]
+    if isinstance(value, onnx.TensorProto):
+        try:
+            return tensor_from_proto(value)
+        except Exception as e:
+            raise InvalidInputError(f"input {name!r} is a TensorProto that cannot be read: {e}") from e
     if isinstance(value, np.ndarray) or np.isscalar(value):
         return from_numpy(np.asarray(value))
     return value
 
 
-def _to_numpy(value: Any) -> Any:
+def _to_numpy(value: Any, tp: onnx.TypeProto) -> Any:
     if isinstance(value, torch.Tensor):
-        return value.detach().cpu().numpy()
+        return to_numpy(value, tp.tensor_type.elem_type if tp.HasField("tensor_type") else None)
     if isinstance(value, list):
-        return [_to_numpy(v) for v in value]
+        elem = tp.sequence_type.elem_type if tp.HasField("sequence_type") else onnx.TypeProto()
+        return [_to_numpy(v, elem) for v in value]
     return value
 
 
-def _state_updates(proto: onnx.ModelProto, inputs: set[str], outputs: set[str]) -> list[tuple[str, str, str]]:
-    """(output, kind, input) for each state update aten2onnx recorded in the model's metadata."""
-    raw = next((p.value for p in proto.metadata_props if p.key == "aten2onnx.state_updates"), None)
-    if raw is None:
-        return []
-    try:
-        updates = [(u["output"], u["kind"], u["input"]) for u in json.loads(raw)]
-    except (ValueError, KeyError, TypeError) as e:
-        raise InvalidModelError(f"metadata aten2onnx.state_updates is malformed: {e}") from e
-    for output, kind, name in updates:
-        if output not in outputs or name not in inputs or kind not in ("buffer", "input"):
-            raise InvalidModelError(f"metadata aten2onnx.state_updates names output {output!r} and input {name!r} "
-                                    f"({kind}), which the graph does not have")
-    return updates
-
-
-def _load(model: Any) -> tuple[onnx.ModelProto, str | None]:
+def _load(model: Any, base_dir: str | None) -> onnx.ModelProto:
+    """The model with its external data read in. A path model reads it from base_dir, by default its
+    own folder (or its resolved folder, where the model is a symlink: onnxruntime's rule); bytes or a
+    ModelProto only from an explicit base_dir."""
+    roots = None if base_dir is None else [base_dir]
     try:
         if isinstance(model, onnx.ModelProto):
-            return model, None
-        if isinstance(model, (bytes, bytearray)):
-            return onnx.load_from_string(bytes(model)), None
-        path = os.fspath(model)
-        return onnx.load(path, load_external_data=True), os.path.dirname(os.path.abspath(path))
+            proto = model
+        elif isinstance(model, (bytes, bytearray, memoryview)):
+            proto = onnx.load_from_string(bytes(model))
+        else:
+            path = os.fspath(model)
+            proto = onnx.load(path, load_external_data=False)
+            roots = roots or [os.path.dirname(os.path.abspath(path)), os.path.dirname(os.path.realpath(path))]
     except (OSError, TypeError) as e:
         raise InvalidModelError(f"cannot load the model: {e}") from e
     except Exception as e:  # protobuf's DecodeError and friends
+        _reraise_signal(e)
         raise InvalidModelError(f"the model is malformed: {type(e).__name__}: {e}") from e
+    external = next(external_tensors(proto), None)
+    if external is None:
+        return proto
+    if roots is None:
+        raise InvalidModelError(f"tensor {external.name!r} keeps its data in an external file; a model given as bytes "
+                                "or a ModelProto reads external data only from a folder you name: pass base_dir=")
+    if proto is model:  # the caller's ModelProto stays as it was
+        proto = onnx.ModelProto()
+        proto.CopyFrom(model)
+    load_external_data(proto, roots)
+    return proto

@@ -1,6 +1,6 @@
 """The ATen fallback node (org.pytorch.aten::ATen): runs torch.ops.<namespace>.<operator>.<overload>.
-The overload is looked up and every argument decoded once, at session creation; a namespace not
-allowed by the session, or an operator or overload torch does not have, is refused there."""
+The overload is looked up, judged by the safety rule (runtime/safety.py) and every argument decoded
+once, at session creation; what it returns is checked on every run."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from typing import Any
 import torch
 
 from aten2onnx import _aten_node, _dtypes
-from aten2onnx.errors import InvalidModelError
+from aten2onnx.errors import InvalidModelError, KernelError
 from aten2onnx.runtime.kernel import Kernel
+from aten2onnx.runtime.safety import RUNNING_STATE, UNINITIALIZED, check_op
 
 _ABSENT = object()
 
@@ -36,11 +37,16 @@ def _from_attribute(value: Any, kind: str, is_list: bool, device: torch.device) 
     if kind == "float":
         return [float(v) for v in value] if is_list else float(value)
     if kind == "ScalarType":
-        return _aten_node.dtype_from_name(value)
+        dtype = _aten_node.dtype_from_name(value)
+        if not (_dtypes.has_onnx(dtype) or dtype.is_complex):
+            raise InvalidModelError(f"dtype {value!r} is not one a model's tensors can have")
+        return dtype
     if kind == "MemoryFormat":
         return _aten_node.MEMORY_FORMATS[value]
     if kind == "Layout":
-        return _aten_node.LAYOUTS[value]
+        if value != "strided":  # the runtime holds dense tensors only; see safety.DENY on sparse layouts
+            raise InvalidModelError(f"layout {value!r} is not run; only 'strided'")
+        return torch.strided
     if kind == "Device":
         return device
     return value  # Scalar ("number"), str, and anything already in its Python form
@@ -69,6 +75,15 @@ class ATen(Kernel):
             raise InvalidModelError(f"ATen node runs {namespace}::{operator}, but namespace {namespace!r} is not "
                                     f"allowed; the session allows {list(self.ctx.allowed_aten_namespaces)}")
         self.op = _lookup(namespace, operator, overload_name)
+        check_op(self.op, self.ctx.allowed_aten_ops)
+        # An op the session was told to allow although it writes an argument runs on copies of those
+        # (and of running statistics, which some ops write undeclared): graph inputs, initializers and
+        # other nodes' values are never written.
+        self.written = frozenset(a.name for a in self.op._schema.arguments
+                                 if (a.alias_info and a.alias_info.is_write) or a.name in RUNNING_STATE)
+        # A random op draws from the session's own generator state, never the process's.
+        self.seeded = torch.Tag.nondeterministic_seeded in self.op.tags
+        self.zeroed = bool(UNINITIALIZED.search(self.op._schema.name))
         schema = self.op._schema
         input_args = list(input_args or [])
         names = {a.name for a in schema.arguments}
@@ -123,15 +138,51 @@ class ATen(Kernel):
             if value is _ABSENT:
                 positional = False  # later positional arguments must be named
                 continue
+            if name in self.written:
+                value = [t.clone() for t in value] if isinstance(value, list) else _cloned(value)
             if keyword_only or not positional:
                 kwargs[name] = value
             else:
                 args.append(value)
-        results = _flatten(self.op(*args, **kwargs))
+        if self.seeded:
+            with self.ctx.private_rng():
+                results = _flatten(self.op(*args, **kwargs))
+        else:
+            results = _flatten(self.op(*args, **kwargs))
+        if self.zeroed:
+            results = [r.zero_() if isinstance(r, torch.Tensor) else r for r in results]
         if self.complex_outputs:
             results = [_dtypes.to_pairs(r) if i in self.complex_outputs else r
                        for i, r in enumerate(results)]
+        self._check(results)
+        results = [r.resolve_conj().resolve_neg() if r is not None else r for r in results]
         return tuple(results)
+
+    def _check(self, results: list[Any]) -> None:
+        """A foreign op's results must be what the node declares: one dense tensor per output, on the
+        session's device, of a dtype a model's tensor can have."""
+        name = f"{self.op._schema.name}.{self.op._overloadname}"
+        if self.n_outputs is not None and len(results) != self.n_outputs:
+            raise KernelError(f"{name} returned {len(results)} values, but the node has {self.n_outputs} outputs")
+        for i, r in enumerate(results):
+            if r is None and (self.node is None or not self.node.output[i]):
+                continue  # an optional result the node leaves out
+            if not _plain(r, self.ctx.device):
+                what = f"{r.dtype} {r.layout} tensor on {r.device}" if isinstance(r, torch.Tensor) else type(r).__name__
+                raise KernelError(f"{name} returned a {what} as result {i}; a node's value must be a plain dense "
+                                  f"tensor on {self.ctx.device} of an ONNX element type")
+
+
+def _plain(value: Any, device: torch.device) -> bool:
+    """A tensor the runtime can hold: dense, on the session's device, of an ONNX element type, and not
+    one of torch's special tensors (zero tensors, vmap's batched tensors, tensor subclasses)."""
+    return type(value) is torch.Tensor and value.layout == torch.strided and value.device == device \
+        and _dtypes.has_onnx(value.dtype) and not value._is_zerotensor() \
+        and not torch._C._functorch.is_batchedtensor(value)
+
+
+def _cloned(value: Any) -> Any:
+    return value.clone() if isinstance(value, torch.Tensor) else value
 
 
 def _flatten(result: Any) -> list[Any]:

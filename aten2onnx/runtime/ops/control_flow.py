@@ -3,15 +3,24 @@ body reads from enclosing scopes arrive in `outer` and are passed on to it."""
 
 from __future__ import annotations
 
+import time
+
 import torch
 
 from aten2onnx import _dtypes
+from aten2onnx.errors import InvalidModelError, RunTimeoutError
 from aten2onnx.runtime.kernel import Kernel
 from aten2onnx.runtime.session import free_variables
 
 
 def _compile(kernel: Kernel, graph):
     return kernel.ctx.compile_graph(graph, sorted(free_variables(graph)))
+
+
+def _arity(what: str, count: int, expected: int) -> None:
+    """A body's inputs or outputs must match the node's, as the op's spec relates them."""
+    if count != expected:
+        raise InvalidModelError(f"{what} is {count}; the node's inputs and outputs make it {expected}")
 
 
 def _empty_scan_output(info, device) -> torch.Tensor:
@@ -28,6 +37,8 @@ class If(Kernel):
     covers = (11, 13, 16, 19, 21, 23, 24, 25)  # 11: branch shapes may differ; then types
 
     def setup(self, then_branch, else_branch) -> None:
+        _arity("then_branch's output count", len(then_branch.output), len(self.node.output))
+        _arity("else_branch's output count", len(else_branch.output), len(self.node.output))
         self.then_branch = _compile(self, then_branch)
         self.else_branch = _compile(self, else_branch)
 
@@ -43,6 +54,12 @@ class Loop(Kernel):
     op_type, since_version = "Loop", 1
 
     def setup(self, body) -> None:
+        carried = len(self.node.input) - 2
+        _arity("the body's input count (iteration, condition, carried values)", len(body.input), 2 + carried)
+        _arity("the body's output count (condition, carried values, scan outputs)", len(body.output),
+               1 + len(self.node.output))
+        if len(self.node.output) < carried:
+            raise InvalidModelError(f"the node has {len(self.node.output)} outputs for {carried} loop-carried values")
         self.body = _compile(self, body)
         self.body_proto = body
 
@@ -54,6 +71,9 @@ class Loop(Kernel):
         i = 0
         device = self.ctx.device
         while keep and (max_trip is None or i < max_trip):
+            if self.ctx.deadline is not None and time.monotonic() > self.ctx.deadline:
+                raise RunTimeoutError(f"the run took longer than its timeout; it stopped in loop {self.node.name!r} "
+                                      f"after {i} iterations")
             outs = self.body.run([torch.tensor(i, dtype=torch.int64, device=device),
                                   torch.tensor(keep, device=device), *carried], outer)
             keep = bool(outs[0])
@@ -90,12 +110,30 @@ def _scan(body, num_scan_inputs, state, scan_inputs, in_axes, in_dirs, out_axes,
     return tuple(state) + tuple(results)
 
 
+def _scan_arity(node, body, num_scan_inputs: int, values: int, per_input: list, per_output: list = ()) -> None:
+    """Scan: the node's `values` state and scan inputs are the body's inputs; its outputs, the body's."""
+    if not 1 <= num_scan_inputs <= values:
+        raise InvalidModelError(f"num_scan_inputs is {num_scan_inputs}, but the node has {values} state and scan inputs")
+    _arity("the body's input count", len(body.input), values)
+    _arity("the body's output count", len(body.output), len(node.output))
+    n_scan_out = len(body.output) - (values - num_scan_inputs)
+    if n_scan_out < 0:
+        raise InvalidModelError(f"the body has fewer outputs than the {values - num_scan_inputs} state values")
+    for attribute in per_input:
+        if attribute is not None:
+            _arity("a per-scan-input attribute's length", len(attribute), num_scan_inputs)
+    for attribute in per_output:
+        if attribute is not None:
+            _arity("a per-scan-output attribute's length", len(attribute), n_scan_out)
+
+
 class Scan8(Kernel):
     """Scan at opset 8: a leading batch axis, then time on axis 1; sequence_lens must be full."""
 
     op_type, since_version = "Scan", 8
 
     def setup(self, body, num_scan_inputs: int, directions: list[int] | None = None) -> None:
+        _scan_arity(self.node, body, num_scan_inputs, len(self.node.input) - 1, [directions])
         self.body = _compile(self, body)
         self.n, self.directions = num_scan_inputs, directions
 
@@ -118,6 +156,8 @@ class Scan9(Kernel):
     def setup(self, body, num_scan_inputs: int, scan_input_axes: list[int] | None = None,
               scan_input_directions: list[int] | None = None, scan_output_axes: list[int] | None = None,
               scan_output_directions: list[int] | None = None) -> None:
+        _scan_arity(self.node, body, num_scan_inputs, len(self.node.input),
+                    [scan_input_axes, scan_input_directions], [scan_output_axes, scan_output_directions])
         self.body = _compile(self, body)
         self.n = num_scan_inputs
         n_out = len(body.output) - (len(body.input) - num_scan_inputs)

@@ -1,44 +1,79 @@
 """Kernels of the internal domain aten2onnx.fused: ATen ops the exporter decomposed, run whole
-again (see runtime/optimize.py)."""
+again (see runtime/optimize.py). Each runs its group's own nodes instead when its inputs are not
+of the dtypes and ranks the fused op assumes, so fusing never changes what a model computes."""
 
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
 
-from aten2onnx.runtime.kernel import Kernel
+from aten2onnx.runtime.kernel import Kernel, runtime_dtype
 from aten2onnx.runtime.optimize import DOMAIN
+from aten2onnx.runtime.safety import check_op
+from aten2onnx.runtime.session import free_variables
 
 
-class Gelu(Kernel):
-    domain, op_type, since_version = DOMAIN, "Gelu", 1
+class _Fused(Kernel):
+    domain, since_version = DOMAIN, 1
+    aten_op: torch._ops.OpOverload
 
-    def setup(self, approximate: str = "none") -> None:
-        self.approximate = approximate
+    def _group(self, group) -> None:
+        """The group's nodes, runnable on the fused node's inputs."""
+        check_op(self.aten_op, self.ctx.allowed_aten_ops)
+        self.group = self.ctx.compile_graph(group, sorted(free_variables(group)))
+        order = list(self.node.input)
+        self.group_inputs = [order.index(i.name) for i in group.input]
+
+    def as_written(self, *inputs):
+        return tuple(self.group.run([inputs[i] for i in self.group_inputs]))
+
+
+class Gelu(_Fused):
+    op_type, aten_op = "Gelu", torch.ops.aten.gelu.default
+
+    def setup(self, group, dtype: int, approximate: str = "none") -> None:
+        self._group(group)
+        self.approximate, self.dtype = approximate, runtime_dtype(dtype)
 
     def run(self, x):
+        if x.dtype != self.dtype:
+            return self.as_written(x)
         return (F.gelu(x, approximate=self.approximate),)
 
 
-class Silu(Kernel):
-    domain, op_type, since_version = DOMAIN, "Silu", 1
+class Silu(_Fused):
+    op_type, aten_op = "Silu", torch.ops.aten.silu.default
+
+    def setup(self, group) -> None:
+        self._group(group)
 
     def run(self, x):
+        if not x.is_floating_point():
+            return self.as_written(x)
         return (F.silu(x),)
 
 
-class Attention(Kernel):
-    """scaled_dot_product_attention with an optional bool or additive mask ("" when none)."""
+class Attention(_Fused):
+    """scaled_dot_product_attention with an optional bool ("where") or additive ("add") mask."""
 
-    domain, op_type, since_version = DOMAIN, "Attention", 1
+    op_type, aten_op = "Attention", torch.ops.aten.scaled_dot_product_attention.default
 
-    def setup(self, scale: float) -> None:
-        self.scale = scale
+    def setup(self, group, scale: float, mask: str, rank: int, dtype: int) -> None:
+        self._group(group)
+        self.scale, self.mask, self.rank, self.dtype = scale, mask, rank, runtime_dtype(dtype)
 
     def run(self, q, k, v, mask=None):
-        if mask is not None and mask.dtype != torch.bool:
-            mask = mask.to(q.dtype)
-        return (F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.scale),)
+        mask_dtype = {"none": None, "where": torch.bool, "add": q.dtype}[self.mask]
+        if any(t.dtype != self.dtype or t.dim() != self.rank for t in (q, k, v)) \
+                or (mask.dtype if mask is not None else None) != mask_dtype \
+                or (mask is not None and not 2 <= mask.dim() <= self.rank):
+            return self.as_written(q, k, v, mask)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.scale)
+        # A row whose scores are all -inf (fully masked) is zeros in torch's attention, NaN in the
+        # written softmax; a NaN anywhere may have such a cause too. Either: run the nodes as written.
+        if out.isnan().any() or (out == 0).all(-1).any():
+            return self.as_written(q, k, v, mask)
+        return (out,)
 
 
 KERNELS = (Gelu, Silu, Attention)

@@ -426,7 +426,11 @@ class Dropout(Kernel):
 
     def setup(self, ratio: float = 0.5, seed: int | None = None) -> None:
         self.ratio = ratio
-        self.generator = None if seed is None else torch.Generator().manual_seed(seed)
+        self.generator = torch.Generator()  # its own: a run never draws from the process's generator
+        if seed is None:
+            self.generator.seed()
+        else:
+            self.generator.manual_seed(seed)
 
     def run(self, x, ratio=None, training_mode=None):
         training = training_mode is not None and bool(training_mode)

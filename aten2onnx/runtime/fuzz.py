@@ -1,0 +1,782 @@
+"""Mutation fuzzing of the runtime: models mutated as an attacker would mutate them (attributes, dims,
+dtypes, wiring, deleted nodes, metadata, flipped bytes), each run in a worker process beside onnxruntime.
+
+    report = fuzz(seeds, n=500, seed=0)      # seeds: [(ModelProto, {input name: numpy array})]
+    print(report.summary())                  # ends with "500 tried, 0 escapes"
+
+An escape is what a model file must never cause: a crash (the worker died of a signal), a hang (no
+answer within the hard time limit although each run has a timeout), an exception that is not
+aten2onnx's own, or a wrong answer. The comparison rule for answers: where onnxruntime runs a mutant,
+our runtime must give the same outputs (same count, dtypes and shapes, values within tolerance,
+NaN equal to NaN) or raise our error. onnxruntime is not the truth, though: it accepts some models
+the spec forbids and deviates from it in places. So when the two disagree, onnx's reference evaluator
+decides: if it agrees with us, onnxruntime deviates (counted, not an escape); if it agrees with
+onnxruntime, we are wrong (an escape); if it fails or agrees with neither, the mutant is undecided
+(listed, for a person to judge). A fusion disagreement: where onnxruntime runs a mutant, the session
+with fusion and the one without must agree the same way (fusing may never change what a model computes).
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import functools
+import json
+import os
+import pickle
+import random
+import select
+import struct
+import subprocess
+import sys
+import time
+from typing import Any, Callable
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+Seed = tuple[onnx.ModelProto, dict[str, np.ndarray]]
+
+# Worker limits: each run of our runtime stops after RUN_TIMEOUT seconds (our RunTimeoutError); a
+# worker silent for HARD_TIMEOUT is a hang. Address space is capped so that a mutant asking for
+# terabytes gets an allocation error instead of the kernel's OOM killer.
+RUN_TIMEOUT = 2.0
+HARD_TIMEOUT = 30.0
+MEMORY_LIMIT = 4 << 30
+# Outputs bigger than this (a mutant may broadcast to billions of elements) are not sent back to be
+# compared: sending would take longer than computing.
+SHIP_LIMIT = 64 << 20
+# (rtol, atol) per numpy dtype name; integers and bools compare exactly.
+TOLERANCES = {"float16": (1e-2, 1e-2), "bfloat16": (2e-2, 2e-2), "float32": (1e-3, 1e-4), "float64": (1e-6, 1e-7)}
+
+
+# -- mutations ---------------------------------------------------------------------------------------
+# Each takes the model (mutated in place) and a Random, and returns what it did, or None when it found
+# nothing to mutate.
+
+_INTS = (0, 1, -1, 2, 3, -2, 7, 2**31 - 1, -(2**31), 2**62, 10**6)
+_FLOATS = (0.0, -1.0, 1.0, 2.0, 0.5, 1e-30, 1e30, float("nan"), float("inf"), -float("inf"))
+_STRINGS = ("", "constant", "reflect", "edge", "linear", "nearest", "cubic", "floor", "ceil", "none", "tanh",
+            "sum", "mean", "max", "min", "left", "right", "NOTSET", "SAME_UPPER", "half_pixel", "float32",
+            "from_file", "_reshape_alias", "as_strided", "copy_", "empty", "_sparse_coo_tensor_unsafe", "add",
+            "Tensor", "default", "mylib", "self", "other", "\xff")
+_ELEM_TYPES = tuple(v for v in TensorProto.DataType.values())
+
+
+def _graphs(model: onnx.ModelProto) -> list[onnx.GraphProto]:
+    """The main graph and every subgraph, outermost first."""
+    found, stack = [], [model.graph]
+    while stack:
+        graph = stack.pop(0)
+        found.append(graph)
+        for node in graph.node:
+            for attr in node.attribute:
+                stack += ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else []) + list(attr.graphs)
+    return found
+
+
+def _nodes(model: onnx.ModelProto) -> list[tuple[onnx.GraphProto, onnx.NodeProto]]:
+    return [(g, n) for g in _graphs(model) for n in g.node]
+
+
+def _pick(rng: random.Random, items: list) -> Any:
+    return rng.choice(items) if items else None
+
+
+def _number(rng: random.Random, value: float, choices: tuple) -> float:
+    return rng.choice(choices + (value + 1, value - 1, value * 2, -value))
+
+
+def mutate_attribute(model: onnx.ModelProto, rng: random.Random) -> str | None:
+    picked = _pick(rng, [(n, a) for _, n in _nodes(model) for a in n.attribute])
+    if picked is None:
+        return None
+    node, attr = picked
+    kind = attr.type
+    if kind == onnx.AttributeProto.INT:
+        attr.i = int(_number(rng, attr.i, _INTS))
+    elif kind == onnx.AttributeProto.FLOAT:
+        attr.f = float(np.float32(_number(rng, attr.f, _FLOATS)))
+    elif kind == onnx.AttributeProto.STRING:
+        attr.s = rng.choice(_STRINGS).encode("utf-8", "surrogateescape")
+    elif kind == onnx.AttributeProto.INTS and attr.ints:
+        values = list(attr.ints)
+        action = rng.randrange(3)
+        if action == 0:
+            values[rng.randrange(len(values))] = int(_number(rng, values[0], _INTS))
+        elif action == 1:
+            values.pop(rng.randrange(len(values)))
+        else:
+            values.append(rng.choice(_INTS))
+        del attr.ints[:]
+        attr.ints.extend(v if -(2**63) <= v < 2**63 else 0 for v in values)
+    elif kind == onnx.AttributeProto.FLOATS and attr.floats:
+        attr.floats[rng.randrange(len(attr.floats))] = float(np.float32(rng.choice(_FLOATS)))
+    elif kind == onnx.AttributeProto.STRINGS and attr.strings:
+        attr.strings[rng.randrange(len(attr.strings))] = rng.choice(_STRINGS).encode("utf-8", "surrogateescape")
+    elif kind == onnx.AttributeProto.TENSOR:
+        return _mutate_tensor(attr.t, rng) and f"{node.op_type}.{attr.name}: tensor"
+    elif kind == onnx.AttributeProto.GRAPH:
+        sub = onnx.ModelProto()
+        sub.graph.CopyFrom(attr.g)
+        done = rng.choice([mutate_attribute, swap_inputs, delete_node, retype_value, reshape_value])(sub, rng)
+        attr.g.CopyFrom(sub.graph)
+        return done and f"{node.op_type}.{attr.name}: {done}"
+    else:
+        node.attribute.remove(attr)
+        return f"{node.op_type}: removed attribute {attr.name}"
+    return f"{node.op_type}.{attr.name} = {helper.get_attribute_value(attr)!r}"[:160]
+
+
+def add_or_drop_attribute(model: onnx.ModelProto, rng: random.Random) -> str | None:
+    _, node = _pick(rng, _nodes(model)) or (None, None)
+    if node is None:
+        return None
+    if node.attribute and rng.random() < 0.5:
+        attr = rng.choice(list(node.attribute))
+        node.attribute.remove(attr)
+        return f"{node.op_type}: dropped {attr.name}"
+    name = rng.choice(["axis", "perm", "to", "mode", "keepdims", "alpha", "operator", "overload_name", "bogus"])
+    node.attribute.append(helper.make_attribute(name, rng.choice([rng.choice(_INTS), "x", [0, 1], 0.5])))
+    return f"{node.op_type}: added {name}"
+
+
+def _mutate_tensor(tensor: onnx.TensorProto, rng: random.Random) -> bool:
+    action = rng.randrange(4)
+    if action == 0 and tensor.dims:
+        tensor.dims[rng.randrange(len(tensor.dims))] = rng.choice((0, 1, 2, 3, 1000, 2**40))
+    elif action == 1:
+        tensor.data_type = rng.choice(_ELEM_TYPES)
+    elif action == 2 and tensor.raw_data:
+        raw = bytearray(tensor.raw_data)
+        i = rng.randrange(len(raw))
+        raw[i] = rng.randrange(256)
+        tensor.raw_data = bytes(raw)
+    else:
+        try:
+            array = numpy_helper.to_array(tensor)
+        except Exception:
+            return False
+        if array.size == 0 or array.dtype.kind not in "iuf":
+            return False
+        flat = array.reshape(-1).copy()
+        choices = _INTS[:7] if array.dtype.kind in "iu" else _FLOATS
+        flat[rng.randrange(flat.size)] = np.array(rng.choice(choices)).astype(array.dtype)
+        tensor.CopyFrom(numpy_helper.from_array(flat.reshape(array.shape), tensor.name))
+    return True
+
+
+def mutate_initializer(model: onnx.ModelProto, rng: random.Random) -> str | None:
+    tensor = _pick(rng, [t for g in _graphs(model) for t in g.initializer])
+    if tensor is None or not _mutate_tensor(tensor, rng):
+        return None
+    return f"initializer {tensor.name}"
+
+
+def retype_value(model: onnx.ModelProto, rng: random.Random) -> str | None:
+    infos = [i for g in _graphs(model) for i in list(g.input) + list(g.output) + list(g.value_info)
+             if i.type.HasField("tensor_type")]
+    info = _pick(rng, infos)
+    if info is None:
+        return None
+    info.type.tensor_type.elem_type = rng.choice((TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16,
+                                                  TensorProto.INT64, TensorProto.INT32, TensorProto.BOOL,
+                                                  TensorProto.UINT8, TensorProto.BFLOAT16, 0, 99))
+    return f"{info.name}: elem_type {info.type.tensor_type.elem_type}"
+
+
+def reshape_value(model: onnx.ModelProto, rng: random.Random) -> str | None:
+    infos = [i for g in _graphs(model) for i in list(g.input) + list(g.output)
+             if i.type.HasField("tensor_type") and i.type.tensor_type.HasField("shape")]
+    info = _pick(rng, infos)
+    if info is None:
+        return None
+    dims = info.type.tensor_type.shape.dim
+    action = rng.randrange(3)
+    if action == 0 and len(dims):
+        dim = dims[rng.randrange(len(dims))]
+        dim.dim_value = rng.choice((0, 1, 2, 5, 64))
+    elif action == 1 and len(dims):
+        dims.pop()
+    else:
+        dims.add().dim_value = rng.choice((1, 2))
+    return f"{info.name}: shape {[d.dim_value or d.dim_param for d in dims]}"
+
+
+def swap_inputs(model: onnx.ModelProto, rng: random.Random) -> str | None:
+    graph, node = _pick(rng, _nodes(model)) or (None, None)
+    if node is None or not node.input:
+        return None
+    names = [i.name for i in graph.input] + [t.name for t in graph.initializer] + \
+        [o for n in graph.node for o in n.output if o]
+    action = rng.randrange(3)
+    if action == 0 and len(node.input) >= 2:
+        i, j = rng.sample(range(len(node.input)), 2)
+        node.input[i], node.input[j] = node.input[j], node.input[i]
+        return f"{node.op_type}: swapped inputs {i} and {j}"
+    i = rng.randrange(len(node.input))
+    node.input[i] = "" if action == 1 else rng.choice(names)  # may wire a cycle: on purpose
+    return f"{node.op_type}: input {i} <- {node.input[i]!r}"
+
+
+def delete_node(model: onnx.ModelProto, rng: random.Random) -> str | None:
+    graph, node = _pick(rng, _nodes(model)) or (None, None)
+    if node is None:
+        return None
+    if rng.random() < 0.5 and node.input and node.input[0]:
+        for other in graph.node:  # rewire its readers to its first input
+            for k, name in enumerate(other.input):
+                if name in node.output:
+                    other.input[k] = node.input[0]
+    graph.node.remove(node)
+    return f"deleted {node.op_type} {node.name!r}"
+
+
+def duplicate_node(model: onnx.ModelProto, rng: random.Random) -> str | None:
+    graph, node = _pick(rng, _nodes(model)) or (None, None)
+    if node is None:
+        return None
+    copy = onnx.NodeProto()
+    copy.CopyFrom(node)
+    graph.node.insert(rng.randrange(len(graph.node) + 1), copy)
+    return f"duplicated {node.op_type}"
+
+
+_SAME_ARITY = [("Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "MatMul", "Equal", "Greater", "Mod"),
+               ("Relu", "Sigmoid", "Tanh", "Exp", "Log", "Neg", "Abs", "Sqrt", "Erf", "Identity", "Softmax", "Not",
+                "Shape", "Size", "NonZero", "Floor"),
+               ("Reshape", "Expand", "Tile", "Gather", "Unsqueeze", "Squeeze", "ReduceSum", "ConstantOfShape")]
+
+
+def change_op(model: onnx.ModelProto, rng: random.Random) -> str | None:
+    _, node = _pick(rng, [(g, n) for g, n in _nodes(model) if any(n.op_type in group for group in _SAME_ARITY)]) \
+        or (None, None)
+    if node is None:
+        return None
+    before = node.op_type
+    node.op_type = rng.choice(next(group for group in _SAME_ARITY if before in group))
+    return f"{before} -> {node.op_type}"
+
+
+def change_opset(model: onnx.ModelProto, rng: random.Random) -> str | None:
+    entry = _pick(rng, list(model.opset_import))
+    if entry is None:
+        return None
+    entry.version = rng.choice((0, 1, 7, 9, 13, 17, 18, 21, 26, entry.version + 1, entry.version - 1, 99))
+    return f"opset {entry.domain or 'ai.onnx'} = {entry.version}"
+
+
+def mutate_metadata(model: onnx.ModelProto, rng: random.Random) -> str | None:
+    """aten2onnx's own metadata: state updates, and the aten_op stamps fusion reads."""
+    stamped = [n for _, n in _nodes(model) if n.metadata_props]
+    if model.metadata_props and rng.random() < 0.5:
+        entry = rng.choice(list(model.metadata_props))
+        try:
+            value = json.loads(entry.value)
+        except ValueError:
+            value = None
+        if isinstance(value, list) and value and isinstance(value[0], dict):
+            item = rng.choice(value)
+            key = rng.choice(list(item))
+            item[key] = rng.choice(["output", "buffer", "input", "x", "nope", 3, None])
+            entry.value = json.dumps(value)
+        else:
+            entry.value = rng.choice(["", "[", "{}", "[{}]", '[{"output": 1}]'])
+        return f"metadata {entry.key}"
+    node = _pick(rng, stamped)
+    if node is None:
+        return None
+    op = rng.choice(["aten::gelu.default", "aten::silu.default", "aten::scaled_dot_product_attention.default"])
+    for _, other in _nodes(model):
+        if other.name.split("/", 1)[0] == node.name.split("/", 1)[0] or rng.random() < 0.3:
+            for prop in other.metadata_props:
+                if prop.key == "aten_op":
+                    prop.value = op
+            other.name = node.name.split("/", 1)[0] + "/" + other.op_type
+    return f"stamped a group as {op}"
+
+
+@functools.cache
+def _admitted_overloads() -> list:
+    """Every aten overload the safety rule admits: what a model file can make the runtime call."""
+    import torch
+
+    from aten2onnx.runtime.safety import refusal
+
+    found = []
+    for name in sorted(torch._C._dispatch_get_all_op_names()):
+        if not name.startswith("aten::"):
+            continue
+        op_name, _, overload = name[len("aten::"):].partition(".")
+        try:
+            op = getattr(getattr(torch.ops.aten, op_name), overload or "default")
+        except (AttributeError, RuntimeError):
+            continue
+        if refusal(op) is None:
+            found.append(op)
+    return found
+
+
+def _aten_argument(arg, values: list[str], rng: random.Random) -> tuple[list[str], Any] | None:
+    """(inputs, attribute value) for one schema argument of a synthesized ATen node; None leaves it out."""
+    from aten2onnx._aten_node import schema_kind
+
+    kind, is_list, optional = schema_kind(arg)
+    if (optional or arg.has_default_value()) and rng.random() < 0.5:
+        return None
+    count = rng.randint(1, 3) if is_list else 1
+    if kind == "Tensor":
+        return [rng.choice(values) for _ in range(count)], None
+    pools = {"int": _INTS[:8] + (64, -64), "SymInt": _INTS[:8] + (64,), "float": _FLOATS, "bool": (0, 1),
+             "number": _INTS[:6] + _FLOATS[:6], "str": _STRINGS[:20],
+             "ScalarType": ("float32", "float64", "int64", "int32", "bool", "float16", "uint8", "complex64")}
+    if kind not in pools:
+        return None
+    picked = [rng.choice(pools[kind]) for _ in range(count)]
+    return [], picked if is_list else picked[0]
+
+
+def synthesize_aten(model: onnx.ModelProto, rng: random.Random) -> str | None:
+    """A new ATen node calling any overload the safety rule admits, on the graph's own values and
+    arguments drawn from edge cases: the rule's promise is that whatever it admits is safe to call."""
+    from aten2onnx._aten_node import DOMAIN
+
+    graph = model.graph
+    values = [i.name for i in graph.input] + [t.name for t in graph.initializer] + \
+        [o for n in graph.node for o in n.output if o]
+    if not values:
+        return None
+    op = rng.choice(_admitted_overloads())
+    schema = op._schema
+    inputs, input_args, attrs = [], [], {}
+    for arg in schema.arguments:
+        picked = _aten_argument(arg, values, rng)
+        if picked is None:
+            continue
+        names, attr = picked
+        inputs += names
+        input_args += [arg.name] * len(names)
+        if not names:
+            attrs[arg.name] = attr
+    outputs = [f"aten_fuzz_{k}" for k in range(len(schema.returns))]
+    node = helper.make_node("ATen", inputs, outputs, domain=DOMAIN, operator=schema.name.split("::")[1],
+                            overload_name=schema.overload_name, **({"input_args": input_args} if input_args else {}),
+                            **attrs)
+    graph.node.append(node)
+    graph.output.extend(helper.make_empty_tensor_value_info(o) for o in outputs)
+    if not any(o.domain == DOMAIN for o in model.opset_import):
+        model.opset_import.append(helper.make_opsetid(DOMAIN, 1))
+    return f"ATen {schema.name}.{schema.overload_name or 'default'}({', '.join(input_args)}; {attrs})"[:240]
+
+
+STRUCTURED: dict[str, Callable[[onnx.ModelProto, random.Random], str | None]] = {
+    "aten": synthesize_aten,
+    "attribute": mutate_attribute,
+    "attribute set": add_or_drop_attribute,
+    "initializer": mutate_initializer,
+    "dtype": retype_value,
+    "dims": reshape_value,
+    "wiring": swap_inputs,
+    "delete": delete_node,
+    "duplicate": duplicate_node,
+    "op": change_op,
+    "opset": change_opset,
+    "metadata": mutate_metadata,
+}
+
+
+def flip_bytes(data: bytes, rng: random.Random) -> tuple[bytes, str]:
+    raw = bytearray(data)
+    action = rng.randrange(3)
+    if action == 0:
+        for _ in range(rng.randint(1, 8)):
+            raw[rng.randrange(len(raw))] = rng.randrange(256)
+        return bytes(raw), "flipped bytes"
+    if action == 1:
+        return bytes(raw[:rng.randrange(len(raw))]), "truncated"
+    i = rng.randrange(len(raw))
+    return bytes(raw[:i] + bytes(rng.randrange(256) for _ in range(rng.randint(1, 16))) + raw[i:]), "inserted bytes"
+
+
+def mutant(seed: onnx.ModelProto, rng: random.Random, kinds: tuple[str, ...] = ()) -> tuple[bytes, list[str]]:
+    """One mutant of seed: one to three structured mutations (of the given kinds, default all), or
+    (one time in eight, when no kinds are named) flipped bytes."""
+    if not kinds and rng.random() < 0.125:
+        data, what = flip_bytes(seed.SerializeToString(), rng)
+        return data, [what]
+    model = onnx.ModelProto()
+    model.CopyFrom(seed)
+    done = []
+    for _ in range(rng.choice((1, 1, 1, 2, 3))):
+        kind = rng.choice(list(kinds or STRUCTURED))
+        what = STRUCTURED[kind](model, rng)
+        if what:
+            done.append(f"{kind}: {what}")
+    return model.SerializeToString(), done
+
+
+def feeds_for(data: bytes, example: dict[str, np.ndarray], rng: random.Random) -> dict[str, Any]:
+    """Inputs for a mutant: the seed's example where the mutant still declares it so, else random
+    values of the declared type and shape (dynamic dims as in the example)."""
+    try:
+        model = onnx.load_from_string(data)
+    except Exception:
+        return dict(example)
+    initializers = {t.name for t in model.graph.initializer}
+    feeds = {}
+    for info in model.graph.input:
+        if info.name in initializers:
+            continue
+        tt = info.type.tensor_type
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
+        old = example.get(info.name)
+        if old is not None and _fits(old, tt.elem_type, dims):
+            feeds[info.name] = old
+            continue
+        shape = [d if d is not None else (old.shape[i] if old is not None and i < old.ndim else 2)
+                 for i, d in enumerate(dims)]
+        feeds[info.name] = _random_array(tt.elem_type, [min(s, 64) for s in shape], rng)
+    return feeds
+
+
+def _fits(array: np.ndarray, elem: int, dims: list[int | None]) -> bool:
+    try:
+        dtype = helper.tensor_dtype_to_np_dtype(elem)
+    except Exception:
+        return False
+    return array.dtype == dtype and array.ndim == len(dims) and all(d is None or d == s for d, s in zip(dims, array.shape))
+
+
+def _random_array(elem: int, shape: list[int], rng: random.Random) -> np.ndarray:
+    try:
+        dtype = np.dtype(helper.tensor_dtype_to_np_dtype(elem))
+    except Exception:
+        dtype = np.dtype(np.float32)
+    generator = np.random.default_rng(rng.randrange(2**32))
+    if dtype.kind == "b":
+        return generator.random(shape) < 0.5
+    if dtype.kind in "iu":
+        return generator.integers(0, 3, shape).astype(dtype)
+    if dtype.kind == "f":
+        return generator.standard_normal(shape).astype(dtype)
+    return np.zeros(shape, dtype)
+
+
+# -- running one mutant in a worker -----------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Stage:
+    """What one runtime did with a mutant. kind: "ok" (outputs), "ours" (aten2onnx's own error),
+    "foreign" (any other exception), "error" (onnxruntime's or the reference's refusal)."""
+
+    name: str
+    kind: str
+    detail: str = ""
+    outputs: list | None = None
+
+
+def _run_ours(data: bytes, feeds: dict, fuse: bool) -> Stage:
+    from aten2onnx.errors import Aten2OnnxError
+    from aten2onnx.runtime import InferenceSession
+
+    name = "ours" if fuse else "unfused"
+    try:
+        session = InferenceSession(data, fuse=fuse, timeout=RUN_TIMEOUT)
+        return Stage(name, "ok", outputs=session.run(None, feeds))
+    except Aten2OnnxError as e:
+        return Stage(name, "ours", f"{type(e).__name__}: {e}"[:400])
+    except Exception as e:
+        import traceback
+
+        return Stage(name, "foreign", f"{type(e).__name__}: {e}"[:400] + " | " +
+                     " <- ".join(f"{f.name}:{f.lineno}" for f in traceback.extract_tb(e.__traceback__)[-4:]))
+
+
+def _run_ort(data: bytes, feeds: dict) -> Stage:
+    import onnxruntime as ort
+
+    try:
+        options = ort.SessionOptions()
+        options.log_severity_level = 4
+        options.intra_op_num_threads = 1
+        session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+        return Stage("ort", "ok", outputs=session.run(None, feeds))
+    except Exception as e:
+        return Stage("ort", "error", f"{type(e).__name__}: {e}"[:300])
+
+
+def _run_reference(data: bytes, feeds: dict) -> Stage:
+    from onnx.reference import ReferenceEvaluator
+
+    try:
+        return Stage("reference", "ok", outputs=list(ReferenceEvaluator(onnx.load_from_string(data)).run(None, feeds)))
+    except Exception as e:
+        return Stage("reference", "error", f"{type(e).__name__}: {e}"[:300])
+
+
+def same_outputs(a: list, b: list) -> str | None:
+    """None when the outputs agree (count, dtype, shape, values within TOLERANCES, NaN equal to NaN),
+    else how they differ."""
+    if len(a) != len(b):
+        return f"{len(a)} outputs against {len(b)}"
+    for i, (x, y) in enumerate(zip(a, b)):
+        if isinstance(x, list) or isinstance(y, list):
+            if not (isinstance(x, list) and isinstance(y, list)):
+                return f"output {i}: a sequence against a tensor"
+            problem = same_outputs(x, y)
+            if problem:
+                return f"output {i}: {problem}"
+            continue
+        if x is None or y is None:
+            if x is not y:
+                return f"output {i}: None against a value"
+            continue
+        x, y = np.asarray(x), np.asarray(y)
+        if x.dtype != y.dtype or x.shape != y.shape:
+            return f"output {i}: {x.dtype}{list(x.shape)} against {y.dtype}{list(y.shape)}"
+        if x.dtype.kind in "OSU":
+            if not np.array_equal(x, y):
+                return f"output {i}: strings differ"
+            continue
+        if x.dtype.kind not in "fc":
+            if not np.array_equal(x, y):
+                return f"output {i}: values differ at {int(np.argmax(x.reshape(-1) != y.reshape(-1)))}"
+            continue
+        rtol, atol = TOLERANCES.get(x.dtype.name, (1e-3, 1e-4))
+        xf, yf = x.astype(np.float64), y.astype(np.float64)
+        close = np.isclose(xf, yf, rtol=rtol, atol=atol, equal_nan=True) | (xf == yf)
+        if not close.all():
+            k = int(np.argmin(close.reshape(-1)))
+            return f"output {i}: {xf.reshape(-1)[k]} against {yf.reshape(-1)[k]} at {k}"
+    return None
+
+
+def _job(data: bytes, feeds: dict, emit: Callable[[Stage], None]) -> None:
+    """Every stage of one mutant, each sent as soon as it is known (a crash later keeps them)."""
+    ours = _run_ours(data, feeds, fuse=True)
+    emit(ours)
+    unfused = _run_ours(data, feeds, fuse=False)
+    emit(unfused)
+    timed_out = "RunTimeoutError" in ours.detail or "RunTimeoutError" in unfused.detail
+    if timed_out or (ours.kind != "ok" and unfused.kind != "ok"):
+        return  # nothing of ours to compare (and onnxruntime might run for as long as we refused to)
+    ort_stage = _run_ort(data, feeds)
+    emit(ort_stage)
+    if ort_stage.kind == "ok" and any(s.kind == "ok" and same_outputs(s.outputs, ort_stage.outputs)
+                                      for s in (ours, unfused)):
+        emit(_run_reference(data, feeds))
+
+
+def _nbytes(outputs: list) -> int:
+    return sum(_nbytes(o) if isinstance(o, list) else getattr(o, "size", 0) * getattr(getattr(o, "dtype", None),
+                                                                                      "itemsize", 0)
+               for o in outputs)
+
+
+def worker_main() -> None:
+    """The worker's loop: a job (pickled, length-prefixed) on stdin; its stages on the protocol fd."""
+    import resource
+
+    import torch
+
+    channel = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # anything printed by a kernel goes to stderr, never into the protocol
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+    torch.set_num_threads(1)
+
+    def emit(stage: Stage) -> None:
+        if stage.outputs is not None and _nbytes(stage.outputs) > SHIP_LIMIT:
+            stage = Stage(stage.name, stage.kind, "outputs too large to compare")
+        payload = pickle.dumps(stage)
+        channel.write(struct.pack("<Q", len(payload)) + payload)
+        channel.flush()
+
+    source = sys.stdin.buffer
+    while True:
+        header = source.read(8)
+        if len(header) < 8:
+            return
+        data, feeds = pickle.loads(source.read(struct.unpack("<Q", header)[0]))
+        _job(data, feeds, emit)
+        emit(Stage("done", "ok"))
+
+
+class Worker:
+    """A worker process that runs mutants one at a time; started again after a crash or a hang."""
+
+    def __init__(self) -> None:
+        self.process: subprocess.Popen | None = None
+
+    def _start(self) -> None:
+        self.process = subprocess.Popen([sys.executable, "-c", "from aten2onnx.runtime.fuzz import worker_main; worker_main()"],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+
+    def run(self, data: bytes, feeds: dict, timeout: float = HARD_TIMEOUT) -> tuple[list[Stage], str | None]:
+        """The stages the worker finished, and "crash: <signal>" or "hang" when it did not finish."""
+        if self.process is None or self.process.poll() is not None:
+            self._start()
+        payload = pickle.dumps((data, feeds))
+        try:
+            self.process.stdin.write(struct.pack("<Q", len(payload)) + payload)
+            self.process.stdin.flush()
+        except BrokenPipeError:
+            return [], self._died()
+        stages: list[Stage] = []
+        deadline = time.monotonic() + timeout
+        while True:
+            stage = self._read(deadline)
+            if stage is None:
+                return stages, self._died()
+            if stage.name == "done":
+                return stages, None
+            stages.append(stage)
+
+    def _read(self, deadline: float) -> Stage | None:
+        header = self._exactly(8, deadline)
+        if header is None:
+            return None
+        body = self._exactly(struct.unpack("<Q", header)[0], deadline)
+        return None if body is None else pickle.loads(body)
+
+    def _exactly(self, n: int, deadline: float) -> bytes | None:
+        out = self.process.stdout
+        chunks = b""
+        while len(chunks) < n:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([out], [], [], remaining)[0]:
+                return None
+            chunk = os.read(out.fileno(), n - len(chunks))
+            if not chunk:
+                return None
+            chunks += chunk
+        return chunks
+
+    def _died(self) -> str:
+        code = self.process.poll()
+        if code is None:  # alive but silent: a hang
+            self.process.kill()
+            self.process.wait()
+            self.process = None
+            return "hang"
+        self.process = None
+        return f"crash: signal {-code}" if code < 0 else f"crash: exit {code}"
+
+    def close(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.stdin.close()
+            self.process.wait(timeout=10)
+
+
+# -- judging -----------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Verdict:
+    """escape: a crash, hang, foreign exception or wrong answer (None when there is none). fusion:
+    the fused and unfused sessions disagree on a model onnxruntime runs. note: what else is worth
+    counting (onnxruntime deviates, undecided, refused a model onnxruntime runs)."""
+
+    escape: str | None = None
+    fusion: str | None = None
+    note: str | None = None
+
+
+def judge(stages: list[Stage], failure: str | None) -> Verdict:
+    by = {s.name: s for s in stages}
+    ours, unfused, ort_stage, ref = (by.get(k) for k in ("ours", "unfused", "ort", "reference"))
+    if failure is not None and (ours is None or unfused is None):
+        return Verdict(escape=f"{failure} in our runtime")
+    for stage in (ours, unfused):
+        if stage.kind == "foreign":
+            return Verdict(escape=f"foreign exception ({stage.name}): {stage.detail}")
+    if failure is not None:
+        return Verdict(note=f"onnxruntime or the reference: {failure}")
+    if ort_stage is None or ort_stage.kind != "ok":
+        return Verdict()
+    verdict = Verdict()
+    if any(s.kind == "ok" and s.outputs is None for s in (ours, unfused, ort_stage)):
+        return Verdict(note="outputs too large to compare")
+    if ours.kind == "ok" and unfused.kind == "ok":
+        problem = same_outputs(ours.outputs, unfused.outputs)
+        verdict.fusion = problem and f"fused against unfused: {problem}"
+    elif ours.kind != unfused.kind:
+        verdict.fusion = f"fused {ours.kind}, unfused {unfused.kind}: {ours.detail or unfused.detail}"
+    for stage in (ours, unfused):
+        if stage.kind != "ok":
+            verdict.note = verdict.note or "refused a model onnxruntime runs"
+            continue
+        problem = same_outputs(stage.outputs, ort_stage.outputs)
+        if problem is None:
+            continue
+        if ref is not None and ref.kind == "ok" and same_outputs(stage.outputs, ref.outputs) is None:
+            verdict.note = "onnxruntime deviates from the reference"
+        elif ref is not None and ref.kind == "ok" and same_outputs(ort_stage.outputs, ref.outputs) is None:
+            verdict.escape = f"wrong answer ({stage.name}): {problem}"
+        else:
+            verdict.note = f"undecided ({stage.name} vs onnxruntime: {problem}; reference: {ref.detail if ref else '-'})"
+    return verdict
+
+
+@dataclasses.dataclass
+class Report:
+    tried: int = 0
+    escapes: list[tuple[int, list[str], str]] = dataclasses.field(default_factory=list)
+    fusion: list[tuple[int, list[str], str]] = dataclasses.field(default_factory=list)
+    notes: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    outcomes: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    undecided: list[tuple[int, list[str], str]] = dataclasses.field(default_factory=list)
+    seconds: float = 0.0
+
+    def summary(self) -> str:
+        lines = [f"{self.tried} mutants in {self.seconds:.0f}s ({self.tried / max(self.seconds, 1e-9):.1f}/s)"]
+        lines += [f"  {n} {outcome}" for outcome, n in self.outcomes.most_common()]
+        lines += [f"  {n} {note}" for note, n in self.notes.most_common()]
+        for title, items in (("ESCAPE", self.escapes), ("FUSION", self.fusion), ("undecided", self.undecided)):
+            lines += [f"{title} #{i}: {what} after {'; '.join(mutations)}" for i, mutations, what in items[:50]]
+        lines.append(f"{len(self.fusion)} fusion disagreements")
+        lines.append(f"{self.tried} tried, {len(self.escapes)} escapes")
+        return "\n".join(lines)
+
+
+def fuzz(seeds: list[Seed], n: int, seed: int = 0, *, progress: Callable[[Report], None] | None = None,
+         timeout: float = HARD_TIMEOUT, kinds: tuple[str, ...] = ()) -> Report:
+    """Run n mutants of the seeds (chosen in turn, mutated by a Random seeded with `seed`; only the
+    mutation kinds named, when some are)."""
+    rng = random.Random(seed)
+    report = Report()
+    worker = Worker()
+    start = time.monotonic()
+    try:
+        for i in range(n):
+            model, example = seeds[i % len(seeds)]
+            data, mutations = mutant(model, rng, kinds)
+            stages, failure = worker.run(data, feeds_for(data, example, rng), timeout)
+            verdict = judge(stages, failure)
+            report.tried += 1
+            report.outcomes[" ".join(f"{s.name}:{s.kind}" for s in stages if s.name != "unfused") + (f" {failure}" if failure else "")] += 1
+            if verdict.escape:
+                report.escapes.append((i, mutations, verdict.escape))
+            if verdict.fusion:
+                report.fusion.append((i, mutations, verdict.fusion))
+            if verdict.note:
+                report.notes[verdict.note.split(" (")[0]] += 1
+                if verdict.note.startswith("undecided"):
+                    report.undecided.append((i, mutations, verdict.note))
+            report.seconds = time.monotonic() - start
+            if progress is not None:
+                progress(report)
+    finally:
+        worker.close()
+    return report
+
+
+def replay(seeds: list[Seed], index: int, seed: int = 0, kinds: tuple[str, ...] = ()) -> tuple[bytes, dict, list[str]]:
+    """Mutant number `index` of a fuzz run, exactly as fuzz(seeds, n > index, seed, kinds=kinds) made it."""
+    rng = random.Random(seed)
+    for i in range(index + 1):
+        model, example = seeds[i % len(seeds)]
+        data, mutations = mutant(model, rng, kinds)
+        feeds = feeds_for(data, example, rng)
+    return data, feeds, mutations
