@@ -26,6 +26,10 @@ class ArgumentError(ExportError, TypeError):
     work (an empty or repeated input or output name), named."""
 
 
+class InternalError(ExportError):
+    """aten2onnx failed on its own bug, not the model's; the exception it hit is chained."""
+
+
 class CaptureError(ExportError):
     """torch.export could not capture the model; carries torch.export's own messages.
 

@@ -222,6 +222,6 @@ def test_an_unexpected_internal_failure_is_an_export_error_naming_the_cause(monk
         raise KeyError("internal")
 
     monkeypatch.setattr(translate.Translator, "run", broken)
-    with pytest.raises(ExportError, match="KeyError") as info:
+    with pytest.raises(aten2onnx.InternalError, match="KeyError") as info:
         aten2onnx.export(double, (torch.randn(2),))
     assert isinstance(info.value.__cause__, KeyError)

@@ -7,7 +7,7 @@ from typing import Any, Callable
 import torch
 
 from aten2onnx import _aten_node
-from aten2onnx.errors import ArgumentError, Aten2OnnxError, CaptureError, ExportError, warn_user
+from aten2onnx.errors import ArgumentError, Aten2OnnxError, CaptureError, ExportError, InternalError, warn_user
 from aten2onnx.exporter import diagnose, dynamic
 from aten2onnx.exporter.builder import GraphBuilder, Value
 from aten2onnx.exporter.capture import capture
@@ -39,8 +39,8 @@ def export_program(model: Any, args: tuple, kwargs: dict | None, **options: Any)
     except Aten2OnnxError:
         raise
     except Exception as e:
-        raise ExportError(f"aten2onnx failed while exporting: {type(e).__name__}: {e}\nThis is a bug in aten2onnx, "
-                          "not in your model; please report it with the traceback above") from e
+        raise InternalError(f"aten2onnx failed while exporting: {type(e).__name__}: {e}\nThis is a bug in aten2onnx, "
+                            "not in your model; please report it with the traceback above") from e
 
 
 def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic_shapes: Any,

@@ -164,7 +164,7 @@ def _attribute_dtype(op_type: str, inputs: tuple, attrs: dict) -> torch.dtype | 
     if op_type in ("ConstantOfShape", "Constant"):
         tensor = attrs.get("value")
         return tensor.dtype if isinstance(tensor, torch.Tensor) else torch.float32
-    if "dtype" in attrs:  # RandomNormal, EyeLike, Multinomial, ...
+    if isinstance(attrs.get("dtype"), int):  # RandomNormal, EyeLike, Multinomial, ... (an ATen node's is a name)
         return _dtypes.to_torch(attrs["dtype"])
     return None
 
@@ -177,7 +177,8 @@ def body_output(body: GraphBuilder, value: Value | int | float | bool, taken: Se
     made_here = value.producer is not None and any(value.producer is n for n in body.nodes)
     if made_here and all(value is not t for t in taken):
         return value
-    out = body.op("Identity", value)
+    # emitted as is: g.op would fold the Identity of a constant back into the constant
+    out = body._emit("Identity", (value,), 1, "", {}, op_types.signature("Identity", body.opset))
     out.dtype, out.shape, out.complex = value.dtype, value.shape, value.complex
     return out
 
@@ -347,7 +348,8 @@ class GraphBuilder:
         folded = self._try_fold(op_type, inputs, attrs, outputs, domain)
         if folded is not None:
             return folded
-        signature = None if domain else op_types.signature(op_type, self.opset)
+        reduction = attrs.get("reduction") if op_type in ("ScatterND", "ScatterElements") else None
+        signature = None if domain else op_types.signature(op_type, self.opset, "", reduction)
         if signature is not None:
             try:
                 widen = op_types.widened(signature, [None if v is None else v.dtype for v in inputs])
@@ -356,9 +358,22 @@ class GraphBuilder:
             if op_type in ("Cast", "CastLike"):  # a cast cannot be widened by casts
                 if widen and not signature.takes(signature.input_type(0), inputs[0].dtype):
                     raise NotImplementedError(f"ONNX {op_type} at opset {self.opset} takes no {inputs[0].dtype} input")
+                target = _attribute_dtype(op_type, inputs, attrs)
+                if target is not None and not signature.takes(signature.output_type(0), target):
+                    raise NotImplementedError(f"ONNX {op_type} at opset {self.opset} makes no {target}")
                 widen = {}
             if widen:
                 return self._widened(op_type, inputs, outputs, domain, attributes, signature, widen)
+            made = _attribute_dtype(op_type, inputs, attrs)
+            formal = signature.output_type(0)
+            if made is not None and op_type not in ("Cast", "CastLike") and formal in signature.allowed \
+                    and not signature.takes(formal, made, "runs"):
+                return self._made_wider(op_type, inputs, attributes, signature, made)
+        return self._emit(op_type, inputs, outputs, domain, attrs, signature)
+
+    def _emit(self, op_type: str, inputs: tuple, outputs: int, domain: str, attrs: dict,
+              signature: op_types.Signature | None) -> Any:
+        """The node itself, its results typed as far as the schema tells."""
         dtypes, typed, shape = self._infer(op_type, inputs, attrs, outputs, signature)
         outs = [Value(self.fresh_name(), dtypes[i], shape if i == 0 else None) for i in range(outputs)]
         for out, certain in zip(outs, typed):
@@ -386,6 +401,23 @@ class GraphBuilder:
             if formal in widen:
                 results[i] = self.op("Cast", result, to=_dtypes.to_onnx(widen[formal][0]))
         return tuple(results) if outputs > 1 else results[0]
+
+    def _made_wider(self, op_type: str, inputs: tuple, attributes: dict, signature: op_types.Signature,
+                    made: torch.dtype) -> Value:
+        """An op whose result dtype an attribute sets (ConstantOfShape's value, RandomNormal's dtype),
+        asked for a dtype it does not make: made in a wider one, cast back (see op_types)."""
+        wider = op_types.wider_type(signature, signature.output_type(0), made)
+        if wider is None:
+            if signature.takes(signature.output_type(0), made):  # allowed, though onnxruntime runs none
+                return self._emit(op_type, inputs, 1, "", {k: v for k, v in attributes.items() if v is not None},
+                                  signature)
+            raise NotImplementedError(f"ONNX {op_type} at opset {self.opset} makes no {made} result")
+        attributes = dict(attributes)
+        if isinstance(attributes.get("value"), torch.Tensor):
+            attributes["value"] = attributes["value"].to(wider)
+        else:
+            attributes["dtype"] = _dtypes.to_onnx(wider)
+        return self.op("Cast", self.op(op_type, *inputs, **attributes), to=_dtypes.to_onnx(made))
 
     def _try_fold(self, op_type: str, inputs: tuple, attrs: dict, outputs: int, domain: str) -> Any:
         if op_type == "Transpose" and not domain and inputs[0].kind == "initializer":

@@ -400,10 +400,25 @@ def _accepted_ranges(ep: ExportedProgram) -> list[str]:
     return ranges
 
 
+def _every_argument(module: torch.nn.Module, args: tuple, kwargs: dict | None, dynamic_shapes: Any) -> Any:
+    """dynamic_shapes by argument name with the arguments it leaves out as static (None): torch.export
+    wants every argument named, users (as with dynamic_axes) name the dynamic ones."""
+    if not isinstance(dynamic_shapes, dict):
+        return dynamic_shapes
+    try:
+        bound = inspect.signature(module.forward).bind(*args, **(kwargs or {}))
+    except TypeError:
+        return dynamic_shapes
+    if not set(dynamic_shapes) <= set(bound.arguments):
+        return dynamic_shapes  # torch.export names what is wrong
+    return {name: dynamic_shapes.get(name) for name in bound.arguments}
+
+
 def capture(model: Any, args: tuple, kwargs: dict | None, dynamic_shapes: Any) -> ExportedProgram:
     if isinstance(model, ExportedProgram):
         return model
     module = model if isinstance(model, torch.nn.Module) else _function_module(model)
+    dynamic_shapes = _every_argument(module, args, kwargs, dynamic_shapes)
     failures: list[tuple[str, BaseException]] = []
     recorder = _Recorder()
     with _preserved(module), _causal_masks_taken_as_given(), _quiet_torch(recorder):

@@ -34,12 +34,13 @@ def normalize(dynamic_shapes: Any) -> Any:
     return convert(dynamic_shapes)
 
 
-def _declared(module: torch.nn.Module, args: tuple, kwargs: dict | None, dynamic_shapes: Any) -> dict[str, dict[int, str]]:
+def _declared(model: Any, args: tuple, kwargs: dict | None, dynamic_shapes: Any) -> dict[str, dict[int, str]]:
     """{argument name: {dim: display name}} for top-level tensor arguments declared dynamic."""
     if dynamic_shapes is None:
         return {}
     try:
-        bound = inspect.signature(module.forward).bind(*args, **(kwargs or {}))
+        forward = model.forward if isinstance(model, torch.nn.Module) else model
+        bound = inspect.signature(forward).bind(*args, **(kwargs or {}))
     except TypeError:
         return {}
     names = list(bound.arguments)
@@ -62,7 +63,7 @@ def _dim_label(spec: Any, arg: str, dim: int) -> str:
 def dim_names(ep: ExportedProgram, module: Any, args: tuple, kwargs: dict | None, dynamic_shapes: Any) -> dict[str, str]:
     """torch.export's symbol names (s31) -> the user's dim names (batch); warns for each declared
     dynamic dim that torch.export specialized to a constant. dynamic_shapes is the user's own spec."""
-    if not isinstance(module, torch.nn.Module):
+    if not callable(module):
         return {}
     declared = _declared(module, args, kwargs, dynamic_shapes)
     if not declared:

@@ -20,9 +20,11 @@ import torch
 import torch.fx
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, OutputKind
+from torch.fx.experimental.symbolic_shapes import statically_known_true
 from torch.multiprocessing.reductions import StorageWeakRef
 
 from aten2onnx.errors import ExportError
+from aten2onnx.exporter.provenance import source_of
 from aten2onnx.registry import functional_twin, is_mutating, written_arguments
 
 aten = torch.ops.aten
@@ -77,6 +79,11 @@ def _inverse_slice(g, parent, value, args, kwargs):
     return g.call_function(aten.slice_scatter.default, (parent, value, *args), kwargs)
 
 
+def _inverse_narrow(g, parent, value, args, kwargs):
+    dim, start, length = args
+    return g.call_function(aten.slice_scatter.default, (parent, value, dim, start, start + length))
+
+
 def _inverse_diagonal(g, parent, value, args, kwargs):
     return g.call_function(aten.diagonal_scatter.default, (parent, value, *args), kwargs)
 
@@ -110,6 +117,7 @@ def _inverse_permute(g, parent, value, args, kwargs):
 _INVERSES = {
     aten.select.int: _inverse_select,
     aten.slice.Tensor: _inverse_slice,
+    aten.narrow.default: _inverse_narrow,
     aten.diagonal.default: _inverse_diagonal,
     aten.as_strided.default: _inverse_as_strided,
     aten.view.default: _inverse_reshape,
@@ -130,6 +138,40 @@ _INVERSES = {
 _IDENTITY_ALIASES = {aten.alias.default, aten.detach.default, aten.detach_.default, aten.lift_fresh.default,
                      aten.contiguous.default, aten.to.dtype, aten.to.dtype_layout, aten.to.device,
                      aten.type_as.default}
+
+
+# Dropouts, which eager gives back their input itself outside training (`train` is their third
+# argument), though torch.export's example value for them is a new tensor.
+_DROPOUTS = {aten.dropout.default, aten.feature_dropout.default, aten.alpha_dropout.default,
+             aten.feature_alpha_dropout.default}
+
+
+def _eval_dropout(node: torch.fx.Node) -> bool:
+    return node.target in _DROPOUTS and len(node.args) > 2 and node.args[2] is False
+
+
+def _returned_its_input(node: torch.fx.Node) -> bool:
+    """Whether an op gave back its first argument itself though its schema promises a new tensor
+    (dropout outside training, a no-op conversion): the same storage, offset, sizes and strides."""
+    if node.target in _IDENTITY_ALIASES or _eval_dropout(node):
+        return True
+    val, first = node.meta.get("val"), node.args[0].meta.get("val") if node.args else None
+    if not isinstance(val, torch.Tensor) or not isinstance(first, torch.Tensor):
+        return False
+    try:
+        return (val.untyped_storage()._cdata == first.untyped_storage()._cdata and val.dtype == first.dtype
+                and val.storage_offset() == first.storage_offset() and val.shape == first.shape
+                and val.stride() == first.stride())
+    except (NotImplementedError, RuntimeError):
+        return False
+
+
+def _overlaps(node: torch.fx.Node) -> bool:
+    """Whether a view's elements share memory (an expanded dim): eager writes each shared element once
+    per view element, which no functional graph computes (torch's functionalization sums them)."""
+    val = node.meta.get("val")
+    return isinstance(val, torch.Tensor) and any(statically_known_true(stride == 0) and not statically_known_true(size == 1)
+                                                 for size, stride in zip(val.shape, val.stride()))
 
 
 def _replayable(node: torch.fx.Node) -> bool:
@@ -156,9 +198,15 @@ def _storage(node: torch.fx.Node) -> StorageWeakRef | None:
     return None
 
 
+def _writes_values(node: torch.fx.Node) -> bool:
+    """An in-place op that changes values: detach_ (which torch.tensor(...) in forward adds to its
+    constant) writes only autograd metadata, and is translated as the identity it is."""
+    return (node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload) and is_mutating(node.target)
+            and node.target is not aten.detach_.default)
+
+
 def needs_rewrite(gm: torch.fx.GraphModule) -> bool:
-    return any(n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload) and is_mutating(n.target)
-               for n in gm.graph.nodes)
+    return any(_writes_values(n) for n in gm.graph.nodes)
 
 
 class _Rewriter:
@@ -182,10 +230,14 @@ class _Rewriter:
         """Group nodes by storage; returns the bases that some op writes to. Only aliases of
         written bases need a view chain: other alias groups are copied as they are."""
         first: dict[StorageWeakRef, torch.fx.Node] = {}
+        same: dict[StorageWeakRef, StorageWeakRef] = {}  # an eval dropout's storage is its input's in eager
         for node in self.old.nodes:
             storage = _storage(node)
             if storage is None:
                 continue
+            if _eval_dropout(node) and isinstance(node.args[0], torch.fx.Node) and _storage(node.args[0]) is not None:
+                same[storage] = same.get(_storage(node.args[0]), _storage(node.args[0]))
+            storage = same.get(storage, storage)
             if storage not in first:
                 first[storage] = node
             else:
@@ -197,8 +249,7 @@ class _Rewriter:
         return written
 
     def _mutations(self) -> list[torch.fx.Node]:
-        return [n for n in self.old.nodes
-                if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload) and is_mutating(n.target)]
+        return [n for n in self.old.nodes if _writes_values(n)]
 
     def _chain_to(self, node: torch.fx.Node, base: torch.fx.Node) -> list[torch.fx.Node]:
         steps: list[torch.fx.Node] = []
@@ -207,7 +258,7 @@ class _Rewriter:
             if current.op != "call_function" or not current.args or not isinstance(current.args[0], torch.fx.Node):
                 raise Unsupported(f"node {node.name!r} aliases {base.name!r} in a way the pass cannot follow")
             target = current.target
-            if target in _IDENTITY_ALIASES or (isinstance(target, torch._ops.OpOverload) and is_mutating(target)):
+            if _returned_its_input(current) or (isinstance(target, torch._ops.OpOverload) and is_mutating(target)):
                 written = self._written(current)
                 current = written if written is not None else current.args[0]
                 continue
@@ -277,6 +328,11 @@ class _Rewriter:
         """`written` now holds `value`: write it back into its base through the view chain."""
         base = self._root(written)
         chain = self.chain.get(written, [])
+        if any(_overlaps(step) for step in [*chain, written]):
+            raise ExportError(f"{written.name!r} at {source_of(written) or '?'} is written in place through an expanded view, whose "
+                              "elements share memory; eager writes each shared element once per view element, which "
+                              "an exported graph cannot repeat. Write into the tensor before expanding it, or clone "
+                              "the expanded view first")
         blocked = [step for step in chain if step.target not in _INVERSES]
         if blocked:
             raise Unsupported(f"{written.name!r} is written through {blocked[0].target}, which the pass cannot invert")
@@ -293,7 +349,7 @@ class _Rewriter:
         for node in self.old.nodes:
             if node.op == "output":
                 return self._finish(node)
-            if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload) and is_mutating(node.target):
+            if _writes_values(node):
                 self._rewrite_mutation(node)
             elif node in self.base and self._root(node) in mutated:
                 pass  # an alias of a written tensor: rebuilt from the base's current value when read
@@ -384,6 +440,11 @@ def functionalize(ep: ExportedProgram) -> FunctionalGraph:
         gm, roles = _Rewriter(ep, ep.graph_module).run()
         return FunctionalGraph(ep, gm, roles)
     except Unsupported as e:
-        functional = ep.run_decompositions({})
+        try:
+            functional = ep.run_decompositions({})
+        except Exception as failure:  # torch's functionalization raises whatever its decompositions raise
+            raise ExportError(f"the model writes in place in a way aten2onnx's rewrite does not handle ({e}), and "
+                              f"torch's functionalization failed on it too: {type(failure).__name__}: "
+                              f"{str(failure).splitlines()[0]}") from failure
         note = f"aten2onnx's mutation rewrite does not handle this graph ({e}); used torch's functionalization"
         return FunctionalGraph(functional, functional.graph_module, roles_from_signature(functional), note)

@@ -18,6 +18,7 @@ from onnx import helper
 from aten2onnx import _dtypes
 from aten2onnx.errors import ArgumentError, ExportError, InvalidInputError
 from aten2onnx.exporter.builder import GraphBuilder, Node, Subgraph, Value, fill_tensor_proto, live_nodes, node_inputs, tensor_view, value_info
+from aten2onnx.exporter import op_types
 from aten2onnx.exporter.translate import Translation
 
 PRODUCER = "aten2onnx"
@@ -58,6 +59,11 @@ def build_model(t: Translation, *, opset: int, output_names: list[str] | None
     for value, name in zip(graph_outputs + [state.value for state in t.states], names + state_names):
         if value.kind != "node" or id(value) in seen or value.producer is None:
             # An input, weight, constant or repeated value: give it an output name through Identity.
+            identity = op_types.signature("Identity", opset)
+            if value.dtype is not None and not identity.takes(identity.input_type(0), value.dtype):
+                raise ExportError(f"output {name!r} passes a {value.dtype} tensor through unchanged, which needs an "
+                                  f"Identity node, and ONNX's Identity at opset {opset} takes no {value.dtype}; "
+                                  "export at a newer opset")
             out = Value(name, value.dtype, value.shape, complex=value.complex)
             node = Node("Identity", [value], [out], {}, "", f"{name}/Identity", {})
             out.producer = node

@@ -22,7 +22,7 @@ import onnx
 import torch
 
 from aten2onnx import _dtypes
-from aten2onnx.exporter.ort_gaps import GAPS
+from aten2onnx.exporter.ort_gaps import GAPS, REDUCTION_GAPS
 
 # For each dtype, the wider dtypes that compute its values exactly, narrowest first. Integers of up
 # to 16 bits and bools fit float64 exactly, and so do products and sums of them; int32 and int64 do
@@ -76,15 +76,19 @@ class Signature:
 
 
 @functools.lru_cache(maxsize=None)
-def signature(op_type: str, opset: int, domain: str = "") -> Signature | None:
-    """The op's formals at `opset`, or None when onnx does not define it there."""
+def signature(op_type: str, opset: int, domain: str = "", reduction: str | None = None) -> Signature | None:
+    """The op's formals at `opset`, or None when onnx does not define it there; a scatter's with the
+    data types onnxruntime runs its `reduction` on."""
     try:
         schema = onnx.defs.get_schema(op_type, opset, domain)
     except onnx.defs.SchemaError:
         return None
     variadic = bool(schema.inputs) and schema.inputs[-1].option == onnx.defs.OpSchema.FormalParameterOption.Variadic
     allowed = {c.type_param_str: frozenset(c.allowed_type_strs) for c in schema.type_constraints}
-    runs = {name: types - frozenset(GAPS.get((op_type, schema.since_version, name), ())) for name, types in allowed.items()}
+    refused = {name: frozenset(GAPS.get((op_type, schema.since_version, name), ())) for name in allowed}
+    if reduction is not None:
+        refused["T"] = refused.get("T", frozenset()) | frozenset(REDUCTION_GAPS.get((op_type, schema.since_version, reduction), ()))
+    runs = {name: types - refused[name] for name, types in allowed.items()}
     return Signature(tuple(i.type_str for i in schema.inputs), variadic, tuple(o.type_str for o in schema.outputs),
                      allowed, runs)
 
@@ -100,13 +104,19 @@ def widened(sig: Signature, dtypes: list[torch.dtype | None]) -> dict[str, tuple
             continue
         if not _dtypes.has_onnx(dtype) or sig.takes(formal, dtype, "runs"):
             continue
-        wider = next((w for w in _WIDER.get(dtype, ()) if sig.takes(formal, w, "runs")), None)
+        wider = wider_type(sig, formal, dtype)
         if wider is not None:
             widen[formal] = (dtype, wider)
         elif not sig.takes(formal, dtype):
             raise NotImplementedError(f"takes no {dtype} input ({formal} is one of "
                                       f"{sorted(t[7:-1] for t in sig.allowed[formal])})")
     return widen
+
+
+def wider_type(sig: Signature, formal: str, dtype: torch.dtype) -> torch.dtype | None:
+    """The narrowest dtype that holds every `dtype` value exactly and that `formal` takes and
+    onnxruntime runs, or None."""
+    return next((w for w in _WIDER.get(dtype, ()) if sig.takes(formal, w, "runs")), None)
 
 
 def result_dtypes(sig: Signature, dtypes: list[torch.dtype | None], outputs: int) -> list[tuple[torch.dtype | None, int | None]]:

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-import os
-import re
 from typing import Any, Callable
 
 import onnx
@@ -17,46 +15,17 @@ from torch.export.graph_signature import InputKind
 
 from aten2onnx import _dtypes, registry as _registry
 from aten2onnx.errors import ArgumentError, ExportError, SymbolicError, UnsupportedOp, UnsupportedOperatorError, warn_user
+from aten2onnx.exporter import op_types
 from aten2onnx.exporter.builder import Dim, GraphBuilder, Node, Subgraph, Value, body_output
 from aten2onnx.exporter.fallback import emit_aten_node
 from aten2onnx.exporter.functionalize import FunctionalGraph
+from aten2onnx.exporter.provenance import module_of, source_of
 from aten2onnx.registry import REGISTRY, Resolved, bind
 
-_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
-_OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-# Frames of code FX generates (a control-flow body's forward), numbered per process: never the
-# user's line, and a model's metadata must not depend on how many graphs the process made before.
-_GENERATED = "<eval_with_key>"
 # Higher-order ops that only wrap a body in a grad or autocast mode: position of the body argument.
 _WRAPPERS = {"wrap_with_set_grad_enabled": 1, "wrap_with_autocast": 4}
 # Control-flow higher-order ops and the Translator method that turns each into If, Loop or Scan.
 _CONTROL_FLOW = {"cond": "_cond", "while_loop": "_while_loop", "scan": "_scan"}
-_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)')
-
-
-def source_of(node: torch.fx.Node) -> str | None:
-    """file:line of the user's code that made node: the innermost frame outside torch and aten2onnx."""
-    frames = _FRAME.findall(node.meta.get("stack_trace") or "")
-    if not frames:
-        return None
-    frames = [(file, line) for file, line, _ in frames if not file.startswith(_GENERATED)]
-    if not frames:
-        return None
-    for file, line in reversed(frames):
-        if not file.startswith((_TORCH_DIR, _OWN_DIR)):
-            return f"{file}:{line}"
-    file, line = frames[-1]
-    return f"{file}:{line}"
-
-
-def module_of(node: torch.fx.Node) -> str:
-    stack = node.meta.get("nn_module_stack") or {}
-    if not stack:
-        return ""
-    path, cls = list(stack.values())[-1]
-    cls_name = cls if isinstance(cls, str) else getattr(cls, "__qualname__", str(cls))
-    return f"{path or '<root>'} ({cls_name.rsplit('.', 1)[-1]})"
-
 
 def dim_of(d: Any) -> Dim:
     if isinstance(d, int):
@@ -225,12 +194,20 @@ class Translator:
         return Value(self.g.fresh_name(name), like.dtype, shape, kind="input", complex=like.complex)
 
     def _stamp_all(self, node: torch.fx.Node, outs: Any) -> list[Value]:
+        """Give a control-flow node's results FX's dtypes and shapes, which the op must carry."""
         outs = list(outs) if isinstance(outs, tuple) else [outs]
         vals = node.meta.get("val")
         vals = list(vals) if isinstance(vals, (list, tuple)) else [vals]
-        for out, val in zip(outs, vals):
+        op_type = outs[0].producer.op_type if outs and outs[0].producer is not None else None
+        signature = op_types.signature(op_type, self.opset) if op_type else None
+        for i, (out, val) in enumerate(zip(outs, vals)):
             out.dtype, out.shape = value_info(val)
             out.complex = _is_complex(val)
+            formal = signature.output_type(i) if signature is not None else None
+            if formal is not None and out.dtype is not None and not signature.takes(formal, out.dtype):
+                raise ExportError(f"node {node.name!r} at {source_of(node) or '?'} makes a {out.dtype} result, which "
+                                  f"ONNX's {op_type} takes only from a later opset than {self.opset}; export at a "
+                                  "newer opset")
         return outs
 
     def _cond(self, node: torch.fx.Node) -> list[Value]:

@@ -395,9 +395,14 @@ class InferenceSession:
                 results = self._runner.run(inputs)
         finally:
             self._ctx.deadline = None
-        by_name = dict(zip(self._runner.output_names, results))
+        by_name = _unshared(dict(zip(self._runner.output_names, results)), self._written_feeds(feeds))
         self._write_back(feeds, by_name)
         return {n: by_name[n] for n in names}
+
+    def _written_feeds(self, feeds: dict[str, Any]) -> list[torch.Tensor]:
+        """The caller's tensors this run writes new values into."""
+        return [feeds[name] for _, kind, name in self._state_updates
+                if kind == "input" and isinstance(feeds.get(name), torch.Tensor)]
 
     def _write_back(self, feeds: dict[str, Any], results: dict[str, Any]) -> None:
         """Apply the model's state updates, as eager PyTorch would have done in place: a buffer's
@@ -485,6 +490,16 @@ def _write_input(name: str, target: torch.Tensor, new: torch.Tensor) -> None:
     except RuntimeError as e:  # an expanded (self-overlapping) or inference-mode tensor cannot be written
         raise InvalidInputError(f"input {name!r} is written by the model, but the tensor passed cannot be "
                                 f"written in place: {e}") from e
+
+
+def _unshared(results: dict[str, Any], written: list[torch.Tensor]) -> dict[str, Any]:
+    """Results that are (views of) an input the run writes back into, copied first: an output the graph
+    passes through from an input holds the input's old value, as eager returned it."""
+    if not written:
+        return results
+    storages = {t.untyped_storage().data_ptr() for t in written}
+    return {name: value.clone() if isinstance(value, torch.Tensor) and value.untyped_storage().data_ptr() in storages
+            else value for name, value in results.items()}
 
 
 def _from_feed(name: str, value: Any) -> Any:

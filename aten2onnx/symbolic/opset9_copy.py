@@ -8,7 +8,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.exporter.translate import value_info
-from aten2onnx.symbolic._helpers import cast
+from aten2onnx.symbolic._helpers import as_value, cast
 
 register = functools.partial(registry.register, opset=9)
 
@@ -16,7 +16,8 @@ register = functools.partial(registry.register, opset=9)
 @register("aten::copy.default")
 def aten_copy(g, self, src, non_blocking=False):
     """copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor"""
-    value = cast(g, src, self.dtype)
+    # a Python number (x.copy_(0.75), which eager takes as a 0-d tensor) fills self
+    value = as_value(g, src, self.dtype)
     if self.shape is not None and value.shape == self.shape:
         return value
     return g.op("Expand", value, g.const(list(self.shape), dtype=torch.int64) if self.is_static else g.op("Shape", self))

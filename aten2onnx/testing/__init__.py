@@ -31,18 +31,27 @@ except ImportError as e:  # pragma: no cover - depends on the environment
     raise ImportError("aten2onnx.testing needs hypothesis: pip install hypothesis") from e
 
 import aten2onnx
+from aten2onnx.testing._compare import DEFAULT_TOLERANCES
+from aten2onnx.testing._compare import describe as _describe
+from aten2onnx.testing._compare import difference as _difference
+from aten2onnx.testing._compare import ort_can_run as _ort_can_run
 
 __all__ = [
     "DEFAULT_TOLERANCES",
     "Arguments",
     "MismatchError",
     "OpCheckError",
+    "Outcome",
+    "Program",
+    "ProgramMismatch",
     "Runtime",
     "arguments",
     "broadcastable_shapes",
     "check_op",
+    "check_program",
     "default_elements",
     "dtypes",
+    "programs",
     "shapes",
     "symbolic_property",
     "tensors",
@@ -50,17 +59,6 @@ __all__ = [
 
 Runtime = Literal["onnxruntime", "aten2onnx"]
 DtypeKind = Literal["float", "int", "bool", "complex"]
-
-# (rtol, atol) per dtype; integer and bool results must match exactly. Wider than
-# torch.testing's defaults for float32: onnxruntime's transcendental kernels differ in the last bits.
-DEFAULT_TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
-    torch.float16: (2e-3, 1e-3),
-    torch.bfloat16: (1.6e-2, 1e-2),
-    torch.float32: (1e-5, 1e-6),
-    torch.float64: (1e-7, 1e-9),
-    torch.complex64: (1e-5, 1e-6),
-    torch.complex128: (1e-7, 1e-9),
-}
 
 _DTYPE_KINDS: dict[str, tuple[torch.dtype, ...]] = {
     # First of each kind is where hypothesis shrinks to.
@@ -447,59 +445,10 @@ def _clone(tree: Any) -> Any:
     return pytree.tree_map(lambda x: x.clone() if isinstance(x, torch.Tensor) else x, tree)
 
 
-def _ort_can_run(exported: aten2onnx.ExportedModel) -> bool:
-    """onnxruntime runs no ATen fallback nodes, and its Python API exchanges no bfloat16."""
-    if exported.fallback_ops:
-        return False
-    graph = exported.model_proto.graph
-    return all(v.type.tensor_type.elem_type != onnx.TensorProto.BFLOAT16
-               for v in list(graph.input) + list(graph.output))
-
-
-def _describe(value: Any) -> str:
-    """dtype[shape] for a tensor, with its values when small enough to read."""
-    if isinstance(value, torch.Tensor):
-        head = f"{str(value.dtype).removeprefix('torch.')}{list(value.shape)}"
-        if value.numel() <= 16:
-            return f"{head} {value.tolist()}"
-        return head
-    if isinstance(value, (list, tuple)):
-        inner = ", ".join(_describe(v) for v in value)
-        return f"[{inner}]" if isinstance(value, list) else f"({inner}{',' if len(value) == 1 else ''})"
-    return repr(value)
-
-
-def _difference(got: Any, expected: Any, rtol: float | None, atol: float | None) -> str | None:
-    """Why got does not match expected, or None when it does."""
-    if not isinstance(expected, torch.Tensor):
-        if isinstance(got, torch.Tensor) and got.numel() == 1:
-            got = got.item()
-        return None if got == expected else f"got {got!r}, expected {expected!r}"
-    if not isinstance(got, torch.Tensor):
-        return f"got {type(got).__name__} {got!r}, expected a tensor {_describe(expected)}"
-    if got.dtype != expected.dtype:
-        return f"dtype {got.dtype}, expected {expected.dtype}"
-    if got.shape != expected.shape:
-        return f"shape {list(got.shape)}, expected {list(expected.shape)}"
-    if got.numel() == 0:
-        return None
-    exact = not (expected.dtype.is_floating_point or expected.dtype.is_complex)
-    if exact:
-        close = got == expected
-        tolerance = "exact"
-    else:
-        default_rtol, default_atol = DEFAULT_TOLERANCES.get(expected.dtype, (1e-5, 1e-6))
-        r = default_rtol if rtol is None else rtol
-        a = default_atol if atol is None else atol
-        close = torch.isclose(got, expected, rtol=r, atol=a, equal_nan=True)
-        tolerance = f"rtol={r:g}, atol={a:g}"
-    if bool(close.all()):
-        return None
-    wide = torch.complex128 if expected.dtype.is_complex else torch.float64
-    diff = (got.to(wide) - expected.to(wide)).abs()
-    diff = torch.where(close, torch.zeros_like(diff), torch.nan_to_num(diff, nan=math.inf))
-    worst = int(diff.flatten().argmax())
-    index = tuple(int(i) for i in torch.unravel_index(torch.tensor(worst), expected.shape))
-    bad = int((~close).sum())
-    return (f"{bad} of {expected.numel()} elements differ ({tolerance}); the largest at index {list(index)}: "
-            f"got {got[index].item()!r}, expected {expected[index].item()!r} (abs diff {diff.flatten()[worst].item():.3g})")
+from aten2onnx.testing.models import (  # noqa: E402  (random models, built on the helpers above)
+    Outcome,
+    Program,
+    ProgramMismatch,
+    check_program,
+    programs,
+)

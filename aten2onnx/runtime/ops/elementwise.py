@@ -216,7 +216,11 @@ class Clip6(Kernel):
         self.lo, self.hi = min, max
 
     def run(self, x):
-        return (torch.clamp(x, self.lo, self.hi),)
+        # a float32 bound beyond a narrower type's range (the defaults, for float16) bounds nothing
+        finite = torch.finfo(x.dtype) if x.dtype.is_floating_point else None
+        lo = None if finite is not None and self.lo < finite.min else self.lo
+        hi = None if finite is not None and self.hi > finite.max else self.hi
+        return (x.clone() if lo is None and hi is None else torch.clamp(x, lo, hi),)
 
 
 class Clip11(Kernel):
