@@ -190,6 +190,30 @@ def test_hostile_arguments_of_admitted_ops_are_refused_when_they_arrive(worker, 
     assert re.search(message, stages[0].detail), stages[0].detail
 
 
+A = torch.ops.aten
+T = torch.ones(2, 3, 4)
+ARGUMENT_CHECKS = [
+    # (op, arguments, a piece of the refusal or None): what argument_problem must let through, too
+    (A.cumsum.default, {"self": T, "dim": 2}, None),
+    (A.unsqueeze.default, {"self": T, "dim": 3}, None),
+    (A.cumsum.default, {"self": T, "dim": 4}, "outside the rank 3"),
+    (A.cat.default, {"tensors": [T, T], "dim": -4}, None),
+    (A.rrelu.default, {"self": T, "training": False}, None),
+    (A.instance_norm.default, {"input": T, "running_mean": None, "running_var": None, "use_input_stats": True}, None),
+    (A.instance_norm.default, {"input": T, "running_mean": None, "running_var": None, "use_input_stats": False},
+     "running statistics"),
+    (A.native_batch_norm.default, {"input": T, "running_mean": None, "running_var": None, "training": True}, None),
+    (A.linalg_eigvals.default, {"self": torch.eye(3)}, None),
+    (A.linalg_eigvals.default, {"self": torch.full((3, 3), float("inf"))}, "infinities or NaN"),
+]
+
+
+@pytest.mark.parametrize("op, arguments, problem", ARGUMENT_CHECKS)
+def test_argument_checks_refuse_only_what_crashes(op, arguments, problem):
+    found = safety.argument_problem(op, arguments)
+    assert (found is None) if problem is None else (problem in found)
+
+
 def test_a_file_mapped_by_from_file_is_never_written(tmp_path, worker):
     """from_file(shared=True) maps a file; copy_ into the mapping would overwrite it (a .py file that
     then ran the model's payload)."""

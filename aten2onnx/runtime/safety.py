@@ -62,8 +62,6 @@ RUNNING_STATE = frozenset({"running_mean", "running_var"})
 # Ops whose results are uninitialized memory (empty, new_empty, empty_strided, ...): they run, and the
 # runtime zeroes what they return, so a model never reads what the process left in its heap.
 UNINITIALIZED = re.compile(r"::(_?empty|new_empty)")
-
-
 # Ops whose kernels crash on inputs that are not finite (LAPACK's eigenvalue balancing on NaN).
 FINITE_INPUTS = re.compile(r"::_?linalg_eigvals$")
 
@@ -81,9 +79,9 @@ def argument_problem(op: torch._ops.OpOverload, arguments: dict[str, Any]) -> st
             for d in dims if isinstance(dims, list) else [dims]:
                 if isinstance(d, int) and not -(rank + 1) <= d <= rank:
                     return f"{name} {d} is outside the rank {rank} of its input"
-    names = {arg.name for arg in op._schema.arguments}
-    if ("running_mean" in names or "training" in names) and not arguments.get("training", False) \
-            and (arguments.get("running_mean") is None or arguments.get("running_var") is None):
+    takes_statistics = op._overloadname == "no_stats" or any(arg.name == "running_mean" for arg in op._schema.arguments)
+    training = arguments.get("training", arguments.get("use_input_stats", False))
+    if takes_statistics and not training and (arguments.get("running_mean") is None or arguments.get("running_var") is None):
         return "a batch norm that is not training needs both running statistics"
     if FINITE_INPUTS.search(op._schema.name) and any(t.is_floating_point() and not t.isfinite().all() for t in tensors):
         return "its input has infinities or NaN, on which its kernel crashes"
