@@ -131,6 +131,15 @@ HOSTILE_ATEN = [
                                                                       "save_mean", "reserve"], ["a", "b", "c"],
               update=1, eps=2.0, output_mask=[0, 1, 1]), inputs=[X, ("r", TensorProto.UINT8)], outputs=("a", "b", "c")),
      {"x": np.ones((2, 3), np.float32), "r": np.zeros(0, np.uint8)}, "forged saved or running statistics"),
+    ("_foreach_copy of lists of different lengths", _aten_model(
+        _aten("_foreach_copy", ["x", "x", "x", "x", "x"], ["self", "self", "src", "src", "src"], outputs=["a", "b"]),
+        inputs=[X], outputs=("a", "b")), {"x": np.ones(2, np.float32)}, "public op calls only with checked"),
+    ("range with a step an int dtype rounds to zero", _aten_model(
+        _aten("range", overload="step", start=1e-30, end=1e-30, step=0.5, dtype="int64"), out_elem=I64), {},
+     "public op calls only with checked"),
+    ("_cholesky_solve_helper", _aten_model(_aten("_cholesky_solve_helper", ["x", "x"], ["self", "A"], upper=1),
+                                           inputs=[X]), {"x": np.ones((2, 2), np.float32)},
+     "public op calls only with checked"),
     ("a sparse layout", _aten_model(_aten("zeros", size=[3], layout="sparse_coo")), {}, "layout 'sparse_coo'"),
     ("a quantized dtype", _aten_model(_aten("zeros", size=[3], dtype="qint8")), {}, "qint8"),
     ("initial_seed of a generator", _aten_model(_aten("initial_seed")), {}, "is a Generator"),

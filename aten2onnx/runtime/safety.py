@@ -42,6 +42,8 @@ DENY: tuple[tuple[re.Pattern, str], ...] = tuple((re.compile(pattern), reason) f
     # forged index, offset or length (tests/test_runtime_security.py keeps one case of each)
     (r"max_pool\dd_with_indices_backward|adaptive_max_pool\dd_backward|_embedding_bag\w*backward|"
      r"segment_reduce|ctc_loss|_sobol_engine", "it trusts indices, offsets or lengths that a model can forge"),
+    (r"_helper$|_foreach_|_fused_(adam|adamw|adagrad|sgd)|_amp_|^aten::range$",
+     "it is a helper its public op calls only with checked arguments (it crashed on forged ones)"),
     (r"batch_norm_(backward\w*|elemt|gather_stats\w*|stats)$|_batch_norm_impl_index",
      "it crashes on forged saved or running statistics"),
     (r"sparse|(^|_)(coo|csr|csc|bsr|bsc)(_|$)|nested|jagged|mkldnn",
