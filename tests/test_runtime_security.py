@@ -140,6 +140,9 @@ HOSTILE_ATEN = [
     ("_cholesky_solve_helper", _aten_model(_aten("_cholesky_solve_helper", ["x", "x"], ["self", "A"], upper=1),
                                            inputs=[X]), {"x": np.ones((2, 2), np.float32)},
      "public op calls only with checked"),
+    ("choose_qparams_optimized with a negative bin count (hung)", _aten_model(
+        _aten("choose_qparams_optimized", ["x"], ["input"], ["a", "b"], numel=7, n_bins=-2, ratio=float("inf"),
+              bit_width=3), inputs=[X], outputs=("a", "b")), {"x": np.ones(7, np.float32)}, "quantized"),
     ("a sparse layout", _aten_model(_aten("zeros", size=[3], layout="sparse_coo")), {}, "layout 'sparse_coo'"),
     ("a quantized dtype", _aten_model(_aten("zeros", size=[3], dtype="qint8")), {}, "qint8"),
     ("initial_seed of a generator", _aten_model(_aten("initial_seed")), {}, "is a Generator"),

@@ -54,7 +54,7 @@ DENY: tuple[tuple[re.Pattern, str], ...] = tuple((re.compile(pattern), reason) f
      r"_scaled_dot_product_(flash|efficient|cudnn|fused)|_triton|int4pack|int8pack|_dyn_quant|_int_mm|"
      r"_mixed_dtypes|_thnn_|_slow_conv",
      "it is one backend's kernel, which torch calls only with arguments it checked first"),
-    (r"quantize_per|_make_per_|quantized", "it makes quantized tensors from unchecked parameters"),
+    (r"quantize_per|_make_per_|quantized|qparams", "it makes quantized tensors or their parameters from unchecked ones"),
     (r"^(prim|profiler|c10d|_c10d_functional\w*|symm_mem|_dtensor|debugprims|inductor\w*|rngprims)::",
      "it belongs to the interpreter, profiler, distributed or compiler internals"),
 ))
