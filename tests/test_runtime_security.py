@@ -115,17 +115,6 @@ HOSTILE_ATEN = [
               num_generated=0), inputs=[("q", I64), ("s", I64)], outputs=("d", "q2")),
      {"q": np.zeros(5, np.int64), "s": np.zeros((2, 2), np.int64)}, "indices, offsets or lengths"),
     # found by the fuzzer's synthesized ATen nodes (scripts/fuzz_runtime.py --kinds aten): crashes and hangs
-    ("_native_batch_norm_legit without statistics, not training", _aten_model(
-        _aten("_native_batch_norm_legit", ["x"], ["input"], ["y", "m", "v"], overload="no_stats", training=0,
-              momentum=0.5, eps=1e-5), inputs=[X], outputs=("y", "m", "v")),
-     {"x": np.ones((2, 3), np.float32)}, "running statistics"),
-    ("_batch_norm_no_update without statistics", _aten_model(
-        _aten("_batch_norm_no_update", ["x", "x", "x"], ["input", "weight", "bias"], ["y", "m", "v", "r"],
-              momentum=0.5, eps=0.0), inputs=[X], outputs=("y", "m", "v", "r")),
-     {"x": np.ones((2, 3), np.float32)}, "running statistics"),
-    ("batch_norm_update_stats without a variance", _aten_model(
-        _aten("batch_norm_update_stats", ["x", "x"], ["input", "running_mean"], ["m", "v"], momentum=1e-30),
-        inputs=[X], outputs=("m", "v")), {"x": np.ones((2, 3), np.float32)}, "running statistics"),
     ("_nnpack_spatial_convolution with stride 0", _aten_model(
         _aten("_nnpack_spatial_convolution", ["x", "x"], ["input", "weight"], padding=[64, 1, 3], stride=[0, 2, 2]),
         inputs=[X]), {"x": np.ones((1, 1, 2, 2), np.float32)}, "one backend's kernel"),
@@ -137,12 +126,55 @@ HOSTILE_ATEN = [
     ("_new_zeros_with_same_feature_meta", _aten_model(_aten("_new_zeros_with_same_feature_meta", ["x", "x"],
                                                             ["self", "other"], self_num_batch_dims=64), inputs=[X]),
      {"x": np.ones(3, np.float32)}, "vmap internals"),
+    ("batch_norm_backward with forged statistics", _aten_model(
+        _aten("batch_norm_backward", ["x", "x", "x", "x", "x", "r"], ["grad_out", "input", "weight", "running_var",
+                                                                      "save_mean", "reserve"], ["a", "b", "c"],
+              update=1, eps=2.0, output_mask=[0, 1, 1]), inputs=[X, ("r", TensorProto.UINT8)], outputs=("a", "b", "c")),
+     {"x": np.ones((2, 3), np.float32), "r": np.zeros(0, np.uint8)}, "forged saved or running statistics"),
+    ("_foreach_copy of lists of different lengths", _aten_model(
+        _aten("_foreach_copy", ["x", "x", "x", "x", "x"], ["self", "self", "src", "src", "src"], outputs=["a", "b"]),
+        inputs=[X], outputs=("a", "b")), {"x": np.ones(2, np.float32)}, "public op calls only with checked"),
+    ("range with a step an int dtype rounds to zero", _aten_model(
+        _aten("range", overload="step", start=1e-30, end=1e-30, step=0.5, dtype="int64"), out_elem=I64), {},
+     "public op calls only with checked"),
+    ("_cholesky_solve_helper", _aten_model(_aten("_cholesky_solve_helper", ["x", "x"], ["self", "A"], upper=1),
+                                           inputs=[X]), {"x": np.ones((2, 2), np.float32)},
+     "public op calls only with checked"),
+    ("choose_qparams_optimized with a negative bin count (hung)", _aten_model(
+        _aten("choose_qparams_optimized", ["x"], ["input"], ["a", "b"], numel=7, n_bins=-2, ratio=float("inf"),
+              bit_width=3), inputs=[X], outputs=("a", "b")), {"x": np.ones(7, np.float32)}, "quantized"),
     ("a sparse layout", _aten_model(_aten("zeros", size=[3], layout="sparse_coo")), {}, "layout 'sparse_coo'"),
     ("a quantized dtype", _aten_model(_aten("zeros", size=[3], dtype="qint8")), {}, "qint8"),
     ("initial_seed of a generator", _aten_model(_aten("initial_seed")), {}, "is a Generator"),
     ("a namespace the session does not allow", _aten_model(_aten("add", ["x", "x"], ["self", "other"],
                                                                  overload="Tensor", namespace="mylib"), inputs=[X]),
      {"x": np.ones(3, np.float32)}, "namespace 'mylib' is not allowed"),
+]
+
+
+# Admitted ops whose arguments are checked on each run: these crashed the process before.
+HOSTILE_ARGUMENTS = [
+    ("native_batch_norm without statistics, not training", _aten_model(
+        _aten("native_batch_norm", ["x", "x"], ["input", "bias"], ["y", "m", "v"], training=0, momentum=0.0,
+              eps=float("nan")), inputs=[X], outputs=("y", "m", "v")), {"x": np.ones((2, 3), np.float32)},
+     "needs both running statistics"),
+    ("batch_norm_update_stats without a variance", _aten_model(
+        _aten("batch_norm_update_stats", ["x", "x"], ["input", "running_mean"], ["m", "v"], momentum=1e-30),
+        inputs=[X], outputs=("m", "v")), {"x": np.ones((2, 3), np.float32)}, "needs both running statistics"),
+    ("_batch_norm_no_update without statistics", _aten_model(
+        _aten("_batch_norm_no_update", ["x", "x", "x"], ["input", "weight", "bias"], ["y", "m", "v", "r"],
+              momentum=0.5, eps=0.0), inputs=[X], outputs=("y", "m", "v", "r")),
+     {"x": np.ones((2, 3), np.float32)}, "needs both running statistics"),
+    ("_native_batch_norm_legit without statistics, not training", _aten_model(
+        _aten("_native_batch_norm_legit", ["x"], ["input"], ["y", "m", "v"], overload="no_stats", training=0,
+              momentum=0.5, eps=1e-5), inputs=[X], outputs=("y", "m", "v")),
+     {"x": np.ones((2, 3), np.float32)}, "needs both running statistics"),
+    ("linalg_eigvals of NaN (the exporter's own fallback for eigvals)", _aten_model(
+        _aten("linalg_eigvals", ["x"], ["self"]), inputs=[X], out_elem=TensorProto.COMPLEX64),
+     {"x": np.full((3, 3), np.nan, np.float32)}, "infinities or NaN"),
+    ("_fft_r2c at a dim far outside the rank", _aten_model(
+        _aten("_fft_r2c", ["x"], ["self"], dim=[2**31 - 1, -1], normalization=64, onesided=1), inputs=[X],
+        out_elem=TensorProto.COMPLEX64), {"x": np.ones((3, 5), np.float32)}, "outside the rank"),
 ]
 
 
@@ -160,6 +192,38 @@ def test_hostile_aten_nodes_are_refused_at_session_creation(worker, model, feeds
     ours = stages[0]
     assert ours.kind == "ours" and "InvalidModelError" in ours.detail, ours.detail
     assert re.search(message, ours.detail), ours.detail
+
+
+@pytest.mark.parametrize("model, feeds, message", [pytest.param(*c[1:], id=c[0]) for c in HOSTILE_ARGUMENTS])
+def test_hostile_arguments_of_admitted_ops_are_refused_when_they_arrive(worker, model, feeds, message):
+    stages, failure = worker.run(model.SerializeToString(), feeds)
+    assert failure is None
+    assert stages[0].kind == "ours" and "KernelError" in stages[0].detail, stages[0].detail
+    assert re.search(message, stages[0].detail), stages[0].detail
+
+
+A = torch.ops.aten
+T = torch.ones(2, 3, 4)
+ARGUMENT_CHECKS = [
+    # (op, arguments, a piece of the refusal or None): what argument_problem must let through, too
+    (A.cumsum.default, {"self": T, "dim": 2}, None),
+    (A.unsqueeze.default, {"self": T, "dim": 3}, None),
+    (A.cumsum.default, {"self": T, "dim": 4}, "outside the rank 3"),
+    (A.cat.default, {"tensors": [T, T], "dim": -4}, None),
+    (A.rrelu.default, {"self": T, "training": False}, None),
+    (A.instance_norm.default, {"input": T, "running_mean": None, "running_var": None, "use_input_stats": True}, None),
+    (A.instance_norm.default, {"input": T, "running_mean": None, "running_var": None, "use_input_stats": False},
+     "running statistics"),
+    (A.native_batch_norm.default, {"input": T, "running_mean": None, "running_var": None, "training": True}, None),
+    (A.linalg_eigvals.default, {"self": torch.eye(3)}, None),
+    (A.linalg_eigvals.default, {"self": torch.full((3, 3), float("inf"))}, "infinities or NaN"),
+]
+
+
+@pytest.mark.parametrize("op, arguments, problem", ARGUMENT_CHECKS)
+def test_argument_checks_refuse_only_what_crashes(op, arguments, problem):
+    found = safety.argument_problem(op, arguments)
+    assert (found is None) if problem is None else (problem in found)
 
 
 def test_a_file_mapped_by_from_file_is_never_written(tmp_path, worker):
@@ -237,7 +301,8 @@ REGISTERED_BUT_REFUSED = {
     "aten::segment_reduce.default": "can forge",
     "aten::max_pool2d_with_indices_backward.default": "can forge",
     "aten::max_pool3d_with_indices_backward.default": "can forge",
-    "aten::_native_batch_norm_legit.no_stats": "crashes when the running statistics",
+    "aten::native_batch_norm_backward.default": "forged saved or running statistics",
+    "aten::batch_norm_backward.default": "forged saved or running statistics",
 }
 
 
@@ -263,7 +328,7 @@ def test_opinfo_fallback_samples_still_run_in_a_session_under_the_rule():
     import optable
 
     for name in ("sort", "topk", "cumsum", "scatter_reduce.amax", "nn.functional.one_hot", "as_strided_scatter", "take_along_dim",
-                 "index_put", "linalg.eigh", "unique"):
+                 "index_put", "linalg.eigh", "linalg.eigvals", "unique"):
         statuses = optable.opinfo_statuses(name, [9])
         assert statuses["9"]["status"] == "fallback", (name, statuses)
 

@@ -648,7 +648,8 @@ class Worker:
             if remaining <= 0 or not select.select([out], [], [], remaining)[0]:
                 return None
             chunk = os.read(out.fileno(), n - len(chunks))
-            if not chunk:
+            if not chunk:  # the worker closed its end: it is exiting, so wait for its status
+                self.process.wait(timeout=HARD_TIMEOUT)
                 return None
             chunks += chunk
         return chunks

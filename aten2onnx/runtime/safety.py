@@ -10,7 +10,7 @@ path that runs a torch op because a file names it (ATen nodes, fused groups) cal
 from __future__ import annotations
 
 import re
-from typing import Callable, Collection, Union
+from typing import Any, Callable, Collection, Union
 
 import torch
 
@@ -42,8 +42,10 @@ DENY: tuple[tuple[re.Pattern, str], ...] = tuple((re.compile(pattern), reason) f
     # forged index, offset or length (tests/test_runtime_security.py keeps one case of each)
     (r"max_pool\dd_with_indices_backward|adaptive_max_pool\dd_backward|_embedding_bag\w*backward|"
      r"segment_reduce|ctc_loss|_sobol_engine", "it trusts indices, offsets or lengths that a model can forge"),
-    (r"batch_norm_(update_stats|no_update)|_native_batch_norm_legit$",
-     "it crashes when the running statistics it expects are missing"),
+    (r"_helper$|_foreach_|_fused_(adam|adamw|adagrad|sgd)|_amp_|^aten::range$",
+     "it is a helper its public op calls only with checked arguments (it crashed on forged ones)"),
+    (r"batch_norm_(backward\w*|elemt|gather_stats\w*|stats)$|_batch_norm_impl_index",
+     "it crashes on forged saved or running statistics"),
     (r"sparse|(^|_)(coo|csr|csc|bsr|bsc)(_|$)|nested|jagged|mkldnn",
      "it makes tensors of a layout whose invariants a model could break (sparse, nested, mkldnn)"),
     (r"batch_dim|_dual(_copy)?$|_fw_primal|functorch|zerotensor|feature_meta",
@@ -52,7 +54,7 @@ DENY: tuple[tuple[re.Pattern, str], ...] = tuple((re.compile(pattern), reason) f
      r"_scaled_dot_product_(flash|efficient|cudnn|fused)|_triton|int4pack|int8pack|_dyn_quant|_int_mm|"
      r"_mixed_dtypes|_thnn_|_slow_conv",
      "it is one backend's kernel, which torch calls only with arguments it checked first"),
-    (r"quantize_per|_make_per_|quantized", "it makes quantized tensors from unchecked parameters"),
+    (r"quantize_per|_make_per_|quantized|qparams", "it makes quantized tensors or their parameters from unchecked ones"),
     (r"^(prim|profiler|c10d|_c10d_functional\w*|symm_mem|_dtensor|debugprims|inductor\w*|rngprims)::",
      "it belongs to the interpreter, profiler, distributed or compiler internals"),
 ))
@@ -62,6 +64,30 @@ RUNNING_STATE = frozenset({"running_mean", "running_var"})
 # Ops whose results are uninitialized memory (empty, new_empty, empty_strided, ...): they run, and the
 # runtime zeroes what they return, so a model never reads what the process left in its heap.
 UNINITIALIZED = re.compile(r"::(_?empty|new_empty)")
+# Ops whose kernels crash on inputs that are not finite (LAPACK's eigenvalue balancing on NaN).
+FINITE_INPUTS = re.compile(r"::_?linalg_eigvals$")
+
+
+def argument_problem(op: torch._ops.OpOverload, arguments: dict[str, Any]) -> str | None:
+    """Why the values an admitted op is about to get must not reach its kernel, or None. Checked on
+    every call: a `dim` within the rank of the op's first tensor (some kernels index with it
+    unchecked), both running statistics for a batch norm that is not training (its kernels crash
+    without them), and finite inputs where FINITE_INPUTS says so."""
+    tensors = [t for v in arguments.values() for t in (v if isinstance(v, list) else [v]) if isinstance(t, torch.Tensor)]
+    if tensors:
+        rank = tensors[0].dim()
+        for name in ("dim", "dims"):
+            dims = arguments.get(name)
+            for d in dims if isinstance(dims, list) else [dims]:
+                if isinstance(d, int) and not -(rank + 1) <= d <= rank:
+                    return f"{name} {d} is outside the rank {rank} of its input"
+    takes_statistics = op._overloadname == "no_stats" or any(arg.name == "running_mean" for arg in op._schema.arguments)
+    training = arguments.get("training", arguments.get("use_input_stats", False))
+    if takes_statistics and not training and (arguments.get("running_mean") is None or arguments.get("running_var") is None):
+        return "a batch norm that is not training needs both running statistics"
+    if FINITE_INPUTS.search(op._schema.name) and any(t.is_floating_point() and not t.isfinite().all() for t in tensors):
+        return "its input has infinities or NaN, on which its kernel crashes"
+    return None
 
 
 def op_key(op: torch._ops.OpOverload) -> str:

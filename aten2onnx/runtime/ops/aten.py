@@ -11,7 +11,7 @@ import torch
 from aten2onnx import _aten_node, _dtypes
 from aten2onnx.errors import InvalidModelError, KernelError
 from aten2onnx.runtime.kernel import Kernel
-from aten2onnx.runtime.safety import RUNNING_STATE, UNINITIALIZED, check_op
+from aten2onnx.runtime.safety import RUNNING_STATE, UNINITIALIZED, argument_problem, check_op
 
 _ABSENT = object()
 
@@ -125,6 +125,7 @@ class ATen(Kernel):
                            for i, x in enumerate(inputs))
         args: list[Any] = []
         kwargs: dict[str, Any] = {}
+        bound: dict[str, Any] = {}
         positional = True
         for name, keyword_only, source, payload in self.plan:
             if source == "const":
@@ -140,10 +141,14 @@ class ATen(Kernel):
                 continue
             if name in self.written:
                 value = [t.clone() for t in value] if isinstance(value, list) else _cloned(value)
+            bound[name] = value
             if keyword_only or not positional:
                 kwargs[name] = value
             else:
                 args.append(value)
+        problem = argument_problem(self.op, bound)
+        if problem:
+            raise KernelError(f"{self.op._schema.name}.{self.op._overloadname} refused its arguments: {problem}")
         if self.seeded:
             with self.ctx.private_rng():
                 results = _flatten(self.op(*args, **kwargs))
