@@ -54,6 +54,15 @@ FOUND = [
             ("v0", "v1"), dynamic=True, batch=3),
     # Clip-6's default float32 bounds overflowed float16 in aten2onnx.runtime
     program([("x0", (2, 3), F16)], [("v0", "torch.clamp(x0 * 2.5, max=1.5)")], ("v0",), seed=9),
+    # aten2onnx.runtime's ScatterND reshaped empty updates with -1 (a unique of one value, written from 1 on)
+    program([("x2", (2,), torch.bool)], [("v0", "torch.unique(x2.int())"), (None, "v0[1:].neg_()")], ("v0",),
+            seed=26578),
+    # full with a fill value read from a dynamic dim crashed its symbolic
+    program([("x0", (3, 2), F32)], [("v0", "torch.full((x0.shape[0],), x0.shape[-1])"),
+                                    ("v1", "x0.new_full((x0.shape[-1],), x0.shape[0])")], ("v0", "v1"), dynamic=True,
+            batch=3),
+    # split of a dynamic dim into more pieces than at the example: its ATen node refused the longer list
+    program([("x0", (4, 1), torch.int32)], [("v0", "x0.split(2, dim=-2)[1]")], ("v0",), dynamic=True, batch=4),
     # a symbolic stride in the overlap check raised a data-dependent guard
     program([("x1", (2,), torch.int8)], [("v0", "torch.nonzero(x1)"), (None, "v0.t()[0].clamp_(min=-1)")], ("v0",)),
 ]

@@ -225,3 +225,19 @@ def test_an_unexpected_internal_failure_is_an_export_error_naming_the_cause(monk
     with pytest.raises(aten2onnx.InternalError, match="KeyError") as info:
         aten2onnx.export(double, (torch.randn(2),))
     assert isinstance(info.value.__cause__, KeyError)
+
+
+def test_a_split_into_more_pieces_at_a_new_size_runs_the_pieces_the_graph_reads():
+    """split(2) of a dynamic dim makes more pieces at a larger size than at the example; the graph
+    reads the pieces the export saw, which an ATen node now gives instead of refusing the list."""
+
+    class Pieces(torch.nn.Module):
+        def forward(self, x):
+            first, second = x.split(2)[:2]
+            return first * 2, second + 1
+
+    exported = aten2onnx.export(Pieces(), (torch.randn(4, 3),), dynamic_shapes={"x": {0: "batch"}})
+    for size in (4, 5, 6):
+        x = torch.randn(size, 3)
+        for got, want in zip(exported.run(x), Pieces()(x)):
+            torch.testing.assert_close(got, want)

@@ -143,17 +143,24 @@ def softmax(g: GraphBuilder, op_type: str, x: Value, dim: int, *, any_axis: bool
 
 
 def fill(g: GraphBuilder, size: list[SymInt] | Value, value, dtype: torch.dtype) -> Value:
-    """A tensor of `size` filled with value: a small constant, or ConstantOfShape."""
+    """A tensor of `size` filled with value: a small constant, or ConstantOfShape; a value the graph
+    computes (a size read from a dynamic dim) expanded to the size."""
+    shape = size if isinstance(size, Value) else None
+    if isinstance(value, Value):
+        return g.op("Expand", cast(g, value, dtype), shape if shape is not None else g.int_list(size))
     # (an empty constant is made by ConstantOfShape: the builder cannot hash a tensor with 0 elements)
     if isinstance(size, list) and all(isinstance(s, int) for s in size) and 0 < math.prod(size) <= 64:
         return g.const(torch.full(size, value, dtype=dtype))
-    shape = size if isinstance(size, Value) else g.int_list(size)
-    return g.op("ConstantOfShape", shape, value=torch.tensor([value], dtype=dtype))
+    return g.op("ConstantOfShape", shape if shape is not None else g.int_list(size),
+                value=torch.tensor([value], dtype=dtype))
 
 
 def fill_dtype(value, dtype: torch.dtype | None) -> torch.dtype:
+    """full's dtype: the given one, else the default for the fill value's kind (a SymInt's is int64)."""
     if dtype is not None:
         return dtype
+    if isinstance(value, Value):
+        return value.dtype if value.dtype in (torch.bool, torch.int64) else torch.get_default_dtype()
     if isinstance(value, bool):
         return torch.bool
     if isinstance(value, int):

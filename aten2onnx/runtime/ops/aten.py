@@ -118,6 +118,9 @@ class ATen(Kernel):
                 raise InvalidModelError(f"ATen node for {schema.name}.{schema.overload_name} gives no value for "
                                         f"the required argument {arg.name!r}")
         self.n_outputs = len(self.node.output) if self.node is not None else None
+        # an op returning one list (split, unbind, chunk) returns as many pieces as its input's size
+        # gives; the node names those the export saw, and a graph reads no others
+        self.one_list = len(schema.returns) == 1 and isinstance(schema.returns[0].type, torch.ListType)
 
     def run(self, *inputs):
         if self.complex_inputs:
@@ -159,6 +162,8 @@ class ATen(Kernel):
         if self.complex_outputs:
             results = [_dtypes.to_pairs(r) if i in self.complex_outputs else r
                        for i, r in enumerate(results)]
+        if self.one_list and self.n_outputs is not None:
+            results = results[:self.n_outputs]
         self._check(results)
         results = [r.resolve_conj().resolve_neg() if r is not None else r for r in results]
         return tuple(results)

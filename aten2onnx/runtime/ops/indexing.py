@@ -83,13 +83,14 @@ class ScatterND(Kernel):
         k = indices.shape[-1]
         lead = x.shape[:k]
         out = x.clone(memory_format=torch.contiguous_format)  # x may be a permuted view; out must view flat
-        flat = out.view(math.prod(lead), -1)
+        width = math.prod(x.shape[k:])  # named, not -1: an empty tensor leaves -1 undecided
+        flat = out.view(math.prod(lead), width)
         idx = indices.reshape(-1, k).to(torch.int64)
         sizes = torch.tensor(lead, dtype=torch.int64, device=x.device)
         idx = torch.where(idx < 0, idx + sizes, idx)
         strides = torch.tensor([math.prod(lead[j + 1:]) for j in range(k)], dtype=torch.int64, device=x.device)
         linear = (idx * strides).sum(-1)
-        upd = updates.reshape(linear.shape[0], -1)
+        upd = updates.reshape(linear.shape[0], width)
         if self.reduction == "none":
             flat.index_copy_(0, linear, upd)
         elif self.reduction == "add":
