@@ -463,7 +463,7 @@ def _linear(ctx: Context) -> Made | None:
     if kind == 1:
         out = ctx.d.integer(1, 4)
         return Made(f"F.linear({a.name}, {ctx.weight((out, k), a.dtype)}, {ctx.weight((out,), a.dtype)})", None, False)
-    if kind == 2:
+    if kind == 2 and a.exact:  # see _norm
         return Made(f"F.layer_norm({a.name}, ({k},))", None, False)
     if kind == 3 and a.rank == 4 and a.shape[1] >= 1:
         weight = ctx.weight((2, a.shape[1], 1, 1), a.dtype)
@@ -477,37 +477,30 @@ def _linear(ctx: Context) -> Made | None:
     return None
 
 
-def _creation(ctx: Context) -> Made | None:
-    a = ctx.pick(lambda v: v.rank > 0)
-    if a is None:
-        return None
-    n = a.name
-    options = [f"torch.arange({n}.shape[0])", f"torch.zeros({n}.shape[0], 2)", f"torch.ones_like({n})",
-               f"{n}.new_full(({n}.shape[-1],), 2)", f"torch.arange({n}.shape[0]) * {n}.shape[0]",
-               f"torch.zeros_like({n}) + torch.arange({n}.shape[-1])", f"{n}.new_zeros({n}.shape)"]
-    return Made(ctx.d.choice(options), None, True)
-
-
 def _norm(ctx: Context) -> Made | None:
     """Norms, attention, pooling, resizing and embeddings on float values of the ranks they take."""
     a = ctx.pick(lambda v: v.dtype in FLOATS and v.rank >= 2 and v.tensor.numel() > 0)
     if a is None:
         return None
     n, r, c = a.name, a.rank, a.shape[1]
-    options = [f"F.layer_norm({n}, ({a.shape[-1]},), {ctx.weight((a.shape[-1],), a.dtype)}, "
-               f"{ctx.weight((a.shape[-1],), a.dtype)})", f"F.normalize({n}, dim={ctx.dim(a)})",
-               f"F.rms_norm({n}, ({a.shape[-1]},))", f"torch.softmax({n}, -1, dtype=torch.float32)",
-               f"F.dropout({n}, 0.5, training=False)"]
+    options = [f"torch.softmax({n}, -1, dtype=torch.float32)", f"F.dropout({n}, 0.5, training=False)"]
     if r in (3, 4):
-        options += [f"F.group_norm({n}, 1)", f"F.batch_norm({n}, torch.arange({c}.0).to({n}.dtype), "
-                    f"torch.arange(1.0, {c + 1}.0).to({n}.dtype))", f"F.instance_norm({n})",
-                    f"F.interpolate({n}, scale_factor=2, mode='nearest')", f"F.adaptive_avg_pool{r - 2}d({n}, 1)",
+        options += [f"F.interpolate({n}, scale_factor=2, mode='nearest')", f"F.adaptive_avg_pool{r - 2}d({n}, 1)",
                     f"F.max_pool{r - 2}d({n}, 1)", f"F.avg_pool{r - 2}d({n}, 1)",
                     f"F.scaled_dot_product_attention({n}, {n}, {n})",
                     f"F.scaled_dot_product_attention({n}, {n}, {n}, is_causal=True)"]
     if r == 3:
         options.append(f"F.interpolate({n}, size=5, mode='linear')")
-    return Made(ctx.d.choice(options), None, False)
+    if a.exact:  # a norm divides by the spread, which rounding noise in an inexact near-constant input is
+        options += [f"F.layer_norm({n}, ({a.shape[-1]},), WEIGHT, BIAS)", f"F.normalize({n}, dim={ctx.dim(a)})",
+                    f"F.rms_norm({n}, ({a.shape[-1]},))"]
+        if r in (3, 4):
+            options += [f"F.group_norm({n}, 1)", f"F.batch_norm({n}, torch.arange({c}.0).to({n}.dtype), "
+                        f"torch.arange(1.0, {c + 1}.0).to({n}.dtype))", f"F.instance_norm({n})"]
+    code = ctx.d.choice(options)
+    if "WEIGHT" in code:  # weights only for the statement drawn
+        code = code.replace("WEIGHT", ctx.weight((a.shape[-1],), a.dtype)).replace("BIAS", ctx.weight((a.shape[-1],), a.dtype))
+    return Made(code, None, False)
 
 
 def _embedding(ctx: Context) -> Made | None:
@@ -529,20 +522,24 @@ def _cast(ctx: Context) -> Made | None:
     return Made(f"{a.name}.{target}", None, a.exact or not _float(a))
 
 
-def _dynamic_shape(ctx: Context) -> Made | None:
-    """Sizes computed from a (possibly dynamic) dim: SymInt arithmetic in the graph."""
+def _sizes(ctx: Context) -> Made | None:
+    """Tensors made at sizes read from a (possibly dynamic) dim: SymInt arithmetic in the graph."""
     a = ctx.pick(lambda v: v.rank > 0)
     if a is None:
         return None
     n = a.name
-    options = [f"{n}.new_zeros({n}.shape[0] * 2)", f"torch.arange({n}.shape[0] + 1)", f"{n}[: {n}.shape[0] // 2 + 1]",
-               f"F.pad({n}, (0, {n}.shape[-1]))", f"{n}.reshape({n}.shape[0], -1).sum(1)",
-               f"torch.full(({n}.shape[0],), {n}.shape[-1])", f"{n}.new_ones({n}.shape[0], 1) * {n}.shape[0]",
-               f"torch.arange({n}.shape[0]).unsqueeze(1) < {n}.shape[0] - 1"]
+    made = [f"torch.arange({n}.shape[0])", f"torch.zeros({n}.shape[0], 2)", f"torch.ones_like({n})",
+            f"{n}.new_full(({n}.shape[-1],), 2)", f"torch.arange({n}.shape[0]) * {n}.shape[0]",
+            f"{n}.new_zeros({n}.shape)", f"{n}.new_zeros({n}.shape[0] * 2)", f"torch.arange({n}.shape[0] + 1)",
+            f"torch.full(({n}.shape[0],), {n}.shape[-1])", f"{n}.new_ones({n}.shape[0], 1) * {n}.shape[0]",
+            f"torch.arange({n}.shape[0]).unsqueeze(1) < {n}.shape[0] - 1"]
+    read = [f"{n}[: {n}.shape[0] // 2 + 1]", f"F.pad({n}, (0, {n}.shape[-1]))", f"{n}.reshape({n}.shape[0], -1).sum(1)",
+            f"torch.zeros_like({n}) + torch.arange({n}.shape[-1])"]
     if a.rank >= 2:
-        options += [f"{n}.reshape({n}.shape[0] * {n}.shape[1], -1)", f"{n}.view({n}.shape[0], -1)"
-                    if a.tensor.is_contiguous() else f"{n}.flatten(1)"]
-    return Made(ctx.d.choice(options), None, a.exact)
+        read += [f"{n}.reshape({n}.shape[0] * {n}.shape[1], -1)", f"{n}.view({n}.shape[0], -1)"
+                 if a.tensor.is_contiguous() else f"{n}.flatten(1)"]
+    code = ctx.d.choice(made + read)
+    return Made(code, None, code in made or a.exact)
 
 
 def _scatter(ctx: Context) -> Made | None:
@@ -586,7 +583,9 @@ def _write(ctx: Context) -> Made | None:
     if a.rank >= 2:
         views += [".t()[0]" if a.rank == 2 else ".transpose(0, 1)[0]", "[:, 1]", ".diagonal()", "[1:, :1]"]
     view = ctx.d.choice(views)
-    source = ctx.pick()  # eager rejects one that does not broadcast to the view
+    # eager rejects a source that does not broadcast to the view; an inexact float written into an
+    # integer or bool tensor is truncated or tested for zero there, which jumps
+    source = ctx.pick(lambda v: v.exact or not _float(v) or _float(a))
     if source is not None and ctx.d.chance(50):
         value, exact = source.name, source.exact
     else:
@@ -597,8 +596,8 @@ def _write(ctx: Context) -> Made | None:
 
 
 MAKERS: list[tuple[Maker, int]] = [(_unary, 4), (_binary, 5), (_scalar, 3), (_where, 1), (_reduction, 3),
-                                   (_shape, 4), (_index, 2), (_linear, 2), (_creation, 1), (_write, 3), (_norm, 2),
-                                   (_embedding, 1), (_cast, 1), (_dynamic_shape, 2), (_scatter, 1),
+                                   (_shape, 4), (_index, 2), (_linear, 2), (_write, 3), (_norm, 2),
+                                   (_embedding, 1), (_cast, 1), (_sizes, 3), (_scatter, 1),
                                    (_data_dependent, 1)]
 _WEIGHTED = [maker for maker, weight in MAKERS for _ in range(weight)]
 
