@@ -63,6 +63,13 @@ FOUND = [
             batch=3),
     # split of a dynamic dim into more pieces than at the example: its ATen node refused the longer list
     program([("x0", (4, 1), torch.int32)], [("v0", "x0.split(2, dim=-2)[1]")], ("v0",), dynamic=True, batch=4),
+    # x + 2.25 on a 0-d bfloat16 at opset 11 (an ATen node) got 2.25 as a float32 tensor: a float32 result
+    program([("x1", (), BF16)], [("v0", "x1 + -2.25")], ("v0",)),
+    # uint8 // -3 divided by -3, not by 253 (eager wraps the number into the dtype first)
+    program([("x1", (3, 3), torch.uint8)], [("v0", "x1 // -3"), ("v1", "x1 % -2")], ("v0", "v1")),
+    # a zero remainder lost the dividend's sign, and a floor division by it the infinity's
+    program([("x1", (2, 2), F32)], [("v0", "x1 % -1.25"), ("v1", "torch.div(x1, v0, rounding_mode='floor')")],
+            ("v1",), seed=63998),
     # a symbolic stride in the overlap check raised a data-dependent guard
     program([("x1", (2,), torch.int8)], [("v0", "torch.nonzero(x1)"), (None, "v0.t()[0].clamp_(min=-1)")], ("v0",)),
 ]

@@ -244,3 +244,34 @@ UNARY = {"sign": torch.sign, "trunc": torch.trunc, "round": torch.round, "expm1"
 def test_unary_elementwise_matches_eager(shape, dtype, op, opset):
     x = (torch.randn(shape) * 3).to(dtype)
     run_both(UNARY[op], (x,), opset)
+
+
+# -- values at the edges: signed zeros, infinities and NaN divisors, narrow integers and negative numbers ------
+
+
+@pytest.mark.parametrize("op", [torch.remainder, torch.fmod], ids=["remainder", "fmod"])
+@pytest.mark.parametrize("opset", [9, 10, 18])
+def test_remainder_and_fmod_keep_eager_signed_zeros_and_infinities(op, opset):
+    """A zero remainder has the dividend's sign (ATen's fmod), so a division by it gets eager's
+    infinity; a finite number is its own remainder by an infinity; a NaN divisor gives NaN."""
+    a = torch.tensor([2.5, -2.5, 0.0, -0.0, 7.0, -7.0, float("inf"), float("nan"), 3.0, -3.0, 3.0])
+    b = torch.tensor([-1.25, -1.25, 1.0, 1.0, 3.0, 3.0, 2.0, 1.0, float("inf"), float("inf"), float("nan")])
+    expected = op(a, b)
+    exported = aten2onnx.export(op, (a, b), opset=opset, fallback="error")
+    (theirs,) = run_ort(exported.model_proto, dict(zip(exported.input_names, (a, b))))
+    for got in (exported.run(a, b), torch.from_numpy(theirs)):
+        torch.testing.assert_close(got, expected, equal_nan=True)
+        assert torch.equal(torch.signbit(got), torch.signbit(expected))
+
+
+@pytest.mark.parametrize("opset", [9, 18])
+def test_integer_floor_division_by_a_negative_number_wraps_it_first(opset):
+    """uint8 // -1 divides by 255, as eager casts the number to the tensor's dtype first."""
+    x = torch.tensor([3, 200, 255], dtype=torch.uint8)
+
+    def f(x):
+        return x // -1, x // -2, x % -3, torch.div(x, -2, rounding_mode="trunc")
+
+    exported = aten2onnx.export(f, (x,), opset=opset, fallback="error")
+    for got, want in zip(exported.run(x), f(x)):
+        assert torch.equal(got, want)

@@ -42,9 +42,13 @@ def _function_module(fn: Callable) -> torch.nn.Module:
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
 
-    signature = inspect.signature(fn)
-    self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    forward.__signature__ = signature.replace(parameters=[self_param, *signature.parameters.values()])
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin such as torch.remainder: inputs named args_0, args_1, ...
+        signature = None
+    if signature is not None:
+        self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        forward.__signature__ = signature.replace(parameters=[self_param, *signature.parameters.values()])
     cls = type(f"Function_{getattr(fn, '__name__', 'fn')}", (_FunctionModule,), {"forward": forward})
     # torch.export keeps stack frames of functions named "forward" only, unless a function is
     # registered as an anchor; without this, nodes of a plain function would have no source line.

@@ -29,9 +29,14 @@ def emit_aten_node(g: GraphBuilder, op: torch._ops.OpOverload, bound: dict[str, 
         kind, is_list, _ = _aten_node.schema_kind(arg)
         if value is None:
             continue
-        if kind == "Tensor":
+        if kind == "Tensor" and not is_list and isinstance(value, (int, float)) and not isinstance(value, bool):
+            # FX passes a Python number where the schema takes a tensor (x + 2.25): an attribute, so the
+            # op gets the number, which promotes as a number (a 0-d float32 tensor would make a 0-d
+            # bfloat16 one float32)
+            attrs[arg.name] = value
+        elif kind == "Tensor":
             items = list(value) if is_list else [value]
-            # FX may pass a Python number where the schema takes a tensor: a constant input then.
+            # a bool, or a number inside a list: a constant input
             inputs.extend(v if isinstance(v, Value) or v is None else g.const(v) for v in items)
             input_args.extend([arg.name] * len(items))
         elif isinstance(value, Value) or (is_list and any(isinstance(v, Value) for v in value)):

@@ -318,9 +318,10 @@ def aten_div_mode(g, self, other, *, rounding_mode):
         if rounding_mode == "floor":
             return g.op("Floor", q)
         return g.op("Mul", g.op("Sign", q), g.op("Floor", g.op("Abs", q)))
+    a, b = promote(g, self, other, to=dtype)  # a number wraps into the dtype first: uint8 // -1 divides by 255
     if rounding_mode == "trunc":
-        return g.op("Div", *promote(g, self, other, to=dtype))  # integer Div truncates
-    q = g.op("Floor", g.op("Div", *promote(g, self, other, to=torch.float64)))
+        return g.op("Div", a, b)  # integer Div truncates
+    q = g.op("Floor", g.op("Div", cast(g, a, torch.float64), cast(g, b, torch.float64)))
     return cast(g, q, dtype)
 
 

@@ -420,23 +420,39 @@ def aten_atan2(g, self, other):
     return g.op("Where", both_zero, g.op("Mul", y, const_like(g, 1.0, y)), out)
 
 
+def nonzero(g: GraphBuilder, x: Value) -> Value:
+    """x != 0 by Less and Greater, which take floats at every opset (NaN counts as zero)."""
+    zero = g.const(0, like=x)
+    return g.op("Or", g.op("Less", x, zero), g.op("Greater", x, zero))
+
+
 def fmod(g: GraphBuilder, self, other, *, has_mod: bool) -> Value:
+    """C's fmod: the remainder of truncated division, with the dividend's sign (a zero too)."""
     a, b = promote(g, self, other)
-    if a.dtype.is_floating_point:
-        if has_mod:
-            return g.op("Mod", a, b, fmod=1)
-        return g.op("Sub", a, g.op("Mul", trunc(g, g.op("Div", a, b)), b))
     if has_mod:
         return g.op("Mod", a, b, fmod=1)
-    return g.op("Sub", a, g.op("Mul", g.op("Div", a, b), b))  # integer Div truncates
+    if not a.dtype.is_floating_point:
+        return g.op("Sub", a, g.op("Mul", g.op("Div", a, b), b))  # integer Div truncates
+    r = g.op("Sub", a, g.op("Mul", trunc(g, g.op("Div", a, b)), b))
+    zero = g.op("Not", g.op("Or", nonzero(g, r), g.op("IsNaN", r)))
+    r = g.op("Where", zero, g.op("Mul", a, g.const(0, like=a)), r)  # a zero with a's sign
+    infinite = g.op("Greater", g.op("Abs", b), g.const(torch.finfo(b.dtype).max, like=b))  # not NaN
+    return g.op("Where", infinite, a, r)  # a finite a is its own remainder by an infinity (0 * inf is NaN)
 
 
 def remainder(g: GraphBuilder, self, other, *, has_mod: bool) -> Value:
+    """Python's %, as ATen computes it for floats: fmod, moved by the divisor where the two signs
+    differ; a zero keeps the dividend's sign."""
     a, b = promote(g, self, other)
-    if not a.dtype.is_floating_point and has_mod:
-        return g.op("Mod", a, b, fmod=0)
-    q = aten_div_mode(g, a, b, rounding_mode="floor")
-    return g.op("Sub", a, g.op("Mul", q, b))
+    if not a.dtype.is_floating_point:
+        if has_mod:
+            return g.op("Mod", a, b, fmod=0)
+        q = aten_div_mode(g, a, b, rounding_mode="floor")
+        return g.op("Sub", a, g.op("Mul", q, b))
+    m = fmod(g, a, b, has_mod=has_mod)
+    zero = g.const(0, like=m)
+    other_side = g.op("Xor", g.op("Less", m, zero), g.op("Less", b, zero))
+    return g.op("Where", g.op("And", nonzero(g, m), other_side), g.op("Add", m, b), m)
 
 
 @register("aten::fmod.Tensor", "aten::fmod.Scalar")

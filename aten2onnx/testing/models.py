@@ -299,10 +299,11 @@ JUMPS = ["{}.floor()", "{}.ceil()", "{}.round()", "{}.trunc()", "{}.sign()", "{}
          "{}.to(torch.bool)", "torch.signbit({})", "torch.isinf({})"]
 BINARY_EXACT = ["{} + {}", "{} - {}", "{} * {}", "torch.maximum({}, {})", "torch.minimum({}, {})",
                 "torch.fmax({}, {})", "torch.fmin({}, {})", "torch.add({}, {}, alpha=2)", "torch.sub({}, {}, alpha=3)"]
-BINARY_INEXACT = ["{} / {}", "torch.atan2({}, {})", "torch.hypot({}, {})", "torch.logaddexp({}, {})",
-                  "torch.pow({}.abs() + 0.5, {})", "torch.xlogy({}, {}.abs())", "torch.copysign({}, {})",
-                  "torch.lerp({}, {}, 0.25)"]
+BINARY_INEXACT = ["{} / {}", "torch.hypot({}, {})", "torch.logaddexp({}, {})", "torch.pow({}.abs() + 0.5, {})",
+                  "torch.xlogy({}, {}.abs())", "torch.lerp({}, {}, 0.25)"]
+# (atan2 and copysign jump with the sign of a zero, which rounding decides for an inexact one)
 BINARY_JUMPS = ["{} == {}", "{} != {}", "{} < {}", "{} <= {}", "{} > {}", "{} >= {}", "torch.remainder({}, {})",
+                "torch.atan2({}, {})", "torch.copysign({}, {})",
                 "torch.fmod({}, {})", "torch.floor_divide({}, {})", "torch.logical_and({}, {})",
                 "torch.logical_or({}, {})", "torch.logical_xor({}, {})", "torch.div({}, {}, rounding_mode='trunc')",
                 "torch.div({}, {}, rounding_mode='floor')"]
