@@ -75,6 +75,9 @@ TABLE = entries(HALF, ort=True) + entries(BF16, ort=False) + [
     Entry("huber_loss_half", lambda a, b: (F.huber_loss(a, b, reduction="none"), F.huber_loss(a, b, delta=0.3),
                                            F.smooth_l1_loss(a, b, reduction="none", beta=0.7)),
           [lambda d: (torch.randn(40, dtype=d) * 4, torch.randn(40, dtype=d) * 4)], HALF, opsets=(9, 18)),
+    # ATen's CPU attention computes half types in float32; ONNX's Attention (23) in its inputs' type
+    Entry("attention_half", lambda q: F.scaled_dot_product_attention(q, q, q, is_causal=True),
+          [lambda d: ((torch.randint(-16, 17, (3, 2, 4, 2)) * 1.25).to(d),)], HALF + BF16, opsets=(18, 23), ort=False),
     Entry("smooth_l1_loss_bf16", lambda a, b: F.smooth_l1_loss(a, b, reduction="none", beta=0.3),
           [lambda d: (torch.randn(40, dtype=d) * 4, torch.randn(40, dtype=d) * 4)], BF16, opsets=(13, 18), ort=False),
 ]

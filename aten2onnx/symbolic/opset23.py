@@ -7,7 +7,7 @@ import functools
 import torch
 
 from aten2onnx import registry
-from aten2onnx.symbolic._helpers import cast
+from aten2onnx.symbolic._helpers import cast, opmath
 from aten2onnx.symbolic.opset9 import attention, no_attention_dropout, repeat_heads
 
 register = functools.partial(registry.register, opset=23)
@@ -23,7 +23,12 @@ def aten_scaled_dot_product_attention(g, query, key, value, attn_mask=None, drop
     if enable_gqa and query.shape[1] != key.shape[1]:
         repeats = query.shape[1] // key.shape[1]
         key, value = repeat_heads(g, key, repeats), repeat_heads(g, value, repeats)
+    # ATen's CPU attention computes half types in float32 (opmath) and rounds the result once; ONNX's
+    # Attention computes in its inputs' type, so half inputs are cast up and the result back
+    dtype, acc = query.dtype, opmath(query.dtype)
+    query, key, value = (cast(g, x, acc) for x in (query, key, value))
     if attn_mask is not None and attn_mask.dtype != torch.bool:
-        attn_mask = cast(g, attn_mask, query.dtype)
-    return g.op("Attention", query, key, value, attn_mask, is_causal=int(is_causal),
-                scale=None if scale is None else float(scale))
+        attn_mask = cast(g, attn_mask, acc)
+    out = g.op("Attention", query, key, value, attn_mask, is_causal=int(is_causal),
+               scale=None if scale is None else float(scale))
+    return cast(g, out, dtype)
