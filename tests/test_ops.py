@@ -8,6 +8,7 @@ import warnings
 
 import pytest
 import torch
+import torch.nn.functional as F
 from hypothesis import example, given, strategies as st
 
 import aten2onnx
@@ -275,3 +276,25 @@ def test_integer_floor_division_by_a_negative_number_wraps_it_first(opset):
     exported = aten2onnx.export(f, (x,), opset=opset, fallback="error")
     for got, want in zip(exported.run(x), f(x)):
         assert torch.equal(got, want)
+
+
+@pytest.mark.parametrize("opset", [9, 18])
+def test_hypot_neither_overflows_nor_loses_infinities(opset):
+    """hypot squares in float64 (float32 squares overflow from 1.8e19) and is inf where either side is."""
+    a = torch.tensor([68.0, 1e20, 3.0, 0.0, float("inf"), float("nan"), -float("inf")])
+    b = torch.tensor([1.0, 1e20, 4.0, 0.0, float("nan"), 2.0, 1.0])
+    exported = aten2onnx.export(torch.hypot, (a, b), opset=opset, fallback="error")
+    (theirs,) = run_ort(exported.model_proto, dict(zip(exported.input_names, (a, b))))
+    for got in (exported.run(a, b), torch.from_numpy(theirs)):
+        torch.testing.assert_close(got, torch.hypot(a, b), equal_nan=True)
+
+
+@pytest.mark.parametrize("fn", [F.hardswish, F.hardsigmoid, F.leaky_relu, F.selu],
+                         ids=["hardswish", "hardsigmoid", "leaky_relu", "selu"])
+def test_float64_activations_use_float64_constants(fn):
+    """ONNX's activation attributes are float32 (1/6 is 3e-9 off): float64 inputs compute with float64 ones."""
+    x = torch.arange(-16, 17, dtype=torch.float64) / 4
+    exported = aten2onnx.export(fn, (x,), opset=18, fallback="error")
+    (theirs,) = run_ort(exported.model_proto, {exported.input_names[0]: x})
+    for got in (exported.run(x), torch.from_numpy(theirs)):
+        torch.testing.assert_close(got, fn(x), rtol=1e-15, atol=1e-15)

@@ -492,6 +492,10 @@ def aten_minimum(g, self, other):
 @register("aten::leaky_relu.default")
 def aten_leaky_relu(g, self, negative_slope=0.01):
     """leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor"""
+    if self.dtype == torch.float64 and float(torch.tensor(float(negative_slope), dtype=torch.float32)) != negative_slope:
+        # LeakyRelu's alpha is a float32 attribute: a float64 slope it cannot hold is multiplied in float64
+        return g.op("Where", g.op("Greater", self, g.const(0.0, like=self)), self,
+                    g.op("Mul", self, g.const(float(negative_slope), like=self)))
     return g.op("LeakyRelu", self, alpha=float(negative_slope))
 
 

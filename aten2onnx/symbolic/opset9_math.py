@@ -287,15 +287,26 @@ def aten_logit(g, self, eps=None):
 # -- activations -----------------------------------------------------------------------------------------
 
 
+def relu6_of_shifted(g: GraphBuilder, x: Value) -> Value:
+    """min(max(x + 3, 0), 6), as ATen's hardsigmoid and hardswish compute it."""
+    return g.op("Min", g.op("Max", g.op("Add", x, const_like(g, 3.0, x)), const_like(g, 0.0, x)), const_like(g, 6.0, x))
+
+
+# HardSigmoid's alpha and beta are float32 attributes: 1/6 in float32 is 3e-9 off in float64, so a
+# float64 input gets ATen's own formula.
 @register("aten::hardsigmoid.default")
 def aten_hardsigmoid(g, self):
     """hardsigmoid(Tensor self) -> Tensor"""
+    if self.dtype == torch.float64:
+        return g.op("Div", relu6_of_shifted(g, self), const_like(g, 6.0, self))
     return g.op("HardSigmoid", self, alpha=1 / 6, beta=0.5)
 
 
 @register("aten::hardswish.default")
 def aten_hardswish(g, self):
     """hardswish(Tensor self) -> Tensor"""
+    if self.dtype == torch.float64:
+        return g.op("Div", g.op("Mul", self, relu6_of_shifted(g, self)), const_like(g, 6.0, self))
     return g.op("Mul", self, g.op("HardSigmoid", self, alpha=1 / 6, beta=0.5))
 
 
@@ -308,7 +319,7 @@ def aten_relu6(g, self):
 @register("aten::elu.default")
 def aten_elu(g, self, alpha=1, scale=1, input_scale=1):
     """elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor"""
-    if scale == 1 and input_scale == 1:
+    if scale == 1 and input_scale == 1 and attribute_exact(self, alpha):
         return g.op("Elu", self, alpha=float(alpha))
     x = g.op("Mul", self, const_like(g, float(input_scale), self))
     neg = g.op("Mul", g.op("Sub", g.op("Exp", x), const_like(g, 1.0, self)), const_like(g, float(alpha), self))
@@ -319,7 +330,18 @@ def aten_elu(g, self, alpha=1, scale=1, input_scale=1):
 @register("aten::selu.default")
 def aten_selu(g, self):
     """selu(Tensor self) -> Tensor"""
+    if not attribute_exact(self, SELU_ALPHA, SELU_SCALE):
+        return aten_elu(g, self, SELU_ALPHA, SELU_SCALE)
     return g.op("Selu", self)
+
+
+SELU_ALPHA, SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+
+
+def attribute_exact(x: Value, *values) -> bool:
+    """Whether an op's float attributes (float32 in ONNX) hold these numbers exactly for x's dtype: a
+    float64 input needs them in float64 (0.01 in float32 is 2e-10 off), narrower ones do not."""
+    return x.dtype != torch.float64 or all(float(torch.tensor(float(v), dtype=torch.float32)) == float(v) for v in values)
 
 
 @register("aten::celu.default")
@@ -420,12 +442,6 @@ def aten_atan2(g, self, other):
     return g.op("Where", both_zero, g.op("Mul", y, const_like(g, 1.0, y)), out)
 
 
-def nonzero(g: GraphBuilder, x: Value) -> Value:
-    """x != 0 by Less and Greater, which take floats at every opset (NaN counts as zero)."""
-    zero = g.const(0, like=x)
-    return g.op("Or", g.op("Less", x, zero), g.op("Greater", x, zero))
-
-
 def fmod(g: GraphBuilder, self, other, *, has_mod: bool) -> Value:
     """C's fmod: the remainder of truncated division, with the dividend's sign (a zero too)."""
     a, b = promote(g, self, other)
@@ -434,8 +450,7 @@ def fmod(g: GraphBuilder, self, other, *, has_mod: bool) -> Value:
     if not a.dtype.is_floating_point:
         return g.op("Sub", a, g.op("Mul", g.op("Div", a, b), b))  # integer Div truncates
     r = g.op("Sub", a, g.op("Mul", trunc(g, g.op("Div", a, b)), b))
-    zero = g.op("Not", g.op("Or", nonzero(g, r), g.op("IsNaN", r)))
-    r = g.op("Where", zero, g.op("Mul", a, g.const(0, like=a)), r)  # a zero with a's sign
+    r = g.op("Where", is_zero(g, r), g.op("Mul", a, g.const(0, like=a)), r)  # a zero with a's sign
     infinite = g.op("Greater", g.op("Abs", b), g.const(torch.finfo(b.dtype).max, like=b))  # not NaN
     return g.op("Where", infinite, a, r)  # a finite a is its own remainder by an infinity (0 * inf is NaN)
 
@@ -452,7 +467,7 @@ def remainder(g: GraphBuilder, self, other, *, has_mod: bool) -> Value:
     m = fmod(g, a, b, has_mod=has_mod)
     zero = g.const(0, like=m)
     other_side = g.op("Xor", g.op("Less", m, zero), g.op("Less", b, zero))
-    return g.op("Where", g.op("And", nonzero(g, m), other_side), g.op("Add", m, b), m)
+    return g.op("Where", g.op("And", g.op("Not", is_zero(g, m)), other_side), g.op("Add", m, b), m)
 
 
 @register("aten::fmod.Tensor", "aten::fmod.Scalar")
@@ -518,7 +533,14 @@ def aten_xlogy(g, self, other):
 def aten_hypot(g, self, other):
     """hypot(Tensor self, Tensor other) -> Tensor"""
     a, b = promote(g, self, other)
-    return g.op("Sqrt", g.op("Add", g.op("Mul", a, a), g.op("Mul", b, b)))
+    dtype = a.dtype
+    # squares of float32 overflow from 1.8e19 where hypot does not: computed in float64, rounded once
+    wide = torch.float64 if dtype in (torch.float16, torch.bfloat16, torch.float32) else dtype
+    a, b = cast(g, a, wide), cast(g, b, wide)
+    r = g.op("Sqrt", g.op("Add", g.op("Mul", a, a), g.op("Mul", b, b)))
+    top = g.const(torch.finfo(wide).max, dtype=wide)
+    infinite = g.op("Or", g.op("Greater", g.op("Abs", a), top), g.op("Greater", g.op("Abs", b), top))
+    return cast(g, g.op("Where", infinite, g.const(math.inf, dtype=wide), r), dtype)  # hypot(inf, nan) is inf
 
 
 @register("aten::logaddexp.default")
