@@ -74,6 +74,12 @@ FOUND = [
     program([("x0", (3,), F16), ("x1", (3, 2, 4, 1), torch.int16)],
             [("v0", "torch.sub(x1, x0, alpha=3)"), ("v1", "F.scaled_dot_product_attention(v0, v0, v0, is_causal=True)")],
             ("v1",), batch=3, seed=35455),
+    # a write whose source reads memory the same write changes (eager's result is its copy order's)
+    program([("x0", (2,), F32), ("x1", (2,), torch.bool)],
+            [("v0", "x0.repeat(2, 1)"), ("v1", "v0[:-1]"), (None, "v0[:, 1][...] = v1"), ("v2", "v0 * 1")], ("v2",)),
+    # atan2 of signed zeros (-0 / -0 is -pi) and half-type logcumsumexp (computed in float32 by ATen)
+    program([("x0", (3,), F32)], [("v0", "-x0.squeeze(-1)"), ("v1", "torch.atan2(v0, v0 * 0)")], ("v1",), seed=14668),
+    program([("x0", (3, 1, 2), F16)], [("v0", "torch.logcumsumexp(x0, 0)")], ("v0",), seed=30483),
     # a symbolic stride in the overlap check raised a data-dependent guard
     program([("x1", (2,), torch.int8)], [("v0", "torch.nonzero(x1)"), (None, "v0.t()[0].clamp_(min=-1)")], ("v0",)),
 ]

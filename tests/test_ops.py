@@ -298,3 +298,18 @@ def test_float64_activations_use_float64_constants(fn):
     (theirs,) = run_ort(exported.model_proto, {exported.input_names[0]: x})
     for got in (exported.run(x), torch.from_numpy(theirs)):
         torch.testing.assert_close(got, fn(x), rtol=1e-15, atol=1e-15)
+
+
+@pytest.mark.parametrize("opset", [9, 18])
+def test_atan2_reads_the_signs_of_zeros(opset):
+    """atan2(+-0, -0) is +-pi, atan2(-0, x < 0) -pi and atan2(+-1, -0) +-pi/2, as C's atan2 gives them;
+    a -0 result stays -0 (but in onnxruntime, whose Where makes -0 from its first branch +0)."""
+    y = torch.tensor([0.0, -0.0, 0.0, -0.0, -0.0, 0.0, 1.0, -1.0, float("nan"), -0.0])
+    x = torch.tensor([0.0, 0.0, -0.0, -0.0, -2.0, -2.0, -0.0, 0.0, 1.0, 1.0])
+    expected = torch.atan2(y, x)
+    exported = aten2onnx.export(torch.atan2, (y, x), opset=opset, fallback="error")
+    (theirs,) = run_ort(exported.model_proto, dict(zip(exported.input_names, (y, x))))
+    ours = exported.run(y, x)
+    for got in (ours, torch.from_numpy(theirs)):
+        torch.testing.assert_close(got, expected, equal_nan=True)
+    assert torch.equal(torch.signbit(ours), torch.signbit(expected))

@@ -166,6 +166,35 @@ def _returned_its_input(node: torch.fx.Node) -> bool:
         return False
 
 
+def _reads_what_it_writes(written: torch.fx.Node, source: torch.fx.Node, limit: int = 1 << 22) -> bool:
+    """Whether an in-place write reads, at some element, memory it writes at another element
+    (x[:, 1] = x[:-1]): eager's result then depends on its copy order. Decided from the example values'
+    strides where they are static and small; a source at exactly the written positions (x.add_(x)) is
+    no hazard."""
+    dst, src = written.meta.get("val"), source.meta.get("val")
+    if not isinstance(dst, torch.Tensor) or not isinstance(src, torch.Tensor):
+        return False
+    try:
+        if dst.untyped_storage()._cdata != src.untyped_storage()._cdata:
+            return False
+        shapes = [list(t.shape) + list(t.stride()) + [t.storage_offset()] for t in (dst, src)]
+        if not all(isinstance(d, int) for shape in shapes for d in shape) or dst.numel() > limit:
+            return False
+        src_shape = torch.broadcast_shapes(src.shape, dst.shape)
+    except (RuntimeError, NotImplementedError):
+        return False
+    if tuple(src_shape) != tuple(dst.shape):
+        return False
+    extent = 1 + max(t.storage_offset() + sum((n - 1) * st for n, st in zip(t.shape, t.stride())) for t in (dst, src))
+    memory = torch.arange(extent)
+    dst_at = memory.as_strided(dst.shape, dst.stride(), dst.storage_offset()).reshape(-1)
+    src_at = memory.as_strided(src.shape, src.stride(), src.storage_offset()).expand(dst.shape).reshape(-1)
+    writer = torch.full((extent,), -1, dtype=torch.int64)
+    writer[dst_at] = torch.arange(dst_at.numel())
+    read = writer[src_at]  # which element's write each element reads back, -1 for none
+    return bool(((read >= 0) & (read != torch.arange(read.numel()))).any())
+
+
 def _overlaps(node: torch.fx.Node) -> bool:
     """Whether a view's elements share memory (an expanded dim): eager writes each shared element once
     per view element, which no functional graph computes (torch's functionalization sums them)."""
@@ -369,6 +398,12 @@ class _Rewriter:
         twin = functional_twin(node.target)
         if written is None or twin is None:
             raise Unsupported(f"{node.target} writes several arguments or has no functional twin")
+        for other in node.all_input_nodes:
+            if other is not written and _reads_what_it_writes(written, other):
+                raise ExportError(f"{node.name!r} at {source_of(node) or '?'} writes into {written.name!r} from "
+                                  f"{other.name!r}, which shares some of its memory at other positions: eager reads "
+                                  "elements the same write has already changed, in an order no graph has. Write "
+                                  f"from a copy ({other.name}.clone())")
         args, kwargs = self._twin_args(node, twin)
         if twin is aten.copy.default and args[1] is self._resolve(written) and _same_meta(args[0], args[1]):
             return  # copying a view's own current value back into it changes nothing

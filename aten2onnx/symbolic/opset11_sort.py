@@ -10,7 +10,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.exporter.builder import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import cast, norm_dim
+from aten2onnx.symbolic._helpers import cast, norm_dim, opmath
 from aten2onnx.symbolic.opset9 import reshape, sum_dtype
 from aten2onnx.symbolic.opset9_norm import axis_sum, static_shape
 
@@ -165,14 +165,15 @@ def aten_logcumsumexp(g, self, dim):
     """logcumsumexp(Tensor self, int dim) -> Tensor"""
     if self.rank == 0:
         return self
-    masked, perm, n = triangular(g, self, dim, float("-inf"))
+    x = cast(g, self, opmath(self.dtype))  # ATen computes half types in float32 and rounds each result once
+    masked, perm, n = triangular(g, x, dim, float("-inf"))
     m, _ = topk(g, masked, 1, -1, True)
     finite = g.op("Less", g.op("Abs", m), g.const(float("inf"), like=m))
     m = g.op("Where", finite, m, g.const(0.0, like=m))
     shifted = g.op("Exp", g.op("Sub", masked, m))
     shifted.shape = tuple(static_shape(self, "logcumsumexp")[d] for d in perm[:-1]) + (n, n)
     out = g.op("Add", g.op("Log", axis_sum(g, shifted, -1, keepdim=True)), m)
-    return restore(g, out, self, perm)
+    return cast(g, restore(g, out, x, perm), self.dtype)
 
 
 def cumprod(g: GraphBuilder, self: Value, dim: int, dtype, *, axes_as_input: bool) -> Value:

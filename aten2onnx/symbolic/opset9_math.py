@@ -433,13 +433,17 @@ def aten_atan2(g, self, other):
     zero = const_like(g, 0.0, x)
     base = g.op("Atan", g.op("Div", y, x))
     pi = const_like(g, math.pi, x)
-    x_neg = g.op("Less", x, zero)
-    y_neg = g.op("Less", y, zero)
-    adjust = g.op("Where", x_neg, g.op("Where", y_neg, g.op("Neg", pi), pi), zero)
-    out = g.op("Add", base, adjust)
-    # x == 0: atan(y/0) is +-pi/2 already, except y == 0 where the result is 0 (or pi for x = -0).
-    both_zero = g.op("And", is_zero(g, y), is_zero(g, x))
-    return g.op("Where", both_zero, g.op("Mul", y, const_like(g, 1.0, y)), out)
+    # the sign bits, -0 included (1 / -0 is -inf), as C's atan2 reads them
+    y_sign = g.op("Less", g.op("Div", const_like(g, 1.0, y), y), zero)
+    x_sign = g.op("Less", g.op("Div", const_like(g, 1.0, x), x), zero)
+    half_turn = g.op("Where", y_sign, g.op("Neg", pi), pi)
+    out = g.op("Where", g.op("Less", x, zero), g.op("Add", base, half_turn), base)  # (+ 0 would lose a -0)
+    # x == +-0: +-pi/2 by y's sign (atan(y/-0) has the other); y == 0 too: y itself for x = +0, +-pi for -0
+    y_zero, x_zero = is_zero(g, y), is_zero(g, x)
+    quarter = g.op("Mul", half_turn, const_like(g, 0.5, x))
+    out = g.op("Where", x_zero, quarter, out)
+    both_zero = g.op("And", y_zero, x_zero)
+    return g.op("Where", both_zero, g.op("Where", x_sign, half_turn, y), out)
 
 
 def fmod(g: GraphBuilder, self, other, *, has_mod: bool) -> Value:
