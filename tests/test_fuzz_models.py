@@ -80,6 +80,8 @@ FOUND = [
     # atan2 of signed zeros (-0 / -0 is -pi) and half-type logcumsumexp (computed in float32 by ATen)
     program([("x0", (3,), F32)], [("v0", "-x0.squeeze(-1)"), ("v1", "torch.atan2(v0, v0 * 0)")], ("v1",), seed=14668),
     program([("x0", (3, 1, 2), F16)], [("v0", "torch.logcumsumexp(x0, 0)")], ("v0",), seed=30483),
+    # sign of NaN is 0 in eager, NaN in ONNX's Sign
+    program([("x0", (), F32)], [("v0", "torch.div(x0, x0 * 0, rounding_mode='floor')"), ("v1", "v0.sign()")], ("v1",)),
     # a symbolic stride in the overlap check raised a data-dependent guard
     program([("x1", (2,), torch.int8)], [("v0", "torch.nonzero(x1)"), (None, "v0.t()[0].clamp_(min=-1)")], ("v0",)),
 ]

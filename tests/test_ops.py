@@ -313,3 +313,12 @@ def test_atan2_reads_the_signs_of_zeros(opset):
     for got in (ours, torch.from_numpy(theirs)):
         torch.testing.assert_close(got, expected, equal_nan=True)
     assert torch.equal(torch.signbit(ours), torch.signbit(expected))
+
+
+@pytest.mark.parametrize("opset", [9, 18])
+def test_sign_of_nan_and_negative_zero_is_eager_zero(opset):
+    x = torch.tensor([float("nan"), -0.0, 0.0, -2.5, 3.0, float("inf")])
+    exported = aten2onnx.export(torch.sign, (x,), opset=opset, fallback="error")
+    (theirs,) = run_ort(exported.model_proto, {exported.input_names[0]: x})
+    for got in (exported.run(x), torch.from_numpy(theirs)):
+        assert torch.equal(got, torch.sign(x)) and not torch.signbit(got[1])

@@ -106,7 +106,11 @@ def aten_sign(g, self):
     """sign(Tensor self) -> Tensor"""
     if self.dtype == torch.bool:
         return self
-    return g.op("Sign", self)
+    if not self.dtype.is_floating_point:
+        return g.op("Sign", self)
+    # (x > 0) - (x < 0), as ATen computes it: 0 for NaN and +0 for -0, where Sign gives NaN and -0
+    zero = const_like(g, 0.0, self)
+    return g.op("Sub", cast(g, g.op("Greater", self, zero), self.dtype), cast(g, g.op("Less", self, zero), self.dtype))
 
 
 @register("aten::signbit.default")
