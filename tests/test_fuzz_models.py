@@ -82,6 +82,9 @@ FOUND = [
     program([("x0", (3, 1, 2), F16)], [("v0", "torch.logcumsumexp(x0, 0)")], ("v0",), seed=30483),
     # sign of NaN is 0 in eager, NaN in ONNX's Sign
     program([("x0", (), F32)], [("v0", "torch.div(x0, x0 * 0, rounding_mode='floor')"), ("v1", "v0.sign()")], ("v1",)),
+    # clamp with one bound: Clip's missing bound is the largest finite number, which clamps inf
+    program([("x1", (2, 1, 1), torch.int16), ("x2", (2, 3, 3), F32)], [("v0", "x2 / x1"),
+                                                                        ("v1", "torch.clamp(v0, min=-2.0)")], ("v1",)),
     # a symbolic stride in the overlap check raised a data-dependent guard
     program([("x1", (2,), torch.int8)], [("v0", "torch.nonzero(x1)"), (None, "v0.t()[0].clamp_(min=-1)")], ("v0",)),
 ]

@@ -322,3 +322,18 @@ def test_sign_of_nan_and_negative_zero_is_eager_zero(opset):
     (theirs,) = run_ort(exported.model_proto, {exported.input_names[0]: x})
     for got in (exported.run(x), torch.from_numpy(theirs)):
         assert torch.equal(got, torch.sign(x)) and not torch.signbit(got[1])
+
+
+@pytest.mark.parametrize("opset", [9, 11, 12, 18])
+def test_clamp_with_one_bound_leaves_infinities(opset):
+    """Clip's missing bound is the largest finite number; clamp's is none at all."""
+    x = torch.tensor([float("inf"), -float("inf"), 1.0, -3.0, float("nan")])
+
+    def f(x):
+        return x.clamp(min=-2.0), x.clamp(max=2.0)
+
+    exported = aten2onnx.export(f, (x,), opset=opset, fallback="error")
+    theirs = run_ort(exported.model_proto, {exported.input_names[0]: x})
+    for got in (exported.run(x), tuple(torch.from_numpy(t) for t in theirs)):
+        for g_, w in zip(got, f(x)):
+            torch.testing.assert_close(g_, w, equal_nan=True)

@@ -14,7 +14,7 @@ from aten2onnx.symbolic.opset9_reduce import cumsum_accumulator
 from aten2onnx.exporter.builder import GraphBuilder, Value
 from aten2onnx.symbolic._helpers import as_value, cast, norm_dim, result_type
 from aten2onnx.symbolic.opset9 import (
-    FLOATS, arange, attention, broadcast_indices, clamp_minmax, eager_index_order, equal, index_tensors,
+    FLOATS, arange, attention, broadcast_indices, clamp_minmax, clip_bounds, eager_index_order, equal, index_tensors,
     no_attention_dropout, sum_dtype, unsqueeze_static,
 )
 
@@ -60,6 +60,7 @@ def aten_clamp(g, self, min=None, max=None):
     self = cast(g, self, result_type(*(v for v in (self, min, max) if v is not None)))  # bool.clamp(0, 1) is int64
     if self.dtype not in FLOATS:
         return clamp_minmax(g, self, min, max, int_inputs=False)
+    min, max = clip_bounds(self, min, max)
     lo = None if min is None else as_value(g, min, self.dtype)
     hi = None if max is None else as_value(g, max, self.dtype)
     return g.op("Clip", self, lo, hi)

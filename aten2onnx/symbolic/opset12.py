@@ -6,7 +6,7 @@ import functools
 
 from aten2onnx import registry
 from aten2onnx.symbolic._helpers import as_value, cast, result_type
-from aten2onnx.symbolic.opset9 import compare, extremum
+from aten2onnx.symbolic.opset9 import clip_bounds, compare, extremum
 
 register = functools.partial(registry.register, opset=12)
 
@@ -39,6 +39,7 @@ def aten_minimum(g, self, other):
 def aten_clamp(g, self, min=None, max=None):
     """clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor"""
     self = cast(g, self, result_type(*(v for v in (self, min, max) if v is not None)))  # bool.clamp(0, 1) is int64
+    min, max = clip_bounds(self, min, max)
     lo = None if min is None else as_value(g, min, self.dtype)
     hi = None if max is None else as_value(g, max, self.dtype)
     return g.op("Clip", self, lo, hi)

@@ -506,7 +506,16 @@ def aten_clamp(g, self, min=None, max=None):
     if self.dtype not in (torch.float16, torch.float32):
         # Clip-6's bounds are float32 attributes, and onnxruntime has no float64 Clip-6
         return clamp_minmax(g, self, min, max, int_inputs=False)
-    return g.op("Clip", self, min=None if min is None else float(min), max=None if max is None else float(max))
+    lo, hi = clip_bounds(self, min, max)
+    return g.op("Clip", self, min=float(lo), max=float(hi))
+
+
+def clip_bounds(x: Value, min, max) -> tuple:
+    """clamp's bounds for Clip: a missing float bound is an infinity (Clip's own default, the largest
+    finite number, would clamp inf, which clamp leaves alone); integers keep Clip's default."""
+    if x.dtype.is_floating_point:
+        return (-math.inf if min is None else min), (math.inf if max is None else max)
+    return min, max
 
 
 def clamp_minmax(g: GraphBuilder, self: Value, min, max, *, int_inputs: bool) -> Value:
