@@ -5,6 +5,7 @@ import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 import aten2onnx
 from aten2onnx.runtime import InferenceSession
@@ -83,3 +84,12 @@ def test_hand_written_attention_is_not_fused():
 
     exported = aten2onnx.export(attention, tuple(torch.randn(1, 2, 4, 8) for _ in range(3)), opset=18)
     assert not any(k.startswith("aten2onnx.fused") for k in kernels(InferenceSession(exported.model_proto)))
+
+
+def test_fused_attention_keeps_a_float64_scale_exact():
+    """The fused node's scale is a float64 tensor: a FLOAT attribute rounded 1/sqrt(2) to float32,
+    1e-8 off eager's float64 attention."""
+    torch.manual_seed(0)
+    q = torch.randn(2, 3, 2, dtype=torch.float64)
+    exported = aten2onnx.export(lambda q: F.scaled_dot_product_attention(q, q, q), (q,), opset=18)
+    assert torch.equal(exported.run(q), F.scaled_dot_product_attention(q, q, q))

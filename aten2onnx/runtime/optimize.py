@@ -154,7 +154,9 @@ def _sdpa(group: _Group) -> tuple[str, list[str], dict] | None:
         if rank < 2 or perm != list(range(rank - 2)) + [rank - 1, rank - 2] or found.get("axis") not in (-1, rank - 1):
             return None
         inputs = [found["q"], found["k"], found["v"], found.get("mask", "")]
-        return "Attention", inputs, {"scale": found["scale"], "mask": kind, "rank": rank, "dtype": found["dtype"]}
+        # the scale as a float64 tensor: a FLOAT attribute would round it to float32 (1e-8 off in float64)
+        scale = numpy_helper.from_array(np.array(found["scale"], dtype=np.float64))
+        return "Attention", inputs, {"scale": scale, "mask": kind, "rank": rank, "dtype": found["dtype"]}
     return None
 
 

@@ -304,7 +304,7 @@ UNARY_INEXACT = ["torch.exp({})", "torch.log({}.abs() + 1)", "torch.sqrt({}.abs(
 UNARY_EXACT = ["-{}", "{}.abs()", "torch.relu({})", "F.relu6({})", "F.hardtanh({})", "{}.square()"]
 JUMPS = ["{}.floor()", "{}.ceil()", "{}.round()", "{}.trunc()", "{}.sign()", "{}.frac()", "({} > 0)",
          "torch.isnan({})", "{}.to(torch.int64)", "{}.to(torch.int32)", "{}.to(torch.uint8)", "{}.to(torch.int8)",
-         "{}.to(torch.bool)", "torch.signbit({})", "torch.isinf({})"]
+         "{}.to(torch.bool)", "torch.isinf({})"]  # not signbit: a NaN's sign bit is the arithmetic's that made it
 BINARY_EXACT = ["{} + {}", "{} - {}", "{} * {}", "torch.maximum({}, {})", "torch.minimum({}, {})",
                 "torch.fmax({}, {})", "torch.fmin({}, {})", "torch.add({}, {}, alpha=2)", "torch.sub({}, {}, alpha=3)"]
 BINARY_INEXACT = ["{} / {}", "torch.hypot({}, {})", "torch.logaddexp({}, {})", "torch.pow({}.abs() + 0.5, {})",
@@ -718,7 +718,8 @@ def programs(*, max_steps: int = 8) -> st.SearchStrategy[Program]:
 
 @dataclasses.dataclass(frozen=True)
 class Outcome:
-    """What one export of a program did. status: "match"; "refused" (our error, allowed); "mismatch"
+    """What one export of a program did. status: "match"; "refused" (our error, allowed); "deviation" (an
+    onnxruntime disagreement known to be onnxruntime's on NaN or inf, allowed); "mismatch"
     (a runtime disagrees with eager), "invalid" (onnx.checker or onnxruntime rejects the model),
     "escape" (an exception that is not ours, or our InternalError), "changed" (the export changed the
     model), "crash" (a built-in symbolic failed and its node fell back): bugs."""
@@ -846,8 +847,21 @@ def _compare_runs(program: Program, module: torch.nn.Module, exported: aten2onnx
                     ort_feeds[u["input"]] = results[u["output"]]
             tensors = {k: torch.from_numpy(np.asarray(v)) for k, v in results.items()}
             fed = {k: torch.from_numpy(np.asarray(v)) for k, v in ort_feeds.items()}
-            _match(f"run {run}: onnxruntime", exported, tensors, expected, updates, fed, state, written, tolerance)
+            try:
+                _match(f"run {run}: onnxruntime", exported, tensors, expected, updates, fed, state, written, tolerance)
+            except _Bug as bug:
+                if precision.nonfinite and any(op in program.source() for op in _ORT_NONFINITE):
+                    return Outcome(opset, "deviation", f"{bug} (a known onnxruntime deviation on NaN or inf)")
+                raise
     return Outcome(opset, "match")
+
+
+# Ops whose onnxruntime kernels depart from eager on NaN and infinities (MaxPool and ArgMax skip NaN,
+# Unique drops it, Where turns a -0 into +0, attention and linear Resize weigh an infinity by 0): an
+# onnxruntime disagreement on a run where eager met NaN or inf is a known deviation, when these
+# ops are in the program; aten2onnx.runtime must still agree.
+_ORT_NONFINITE = ("max_pool", "argmax", "argmin", ".indices", "unique", "scaled_dot_product_attention",
+                  "interpolate", "atan2", "where", "masked_fill", "clamp")
 
 
 def _ort_session(proto: onnx.ModelProto) -> Any:
@@ -864,16 +878,21 @@ def _ort_session(proto: onnx.ModelProto) -> Any:
 
 
 class _Precisions(TorchFunctionMode):
-    """The float dtypes eager computed in: a float32 result of a float16 computation is only as
-    close as float16 allows."""
+    """What eager computed on the way: the float dtypes (a float32 result of a float16 computation is
+    only as close as float16 allows), and whether some value was NaN or infinite (see _ORT_NONFINITE)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.seen: set[torch.dtype] = set()
+        self.nonfinite = False
 
     def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001 (torch's protocol)
         result = func(*args, **(kwargs or {}))
-        self.seen.update(t.dtype for t in pytree.tree_leaves(result) if isinstance(t, torch.Tensor))
+        for t in pytree.tree_leaves(result):
+            if isinstance(t, torch.Tensor):
+                self.seen.add(t.dtype)
+                if t.dtype.is_floating_point and t.numel() and not bool(torch.isfinite(t).all()):
+                    self.nonfinite = True
         return result
 
     def loosest(self) -> tuple[float, float] | None:

@@ -58,9 +58,9 @@ class Attention(_Fused):
 
     op_type, aten_op = "Attention", torch.ops.aten.scaled_dot_product_attention.default
 
-    def setup(self, group, scale: float, mask: str, rank: int, dtype: int) -> None:
+    def setup(self, group, scale: torch.Tensor, mask: str, rank: int, dtype: int) -> None:
         self._group(group)
-        self.scale, self.mask, self.rank, self.dtype = scale, mask, rank, runtime_dtype(dtype)
+        self.scale, self.mask, self.rank, self.dtype = float(scale), mask, rank, runtime_dtype(dtype)
 
     def run(self, q, k, v, mask=None):
         mask_dtype = {"none": None, "where": torch.bool, "add": q.dtype}[self.mask]
