@@ -87,6 +87,11 @@ FOUND = [
                                                                         ("v1", "torch.clamp(v0, min=-2.0)")], ("v1",)),
     # a symbolic stride in the overlap check raised a data-dependent guard
     program([("x1", (2,), torch.int8)], [("v0", "torch.nonzero(x1)"), (None, "v0.t()[0].clamp_(min=-1)")], ("v0",)),
+    # a view of a written tensor sliced to a symbolic end equal to its size at the example was taken as the
+    # whole tensor (SymInt == answers for the example only): v3[:n // 2 + 1] read as v3 at other batches
+    program([("x0", (3,), F32)], [("v1", "x0.new_full((x0.shape[-1],), 2)"), ("v3", "v1[:-1]"),
+                                  (None, "v3.narrow(0, 0, 1).fill_(-1.0)"), ("v10", "v3[: v3.shape[0] // 2 + 1]")],
+            ("v10",), dynamic=True, batch=3),
 ]
 
 

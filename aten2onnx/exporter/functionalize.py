@@ -160,10 +160,16 @@ def _returned_its_input(node: torch.fx.Node) -> bool:
         return False
     try:
         return (val.untyped_storage()._cdata == first.untyped_storage()._cdata and val.dtype == first.dtype
-                and val.storage_offset() == first.storage_offset() and val.shape == first.shape
-                and val.stride() == first.stride())
+                and val.dim() == first.dim() and _known_equal(val.storage_offset(), first.storage_offset())
+                and all(map(_known_equal, val.shape, first.shape)) and all(map(_known_equal, val.stride(), first.stride())))
     except (NotImplementedError, RuntimeError):
         return False
+
+
+def _known_equal(a: Any, b: Any) -> bool:
+    """Equal for every value of the symbols: `==` of two SymInts answers for the example's sizes only
+    (x[:n // 2 + 1] of a size-2 x is all of x, of a size-5 one not)."""
+    return statically_known_true(a == b)
 
 
 def _reads_what_it_writes(written: torch.fx.Node, source: torch.fx.Node, limit: int = 1 << 22) -> bool:
@@ -452,7 +458,8 @@ def _freeze(value: Any) -> Any:
 
 def _same_meta(a: torch.fx.Node, b: torch.fx.Node) -> bool:
     va, vb = a.meta.get("val"), b.meta.get("val")
-    return isinstance(va, torch.Tensor) and isinstance(vb, torch.Tensor) and va.dtype == vb.dtype and va.shape == vb.shape
+    return (isinstance(va, torch.Tensor) and isinstance(vb, torch.Tensor) and va.dtype == vb.dtype
+            and va.dim() == vb.dim() and all(map(_known_equal, va.shape, vb.shape)))
 
 
 class _Builder:
