@@ -71,6 +71,7 @@ def export(
     input_names: list[str] | tuple[str, ...] | None = None,
     output_names: list[str] | tuple[str, ...] | None = None,
     custom_symbolics: Mapping[str, Callable[..., Any]] | None = None,
+    progress: bool | None = None,
 ) -> ExportedModel:
     """Export `model` called on `args`/`kwargs` to ONNX at `opset`.
 
@@ -81,6 +82,7 @@ def export(
     fallback: "aten" exports ops with no symbolic as ATen nodes (runnable in aten2onnx.runtime) and
         warns; "error" raises one UnsupportedOperatorError listing every such op.
     custom_symbolics: {"aten::op.overload": fn} used for this export only, at every opset.
+    progress: progress bars on stderr (capture, rewrite, translation); None: when stderr is a terminal.
     """
     from aten2onnx.exporter import export_program
 
@@ -96,6 +98,7 @@ def export(
         input_names=list(input_names) if input_names is not None else None,
         output_names=list(output_names) if output_names is not None else None,
         custom_symbolics=dict(custom_symbolics) if custom_symbolics is not None else None,
+        progress=progress,
     )
 
 

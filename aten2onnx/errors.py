@@ -9,7 +9,10 @@ import dataclasses
 
 
 class Aten2OnnxError(Exception):
-    """Base of every error raised by aten2onnx."""
+    """Base of every error raised by aten2onnx. `details`: more than the message says (what torch
+    logged while failing, say), for `--verbose` and for whoever wants to dig; empty for most errors."""
+
+    details: tuple[str, ...] = ()
 
 
 class RegistrationError(Aten2OnnxError, TypeError):
@@ -34,14 +37,18 @@ class CaptureError(ExportError):
     """torch.export could not capture the model; carries torch.export's own messages.
 
     failures: (mode, exception) per capture attempt; source: the user's file:line where known;
-    torch_log: what torch logged and printed while failing (kept out of the terminal)."""
+    details (also `torch_log`): what torch logged and printed while failing, kept out of the terminal."""
 
     def __init__(self, message: str, *, failures: list | None = None, source: str | None = None,
                  torch_log: list[str] | None = None) -> None:
         super().__init__(message)
         self.failures = failures or []
         self.source = source
-        self.torch_log = torch_log or []
+        self.details = tuple(torch_log or ())
+
+    @property
+    def torch_log(self) -> list[str]:
+        return list(self.details)
 
 
 class SymbolicError(ExportError):

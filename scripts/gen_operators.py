@@ -7,112 +7,15 @@
 from __future__ import annotations
 
 import argparse
-import ast
-import dataclasses
 import difflib
-import inspect
 import pathlib
 import sys
-import textwrap
-import types
-from collections.abc import Callable
+
+from aten2onnx.coverage import entries, span
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "operators.md"
 COMMAND = "python scripts/gen_operators.py"
-
-
-@dataclasses.dataclass(frozen=True)
-class Limitation:
-    """A `raise NotImplementedError(...)` reachable from a handler: the handler's opset, the
-    function that raises (the handler or a helper it calls), and the message as written."""
-
-    opset: int
-    function: str
-    message: str
-
-
-@dataclasses.dataclass(frozen=True)
-class Entry:
-    key: str
-    opsets: tuple[int, ...]
-    limitations: tuple[Limitation, ...]
-
-
-def builtin_handlers(on_complex: bool = False) -> dict[str, dict[int, Callable[..., object]]]:
-    """{overload key: {opset: handler}} for the built-in symbolics only (no user registrations);
-    on_complex: those for nodes with complex tensors."""
-    from aten2onnx import symbolic  # noqa: F401  (registers the built-ins)
-    from aten2onnx.registry import COMPLEX, REGISTRY
-
-    return (COMPLEX if on_complex else REGISTRY).builtin_handlers()
-
-
-def _message(node: ast.Raise) -> str | None:
-    """The message of `raise NotImplementedError(<message>)`, as written in the source."""
-    exc = node.exc
-    if not (isinstance(exc, ast.Call) and isinstance(exc.func, ast.Name) and exc.func.id == "NotImplementedError"):
-        if isinstance(exc, ast.Name) and exc.id == "NotImplementedError":
-            return ""
-        return None
-    if not exc.args:
-        return ""
-    arg = exc.args[0]
-    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-        return arg.value
-    if isinstance(arg, ast.JoinedStr):  # an f-string: keep its placeholders, {self.dtype}
-        return "".join(v.value if isinstance(v, ast.Constant) else "{" + ast.unparse(v.value) + "}"
-                       for v in arg.values)
-    return ast.unparse(arg)
-
-
-def _syntax(fn: types.FunctionType) -> ast.AST | None:
-    try:
-        return ast.parse(textwrap.dedent(inspect.getsource(fn)))
-    except (OSError, TypeError, SyntaxError):
-        return None
-
-
-def limitations(handler: Callable[..., object], opset: int) -> list[Limitation]:
-    """NotImplementedError raises in the handler and in the aten2onnx.symbolic helpers it calls,
-    transitively (a helper such as slice_axis raises on behalf of every handler using it)."""
-    found: list[Limitation] = []
-    seen: set[int] = set()
-    todo = [handler]
-    while todo:
-        fn = inspect.unwrap(todo.pop())
-        if not isinstance(fn, types.FunctionType) or id(fn) in seen:
-            continue
-        seen.add(id(fn))
-        tree = _syntax(fn)
-        if tree is None:
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Raise) and node.exc is not None:
-                message = _message(node)
-                if message is not None:
-                    found.append(Limitation(opset, fn.__name__, message))
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-                callee = fn.__globals__.get(node.func.id)
-                if isinstance(callee, types.FunctionType) and callee.__module__.startswith("aten2onnx.symbolic"):
-                    todo.append(callee)
-    return found
-
-
-def entries(on_complex: bool = False) -> list[Entry]:
-    result = []
-    for key, table in sorted(builtin_handlers(on_complex).items()):
-        notes: list[Limitation] = []
-        for opset, handler in table.items():
-            for note in limitations(handler, opset):
-                if note not in notes:
-                    notes.append(note)
-        result.append(Entry(key, tuple(table), tuple(notes)))
-    return result
-
-
-def _span(lo: int, hi: int) -> str:
-    return str(lo) if lo == hi else f"{lo}–{hi}"
 
 
 def _cell(text: str) -> str:
@@ -150,7 +53,7 @@ def render() -> str:
         "| --- | --- |",
         f"| overloads with a built-in symbolic | {len(rows)} |",
         f"| handlers (overload × opset registrations) | {handlers} |",
-        f"| native at every opset {_span(MIN_OPSET, MAX_OPSET)} | {len(everywhere)} |",
+        f"| native at every opset {span(MIN_OPSET, MAX_OPSET)} | {len(everywhere)} |",
         f"| ATen fallback below their lowest opset | {len(rows) - len(everywhere)} |",
         f"| partial (`NotImplementedError` for some cases) | {len(partial)} |",
         "",
@@ -164,9 +67,9 @@ def render() -> str:
     ]
     for e in rows:
         lowest = e.opsets[0]
-        fallback = _span(MIN_OPSET, lowest - 1) if lowest > MIN_OPSET else "—"
+        fallback = span(MIN_OPSET, lowest - 1) if lowest > MIN_OPSET else "—"
         mark = f"[partial](#{_anchor(e.key)})" if e.limitations else ""
-        out.append(f"| `{_cell(e.key)}` | {', '.join(map(str, e.opsets))} | {_span(lowest, MAX_OPSET)} "
+        out.append(f"| `{_cell(e.key)}` | {', '.join(map(str, e.opsets))} | {span(lowest, MAX_OPSET)} "
                    f"| {fallback} | {mark} |")
     complex_rows = entries(on_complex=True)
     out += ["", "## Complex tensors", "",
@@ -179,7 +82,7 @@ def render() -> str:
             "| --- | --- | --- | --- |"]
     for e in complex_rows:
         mark = "partial" if e.limitations else ""
-        out.append(f"| `{_cell(e.key)}` | {', '.join(map(str, e.opsets))} | {_span(e.opsets[0], MAX_OPSET)} | {mark} |")
+        out.append(f"| `{_cell(e.key)}` | {', '.join(map(str, e.opsets))} | {span(e.opsets[0], MAX_OPSET)} | {mark} |")
     out += ["", "## Partial handlers", "",
             ("Found by reading the source of each handler and of the helpers it calls, so a case listed "
              "here may be unreachable at some of the opsets named."), ""]

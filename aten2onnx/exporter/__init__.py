@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Callable
 
 import torch
@@ -11,12 +12,24 @@ from aten2onnx.errors import ArgumentError, Aten2OnnxError, CaptureError, Export
 from aten2onnx.exporter import diagnose, dynamic
 from aten2onnx.exporter.builder import GraphBuilder, Value
 from aten2onnx.exporter.capture import capture
-from aten2onnx.exporter.functionalize import functionalize
+from aten2onnx.exporter.functionalize import FunctionalGraph, functionalize
 from aten2onnx.exporter.model import ExportedModel, build_model
+from aten2onnx.exporter.progress import Progress
 from aten2onnx.exporter.translate import Translator
 from aten2onnx.registry import REGISTRY
 
-__all__ = ["ExportedModel", "GraphBuilder", "Value", "export_program"]
+__all__ = ["ExportedModel", "GraphBuilder", "Traced", "Value", "export_program", "export_traced"]
+
+
+@dataclasses.dataclass
+class Traced:
+    """An export with what it was made from, for verification: the FX program translated, and the
+    ONNX values each of its top-level nodes became ({FX node name: Value, or a tuple of them, or a number})."""
+
+    exported: ExportedModel
+    program: FunctionalGraph
+    values: dict[str, Any]
+
 
 def _check_names(input_names: list[str] | None, output_names: list[str] | None) -> None:
     """Names an ONNX graph can have: non-empty, and each used once across inputs and outputs."""
@@ -32,7 +45,12 @@ def _check_names(input_names: list[str] | None, output_names: list[str] | None) 
 
 
 def export_program(model: Any, args: tuple, kwargs: dict | None, **options: Any) -> ExportedModel:
-    """Export as `aten2onnx.export` documents. Every error is an ExportError: one that escapes the
+    """Export as `aten2onnx.export` documents."""
+    return export_traced(model, args, kwargs, **options).exported
+
+
+def export_traced(model: Any, args: tuple, kwargs: dict | None, **options: Any) -> Traced:
+    """Export, keeping the program and its values. Every error is an ExportError: one that escapes the
     pipeline from deeper down is a bug of ours, reported as one with its cause chained."""
     try:
         return _export(model, args, kwargs, **options)
@@ -45,7 +63,7 @@ def export_program(model: Any, args: tuple, kwargs: dict | None, **options: Any)
 
 def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic_shapes: Any,
             fallback: str, input_names: list[str] | None, output_names: list[str] | None,
-            custom_symbolics: dict[str, Callable] | None) -> ExportedModel:
+            custom_symbolics: dict[str, Callable] | None, progress: bool | None = None) -> Traced:
     from aten2onnx import symbolic  # noqa: F401  (registers the built-in symbolics)
     from aten2onnx.runtime.fold import evaluate_constant
     from aten2onnx.symbolic import MAX_OPSET, MIN_OPSET
@@ -56,19 +74,21 @@ def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic
         raise ExportError(f"fallback must be 'aten' or 'error', not {fallback!r}")
     _check_names(input_names, output_names)
     overrides = {REGISTRY.validate(name, fn): fn for name, fn in (custom_symbolics or {}).items()}
+    stages = Progress(progress)
     try:
-        with diagnose.guarded_globals(model):
+        with stages.stage("capture"), diagnose.guarded_globals(model):
             ep = capture(model, args, kwargs, dynamic.normalize(dynamic_shapes))
     except CaptureError as e:
         raise diagnose.classify_capture_error(e) from e.__cause__
     diagnose.warn_baked_globals(model)
     names = dynamic.dim_names(ep, model, args, kwargs, dynamic_shapes)
-    program = functionalize(ep)
+    with stages.stage("rewrite"):
+        program = functionalize(ep)
     if program.note:
         warn_user(program.note)
     translator = Translator(program, opset=opset, fallback=fallback, overrides=overrides, evaluator=evaluate_constant)
-    with torch.no_grad():
-        translation = translator.run(input_names)
+    with torch.no_grad(), stages.stage("translation", total=len(program.gm.graph.nodes) - 1, unit="node") as bar:
+        translation = translator.run(input_names, advance=bar.update)
     skeleton, weights, in_names, out_names = build_model(translation, opset=opset, output_names=output_names)
     dynamic.rename_dims(skeleton, names)
     # only fallbacks left in the graph count (one feeding only a dropped runtime assertion does not)
@@ -81,7 +101,7 @@ def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic
     out_iter = iter(out_names)
     outputs = [(next(out_iter) if slot.value is not None else None, slot.constant) for slot in translation.outputs]
     call_spec = getattr(ep, "call_spec", None)
-    return ExportedModel(
+    exported = ExportedModel(
         skeleton,
         weights,
         input_names=in_names,
@@ -94,3 +114,4 @@ def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic
         opset=opset,
         notes=[program.note] if program.note else [],
     )
+    return Traced(exported, program, translation.values)

@@ -59,7 +59,7 @@ def _function_module(fn: Callable) -> torch.nn.Module:
 
 
 @contextlib.contextmanager
-def _preserved(model: torch.nn.Module) -> Iterator[None]:
+def eval_mode(model: torch.nn.Module) -> Iterator[None]:
     """Export in eval mode, then put back every module's training flag and every parameter's
     requires_grad exactly as they were."""
     training = {m: m.training for m in model.modules()}
@@ -425,7 +425,7 @@ def capture(model: Any, args: tuple, kwargs: dict | None, dynamic_shapes: Any) -
     dynamic_shapes = _every_argument(module, args, kwargs, dynamic_shapes)
     failures: list[tuple[str, BaseException]] = []
     recorder = _Recorder()
-    with _preserved(module), _causal_masks_taken_as_given(), _quiet_torch(recorder):
+    with eval_mode(module), _causal_masks_taken_as_given(), _quiet_torch(recorder):
         for strict in (False, True):
             printed = io.StringIO()
             try:
@@ -454,5 +454,5 @@ def capture(model: Any, args: tuple, kwargs: dict | None, dynamic_shapes: Any) -
     torch_log = [f"{r.levelname} {r.name}: {r.getMessage()}" for r in recorder.records] + \
         [text for text in recorder.printed if text.strip()]
     if torch_log:
-        lines.append(f"(torch logged {len(torch_log)} messages while failing; they are in this error's `torch_log`)")
+        lines.append(f"(torch logged {len(torch_log)} messages while failing; they are in this error's `details`)")
     raise CaptureError("\n".join(lines), failures=failures, source=where, torch_log=torch_log) from failures[0][1]

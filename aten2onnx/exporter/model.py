@@ -19,6 +19,7 @@ from aten2onnx import _dtypes
 from aten2onnx.errors import ArgumentError, ExportError, InvalidInputError
 from aten2onnx.exporter.builder import GraphBuilder, Node, Subgraph, Value, fill_tensor_proto, live_nodes, node_inputs, tensor_view, value_info
 from aten2onnx.exporter import op_types
+from aten2onnx.exporter.progress import Progress
 from aten2onnx.exporter.translate import Translation
 
 PRODUCER = "aten2onnx"
@@ -200,22 +201,38 @@ class ExportedModel:
 
         State is updated as eager PyTorch does it: inputs the model writes in place are written in
         the tensors passed here, and buffers it writes carry over to the next call."""
+        if self._session is None:
+            self._session = self.session()
+        return self.structure_outputs(self._session.run_torch(self.feeds(*args, **kwargs)))
+
+    def session(self, model: onnx.ModelProto | None = None) -> Any:
+        """An aten2onnx.runtime InferenceSession of this export (or of `model`, a variant of it). This
+        process made the model from the caller's own code, so its own fallback ops run (a custom op
+        included) besides what the safety rule admits."""
         from aten2onnx.runtime import InferenceSession, safety
 
-        if self._session is None:
-            # This process made the model from the caller's own code, so its own fallback ops run
-            # (a custom op included) besides what the safety rule admits.
-            namespaces = {"aten"} | {op.split("::", 1)[0] for op in self.fallback_ops}
-            own = frozenset(self.fallback_ops)
-            self._session = InferenceSession(self.model_proto, allowed_aten_namespaces=tuple(sorted(namespaces)),
-                                             allowed_aten_ops=lambda op: safety.is_safe(op) or safety.op_key(op) in own)
+        namespaces = {"aten"} | {op.split("::", 1)[0] for op in self.fallback_ops}
+        own = frozenset(self.fallback_ops)
+        return InferenceSession(self.model_proto if model is None else model,
+                                allowed_aten_namespaces=tuple(sorted(namespaces)),
+                                allowed_aten_ops=lambda op: safety.is_safe(op) or safety.op_key(op) in own)
+
+    def feeds(self, *args: Any, **kwargs: Any) -> dict[str, torch.Tensor]:
+        """The model's own arguments as the graph's inputs by name (complex ones as real pairs); the
+        tensors are the ones passed, so a runtime that writes inputs back writes into them."""
         flat, spec = pytree.tree_flatten((args, kwargs))
         if self._in_spec is not None and spec != self._in_spec:
             raise InvalidInputError(f"run() got arguments structured as {spec}; the model was exported with {self._in_spec}")
         if len(flat) != len(self._user_inputs):
             raise InvalidInputError(f"run() got {len(flat)} inputs; the model takes {len(self._user_inputs)}")
         feeds = {name: torch.as_tensor(x) for name, x in zip(self._user_inputs, flat) if name is not None}
-        return self.structure_outputs(self._session.run_torch(self.carried_inputs(feeds)))
+        return self.carried_inputs(feeds)
+
+    @property
+    def flat_output_names(self) -> list[str | None]:
+        """Per leaf of the model's output flattened (torch.utils._pytree), the graph output it comes
+        from; None where torch.export made the leaf a constant that is no graph output."""
+        return [name for name, _ in self._outputs]
 
     def carried_inputs(self, feeds: Mapping[str, Any]) -> dict[str, Any]:
         """Feeds as the graph takes them: complex tensors or arrays as real pairs (trailing axis of 2),
@@ -240,28 +257,33 @@ class ExportedModel:
         return pytree.tree_unflatten(flat_out, self._out_spec)
 
     # -- saving ---------------------------------------------------------------------------------
-    def save(self, path: str | os.PathLike, external_data: bool | None = None) -> None:
+    def save(self, path: str | os.PathLike, external_data: bool | None = None, *,
+             progress: bool | None = None) -> None:
         """Write the model atomically. Weights go to a data file beside it when external_data is
         True, or when None and the model's weights exceed 2 GB; they are streamed to that file
         from the module's tensors, one at a time. The data file is named by its content
         (`<file>.<hash>.data`) and written before the model that names it, and a previous save's
         data file is removed only after: a failure at any point leaves the old model with its own
-        weights, or the new one with its own."""
+        weights, or the new one with its own. progress: a bar of MB written on stderr; None: when
+        stderr is a terminal."""
         path = os.fspath(path)
         if external_data is None:
             external_data = self.weight_bytes >= TWO_GB - (64 << 20)
         folder = os.path.dirname(os.path.abspath(path))
         base = os.path.basename(path)
         stale = _data_files(folder, base)
+        bars = Progress(progress)
         if not external_data:
             if self._proto is not None:
-                _atomic_write(folder, path, [self._proto.SerializeToString()])
+                data = self._proto.SerializeToString()
+                total, chunks = len(data), [data]
             else:
-                _atomic_write(folder, path, _stream(self._skeleton, self._checked_weights()))
+                total, chunks = _stream(self._skeleton, self._checked_weights())
+            _atomic_write(folder, path, bars.saving(chunks, total))
         else:
-            skeleton, chunks = self._external()
+            skeleton, total, chunks = self._external()
             digest = hashlib.sha256()
-            tmp = _write_temporary(folder, _hashed(chunks, digest))
+            tmp = _write_temporary(folder, _hashed(bars.saving(chunks, total), digest))
             data_name = f"{base}.{digest.hexdigest()[:16]}.data"
             _commit(tmp, os.path.join(folder, data_name), folder)
             for ref in skeleton.graph.initializer:
@@ -271,9 +293,9 @@ class ExportedModel:
         for name in stale:
             os.unlink(os.path.join(folder, name))
 
-    def _external(self) -> tuple[onnx.ModelProto, Any]:
+    def _external(self) -> tuple[onnx.ModelProto, int, Any]:
         """The model with initializers pointing into one data file (location first among each one's
-        external_data entries, named once the data is written), and a generator of its bytes."""
+        external_data entries, named once the data is written), the file's size, and a generator of its bytes."""
         weights = self._checked_weights()
         skeleton = onnx.ModelProto()
         skeleton.CopyFrom(self._skeleton) if self._proto is None else _copy_without_weights(self._proto, skeleton)
@@ -299,7 +321,7 @@ class ExportedModel:
                 yield data
                 written = start + data.nbytes
 
-        return skeleton, chunks()
+        return skeleton, offset, chunks()
 
 
 def _as_real_pairs(x: Any) -> Any:
@@ -340,19 +362,28 @@ def _field(number: int, length: int) -> bytes:
 _MODEL_GRAPH, _GRAPH_INITIALIZER, _TENSOR_RAW_DATA = 7, 5, 9
 
 
-def _stream(skeleton: onnx.ModelProto, weights: list[tuple[str, torch.Tensor]]):
-    """The serialized model, weights included, without building it in memory: the skeleton, then
-    per weight a `graph { initializer { ... } }` record, which protobuf parsers merge into the one
-    graph. Each weight's bytes come straight from the tensor's memory."""
-    yield skeleton.SerializeToString()
+def _stream(skeleton: onnx.ModelProto, weights: list[tuple[str, torch.Tensor]]) -> tuple[int, Any]:
+    """The serialized model's size, and its bytes, weights included, without building it in memory: the
+    skeleton, then per weight a `graph { initializer { ... } }` record, which protobuf parsers merge into
+    the one graph. Each weight's bytes come straight from the tensor's memory."""
+    head = skeleton.SerializeToString()
+    records = []
     for name, tensor in weights:
         header = _tensor_header(onnx.TensorProto(), name, tensor).SerializeToString()
-        data = tensor_view(tensor)
-        raw = _field(_TENSOR_RAW_DATA, data.nbytes)
-        tensor_length = len(header) + len(raw) + data.nbytes
+        size = tensor.numel() * tensor.element_size()
+        raw = _field(_TENSOR_RAW_DATA, size)
+        tensor_length = len(header) + len(raw) + size
         graph = _field(_GRAPH_INITIALIZER, tensor_length)
-        yield _field(_MODEL_GRAPH, len(graph) + tensor_length) + graph + header + raw
-        yield data
+        records.append((_field(_MODEL_GRAPH, len(graph) + tensor_length) + graph + header + raw, tensor))
+    total = len(head) + sum(len(prefix) + tensor.numel() * tensor.element_size() for prefix, tensor in records)
+
+    def chunks():
+        yield head
+        for prefix, tensor in records:
+            yield prefix
+            yield tensor_view(tensor)
+
+    return total, chunks()
 
 
 def _tensor_header(proto: onnx.TensorProto, name: str, tensor: torch.Tensor) -> onnx.TensorProto:

@@ -74,6 +74,7 @@ class Translation:
     outputs: list[OutputSlot]
     states: list[StateSlot]
     fallback_ops: list[str]
+    values: dict[str, Any]  # per top-level FX node by name: what it was translated to (Values or numbers)
 
 
 class Translator:
@@ -92,13 +93,16 @@ class Translator:
         self.fallback_ops: set[str] = set()
 
     # -- entry ----------------------------------------------------------------------------------
-    def run(self, input_names: list[str] | None) -> Translation:
+    def run(self, input_names: list[str] | None, advance: Callable[[], Any] | None = None) -> Translation:
+        """advance: called after each top-level node (a progress bar's)."""
         user_inputs = self._bind_placeholders(input_names)
-        results = self._translate_nodes(self.gm)
+        results = self._translate_nodes(self.gm, advance)
         if self.unsupported:
             raise UnsupportedOperatorError(self.unsupported, self.opset)
         outputs, states = self._collect_outputs(results)
-        return Translation(self.g, self.g.nodes, user_inputs, outputs, states, sorted(self.fallback_ops))
+        values = {node.name: self.env[node] for node in self.gm.graph.nodes
+                  if node.op == "call_function" and node in self.env}
+        return Translation(self.g, self.g.nodes, user_inputs, outputs, states, sorted(self.fallback_ops), values)
 
     # -- placeholders -----------------------------------------------------------------------------
     def _bind_placeholders(self, input_names: list[str] | None) -> list[Value | None]:
@@ -142,19 +146,21 @@ class Translator:
         return user_inputs
 
     # -- call_function nodes ------------------------------------------------------------------------
-    def _translate_nodes(self, gm: torch.fx.GraphModule) -> Any:
+    def _translate_nodes(self, gm: torch.fx.GraphModule, advance: Callable[[], Any] | None = None) -> Any:
         """Translate a graph module's nodes; returns what its output node returns."""
         dead = _droppable(gm.graph)
         for node in gm.graph.nodes:
+            if node.op == "output":
+                return torch.fx.node.map_aggregate(node.args[0], self._lookup)
             if node in dead:
-                continue
-            if node.op == "call_function":
+                pass
+            elif node.op == "call_function":
                 self._translate_call(node)
             elif node.op == "get_attr":
                 attr = getattr(gm, node.target)
                 self.env[node] = self.g.initializer(node.target, attr) if isinstance(attr, torch.Tensor) else attr
-            elif node.op == "output":
-                return torch.fx.node.map_aggregate(node.args[0], self._lookup)
+            if advance is not None:
+                advance()
         return None
 
     def _inline(self, node: torch.fx.Node, submodule: torch.fx.GraphModule, operands: tuple) -> None:

@@ -31,10 +31,10 @@ except ImportError as e:  # pragma: no cover - depends on the environment
     raise ImportError("aten2onnx.testing needs hypothesis: pip install hypothesis") from e
 
 import aten2onnx
-from aten2onnx.testing._compare import DEFAULT_TOLERANCES
-from aten2onnx.testing._compare import describe as _describe
-from aten2onnx.testing._compare import difference as _difference
-from aten2onnx.testing._compare import ort_can_run as _ort_can_run
+from aten2onnx._compare import DEFAULT_TOLERANCES
+from aten2onnx._compare import describe as _describe
+from aten2onnx._compare import difference as _difference
+from aten2onnx._compare import ort_can_run as _ort_can_run
 
 __all__ = [
     "DEFAULT_TOLERANCES",

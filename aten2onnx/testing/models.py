@@ -39,7 +39,7 @@ import torch.utils._pytree as pytree
 from torch.overrides import TorchFunctionMode
 
 import aten2onnx
-from aten2onnx.testing._compare import difference, ort_can_run
+from aten2onnx._compare import difference, ort_can_run
 
 try:
     from hypothesis import strategies as st

@@ -4,12 +4,13 @@ integers and bools exact; and whether onnxruntime can run an export at all."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import onnx
 import torch
 
-import aten2onnx
+if TYPE_CHECKING:
+    from aten2onnx.exporter.model import ExportedModel
 
 # (rtol, atol) per dtype; integer and bool results must match exactly. Wider than
 # torch.testing's defaults for float32: onnxruntime's transcendental kernels differ in the last bits.
@@ -23,7 +24,7 @@ DEFAULT_TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
 }
 
 
-def ort_can_run(exported: aten2onnx.ExportedModel) -> bool:
+def ort_can_run(exported: ExportedModel) -> bool:
     """onnxruntime runs no ATen fallback nodes, and its Python API exchanges no bfloat16."""
     if exported.fallback_ops:
         return False

@@ -1,0 +1,157 @@
+"""Operator coverage read from the symbolic registry: which overloads have built-in symbolics, at which
+opsets, for complex tensors too, and which cases they leave to ATen fallback (`aten2onnx ops`, docs/operators.md)."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+import textwrap
+import types
+from collections.abc import Callable
+
+import torch
+
+
+@dataclasses.dataclass(frozen=True)
+class Limitation:
+    """A `raise NotImplementedError(...)` reachable from a handler: the handler's opset, the
+    function that raises (the handler or a helper it calls), and the message as written."""
+
+    opset: int
+    function: str
+    message: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    key: str
+    opsets: tuple[int, ...]
+    limitations: tuple[Limitation, ...]
+
+
+def builtin_handlers(on_complex: bool = False) -> dict[str, dict[int, Callable[..., object]]]:
+    """{overload key: {opset: handler}} for the built-in symbolics only (no user registrations);
+    on_complex: those for nodes with complex tensors."""
+    from aten2onnx import symbolic  # noqa: F401  (registers the built-ins)
+    from aten2onnx.registry import COMPLEX, REGISTRY
+
+    return (COMPLEX if on_complex else REGISTRY).builtin_handlers()
+
+
+def _message(node: ast.Raise) -> str | None:
+    """The message of `raise NotImplementedError(<message>)`, as written in the source."""
+    exc = node.exc
+    if not (isinstance(exc, ast.Call) and isinstance(exc.func, ast.Name) and exc.func.id == "NotImplementedError"):
+        if isinstance(exc, ast.Name) and exc.id == "NotImplementedError":
+            return ""
+        return None
+    if not exc.args:
+        return ""
+    arg = exc.args[0]
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return arg.value
+    if isinstance(arg, ast.JoinedStr):  # an f-string: keep its placeholders, {self.dtype}
+        return "".join(v.value if isinstance(v, ast.Constant) else "{" + ast.unparse(v.value) + "}"
+                       for v in arg.values)
+    return ast.unparse(arg)
+
+
+def _syntax(fn: types.FunctionType) -> ast.AST | None:
+    try:
+        return ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+
+
+def limitations(handler: Callable[..., object], opset: int) -> list[Limitation]:
+    """NotImplementedError raises in the handler and in the aten2onnx.symbolic helpers it calls,
+    transitively (a helper such as slice_axis raises on behalf of every handler using it)."""
+    found: list[Limitation] = []
+    seen: set[int] = set()
+    todo = [handler]
+    while todo:
+        fn = inspect.unwrap(todo.pop())
+        if not isinstance(fn, types.FunctionType) or id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        tree = _syntax(fn)
+        if tree is None:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Raise) and node.exc is not None:
+                message = _message(node)
+                if message is not None:
+                    found.append(Limitation(opset, fn.__name__, message))
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                callee = fn.__globals__.get(node.func.id)
+                if isinstance(callee, types.FunctionType) and callee.__module__.startswith("aten2onnx.symbolic"):
+                    todo.append(callee)
+    return found
+
+
+def entries(on_complex: bool = False, keys: list[str] | None = None) -> list[Entry]:
+    """One entry per overload with a built-in symbolic (of `keys` only, when given), sorted by key;
+    on_complex: the handlers for complex tensors."""
+    result = []
+    for key, table in sorted(builtin_handlers(on_complex).items()):
+        if keys is not None and key not in keys:
+            continue
+        notes: list[Limitation] = []
+        for opset, handler in table.items():
+            for note in limitations(handler, opset):
+                if note not in notes:
+                    notes.append(note)
+        result.append(Entry(key, tuple(table), tuple(notes)))
+    return result
+
+
+def span(lo: int, hi: int) -> str:
+    return str(lo) if lo == hi else f"{lo}–{hi}"
+
+
+def matching(query: str, keys: list[str]) -> list[str]:
+    """The keys a query names: `aten::relu.default` exactly, or every overload of `relu` / `aten::relu`,
+    or else every key containing the query (case-insensitive)."""
+    if query in keys:
+        return [query]
+    name = query if "::" in query else f"aten::{query}"
+    overloads = [k for k in keys if k.split(".", 1)[0] == name]
+    return overloads or [k for k in keys if query.lower() in k.lower()]
+
+
+def describe(key: str) -> list[str]:
+    """What the registry says about one overload key: the opsets it is native at, its ATen fallback
+    below them, its complex handlers, and the cases it leaves to fallback (partial)."""
+    from aten2onnx.symbolic import MAX_OPSET, MIN_OPSET
+
+    real = next(iter(entries(keys=[key])), None)
+    complex_entry = next(iter(entries(on_complex=True, keys=[key])), None)
+    lines = [key]
+    if real is None:
+        lines.append("  no built-in symbolic: exported as an ATen fallback node (fallback='aten'), runnable in "
+                     "aten2onnx.runtime but not onnxruntime; an UnsupportedOperatorError with fallback='error'")
+    else:
+        lowest = real.opsets[0]
+        lines.append(f"  handlers at opsets {', '.join(map(str, real.opsets))}; native at opsets {span(lowest, MAX_OPSET)}")
+        if lowest > MIN_OPSET:
+            lines.append(f"  ATen fallback at opsets {span(MIN_OPSET, lowest - 1)}: no handler that low")
+        for note in real.limitations:
+            lines.append(f"  partial at opset {note.opset}, in {note.function}: {note.message or '(no message)'} "
+                         "(such nodes fall back)")
+    if complex_entry is not None:
+        lines.append(f"  complex tensors: handlers at opsets {', '.join(map(str, complex_entry.opsets))}")
+    else:
+        lines.append("  complex tensors: no handler; a node with a complex tensor becomes an ATen fallback node")
+    return lines
+
+
+def known_overloads(query: str) -> list[str]:
+    """Keys of real torch ops a query names that have no built-in symbolic (`aten::foo` or `foo`)."""
+    namespace, _, name = (query if "::" in query else f"aten::{query}").partition("::")
+    name, _, overload = name.partition(".")
+    packet = getattr(getattr(torch.ops, namespace, None), name, None)
+    if not isinstance(packet, torch._ops.OpOverloadPacket):
+        return []
+    names = [overload] if overload else packet.overloads()
+    return [f"{namespace}::{name}.{o}" for o in names if o in packet.overloads()]

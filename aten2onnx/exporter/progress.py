@@ -1,0 +1,38 @@
+"""Progress bars on stderr for long exports and saves (tqdm): capture, rewrite, translation, saving.
+
+progress=None shows them when stderr is a terminal, True always, False never.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from typing import Any, Iterable, Iterator
+
+from tqdm import tqdm
+
+
+class Progress:
+    """The stages of one export or save, each a bar that closes when its stage ends."""
+
+    def __init__(self, progress: bool | None) -> None:
+        # tqdm's own reading of disable=None is "on a terminal only"
+        self.disable = None if progress is None else not progress
+
+    @contextlib.contextmanager
+    def stage(self, name: str, total: int | None = None, **options: Any) -> Iterator[tqdm]:
+        """A bar for one stage; without a total it shows the stage's name and time. The bar writes to
+        the stderr of the moment it starts, so torch output captured inside the stage does not take it."""
+        bar = tqdm(total=total, desc=f"aten2onnx: {name}", disable=self.disable, file=sys.stderr, leave=True,
+                   dynamic_ncols=True, **options)
+        try:
+            yield bar
+        finally:
+            bar.close()
+
+    def saving(self, chunks: Iterable[Any], total: int) -> Iterator[Any]:
+        """chunks (bytes or memoryviews) passed through, counted in MB of total on a saving bar."""
+        with self.stage("saving", total=total, unit="B", unit_scale=True, unit_divisor=1024) as bar:
+            for chunk in chunks:
+                yield chunk
+                bar.update(memoryview(chunk).nbytes)
