@@ -32,10 +32,15 @@ from aten2onnx.errors import (
 from aten2onnx.exporter.builder import GraphBuilder, Value
 from aten2onnx.exporter.model import ExportedModel
 from aten2onnx.registry import REGISTRY
+from aten2onnx.verification import Divergence, OutputCheck, VerificationReport
 
 __all__ = [
     "export",
+    "verify",
     "ExportedModel",
+    "VerificationReport",
+    "OutputCheck",
+    "Divergence",
     "register_symbolic",
     "unregister_symbolic",
     "GraphBuilder",
@@ -100,6 +105,37 @@ def export(
         custom_symbolics=dict(custom_symbolics) if custom_symbolics is not None else None,
         progress=progress,
     )
+
+
+@_checked
+def verify(
+    model: torch.nn.Module | ExportedProgram | Callable[..., Any],
+    args: tuple[Any, ...] | torch.Tensor = (),
+    kwargs: Mapping[str, Any] | None = None,
+    *,
+    opset: int = 18,
+    runtimes: tuple[str, ...] | list[str] = ("onnxruntime", "aten2onnx"),
+    inputs: tuple[Any, ...] | list[Any] = (),
+    custom_symbolics: Mapping[str, Callable[..., Any]] | None = None,
+    dynamic_shapes: Mapping[str, Any] | tuple[Any, ...] | list[Any] | None = None,
+    fallback: Literal["aten", "error"] = "aten",
+    progress: bool | None = None,
+) -> VerificationReport:
+    """Export `model` as `export` does, run the export in each runtime on `args`/`kwargs` and on each of
+    `inputs` (more positional arguments: a tuple, or one tensor; the same kwargs), and compare every
+    output, and every buffer or input the model writes, with eager PyTorch (DEFAULT_TOLERANCES per
+    dtype, NaN equal to NaN). When anything differs, `first_divergence` names the first FX node whose
+    ONNX value differs from eager's value of it: the ONNX node, op type, ATen overload, the user's
+    file:line and module. onnxruntime is skipped (and says why) for models it cannot run.
+    """
+    from aten2onnx.verification import verify_export
+
+    if isinstance(args, torch.Tensor):
+        args = (args,)
+    return verify_export(model, args, dict(kwargs) if kwargs is not None else None, opset=opset,
+                         runtimes=tuple(runtimes), inputs=list(inputs),
+                         custom_symbolics=dict(custom_symbolics) if custom_symbolics is not None else None,
+                         dynamic_shapes=dynamic_shapes, fallback=fallback, progress=progress)[1]
 
 
 @_checked

@@ -128,6 +128,10 @@ def describe(key: str) -> list[str]:
     real = next(iter(entries(keys=[key])), None)
     complex_entry = next(iter(entries(on_complex=True, keys=[key])), None)
     lines = [key]
+    twin = _functional_twin(key) if real is None else None
+    if twin is not None:
+        lines.append(f"  writes in place or to out=: exported as its functional overload {twin}, whose entry follows")
+        return lines + describe(twin)
     if real is None:
         lines.append("  no built-in symbolic: exported as an ATen fallback node (fallback='aten'), runnable in "
                      "aten2onnx.runtime but not onnxruntime; an UnsupportedOperatorError with fallback='error'")
@@ -144,6 +148,19 @@ def describe(key: str) -> list[str]:
     else:
         lines.append("  complex tensors: no handler; a node with a complex tensor becomes an ATen fallback node")
     return lines
+
+
+def _functional_twin(key: str) -> str | None:
+    """The functional overload an in-place or out= overload is exported as, if key names one."""
+    from aten2onnx.registry import functional_twin, is_mutating, overload_key
+    from aten2onnx.registry._schema import resolve_overload
+
+    try:
+        op = resolve_overload(key)
+    except Exception:  # a Python operator key (`_operator::add`), or no such op
+        return None
+    twin = functional_twin(op) if is_mutating(op) else None
+    return overload_key(twin) if twin is not None else None
 
 
 def known_overloads(query: str) -> list[str]:

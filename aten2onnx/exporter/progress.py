@@ -6,6 +6,7 @@ progress=None shows them when stderr is a terminal, True always, False never.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from typing import Any, Iterable, Iterator
 
@@ -23,8 +24,11 @@ class Progress:
     def stage(self, name: str, total: int | None = None, **options: Any) -> Iterator[tqdm]:
         """A bar for one stage; without a total it shows the stage's name and time. The bar writes to
         the stderr of the moment it starts, so torch output captured inside the stage does not take it."""
+        if total is None:  # a stage of unknown length: its name and time
+            options.setdefault("bar_format", "{desc}: {elapsed}")
+        columns, rows = _size(sys.stderr)
         bar = tqdm(total=total, desc=f"aten2onnx: {name}", disable=self.disable, file=sys.stderr, leave=True,
-                   dynamic_ncols=True, **options)
+                   ncols=columns, nrows=rows, **options)
         try:
             yield bar
         finally:
@@ -32,7 +36,18 @@ class Progress:
 
     def saving(self, chunks: Iterable[Any], total: int) -> Iterator[Any]:
         """chunks (bytes or memoryviews) passed through, counted in MB of total on a saving bar."""
-        with self.stage("saving", total=total, unit="B", unit_scale=True, unit_divisor=1024) as bar:
+        with self.stage("saving", total=total, unit="B", unit_scale=True, unit_divisor=1024,
+                        bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}B/{total_fmt}B [{elapsed}, {rate_fmt}]") as bar:
             for chunk in chunks:
                 yield chunk
                 bar.update(memoryview(chunk).nbytes)
+
+
+def _size(file: object) -> tuple[int | None, int | None]:
+    """The terminal's columns and rows; 80 x 24 for a terminal that reports 0 x 0 (a pseudo-terminal nobody
+    sized, where tqdm would hide its bars); None off a terminal (tqdm's defaults)."""
+    try:
+        size = os.get_terminal_size(file.fileno())
+    except (AttributeError, OSError, ValueError):
+        return None, None
+    return size.columns or 80, size.lines or 24
