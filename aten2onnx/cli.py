@@ -30,6 +30,9 @@ def main(argv: list[str] | None = None) -> int:
         warnings.showwarning = _show_warning
         try:
             return options.handler(options)
+        except BrokenPipeError:  # `aten2onnx ops | head`: the reader has what it wanted
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's flush at exit would fail
+            return 141
         except UsageError as e:
             return _fail(e, options, 2, "error")
         except Aten2OnnxError as e:
