@@ -29,7 +29,7 @@ from aten2onnx.errors import (
     SymbolicError,
     UnsupportedOperatorError,
 )
-from aten2onnx.exporter.builder import GraphBuilder, Value
+from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.exporter.model import ExportedModel
 from aten2onnx.registry import REGISTRY
 from aten2onnx.verification import Divergence, OutputCheck, VerificationReport
@@ -89,6 +89,7 @@ def export(
     custom_symbolics: {"aten::op.overload": fn} used for this export only, at every opset.
     progress: progress bars on stderr (capture, rewrite, translation); None: when stderr is a terminal.
     """
+    from aten2onnx._backend import runtime_backend
     from aten2onnx.exporter import export_program
 
     if isinstance(args, torch.Tensor):
@@ -103,6 +104,7 @@ def export(
         input_names=list(input_names) if input_names is not None else None,
         output_names=list(output_names) if output_names is not None else None,
         custom_symbolics=dict(custom_symbolics) if custom_symbolics is not None else None,
+        backend=runtime_backend(),
         progress=progress,
     )
 

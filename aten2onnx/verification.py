@@ -19,10 +19,11 @@ from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind
 
 from aten2onnx import _dtypes
+from aten2onnx._backend import runtime_backend
 from aten2onnx._compare import difference, ort_can_run
 from aten2onnx.errors import ArgumentError
 from aten2onnx.exporter import Traced, export_traced
-from aten2onnx.exporter.builder import Value
+from aten2onnx.ir import Value
 from aten2onnx.exporter.capture import eval_mode
 from aten2onnx.exporter.model import STATE_KEY, ExportedModel
 from aten2onnx.exporter.provenance import module_of, source_of
@@ -168,7 +169,8 @@ def verify_export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, r
         raise ArgumentError(f"runtimes {list(runtimes)}: choose from {list(RUNTIMES)}")
     start = time.perf_counter()
     traced = export_traced(model, args, kwargs, opset=opset, dynamic_shapes=dynamic_shapes, fallback=fallback,
-                           input_names=None, output_names=None, custom_symbolics=custom_symbolics, progress=progress)
+                           input_names=None, output_names=None, custom_symbolics=custom_symbolics,
+                           backend=runtime_backend(), progress=progress)
     seconds = time.perf_counter() - start
     exported = traced.exported
     proto = exported.model_proto  # weights copied out before eager runs write (and restore) buffers

@@ -1,4 +1,4 @@
-"""Write aten2onnx/exporter/ort_gaps.py: the element types ONNX allows an op but onnxruntime's CPU build
+"""Write aten2onnx/ir/ort_gaps.py: the element types ONNX allows an op but onnxruntime's CPU build
 has no kernel for, found by asking onnxruntime to plan a one-node model per (op version, type).
 
     python scripts/gen_ort_gaps.py            # regenerate the table for the installed onnxruntime

@@ -4,7 +4,7 @@ import torch
 from hypothesis import given, strategies as st
 
 import aten2onnx
-from aten2onnx.exporter.builder import GraphBuilder, Value
+from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic._helpers import promote, result_type
 from conftest import run_ort
 

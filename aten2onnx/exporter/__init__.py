@@ -10,7 +10,7 @@ import torch
 from aten2onnx import _aten_node
 from aten2onnx.errors import ArgumentError, Aten2OnnxError, CaptureError, ExportError, InternalError, warn_user
 from aten2onnx.exporter import diagnose, dynamic
-from aten2onnx.exporter.builder import GraphBuilder, Value
+from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.exporter.capture import capture
 from aten2onnx.exporter.functionalize import FunctionalGraph, functionalize
 from aten2onnx.exporter.model import ExportedModel, build_model
@@ -19,6 +19,18 @@ from aten2onnx.exporter.translate import Translator
 from aten2onnx.registry import REGISTRY
 
 __all__ = ["ExportedModel", "GraphBuilder", "Traced", "Value", "export_program", "export_traced"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Backend:
+    """What the exporter borrows from a runtime, handed in by its caller (aten2onnx.export passes
+    aten2onnx.runtime's, see aten2onnx/_backend.py), so that the exporter imports no runtime.
+
+    evaluate(op_type, opset, inputs, attributes, outputs) -> tensors: folds nodes of constants.
+    session(model_proto, fallback_ops) -> a session with run_torch: ExportedModel.run's runner."""
+
+    evaluate: Callable[..., tuple[torch.Tensor, ...]]
+    session: Callable[[Any, list[str]], Any]
 
 
 @dataclasses.dataclass
@@ -63,9 +75,8 @@ def export_traced(model: Any, args: tuple, kwargs: dict | None, **options: Any) 
 
 def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic_shapes: Any,
             fallback: str, input_names: list[str] | None, output_names: list[str] | None,
-            custom_symbolics: dict[str, Callable] | None, progress: bool | None = None) -> Traced:
+            custom_symbolics: dict[str, Callable] | None, backend: Backend, progress: bool | None = None) -> Traced:
     from aten2onnx import symbolic  # noqa: F401  (registers the built-in symbolics)
-    from aten2onnx.runtime.fold import evaluate_constant
     from aten2onnx.symbolic import MAX_OPSET, MIN_OPSET
 
     if not MIN_OPSET <= opset <= MAX_OPSET:
@@ -86,7 +97,7 @@ def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic
         program = functionalize(ep)
     if program.note:
         warn_user(program.note)
-    translator = Translator(program, opset=opset, fallback=fallback, overrides=overrides, evaluator=evaluate_constant)
+    translator = Translator(program, opset=opset, fallback=fallback, overrides=overrides, evaluator=backend.evaluate)
     with torch.no_grad(), stages.stage("translation", total=len(program.gm.graph.nodes) - 1, unit="node") as bar:
         translation = translator.run(input_names, advance=bar.update)
     skeleton, weights, in_names, out_names = build_model(translation, opset=opset, output_names=output_names)
@@ -112,6 +123,7 @@ def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic
         user_inputs=[v.name if v is not None else None for v in translation.user_inputs],
         outputs=outputs,
         opset=opset,
+        session_factory=backend.session,
         notes=[program.note] if program.note else [],
     )
     return Traced(exported, program, translation.values)

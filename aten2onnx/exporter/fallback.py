@@ -7,7 +7,7 @@ from typing import Any
 import torch
 
 from aten2onnx import _aten_node
-from aten2onnx.exporter.builder import GraphBuilder, Value
+from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.registry._schema import python_name
 
 

@@ -7,7 +7,7 @@ import json
 import os
 import re
 import secrets
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import onnx
@@ -17,8 +17,8 @@ from onnx import helper
 
 from aten2onnx import _dtypes
 from aten2onnx.errors import ArgumentError, ExportError, InvalidInputError
-from aten2onnx.exporter.builder import GraphBuilder, Node, Subgraph, Value, fill_tensor_proto, live_nodes, node_inputs, tensor_view, value_info
-from aten2onnx.exporter import op_types
+from aten2onnx.ir.builder import GraphBuilder, Node, Subgraph, Value, fill_tensor_proto, live_nodes, node_inputs, tensor_view, value_info
+from aten2onnx.ir import op_types
 from aten2onnx.exporter.progress import Progress
 from aten2onnx.exporter.translate import Translation
 
@@ -151,7 +151,7 @@ class ExportedModel:
                  input_names: list[str], output_names: list[str], fallback_ops: list[str],
                  in_spec: pytree.TreeSpec | None, out_spec: pytree.TreeSpec | None,
                  user_inputs: list[str | None], outputs: list[tuple[str | None, Any]], opset: int,
-                 notes: list[str] | None = None) -> None:
+                 session_factory: Callable[[onnx.ModelProto, list[str]], Any], notes: list[str] | None = None) -> None:
         self._skeleton = skeleton
         self._weights = [(name, tensor, tensor._version) for name, tensor in weights]
         self._proto: onnx.ModelProto | None = None
@@ -165,6 +165,7 @@ class ExportedModel:
         self._user_inputs = user_inputs
         self._outputs = outputs
         self._session = None
+        self._session_factory = session_factory  # the runtime's, given by the caller: the exporter imports none
         carried = next((json.loads(e.value) for e in skeleton.metadata_props if e.key == COMPLEX_KEY), {})
         # Complex inputs and outputs, which the graph carries as real pairs (trailing axis of 2).
         self.complex_inputs: list[str] = carried.get("inputs", [])
@@ -209,13 +210,7 @@ class ExportedModel:
         """An aten2onnx.runtime InferenceSession of this export (or of `model`, a variant of it). This
         process made the model from the caller's own code, so its own fallback ops run (a custom op
         included) besides what the safety rule admits."""
-        from aten2onnx.runtime import InferenceSession, safety
-
-        namespaces = {"aten"} | {op.split("::", 1)[0] for op in self.fallback_ops}
-        own = frozenset(self.fallback_ops)
-        return InferenceSession(self.model_proto if model is None else model,
-                                allowed_aten_namespaces=tuple(sorted(namespaces)),
-                                allowed_aten_ops=lambda op: safety.is_safe(op) or safety.op_key(op) in own)
+        return self._session_factory(self.model_proto if model is None else model, self.fallback_ops)
 
     def feeds(self, *args: Any, **kwargs: Any) -> dict[str, torch.Tensor]:
         """The model's own arguments as the graph's inputs by name (complex ones as real pairs); the

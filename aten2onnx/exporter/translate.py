@@ -15,8 +15,8 @@ from torch.export.graph_signature import InputKind
 
 from aten2onnx import _dtypes, registry as _registry
 from aten2onnx.errors import ArgumentError, ExportError, SymbolicError, UnsupportedOp, UnsupportedOperatorError, warn_user
-from aten2onnx.exporter import op_types
-from aten2onnx.exporter.builder import Dim, GraphBuilder, Node, Subgraph, Value, body_output
+from aten2onnx.ir import op_types
+from aten2onnx.ir import Dim, GraphBuilder, Node, Subgraph, Value, body_output, dim_of, graph_type
 from aten2onnx.exporter.fallback import emit_aten_node
 from aten2onnx.exporter.functionalize import FunctionalGraph
 from aten2onnx.exporter.provenance import module_of, source_of
@@ -26,28 +26,6 @@ from aten2onnx.registry import REGISTRY, Resolved, bind
 _WRAPPERS = {"wrap_with_set_grad_enabled": 1, "wrap_with_autocast": 4}
 # Control-flow higher-order ops and the Translator method that turns each into If, Loop or Scan.
 _CONTROL_FLOW = {"cond": "_cond", "while_loop": "_while_loop", "scan": "_scan"}
-
-def dim_of(d: Any) -> Dim:
-    if isinstance(d, int):
-        return d
-    if isinstance(d, torch.SymInt):
-        expr = d.node.expr
-        return int(expr) if expr.is_number else str(expr)
-    return None
-
-
-def value_info(val: Any) -> tuple[torch.dtype | None, tuple[Dim, ...] | None]:
-    """dtype and shape of an FX value as the graph carries it: a complex tensor as real pairs."""
-    if isinstance(val, torch.Tensor):
-        return _dtypes.real_part(val.dtype), tuple(dim_of(d) for d in val.shape) + (2,) * val.dtype.is_complex
-    if isinstance(val, (torch.SymInt, int)) and not isinstance(val, bool):
-        return torch.int64, ()
-    if isinstance(val, (torch.SymFloat, float)):
-        return torch.float64, ()  # a Python float is a double, as the sym-float symbolics compute it
-    if isinstance(val, (torch.SymBool, bool)):
-        return torch.bool, ()
-    return None, None
-
 
 @dataclasses.dataclass
 class OutputSlot:
@@ -207,7 +185,7 @@ class Translator:
         op_type = outs[0].producer.op_type if outs and outs[0].producer is not None else None
         signature = op_types.signature(op_type, self.opset) if op_type else None
         for i, (out, val) in enumerate(zip(outs, vals)):
-            out.dtype, out.shape = value_info(val)
+            out.dtype, out.shape = graph_type(val)
             out.complex = _is_complex(val)
             formal = signature.output_type(i) if signature is not None else None
             if formal is not None and out.dtype is not None and not signature.takes(formal, out.dtype):
@@ -434,7 +412,7 @@ class Translator:
         """A result whose dtype is certain and differs from FX's is a handler's bug, raised, except that a
         built-in result FX's dtype holds exactly is cast to it (an FX decomposition may keep a result
         in the wider type ATen's kernel rounds from: batch norm's running statistics of half inputs)."""
-        dtype = value_info(val)[0]
+        dtype = graph_type(val)[0]
         if dtype is None or not value.typed or value.dtype == dtype:
             return value
         if user or not _holds_exactly(dtype, value.dtype):
@@ -447,15 +425,12 @@ class Translator:
     def _stamp(self, value: Value, val: Any, name: str, new: set[int]) -> None:
         if id(value) not in new:
             return  # the handler passed an existing value through (a no-op such as contiguous)
-        dtype, shape = value_info(val)
+        dtype, shape = graph_type(val)
         if dtype is not None:
             value.dtype = dtype
             value.shape = shape
             value.complex = _is_complex(val)
-        if name not in self.g._names:
-            self.g._names.discard(value.name)
-            value.name = name
-            self.g._names.add(name)
+        self.g.rename(value, name)
 
     # -- outputs ----------------------------------------------------------------------------------
     def _collect_outputs(self, results: Any) -> tuple[list[OutputSlot], list[StateSlot]]:
@@ -580,5 +555,5 @@ def _placeholder_result(node: torch.fx.Node) -> Any:
     """Stand-in values so translation can go on and find every unsupported op in one pass."""
     val = node.meta.get("val")
     if isinstance(val, (tuple, list)):
-        return [Value(f"{node.name}.{i}", *value_info(v), complex=_is_complex(v)) for i, v in enumerate(val)]
-    return Value(node.name, *value_info(val), complex=_is_complex(val))
+        return [Value(f"{node.name}.{i}", *graph_type(v), complex=_is_complex(v)) for i, v in enumerate(val)]
+    return Value(node.name, *graph_type(val), complex=_is_complex(val))

@@ -146,7 +146,7 @@ class Registry:
 
 REGISTRY = Registry()
 # Handlers for nodes with a complex tensor among their inputs or results. Such tensors are carried
-# as real pairs (exporter/builder.py), which a handler written for real tensors would misread, so
+# as real pairs (ir/builder.py), which a handler written for real tensors would misread, so
 # the translator dispatches those nodes here only.
 COMPLEX = Registry()
 

@@ -1,5 +1,5 @@
 """Complex arithmetic on real pairs. A complex tensor of shape S is carried as a real tensor of shape
-S + [2] (real, imaginary; see exporter/builder.py); these helpers split, join and convert such
+S + [2] (real, imaginary; see ir/builder.py); these helpers split, join and convert such
 carriers with ops that read the same at every opset (Gather, Concat, Reshape)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Sequence
 import torch
 
 from aten2onnx import _dtypes
-from aten2onnx.exporter.builder import GraphBuilder, Value
+from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic._helpers import cast
 
 Part = Value | None  # a real or imaginary part with a trailing axis of 1; None is an exact zero

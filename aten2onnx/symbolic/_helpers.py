@@ -8,7 +8,7 @@ from typing import Callable, Sequence
 
 import torch
 from aten2onnx import _dtypes
-from aten2onnx.exporter.builder import GraphBuilder, Subgraph, Value, body_output
+from aten2onnx.ir import GraphBuilder, Subgraph, Value, body_output
 
 Operand = Value | int | float | bool
 

@@ -10,7 +10,7 @@ import math
 import torch
 
 from aten2onnx import registry
-from aten2onnx.exporter.builder import GraphBuilder, Value
+from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic.opset9 import conv, pool_args
 from aten2onnx.symbolic.opset9_spatial import avg_pool, batched, expand
 

@@ -11,7 +11,7 @@ import torch
 from aten2onnx import registry
 from aten2onnx.symbolic import opset9_math as math9
 from aten2onnx.symbolic.opset9_reduce import cumsum_accumulator
-from aten2onnx.exporter.builder import GraphBuilder, Value
+from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic._helpers import as_value, cast, norm_dim, result_type
 from aten2onnx.symbolic.opset9 import (
     FLOATS, arange, attention, broadcast_indices, clamp_minmax, clip_bounds, eager_index_order, equal, index_tensors,

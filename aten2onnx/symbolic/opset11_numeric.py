@@ -9,7 +9,7 @@ import math
 import torch
 
 from aten2onnx import registry
-from aten2onnx.exporter.builder import GraphBuilder, Value
+from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic._helpers import cast, norm_dim
 from aten2onnx.symbolic.opset9 import reshape
 from aten2onnx.symbolic.opset9_norm import axis_sum, static_shape

@@ -13,7 +13,7 @@ import math
 import torch
 
 from aten2onnx import registry
-from aten2onnx.exporter.builder import GraphBuilder, Value
+from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic._helpers import cast, norm_dim
 from aten2onnx.symbolic.opset9 import INT64_MAX, dim_size, extremum, unsqueeze_static
 from aten2onnx.symbolic.opset11 import index_layout

@@ -11,7 +11,7 @@ import math
 import torch
 
 from aten2onnx import registry
-from aten2onnx.exporter.builder import GraphBuilder, Value
+from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic._helpers import (
     FLOATS,
     as_value,
@@ -1234,24 +1234,6 @@ def max_pool(g: GraphBuilder, self: Value, kernel_size, stride, padding, dilatio
 def aten_max_pool2d(g, self, kernel_size, stride=[], padding=[0, 0], dilation=[1, 1], ceil_mode=False):
     """max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor"""
     return max_pool(g, self, kernel_size, stride, padding, dilation, ceil_mode, 2, has_dilation_and_ceil=False)
-
-
-@register("aten::adaptive_avg_pool2d.default", "aten::adaptive_avg_pool1d.default")
-def aten_adaptive_avg_pool(g, self, output_size):
-    """adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor"""
-    if self.rank == len(output_size) + 1:
-        from aten2onnx.symbolic.opset9_nn import adaptive_avg
-
-        return adaptive_avg(g, self, list(output_size))
-    if all(s == 1 for s in output_size):
-        return g.op("GlobalAveragePool", self)
-    spatial = list(self.shape[-len(output_size):])
-    if not all(isinstance(s, int) and s % o == 0 for s, o in zip(spatial, output_size)):
-        from aten2onnx.symbolic.opset9_nn import adaptive_avg
-
-        return adaptive_avg(g, self, list(output_size))
-    kernel = [s // o for s, o in zip(spatial, output_size)]
-    return g.op("AveragePool", self, kernel_shape=kernel, strides=kernel)
 
 
 # -- reductions and softmax -----------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import torch
 
 from aten2onnx import registry
-from aten2onnx.exporter.builder import GraphBuilder, Value
+from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic._helpers import AXES9, as_value, cast, loop, reduce_op
 from aten2onnx.symbolic.opset9 import equal_nan_safe
 from aten2onnx.symbolic.opset9_math import float_result, is_zero

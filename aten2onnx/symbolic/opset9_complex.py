@@ -1,5 +1,5 @@
 """Opset-9 base for nodes with complex tensors, carried as real pairs (a trailing axis of 2; see
-exporter/builder.py). Layout ops reuse the real symbolic for the target opset on the carrier, with
+ir/builder.py). Layout ops reuse the real symbolic for the target opset on the carrier, with
 dims and sizes moved past the pair axis; arithmetic is written out on the real and imaginary parts."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import math
 import torch
 
 from aten2onnx import _dtypes, registry
-from aten2onnx.exporter.builder import GraphBuilder, Value
+from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.registry._schema import resolve_overload
 from aten2onnx.symbolic import _complex as cx
 from aten2onnx.symbolic._helpers import cast, norm_dim, result_type, scalar_type

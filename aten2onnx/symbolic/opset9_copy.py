@@ -7,7 +7,7 @@ import functools
 import torch
 
 from aten2onnx import registry
-from aten2onnx.exporter.translate import value_info
+from aten2onnx.ir import graph_type
 from aten2onnx.symbolic._helpers import as_value, cast
 
 register = functools.partial(registry.register, opset=9)
@@ -26,7 +26,7 @@ def aten_copy(g, self, src, non_blocking=False):
 def number_dtype(dtype: torch.dtype) -> torch.dtype:
     """The dtype of the Python number read from a tensor of dtype, as the graph declares the SymInt,
     SymFloat or SymBool of the node that reads it, and as the handlers that meet that number cast it."""
-    return value_info(False if dtype == torch.bool else 0.0 if dtype.is_floating_point else 0)[0]
+    return graph_type(False if dtype == torch.bool else 0.0 if dtype.is_floating_point else 0)[0]
 
 
 @register("aten::item.default", "aten::_local_scalar_dense.default")

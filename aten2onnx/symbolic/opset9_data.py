@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from aten2onnx import registry
-from aten2onnx.exporter.builder import GraphBuilder, Value
+from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic._helpers import AXES9, Axes, cast, norm_dim, reduce_op
 from aten2onnx.symbolic.opset9 import fill, reshape
 

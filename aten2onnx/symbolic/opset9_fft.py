@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from aten2onnx import registry
-from aten2onnx.exporter.builder import GraphBuilder, Value
+from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic import _complex as cx
 from aten2onnx.symbolic._helpers import cast, norm_dims
 from aten2onnx.symbolic.opset9 import fill

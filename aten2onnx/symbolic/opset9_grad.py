@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from aten2onnx import registry
-from aten2onnx.exporter.builder import GraphBuilder, Value
+from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic import opset9_gamma as gamma
 from aten2onnx.symbolic import opset9_loss as loss_ops
 from aten2onnx.symbolic._helpers import AXES9, Axes, as_value, cast, norm_dim, promote, reduce_op, scalar_type

@@ -18,7 +18,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from aten2onnx import registry
-from aten2onnx.exporter.builder import GraphBuilder, Value
+from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic._helpers import AXES9, Axes, cast, loop, norm_dims, reduce_op, scalar_type
 from aten2onnx.symbolic.opset9 import fill, reshape
 from aten2onnx.symbolic.opset9_math import is_zero

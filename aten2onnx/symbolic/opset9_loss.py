@@ -8,7 +8,7 @@ import functools
 import torch
 
 from aten2onnx import registry
-from aten2onnx.exporter.builder import GraphBuilder, Value
+from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic._helpers import cast, opmath, promote
 from aten2onnx.symbolic.opset9 import reshape, softmax, to_float
 from aten2onnx.symbolic.opset9_norm import axis_sum, static_shape

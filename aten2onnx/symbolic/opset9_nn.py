@@ -193,6 +193,23 @@ def adaptive_avg(g, x, output_size):
                      lambda k: ([s if j == k else 1 for j, s in enumerate(output_size)],))
 
 
+@register("aten::adaptive_avg_pool2d.default", "aten::adaptive_avg_pool1d.default")
+def aten_adaptive_avg_pool2d(g, self, output_size):
+    """adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor
+
+    An AveragePool where the windows tile the input evenly, GlobalAveragePool for a size of ones,
+    the separable matrices otherwise."""
+    if self.rank == len(output_size) + 1:
+        return adaptive_avg(g, self, list(output_size))
+    if all(s == 1 for s in output_size):
+        return g.op("GlobalAveragePool", self)
+    spatial = list(self.shape[-len(output_size):])
+    if not all(isinstance(s, int) and s % o == 0 for s, o in zip(spatial, output_size)):
+        return adaptive_avg(g, self, list(output_size))
+    kernel = [s // o for s, o in zip(spatial, output_size)]
+    return g.op("AveragePool", self, kernel_shape=kernel, strides=kernel)
+
+
 @register("aten::_adaptive_avg_pool2d.default", "aten::_adaptive_avg_pool3d.default",
           "aten::adaptive_avg_pool3d.default")
 def aten_adaptive_avg_pool(g, self, output_size):

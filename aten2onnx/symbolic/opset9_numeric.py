@@ -10,7 +10,7 @@ import math
 import torch
 
 from aten2onnx import registry
-from aten2onnx.exporter.builder import GraphBuilder, Value
+from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic._helpers import AXES9, Axes, cast, loop, norm_dim, promote, reduce_op
 from aten2onnx.symbolic.opset9 import equal_nan_safe, fill, reshape, sum_dtype
 from aten2onnx.symbolic.opset9_loss import one_hot_of, reduced

@@ -11,7 +11,7 @@ import operator
 import torch
 
 from aten2onnx import registry
-from aten2onnx.exporter.builder import GraphBuilder, Value
+from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic._helpers import as_value, cast, promote
 from aten2onnx.symbolic.opset9 import aten_div_mode
 

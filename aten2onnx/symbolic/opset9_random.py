@@ -10,7 +10,7 @@ import functools
 import torch
 
 from aten2onnx import _dtypes, registry
-from aten2onnx.exporter.builder import GraphBuilder, Value
+from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic._helpers import cast, scalar_type
 from aten2onnx.symbolic.opset9 import fill
 

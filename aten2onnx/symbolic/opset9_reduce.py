@@ -9,7 +9,7 @@ import functools
 import torch
 
 from aten2onnx import registry
-from aten2onnx.exporter.builder import GraphBuilder, Value
+from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic._helpers import AXES9, Axes, cast, loop, norm_dim, norm_dims, opmath, reduce_op, scalar_type
 from aten2onnx.symbolic.opset9 import reshape, sum_dtype
 

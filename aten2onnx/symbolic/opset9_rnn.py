@@ -13,7 +13,7 @@ import functools
 import torch
 
 from aten2onnx import registry
-from aten2onnx.exporter.builder import GraphBuilder, Value
+from aten2onnx.ir import GraphBuilder, Value
 
 register = functools.partial(registry.register, opset=9)
 

@@ -9,7 +9,7 @@ import math
 import torch
 
 from aten2onnx import registry
-from aten2onnx.exporter.builder import GraphBuilder, Value
+from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic._helpers import as_value, cast, norm_dim, norm_dims, promote, result_type, scalar_type
 from aten2onnx.symbolic.opset9 import (
     aten_cat,

@@ -12,7 +12,7 @@ import math
 import torch
 
 from aten2onnx import registry
-from aten2onnx.exporter.builder import GraphBuilder, Value
+from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic._helpers import cast
 from aten2onnx.symbolic.opset9 import (
     pool_args,

@@ -9,7 +9,7 @@ import math
 import torch
 
 from aten2onnx import registry
-from aten2onnx.exporter.builder import GraphBuilder, Value
+from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic._helpers import (AXES9, Axes, cast, norm_dim, promote, reduce_op, result_type,
                                           scalar_type, unsqueeze)
 from aten2onnx.symbolic.opset9 import equal_nan_safe, extremum, softmax, to_float

@@ -6,7 +6,8 @@
     x.dtype, x.shape, x.rank                    # known from the FX metadata where the exporter had it
 
 Nodes are kept as light Python objects and turned into protobuf once, at the end; constants built
-only from other constants are folded on the spot by the runtime's own kernels.
+only from other constants are folded on the spot by the evaluator the builder is given (aten2onnx.export
+gives the runtime's own kernels).
 
 Complex tensors are carried as real ones with a trailing axis of 2 (real, imaginary), because
 onnxruntime computes nothing in ONNX's complex types: such a Value has `complex=True`, and its
@@ -25,7 +26,7 @@ import torch
 from onnx import AttributeProto, helper
 
 from aten2onnx import _dtypes
-from aten2onnx.exporter import op_types
+from aten2onnx.ir import op_types
 
 Dim = int | str | None
 
@@ -139,6 +140,30 @@ def value_info(value: Value) -> onnx.ValueInfoProto:
     return helper.make_tensor_value_info(value.name, elem, None if value.shape is None else list(value.shape))
 
 
+def dim_of(d: Any) -> Dim:
+    """A dim of an FX value: an int, or a symbolic size's expression as text (an ONNX dim_param)."""
+    if isinstance(d, int):
+        return d
+    if isinstance(d, torch.SymInt):
+        expr = d.node.expr
+        return int(expr) if expr.is_number else str(expr)
+    return None
+
+
+def graph_type(val: Any) -> tuple[torch.dtype | None, tuple[Dim, ...] | None]:
+    """dtype and shape of an FX value (a node's meta["val"]) as the graph carries it: a complex tensor as
+    real pairs, a Python or symbolic number as a 0-d tensor."""
+    if isinstance(val, torch.Tensor):
+        return _dtypes.real_part(val.dtype), tuple(dim_of(d) for d in val.shape) + (2,) * val.dtype.is_complex
+    if isinstance(val, (torch.SymInt, int)) and not isinstance(val, bool):
+        return torch.int64, ()
+    if isinstance(val, (torch.SymFloat, float)):
+        return torch.float64, ()  # a Python float is a double, as the sym-float symbolics compute it
+    if isinstance(val, (torch.SymBool, bool)):
+        return torch.bool, ()
+    return None, None
+
+
 # Output dtype rules for ops whose output is not of their first input's dtype.
 _BOOL_OUT = frozenset({"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or", "Xor",
                        "IsNaN", "IsInf"})
@@ -238,6 +263,16 @@ class GraphBuilder:
         """Name values and nodes after the FX node being translated, and stamp its metadata."""
         self._scope = scope
         self.meta = meta
+
+    def rename(self, value: Value, name: str) -> bool:
+        """Give value the name, if no value has it yet (the exporter names each FX node's result after
+        the node); False, leaving the value as it was, when the name is taken."""
+        if name in self._names:
+            return False
+        self._names.discard(value.name)
+        value.name = name
+        self._names.add(name)
+        return True
 
     def fresh_name(self, hint: str | None = None) -> str:
         """A unique name: `hint` if free, else hint.N. Without a hint, an intermediate of the FX

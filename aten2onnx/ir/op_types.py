@@ -22,7 +22,7 @@ import onnx
 import torch
 
 from aten2onnx import _dtypes
-from aten2onnx.exporter.ort_gaps import GAPS, REDUCTION_GAPS
+from aten2onnx.ir.ort_gaps import GAPS, REDUCTION_GAPS
 
 # For each dtype, the wider dtypes that compute its values exactly, narrowest first. Integers of up
 # to 16 bits and bools fit float64 exactly, and so do products and sums of them; int32 and int64 do
