@@ -16,7 +16,7 @@ from torch.export.graph_signature import InputKind
 from aten2onnx import _dtypes, registry as _registry
 from aten2onnx.errors import ArgumentError, ExportError, SymbolicError, UnsupportedOp, UnsupportedOperatorError, warn_user
 from aten2onnx.ir import op_types
-from aten2onnx.ir import Dim, GraphBuilder, Node, Subgraph, Value, body_output, dim_of, graph_type
+from aten2onnx.ir import GraphBuilder, Node, Subgraph, Value, body_output, dim_of, graph_type
 from aten2onnx.exporter.fallback import emit_aten_node
 from aten2onnx.exporter.functionalize import FunctionalGraph
 from aten2onnx.exporter.provenance import module_of, source_of

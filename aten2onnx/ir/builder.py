@@ -27,6 +27,7 @@ from onnx import AttributeProto, helper
 
 from aten2onnx import _dtypes
 from aten2onnx.ir import op_types
+from aten2onnx.ir.emitters import Emitters
 
 Dim = int | str | None
 
@@ -226,7 +227,7 @@ def broadcast_shapes(*shapes: tuple[Dim, ...] | None) -> tuple[Dim, ...] | None:
     return tuple(out)
 
 
-class GraphBuilder:
+class GraphBuilder(Emitters):
     """Builds one ONNX graph at one target opset."""
 
     def __init__(self, opset: int, *, evaluator: Callable[..., tuple[torch.Tensor, ...]] | None = None,

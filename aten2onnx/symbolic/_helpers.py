@@ -3,7 +3,6 @@ between opsets (`axes_as_input=True`); none of them asks for the target opset.""
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Callable, Sequence
 
 import torch
@@ -117,54 +116,6 @@ def norm_dim(dim: int, rank: int) -> int:
 
 def norm_dims(dims: Sequence[int], rank: int) -> list[int]:
     return [norm_dim(d, max(rank, 1)) for d in dims]
-
-
-def unsqueeze(g: GraphBuilder, x: Value, axes: Sequence[int], *, axes_as_input: bool) -> Value:
-    if axes_as_input:
-        return g.op("Unsqueeze", x, g.const(list(axes), dtype=torch.int64))
-    return g.op("Unsqueeze", x, axes=list(axes))
-
-
-def squeeze(g: GraphBuilder, x: Value, axes: Sequence[int] | None, *, axes_as_input: bool) -> Value:
-    if axes is None:
-        return g.op("Squeeze", x)
-    if axes_as_input:
-        return g.op("Squeeze", x, g.const(list(axes), dtype=torch.int64))
-    return g.op("Squeeze", x, axes=list(axes))
-
-
-def reduce(g: GraphBuilder, op_type: str, x: Value, axes: Sequence[int] | None, keepdim: bool, *,
-           axes_as_input: bool) -> Value:
-    """Reduce over axes (all axes when None or empty, as ATen does); a 0-d x is its own reduction."""
-    if x.rank == 0:
-        return x
-    if not axes:
-        return g.op(op_type, x, keepdims=int(keepdim))
-    if axes_as_input:
-        return g.op(op_type, x, g.const(list(axes), dtype=torch.int64), keepdims=int(keepdim))
-    return g.op(op_type, x, axes=list(axes), keepdims=int(keepdim))
-
-
-@dataclasses.dataclass(frozen=True)
-class Axes:
-    """How Reduce* ops take their axes at an opset: ReduceSum as an input from 13, the others from 18."""
-
-    sum_as_input: bool
-    others_as_input: bool
-
-    def for_op(self, op_type: str) -> bool:
-        return self.sum_as_input if op_type == "ReduceSum" else self.others_as_input
-
-
-AXES9 = Axes(False, False)
-AXES13 = Axes(True, False)
-AXES18 = Axes(True, True)
-
-
-def reduce_op(g: GraphBuilder, op_type: str, x: Value, axes: Sequence[int] | None, keepdim: bool, *,
-              mode: Axes) -> Value:
-    """reduce() with the axes form of op_type under mode."""
-    return reduce(g, op_type, x, axes, keepdim, axes_as_input=mode.for_op(op_type))
 
 
 # -- control flow inside a translation ----------------------------------------------------------------

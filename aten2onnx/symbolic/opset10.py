@@ -10,7 +10,7 @@ import torch
 from aten2onnx import registry
 from aten2onnx.symbolic import opset9_math as math9
 from aten2onnx.symbolic._helpers import cast, norm_dim, norm_dims, scalar_type
-from aten2onnx.symbolic.opset9 import INT64_MAX, diff, is_full_slice, max_pool, slice_axis
+from aten2onnx.symbolic.opset9 import INT64_MAX, is_full_slice, max_pool, slice_axis
 from aten2onnx.symbolic.opset9_random import draw
 
 register = functools.partial(registry.register, opset=10)
@@ -22,20 +22,13 @@ def aten_slice(g, self, dim=0, start=None, end=None, step=1):
     dim = norm_dim(dim, self.rank)
     if is_full_slice(self, dim, start, end, step):
         return self
-    return slice_axis(g, self, dim, 0 if start is None else start, INT64_MAX if end is None else end, step,
-                      as_inputs=True)
+    return slice_axis(g, self, dim, 0 if start is None else start, INT64_MAX if end is None else end, step)
 
 
 @register("aten::max_pool2d.default")
 def aten_max_pool2d(g, self, kernel_size, stride=[], padding=[0, 0], dilation=[1, 1], ceil_mode=False):
     """max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor"""
     return max_pool(g, self, kernel_size, stride, padding, dilation, ceil_mode, 2, has_dilation_and_ceil=True)
-
-
-@register("aten::diff.default")
-def aten_diff(g, self, n=1, dim=-1, prepend=None, append=None):
-    """diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor"""
-    return diff(g, self, n, dim, prepend, append, slice_as_inputs=True)
 
 
 @register("aten::flip.default")

@@ -176,23 +176,20 @@ def aten_logcumsumexp(g, self, dim):
     return cast(g, restore(g, out, x, perm), self.dtype)
 
 
-def cumprod(g: GraphBuilder, self: Value, dim: int, dtype, *, axes_as_input: bool) -> Value:
+def cumprod(g: GraphBuilder, self: Value, dim: int, dtype) -> Value:
     x = cast(g, self, sum_dtype(self, dtype))
     if x.rank == 0:
         return x
     masked, perm, n = triangular(g, x, dim, 1)
     axis = masked.rank - 1
-    if axes_as_input:
-        prod = g.op("ReduceProd", masked, g.const([axis], dtype=torch.int64), keepdims=1)
-    else:
-        prod = g.op("ReduceProd", masked, axes=[axis], keepdims=1)
+    prod = g.reduce("ReduceProd", masked, [axis], True)
     return restore(g, prod, self, perm)
 
 
 @register("aten::cumprod.default")
 def aten_cumprod(g, self, dim, *, dtype=None):
     """cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor"""
-    return cumprod(g, self, dim, dtype, axes_as_input=False)
+    return cumprod(g, self, dim, dtype)
 
 
 # -- searching ---------------------------------------------------------------------------------------------------

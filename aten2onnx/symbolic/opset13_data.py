@@ -6,7 +6,6 @@ from __future__ import annotations
 import functools
 
 from aten2onnx import registry
-from aten2onnx.symbolic._helpers import AXES13
 from aten2onnx.symbolic.opset9_data import segment_reduce
 
 register = functools.partial(registry.register, opset=13)
@@ -17,4 +16,4 @@ def aten_segment_reduce(g, data, reduce, *, lengths=None, indices=None, offsets=
     """segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor"""
     if lengths is None and offsets is None:
         raise NotImplementedError("segment_reduce by indices (eager does not support it either)")
-    return segment_reduce(g, data, reduce, lengths, offsets, axis, initial, mode=AXES13, has_cumsum=True)
+    return segment_reduce(g, data, reduce, lengths, offsets, axis, initial, has_cumsum=True)

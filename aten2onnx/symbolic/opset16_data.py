@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 
 from aten2onnx import registry
-from aten2onnx.symbolic._helpers import AXES9, cast
+from aten2onnx.symbolic._helpers import cast
 from aten2onnx.symbolic.opset9_data import (
     accumulator,
     bincount,
@@ -102,4 +102,4 @@ def aten__unsafe_masked_index_put_accumulate(g, self, mask, indices, values):
 @register("aten::embedding_renorm.default")
 def aten_embedding_renorm(g, self, indices, max_norm, norm_type):
     """embedding_renorm(Tensor self, Tensor indices, float max_norm, float norm_type) -> Tensor"""
-    return embedding_renorm(g, self, indices, max_norm, norm_type, axes=AXES9, scatter_add=True)
+    return embedding_renorm(g, self, indices, max_norm, norm_type, scatter_add=True)

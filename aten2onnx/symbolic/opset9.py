@@ -12,19 +12,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import (
-    FLOATS,
-    as_value,
-    cast,
-    norm_dim,
-    norm_dims,
-    opmath,
-    promote,
-    reduce,
-    result_type,
-    squeeze,
-    unsqueeze,
-)
+from aten2onnx.symbolic._helpers import FLOATS, as_value, cast, norm_dim, norm_dims, opmath, promote, result_type
 
 register = functools.partial(registry.register, opset=9)
 
@@ -113,15 +101,9 @@ def transpose_perm(rank: int, dim0: int, dim1: int) -> list[int]:
     return perm
 
 
-def slice_axis(g: GraphBuilder, x: Value, axis: int, start: SymInt, end: SymInt, step: int = 1, *,
-               as_inputs: bool) -> Value:
-    """x[start:end:step] along axis; Slice takes attributes up to opset 9, inputs from 10."""
-    if as_inputs:
-        return g.op("Slice", x, g.int_list([start]), g.int_list([end]), g.const([axis], dtype=torch.int64),
-                    g.const([step], dtype=torch.int64))
-    if step != 1 or isinstance(start, Value) or isinstance(end, Value):
-        raise NotImplementedError("opset 9 Slice takes only constant bounds and step 1; export at opset 10 or later")
-    return g.op("Slice", x, starts=[start], ends=[end], axes=[axis])
+def slice_axis(g: GraphBuilder, x: Value, axis: int, start: SymInt, end: SymInt, step: int = 1) -> Value:
+    """x[start:end:step] along axis."""
+    return g.slice(x, [start], [end], [axis], [step])
 
 
 def is_full_slice(x: Value, dim: int, start, end, step) -> bool:
@@ -168,14 +150,13 @@ def fill_dtype(value, dtype: torch.dtype | None) -> torch.dtype:
     return torch.get_default_dtype()
 
 
-def layer_norm_decomposed(g: GraphBuilder, x: Value, axes: list[int], weight, bias, eps: float,
-                          *, reduce_axes_as_input: bool) -> Value:
+def layer_norm_decomposed(g: GraphBuilder, x: Value, axes: list[int], weight, bias, eps: float) -> Value:
     """(x - mean) / sqrt(var + eps) * weight + bias over axes, in opmath(x.dtype) as ATen computes it."""
     acc = opmath(x.dtype)
     xa = cast(g, x, acc)
-    mean = reduce(g, "ReduceMean", xa, axes, True, axes_as_input=reduce_axes_as_input)
+    mean = g.reduce("ReduceMean", xa, axes, True)
     centered = g.op("Sub", xa, mean)
-    var = reduce(g, "ReduceMean", g.op("Mul", centered, centered), axes, True, axes_as_input=reduce_axes_as_input)
+    var = g.reduce("ReduceMean", g.op("Mul", centered, centered), axes, True)
     y = g.op("Div", centered, g.op("Sqrt", g.op("Add", var, g.const(eps, dtype=acc))))
     if weight is not None:
         y = g.op("Mul", y, cast(g, weight, acc))
@@ -776,7 +757,7 @@ def aten_expand_as(g, self, other):
 @register("aten::unsqueeze.default")
 def aten_unsqueeze(g, self, dim):
     """unsqueeze(Tensor(a) self, int dim) -> Tensor(a)"""
-    return unsqueeze(g, self, [norm_dim(dim, self.rank + 1)], axes_as_input=False)
+    return g.unsqueeze(self, [norm_dim(dim, self.rank + 1)])
 
 
 def squeezable(x: Value, dims: list[int]) -> list[int]:
@@ -796,7 +777,7 @@ def aten_squeeze_dims(g, self, dim):
     if self.rank == 0:
         return self
     axes = squeezable(self, norm_dims(dim, self.rank))
-    return squeeze(g, self, axes, axes_as_input=False) if axes else self
+    return g.squeeze(self, axes) if axes else self
 
 
 @register("aten::squeeze.default")
@@ -874,7 +855,7 @@ def aten_slice(g, self, dim=0, start=None, end=None, step=1):
     end = INT64_MAX if end is None else end
     if step == 1 and (isinstance(start, Value) or isinstance(end, Value)) and isinstance(self.shape[dim], int):
         return compress_slice(g, self, dim, start, end)
-    return slice_axis(g, self, dim, start, end, step, as_inputs=False)
+    return slice_axis(g, self, dim, start, end, step)
 
 
 def compress_slice(g: GraphBuilder, x: Value, dim: int, start, end) -> Value:
@@ -904,16 +885,6 @@ def aten_select(g, self, dim, index):
     return g.op("Gather", self, idx, axis=dim)
 
 
-def split_by_sizes(g: GraphBuilder, self: Value, sizes: list[int], dim: int, *, sizes_as_input: bool) -> list[Value]:
-    if len(sizes) == 1:
-        return [self]
-    if sizes_as_input:
-        outs = g.op("Split", self, g.const(sizes, dtype=torch.int64), outputs=len(sizes), axis=dim)
-    else:
-        outs = g.op("Split", self, outputs=len(sizes), axis=dim, split=sizes)
-    return list(outs)
-
-
 def chunk_sizes(total: int, split_size: int) -> list[int]:
     if split_size == 0:
         return [0]
@@ -932,13 +903,13 @@ def static_dim(x: Value, dim: int, what: str) -> int:
 def aten_split(g, self, split_size, dim=0):
     """split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]"""
     dim = norm_dim(dim, self.rank)
-    return split_by_sizes(g, self, chunk_sizes(static_dim(self, dim, "split"), split_size), dim, sizes_as_input=False)
+    return g.split(self, chunk_sizes(static_dim(self, dim, "split"), split_size), dim)
 
 
 @register("aten::split_with_sizes.default")
 def aten_split_with_sizes(g, self, split_sizes, dim=0):
     """split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]"""
-    return split_by_sizes(g, self, list(split_sizes), norm_dim(dim, self.rank), sizes_as_input=False)
+    return g.split(self, list(split_sizes), norm_dim(dim, self.rank))
 
 
 @register("aten::chunk.default")
@@ -946,7 +917,7 @@ def aten_chunk(g, self, chunks, dim=0):
     """chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]"""
     dim = norm_dim(dim, self.rank)
     total = static_dim(self, dim, "chunk")
-    return split_by_sizes(g, self, chunk_sizes(total, -(-total // chunks)), dim, sizes_as_input=False)
+    return g.split(self, chunk_sizes(total, -(-total // chunks)), dim)
 
 
 @register("aten::unbind.int")
@@ -975,13 +946,13 @@ def aten_stack(g, tensors, dim=0):
     return g.op("Concat", *(unsqueeze_static(g, t, dim) for t in tensors), axis=dim)
 
 
-def diff(g: GraphBuilder, self: Value, n: int, dim: int, prepend, append, *, slice_as_inputs: bool) -> Value:
+def diff(g: GraphBuilder, self: Value, n: int, dim: int, prepend, append) -> Value:
     dim = norm_dim(dim, self.rank)
     parts = [t for t in (prepend, self, append) if t is not None]
     x = g.op("Concat", *promote(g, *parts), axis=dim) if len(parts) > 1 else self
     for _ in range(n):
-        later = slice_axis(g, x, dim, 1, INT64_MAX, as_inputs=slice_as_inputs)
-        earlier = slice_axis(g, x, dim, 0, -1, as_inputs=slice_as_inputs)
+        later = slice_axis(g, x, dim, 1, INT64_MAX)
+        earlier = slice_axis(g, x, dim, 0, -1)
         x = g.op("Xor" if x.dtype == torch.bool else "Sub", later, earlier)
     return x
 
@@ -989,7 +960,7 @@ def diff(g: GraphBuilder, self: Value, n: int, dim: int, prepend, append, *, sli
 @register("aten::diff.default")
 def aten_diff(g, self, n=1, dim=-1, prepend=None, append=None):
     """diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor"""
-    return diff(g, self, n, dim, prepend, append, slice_as_inputs=False)
+    return diff(g, self, n, dim, prepend, append)
 
 
 # -- indexing ---------------------------------------------------------------------------------------------------
@@ -1147,7 +1118,7 @@ def aten_matmul(g, self, other):
 def aten_layer_norm(g, input, normalized_shape, weight=None, bias=None, eps=1e-05, cudnn_enable=True):
     """layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor"""
     axes = list(range(input.rank - len(normalized_shape), input.rank))
-    return layer_norm_decomposed(g, input, axes, weight, bias, eps, reduce_axes_as_input=False)
+    return layer_norm_decomposed(g, input, axes, weight, bias, eps)
 
 
 def conv(g: GraphBuilder, input: Value, weight: Value, bias, stride, padding, dilation, groups: int) -> Value:
@@ -1250,7 +1221,7 @@ def sum_dtype(self: Value, dtype: torch.dtype | None) -> torch.dtype:
 def aten_sum_dim(g, self, dim, keepdim=False, *, dtype=None):
     """sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"""
     x = cast(g, self, sum_dtype(self, dtype))
-    return reduce(g, "ReduceSum", x, norm_dims(dim or [], self.rank), keepdim, axes_as_input=False)
+    return g.reduce("ReduceSum", x, norm_dims(dim or [], self.rank), keepdim)
 
 
 @register("aten::sum.default")
@@ -1263,7 +1234,7 @@ def aten_sum(g, self, *, dtype=None):
 def aten_mean_dim(g, self, dim, keepdim=False, *, dtype=None):
     """mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"""
     x = self if dtype is None else cast(g, self, dtype)
-    return reduce(g, "ReduceMean", x, norm_dims(dim or [], self.rank), keepdim, axes_as_input=False)
+    return g.reduce("ReduceMean", x, norm_dims(dim or [], self.rank), keepdim)
 
 
 @register("aten::mean.default")
@@ -1275,20 +1246,20 @@ def aten_mean(g, self, *, dtype=None):
 @register("aten::amax.default")
 def aten_amax(g, self, dim=[], keepdim=False):
     """amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor"""
-    return reduce(g, "ReduceMax", self, norm_dims(dim, self.rank), keepdim, axes_as_input=False)
+    return g.reduce("ReduceMax", self, norm_dims(dim, self.rank), keepdim)
 
 
 @register("aten::amin.default")
 def aten_amin(g, self, dim=[], keepdim=False):
     """amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor"""
-    return reduce(g, "ReduceMin", self, norm_dims(dim, self.rank), keepdim, axes_as_input=False)
+    return g.reduce("ReduceMin", self, norm_dims(dim, self.rank), keepdim)
 
 
 @register("aten::max.dim")
 def aten_max_dim(g, self, dim, keepdim=False):
     """max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)"""
     dim = norm_dim(dim, self.rank)
-    values = reduce(g, "ReduceMax", self, [dim], keepdim, axes_as_input=False)
+    values = g.reduce("ReduceMax", self, [dim], keepdim)
     return values, g.op("ArgMax", self, axis=dim, keepdims=int(keepdim))
 
 

@@ -11,7 +11,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import AXES9, as_value, cast, loop, reduce_op
+from aten2onnx.symbolic._helpers import as_value, cast, loop
 from aten2onnx.symbolic.opset9 import equal_nan_safe
 from aten2onnx.symbolic.opset9_math import float_result, is_zero
 
@@ -592,8 +592,7 @@ def _recurrence(g: GraphBuilder, first: Value, n: Value, static: int | None, ste
         return q
     last = g.op("Where", needed, n, g.const(1, dtype=torch.int64))
     flat = g.op("Reshape", last, g.const([-1], dtype=torch.int64))
-    top = reduce_op(g, "ReduceMax", g.op("Concat", flat, g.const([1], dtype=torch.int64), axis=0), None, False,
-                    mode=AXES9)
+    top = g.reduce("ReduceMax", g.op("Concat", flat, g.const([1], dtype=torch.int64), axis=0), None, False)
     trip = g.op("Sub", top, g.const(1, dtype=torch.int64))
 
     def body(b: GraphBuilder, i: Value, state: list[Value]) -> list[Value]:
@@ -604,7 +603,7 @@ def _recurrence(g: GraphBuilder, first: Value, n: Value, static: int | None, ste
         p, q = b.op("Where", advancing, q, p), b.op("Where", advancing, r, q)
         going = b.op("And", b.op("Less", b.op("Add", k, b.const(1, dtype=torch.int64)), last),
                      b.op("Not", b.op("IsNaN", q)))
-        more = reduce_op(b, "ReduceMax", cast(b, going, torch.float32), None, False, mode=AXES9)
+        more = b.reduce("ReduceMax", cast(b, going, torch.float32), None, False)
         return [p, q, b.op("Greater", more, b.const(0.0, dtype=torch.float32))]
 
     return loop(g, trip, [g.op("Expand", one, g.op("Shape", first)), first], body, name="recurrence", stop=True)[1]

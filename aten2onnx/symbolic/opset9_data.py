@@ -18,7 +18,7 @@ import torch.nn.functional as F
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import AXES9, Axes, cast, norm_dim, reduce_op
+from aten2onnx.symbolic._helpers import cast, norm_dim
 from aten2onnx.symbolic.opset9 import fill, reshape
 
 register = functools.partial(registry.register, opset=9)
@@ -740,7 +740,7 @@ def between(g: GraphBuilder, position: Value, starts: Value, ends: Value) -> Val
 
 
 def segment_reduce(g: GraphBuilder, data: Value, reduce: str, lengths: Value | None, offsets: Value | None, axis: int,
-                   initial, *, mode: Axes, has_cumsum: bool) -> Value:
+                   initial, *, has_cumsum: bool) -> Value:
     """Reduce runs of data along axis (given by lengths or offsets, per leading index): a [.., S, N] mask of
     which element falls in which segment selects the elements for one Reduce* over N. Empty segments give
     `initial`, or the reduction's identity (NaN for mean); max and min propagate NaN as eager does."""
@@ -767,7 +767,7 @@ def segment_reduce(g: GraphBuilder, data: Value, reduce: str, lengths: Value | N
     along = [axis + 1]
 
     def masked(op_type: str, identity: float, values: Value = x, keep: Value = member) -> Value:
-        return reduce_op(g, op_type, g.op("Where", keep, values, g.const(identity, dtype=dtype)), along, False, mode=mode)
+        return g.reduce(op_type, g.op("Where", keep, values, g.const(identity, dtype=dtype)), along, False)
 
     if reduce in ("sum", "mean"):
         out = masked("ReduceSum", 0.0)
@@ -800,7 +800,7 @@ def aten_segment_reduce(g, data, reduce, *, lengths=None, indices=None, offsets=
     """segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor"""
     if lengths is None and offsets is None:
         raise NotImplementedError("segment_reduce by indices (eager does not support it either)")
-    return segment_reduce(g, data, reduce, lengths, offsets, axis, initial, mode=AXES9, has_cumsum=False)
+    return segment_reduce(g, data, reduce, lengths, offsets, axis, initial, has_cumsum=False)
 
 
 def unique_consecutive(g: GraphBuilder, self: Value, return_inverse: bool, return_counts: bool, dim: int | None, *,
@@ -853,8 +853,7 @@ def aten_unique_consecutive(g, self, return_inverse=False, return_counts=False, 
 
 
 def embedding_bag(g: GraphBuilder, weight: Value, indices: Value, offsets: Value, mode: int,
-                  per_sample_weights: Value | None, include_last_offset: bool, padding_idx: int | None, *,
-                  axes: Axes) -> tuple[Value, Value, Value, Value]:
+                  per_sample_weights: Value | None, include_last_offset: bool, padding_idx: int | None) -> tuple[Value, Value, Value, Value]:
     """Bags of embedding rows reduced by sum (weighted by per_sample_weights), mean or max; padding rows
     left out and empty bags zero. Also eager's bookkeeping outputs: each index's bag (empty on the
     unweighted float sum path, as eager skips it), the bag sizes and the rows the max picked; where eager
@@ -885,7 +884,7 @@ def embedding_bag(g: GraphBuilder, weight: Value, indices: Value, offsets: Value
     if mode == 2:
         picked = g.op("Where", inside, rows, g.const(-math.inf, dtype=dtype))
         nonempty = to_shape(g, g.op("Greater", count, g.const(0, dtype=I64)), [bags, 1])
-        out = g.op("Where", nonempty, reduce_op(g, "ReduceMax", picked, [1], False, mode=axes), zero)
+        out = g.op("Where", nonempty, g.reduce("ReduceMax", picked, [1], False), zero)
         best = g.op("Gather", idx, g.op("ArgMax", picked, axis=1, keepdims=0), axis=0)
         max_indices = g.op("Where", nonempty, best, g.const(0, dtype=I64))
     else:
@@ -925,14 +924,14 @@ def aten_embedding_bag_padding_idx(g, weight, indices, offsets, scale_grad_by_fr
                                    include_last_offset, padding_idx):
     """embedding_bag.padding_idx(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq, int mode, bool sparse, Tensor? per_sample_weights, bool include_last_offset, int? padding_idx) -> (Tensor, Tensor, Tensor, Tensor)"""
     padding = bag_padding(padding_idx, static(weight, "embedding_bag")[0], negative_is_none=False)
-    return embedding_bag(g, weight, indices, offsets, mode, per_sample_weights, include_last_offset, padding, axes=AXES9)
+    return embedding_bag(g, weight, indices, offsets, mode, per_sample_weights, include_last_offset, padding)
 
 
 @register("aten::embedding_bag.default")
 def aten_embedding_bag(g, weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False,
                        per_sample_weights=None, include_last_offset=False):
     """embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False) -> (Tensor, Tensor, Tensor, Tensor)"""
-    return embedding_bag(g, weight, indices, offsets, mode, per_sample_weights, include_last_offset, None, axes=AXES9)
+    return embedding_bag(g, weight, indices, offsets, mode, per_sample_weights, include_last_offset, None)
 
 
 @register("aten::_embedding_bag.default", "aten::_embedding_bag_forward_only.default")
@@ -940,15 +939,15 @@ def aten__embedding_bag(g, weight, indices, offsets, scale_grad_by_freq=False, m
                         per_sample_weights=None, include_last_offset=False, padding_idx=-1):
     """_embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)"""
     padding = bag_padding(padding_idx, static(weight, "embedding_bag")[0], negative_is_none=True)
-    return embedding_bag(g, weight, indices, offsets, mode, per_sample_weights, include_last_offset, padding, axes=AXES9)
+    return embedding_bag(g, weight, indices, offsets, mode, per_sample_weights, include_last_offset, padding)
 
 
-def row_norms(g: GraphBuilder, x: Value, p: float, *, axes: Axes) -> Value:
+def row_norms(g: GraphBuilder, x: Value, p: float) -> Value:
     """The p-norm of each row of a static [R, D] x, as Tensor.norm(p) reads p (inf, -inf and 0 included)."""
     rows, width = static(x, "row norms")
     size = g.op("Abs", x)
     if math.isinf(p):
-        return reduce_op(g, "ReduceMax" if p > 0 else "ReduceMin", size, [1], False, mode=axes)
+        return g.reduce("ReduceMax" if p > 0 else "ReduceMin", size, [1], False)
     ones = g.const(torch.ones(width, 1, dtype=x.dtype))
     if p == 0:
         return to_shape(g, g.op("MatMul", cast(g, g.op("Greater", size, g.const(0, dtype=x.dtype)), x.dtype), ones), [rows])
@@ -957,14 +956,14 @@ def row_norms(g: GraphBuilder, x: Value, p: float, *, axes: Axes) -> Value:
     return total if p == 1 else g.op("Sqrt", total) if p == 2 else g.op("Pow", total, g.const(1 / p, dtype=x.dtype))
 
 
-def embedding_renorm(g: GraphBuilder, self: Value, indices: Value, max_norm: float, norm_type: float, *, axes: Axes,
+def embedding_renorm(g: GraphBuilder, self: Value, indices: Value, max_norm: float, norm_type: float, *,
                      scatter_add: bool) -> Value:
     """The rows `indices` names, each scaled by max_norm / (norm + 1e-7) where its norm exceeds max_norm
     (the scale in double, as eager computes it)."""
     rows, _ = static(self, "embedding_renorm")
     named = g.op("Greater", count_1d(g, rows, flat(g, cast(g, indices, I64)), None, I64, scatter_add=scatter_add),
                  g.const(0, dtype=I64))
-    norm = cast(g, row_norms(g, self, norm_type, axes=axes), torch.float64)
+    norm = cast(g, row_norms(g, self, norm_type), torch.float64)
     limit = g.const(max_norm, dtype=torch.float64)
     scale = g.op("Div", limit, g.op("Add", norm, g.const(1e-7, dtype=torch.float64)))
     scale = g.op("Where", g.op("And", named, g.op("Greater", norm, limit)), scale, g.const(1.0, dtype=torch.float64))
@@ -974,4 +973,4 @@ def embedding_renorm(g: GraphBuilder, self: Value, indices: Value, max_norm: flo
 @register("aten::embedding_renorm.default")
 def aten_embedding_renorm(g, self, indices, max_norm, norm_type):
     """embedding_renorm(Tensor self, Tensor indices, float max_norm, float norm_type) -> Tensor"""
-    return embedding_renorm(g, self, indices, max_norm, norm_type, axes=AXES9, scatter_add=False)
+    return embedding_renorm(g, self, indices, max_norm, norm_type, scatter_add=False)

@@ -13,7 +13,7 @@ from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic import opset9_gamma as gamma
 from aten2onnx.symbolic import opset9_loss as loss_ops
-from aten2onnx.symbolic._helpers import AXES9, Axes, as_value, cast, norm_dim, promote, reduce_op, scalar_type
+from aten2onnx.symbolic._helpers import as_value, cast, norm_dim, promote, scalar_type
 from aten2onnx.symbolic.opset9 import fill, reshape, static_dim, transpose_perm
 from aten2onnx.symbolic.opset9_norm import static_shape
 
@@ -296,10 +296,9 @@ def aten_slice_backward(g, grad_output, input_sizes, dim, start, end, step):
 # -- softmax -----------------------------------------------------------------------------------------------
 
 
-def log_softmax_backward(g: GraphBuilder, grad_output: Value, output: Value, dim: int, input_dtype, *,
-                         mode: Axes) -> Value:
+def log_softmax_backward(g: GraphBuilder, grad_output: Value, output: Value, dim: int, input_dtype) -> Value:
     grad, out = promote(g, grad_output, output)
-    total = reduce_op(g, "ReduceSum", grad, [norm_dim(dim, out.rank)], True, mode=mode)
+    total = g.reduce("ReduceSum", grad, [norm_dim(dim, out.rank)], True)
     result = g.op("Sub", grad, g.op("Mul", g.op("Exp", out), total))
     return cast(g, result, scalar_type(input_dtype, grad_output.dtype))
 
@@ -307,7 +306,7 @@ def log_softmax_backward(g: GraphBuilder, grad_output: Value, output: Value, dim
 @register("aten::_log_softmax_backward_data.default")
 def aten__log_softmax_backward_data(g, grad_output, output, dim, input_dtype):
     """_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor"""
-    return log_softmax_backward(g, grad_output, output, dim, input_dtype, mode=AXES9)
+    return log_softmax_backward(g, grad_output, output, dim, input_dtype)
 
 
 # -- losses: the elementwise derivative, scaled by 1/numel under reduction=mean -------------------------------

@@ -19,7 +19,7 @@ import torch.utils._pytree as pytree
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import AXES9, Axes, cast, loop, norm_dims, reduce_op, scalar_type
+from aten2onnx.symbolic._helpers import cast, loop, norm_dims, scalar_type
 from aten2onnx.symbolic.opset9 import fill, reshape
 from aten2onnx.symbolic.opset9_math import is_zero
 from aten2onnx.symbolic.opset9_reduce import vector_norm
@@ -1225,10 +1225,10 @@ def singular_value_norm(g: GraphBuilder, A: Value, ord, dim: list[int], keepdim:
     return reshape(g, result, out_shape)
 
 
-def matrix_norm(g: GraphBuilder, A: Value, ord, dim: list[int], keepdim: bool, dtype, *, mode: Axes) -> Value:
+def matrix_norm(g: GraphBuilder, A: Value, ord, dim: list[int], keepdim: bool, dtype) -> Value:
     """linalg.matrix_norm: 'fro' and the +-1 / +-inf norms by reductions, +-2 and 'nuc' from singular values."""
     if ord == "fro":
-        return vector_norm(g, A, 2, dim, keepdim, dtype, mode=mode)
+        return vector_norm(g, A, 2, dim, keepdim, dtype)
     if ord == "nuc" or ord in (2, -2):
         return singular_value_norm(g, A, ord, dim, keepdim, dtype)
     if not isinstance(ord, (int, float)) or abs(ord) not in (1, math.inf):
@@ -1242,19 +1242,19 @@ def matrix_norm(g: GraphBuilder, A: Value, ord, dim: list[int], keepdim: bool, d
         d0, d1 = d1, d0
     if not keepdim and d0 < d1:
         d1 -= 1
-    sums = vector_norm(g, A, 1, [d0], keepdim, dtype, mode=mode)
-    return reduce_op(g, "ReduceMax" if ord > 0 else "ReduceMin", sums, [d1], keepdim, mode=mode)
+    sums = vector_norm(g, A, 1, [d0], keepdim, dtype)
+    return g.reduce("ReduceMax" if ord > 0 else "ReduceMin", sums, [d1], keepdim)
 
 
-def linalg_norm(g: GraphBuilder, self: Value, ord, dim, keepdim: bool, dtype, *, mode: Axes) -> Value:
+def linalg_norm(g: GraphBuilder, self: Value, ord, dim, keepdim: bool, dtype) -> Value:
     """linalg.norm: a matrix norm for an order over two dims (or a 2-D input), else a vector norm."""
     if isinstance(ord, str) or (ord is not None and ((dim is not None and len(dim) == 2) or
                                                      (dim is None and self.rank == 2))):
-        return matrix_norm(g, self, ord, list(dim) if dim is not None else [0, 1], keepdim, dtype, mode=mode)
-    return vector_norm(g, self, 2 if ord is None else ord, dim, keepdim, dtype, mode=mode)
+        return matrix_norm(g, self, ord, list(dim) if dim is not None else [0, 1], keepdim, dtype)
+    return vector_norm(g, self, 2 if ord is None else ord, dim, keepdim, dtype)
 
 
-def cond(g: GraphBuilder, self: Value, p, *, mode: Axes) -> Value:
+def cond(g: GraphBuilder, self: Value, p) -> Value:
     """linalg.cond: sigma_max / sigma_min for p = None or +-2, else norm(A) norm(A^-1) with a singular A's
     inverse taken as infinite and a NaN product as infinity."""
     if p is None or p in (2, -2):
@@ -1275,33 +1275,33 @@ def cond(g: GraphBuilder, self: Value, p, *, mode: Axes) -> Value:
     inverse_, info = aten_linalg_inv_ex(g, self)
     singular = g.op("Greater", reshape(g, info, list(self.shape[:-2]) + [1, 1]), g.const(0, dtype=torch.int32))
     inverse_ = g.op("Where", singular, g.const(math.inf, dtype=self.dtype), inverse_)
-    product = g.op("Mul", matrix_norm(g, self, p, [-2, -1], False, None, mode=mode),
-                   matrix_norm(g, inverse_, p, [-2, -1], False, None, mode=mode))
+    product = g.op("Mul", matrix_norm(g, self, p, [-2, -1], False, None),
+                   matrix_norm(g, inverse_, p, [-2, -1], False, None))
     return g.op("Where", g.op("IsNaN", product), g.const(math.inf, dtype=product.dtype), product)
 
 
 @register("aten::linalg_matrix_norm.default")
 def aten_linalg_matrix_norm(g, self, ord, dim=[-2, -1], keepdim=False, *, dtype=None):
     """linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2,-1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"""
-    return matrix_norm(g, self, ord, dim, keepdim, dtype, mode=AXES9)
+    return matrix_norm(g, self, ord, dim, keepdim, dtype)
 
 
 @register("aten::linalg_matrix_norm.str_ord")
 def aten_linalg_matrix_norm_str_ord(g, self, ord="fro", dim=[-2, -1], keepdim=False, *, dtype=None):
     """linalg_matrix_norm.str_ord(Tensor self, str ord="fro", int[] dim=[-2,-1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"""
-    return matrix_norm(g, self, ord, dim, keepdim, dtype, mode=AXES9)
+    return matrix_norm(g, self, ord, dim, keepdim, dtype)
 
 
 @register("aten::linalg_norm.default")
 def aten_linalg_norm(g, self, ord=None, dim=None, keepdim=False, *, dtype=None):
     """linalg_norm(Tensor self, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"""
-    return linalg_norm(g, self, ord, dim, keepdim, dtype, mode=AXES9)
+    return linalg_norm(g, self, ord, dim, keepdim, dtype)
 
 
 @register("aten::linalg_norm.ord_str")
 def aten_linalg_norm_ord_str(g, self, ord, dim=None, keepdim=False, *, dtype=None):
     """linalg_norm.ord_str(Tensor self, str ord, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"""
-    return linalg_norm(g, self, ord, dim, keepdim, dtype, mode=AXES9)
+    return linalg_norm(g, self, ord, dim, keepdim, dtype)
 
 
 @register("aten::nuclear_norm.default")
@@ -1319,13 +1319,13 @@ def aten_nuclear_norm_dim(g, self, dim, keepdim=False):
 @register("aten::linalg_cond.default")
 def aten_linalg_cond(g, self, p=None):
     """linalg_cond(Tensor self, Scalar? p=None) -> Tensor"""
-    return cond(g, self, p, mode=AXES9)
+    return cond(g, self, p)
 
 
 @register("aten::linalg_cond.p_str")
 def aten_linalg_cond_p_str(g, self, p):
     """linalg_cond.p_str(Tensor self, str p) -> Tensor"""
-    return cond(g, self, p, mode=AXES9)
+    return cond(g, self, p)
 
 
 # -- matrix rank -------------------------------------------------------------------------------------------

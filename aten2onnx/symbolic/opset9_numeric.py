@@ -1,6 +1,6 @@
 """Opset-9 base, numeric utilities: bit shifts, gcd/lcm, trapezoid integration, gradients, renorm, frexp,
 nextafter, margin losses and mode. Sums are MatMuls and selections Gather/ArgMax, which read the same at
-every opset; only renorm's inf-norm (ReduceMax) is re-registered, by opset18_numeric."""
+every opset."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import AXES9, Axes, cast, loop, norm_dim, promote, reduce_op
+from aten2onnx.symbolic._helpers import cast, loop, norm_dim, promote
 from aten2onnx.symbolic.opset9 import equal_nan_safe, fill, reshape, sum_dtype
 from aten2onnx.symbolic.opset9_loss import one_hot_of, reduced
 from aten2onnx.symbolic.opset9_norm import axis_sum, static_shape
@@ -466,7 +466,7 @@ def aten_gradient_tensorarray(g, self, *, spacing, dim, edge_order=1):
 # -- renorm -----------------------------------------------------------------------------------------------
 
 
-def renorm(g: GraphBuilder, self: Value, p, dim: int, maxnorm, *, mode: Axes) -> Value:
+def renorm(g: GraphBuilder, self: Value, p, dim: int, maxnorm) -> Value:
     """Each slice along dim scaled to p-norm maxnorm where its norm exceeds it (by maxnorm / (norm + 1e-7))."""
     if self.dtype.is_complex or not self.dtype.is_floating_point:
         raise NotImplementedError(f"renorm of {self.dtype} is not supported")
@@ -480,7 +480,7 @@ def renorm(g: GraphBuilder, self: Value, p, dim: int, maxnorm, *, mode: Axes) ->
     rows = reshape(g, moved, [shape[dim], math.prod(shape) // max(shape[dim], 1)])
     size = shaped(g.op("Abs", rows), rows.shape)
     if p == math.inf:
-        norm = reduce_op(g, "ReduceMax", size, [1], True, mode=mode)
+        norm = g.reduce("ReduceMax", size, [1], True)
         nan = axis_sum(g, shaped(cast(g, g.op("IsNaN", rows), acc), rows.shape), 1, keepdim=True)
         norm = g.op("Where", g.op("Greater", nan, g.const(0.0, dtype=acc)), g.const(math.nan, dtype=acc), norm)
     elif p == 1:
@@ -501,7 +501,7 @@ def renorm(g: GraphBuilder, self: Value, p, dim: int, maxnorm, *, mode: Axes) ->
 @register("aten::renorm.default")
 def aten_renorm(g, self, p, dim, maxnorm):
     """renorm(Tensor self, Scalar p, int dim, Scalar maxnorm) -> Tensor"""
-    return renorm(g, self, p, dim, maxnorm, mode=AXES9)
+    return renorm(g, self, p, dim, maxnorm)
 
 
 # -- frexp and nextafter: exponents found from log2 and corrected by exact comparisons with powers of two ----

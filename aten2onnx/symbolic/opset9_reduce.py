@@ -10,7 +10,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import AXES9, Axes, cast, loop, norm_dim, norm_dims, opmath, reduce_op, scalar_type
+from aten2onnx.symbolic._helpers import cast, loop, norm_dim, norm_dims, opmath, scalar_type
 from aten2onnx.symbolic.opset9 import reshape, sum_dtype
 
 register = functools.partial(registry.register, opset=9)
@@ -35,129 +35,129 @@ def count(x: Value, axes: list[int]) -> int:
     return n
 
 
-def var_mean(g: GraphBuilder, x: Value, dim, correction, keepdim: bool, *, mode: Axes) -> tuple[Value, Value]:
+def var_mean(g: GraphBuilder, x: Value, dim, correction, keepdim: bool) -> tuple[Value, Value]:
     x = x if x.dtype.is_floating_point else cast(g, x, torch.get_default_dtype())
     axes = dims_of(x, dim)
     correction = 1 if correction is None else correction
-    mean = reduce_op(g, "ReduceMean", x, axes, True, mode=mode)
+    mean = g.reduce("ReduceMean", x, axes, True)
     centered = g.op("Sub", x, mean)
-    sq = reduce_op(g, "ReduceSum", g.op("Mul", centered, centered), axes, keepdim, mode=mode)
+    sq = g.reduce("ReduceSum", g.op("Mul", centered, centered), axes, keepdim)
     n = count(x, axes) if x.rank else 1
     var = g.op("Div", sq, g.const(float(max(n - correction, 0)), like=x))
     if not keepdim:
-        mean = reduce_op(g, "ReduceMean", x, axes, False, mode=mode)
+        mean = g.reduce("ReduceMean", x, axes, False)
     return var, mean
 
 
-def var(g, self, dim, correction, keepdim, *, mode: Axes) -> Value:
-    return var_mean(g, self, dim, correction, keepdim, mode=mode)[0]
+def var(g, self, dim, correction, keepdim) -> Value:
+    return var_mean(g, self, dim, correction, keepdim)[0]
 
 
-def std(g, self, dim, correction, keepdim, *, mode: Axes) -> Value:
-    return g.op("Sqrt", var(g, self, dim, correction, keepdim, mode=mode))
+def std(g, self, dim, correction, keepdim) -> Value:
+    return g.op("Sqrt", var(g, self, dim, correction, keepdim))
 
 
-def std_mean(g, self, dim, correction, keepdim, *, mode: Axes) -> tuple[Value, Value]:
-    v, m = var_mean(g, self, dim, correction, keepdim, mode=mode)
+def std_mean(g, self, dim, correction, keepdim) -> tuple[Value, Value]:
+    v, m = var_mean(g, self, dim, correction, keepdim)
     return g.op("Sqrt", v), m
 
 
 @register("aten::var.correction")
 def aten_var_correction(g, self, dim=None, *, correction=None, keepdim=False):
     """var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor"""
-    return var(g, self, dim, correction, keepdim, mode=AXES9)
+    return var(g, self, dim, correction, keepdim)
 
 
 @register("aten::var.dim")
 def aten_var_dim(g, self, dim, unbiased=True, keepdim=False):
     """var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor"""
-    return var(g, self, dim, int(unbiased), keepdim, mode=AXES9)
+    return var(g, self, dim, int(unbiased), keepdim)
 
 
 @register("aten::var.default")
 def aten_var(g, self, unbiased=True):
     """var(Tensor self, bool unbiased=True) -> Tensor"""
-    return var(g, self, None, int(unbiased), False, mode=AXES9)
+    return var(g, self, None, int(unbiased), False)
 
 
 @register("aten::std.correction")
 def aten_std_correction(g, self, dim=None, *, correction=None, keepdim=False):
     """std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor"""
-    return std(g, self, dim, correction, keepdim, mode=AXES9)
+    return std(g, self, dim, correction, keepdim)
 
 
 @register("aten::std.dim")
 def aten_std_dim(g, self, dim, unbiased=True, keepdim=False):
     """std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor"""
-    return std(g, self, dim, int(unbiased), keepdim, mode=AXES9)
+    return std(g, self, dim, int(unbiased), keepdim)
 
 
 @register("aten::std.default")
 def aten_std(g, self, unbiased=True):
     """std(Tensor self, bool unbiased=True) -> Tensor"""
-    return std(g, self, None, int(unbiased), False, mode=AXES9)
+    return std(g, self, None, int(unbiased), False)
 
 
 @register("aten::var_mean.correction")
 def aten_var_mean_correction(g, self, dim=None, *, correction=None, keepdim=False):
     """var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)"""
-    return var_mean(g, self, dim, correction, keepdim, mode=AXES9)
+    return var_mean(g, self, dim, correction, keepdim)
 
 
 @register("aten::var_mean.dim")
 def aten_var_mean_dim(g, self, dim, unbiased=True, keepdim=False):
     """var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)"""
-    return var_mean(g, self, dim, int(unbiased), keepdim, mode=AXES9)
+    return var_mean(g, self, dim, int(unbiased), keepdim)
 
 
 @register("aten::var_mean.default")
 def aten_var_mean(g, self, unbiased=True):
     """var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)"""
-    return var_mean(g, self, None, int(unbiased), False, mode=AXES9)
+    return var_mean(g, self, None, int(unbiased), False)
 
 
 @register("aten::std_mean.correction")
 def aten_std_mean_correction(g, self, dim=None, *, correction=None, keepdim=False):
     """std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)"""
-    return std_mean(g, self, dim, correction, keepdim, mode=AXES9)
+    return std_mean(g, self, dim, correction, keepdim)
 
 
 @register("aten::std_mean.dim")
 def aten_std_mean_dim(g, self, dim, unbiased=True, keepdim=False):
     """std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)"""
-    return std_mean(g, self, dim, int(unbiased), keepdim, mode=AXES9)
+    return std_mean(g, self, dim, int(unbiased), keepdim)
 
 
 @register("aten::std_mean.default")
 def aten_std_mean(g, self, unbiased=True):
     """std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)"""
-    return std_mean(g, self, None, int(unbiased), False, mode=AXES9)
+    return std_mean(g, self, None, int(unbiased), False)
 
 
 # -- products, any/all, extremes ------------------------------------------------------------------------
 
 
-def prod(g, self, dim, keepdim, dtype, *, mode: Axes) -> Value:
+def prod(g, self, dim, keepdim, dtype) -> Value:
     x = cast(g, self, sum_dtype(self, scalar_type(dtype)))
-    return reduce_op(g, "ReduceProd", x, dims_of(x, dim), keepdim, mode=mode)
+    return g.reduce("ReduceProd", x, dims_of(x, dim), keepdim)
 
 
 @register("aten::prod.default")
 def aten_prod(g, self, *, dtype=None):
     """prod(Tensor self, *, ScalarType? dtype=None) -> Tensor"""
-    return prod(g, self, None, False, dtype, mode=AXES9)
+    return prod(g, self, None, False, dtype)
 
 
 @register("aten::prod.dim_int")
 def aten_prod_dim(g, self, dim, keepdim=False, *, dtype=None):
     """prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"""
-    return prod(g, self, dim, keepdim, dtype, mode=AXES9)
+    return prod(g, self, dim, keepdim, dtype)
 
 
-def any_all(g, self, dim, keepdim, *, all_: bool, mode: Axes) -> Value:
+def any_all(g, self, dim, keepdim, *, all_: bool) -> Value:
     """any: some element is nonzero (ReduceMax of 0/1); all: none is zero (ReduceMin)."""
     nonzero = cast(g, cast(g, self, torch.bool), torch.int32)
-    out = reduce_op(g, "ReduceMin" if all_ else "ReduceMax", nonzero, dims_of(self, dim), keepdim, mode=mode)
+    out = g.reduce("ReduceMin" if all_ else "ReduceMax", nonzero, dims_of(self, dim), keepdim)
     if self.rank == 0:
         out = nonzero
     out = cast(g, out, torch.bool)
@@ -167,56 +167,56 @@ def any_all(g, self, dim, keepdim, *, all_: bool, mode: Axes) -> Value:
 @register("aten::any.default")
 def aten_any(g, self):
     """any(Tensor self) -> Tensor"""
-    return any_all(g, self, None, False, all_=False, mode=AXES9)
+    return any_all(g, self, None, False, all_=False)
 
 
 @register("aten::any.dim")
 def aten_any_dim(g, self, dim, keepdim=False):
     """any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor"""
-    return any_all(g, self, dim, keepdim, all_=False, mode=AXES9)
+    return any_all(g, self, dim, keepdim, all_=False)
 
 
 @register("aten::any.dims")
 def aten_any_dims(g, self, dim=None, keepdim=False):
     """any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor"""
-    return any_all(g, self, dim, keepdim, all_=False, mode=AXES9)
+    return any_all(g, self, dim, keepdim, all_=False)
 
 
 @register("aten::all.default")
 def aten_all(g, self):
     """all(Tensor self) -> Tensor"""
-    return any_all(g, self, None, False, all_=True, mode=AXES9)
+    return any_all(g, self, None, False, all_=True)
 
 
 @register("aten::all.dim")
 def aten_all_dim(g, self, dim, keepdim=False):
     """all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor"""
-    return any_all(g, self, dim, keepdim, all_=True, mode=AXES9)
+    return any_all(g, self, dim, keepdim, all_=True)
 
 
 @register("aten::all.dims")
 def aten_all_dims(g, self, dim=None, keepdim=False):
     """all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor"""
-    return any_all(g, self, dim, keepdim, all_=True, mode=AXES9)
+    return any_all(g, self, dim, keepdim, all_=True)
 
 
-def extreme(g, self, op_type: str, *, mode: Axes) -> Value:
+def extreme(g, self, op_type: str) -> Value:
     x = self
     if x.dtype == torch.bool:
-        return cast(g, reduce_op(g, op_type, cast(g, x, torch.int32), None, False, mode=mode), torch.bool)
-    return reduce_op(g, op_type, x, None, False, mode=mode)
+        return cast(g, g.reduce(op_type, cast(g, x, torch.int32), None, False), torch.bool)
+    return g.reduce(op_type, x, None, False)
 
 
 @register("aten::max.default")
 def aten_max(g, self):
     """max(Tensor self) -> Tensor"""
-    return extreme(g, self, "ReduceMax", mode=AXES9)
+    return extreme(g, self, "ReduceMax")
 
 
 @register("aten::min.default")
 def aten_min(g, self):
     """min(Tensor self) -> Tensor"""
-    return extreme(g, self, "ReduceMin", mode=AXES9)
+    return extreme(g, self, "ReduceMin")
 
 
 def arg_extreme(g, self, dim, keepdim, op_type: str) -> Value:
@@ -236,52 +236,52 @@ def aten_argmin(g, self, dim=None, keepdim=False):
     return arg_extreme(g, self, dim, keepdim, "ArgMin")
 
 
-def min_max_dim(g, self, dim, keepdim, op_type: str, arg_type: str, *, mode: Axes):
+def min_max_dim(g, self, dim, keepdim, op_type: str, arg_type: str):
     if self.rank == 0:
         return self, g.const(0, dtype=torch.int64)
     dim = norm_dim(dim, self.rank)
-    return (reduce_op(g, op_type, self, [dim], keepdim, mode=mode),
+    return (g.reduce(op_type, self, [dim], keepdim),
             g.op(arg_type, self, axis=dim, keepdims=int(keepdim)))
 
 
 @register("aten::min.dim")
 def aten_min_dim(g, self, dim, keepdim=False):
     """min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)"""
-    return min_max_dim(g, self, dim, keepdim, "ReduceMin", "ArgMin", mode=AXES9)
+    return min_max_dim(g, self, dim, keepdim, "ReduceMin", "ArgMin")
 
 
-def aminmax(g, self, dim, keepdim, *, mode: Axes):
+def aminmax(g, self, dim, keepdim):
     axes = None if dim is None else [norm_dim(dim, self.rank)]
     if self.rank == 0:
         return self, self
-    return (reduce_op(g, "ReduceMin", self, axes, keepdim, mode=mode),
-            reduce_op(g, "ReduceMax", self, axes, keepdim, mode=mode))
+    return (g.reduce("ReduceMin", self, axes, keepdim),
+            g.reduce("ReduceMax", self, axes, keepdim))
 
 
 @register("aten::aminmax.default")
 def aten_aminmax(g, self, *, dim=None, keepdim=False):
     """aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)"""
-    return aminmax(g, self, dim, keepdim, mode=AXES9)
+    return aminmax(g, self, dim, keepdim)
 
 
 # -- logsumexp, norms, nan-aware sums ------------------------------------------------------------------------
 
 
-def logsumexp(g, self, dim, keepdim, *, mode: Axes) -> Value:
+def logsumexp(g, self, dim, keepdim) -> Value:
     x = self if self.dtype.is_floating_point else cast(g, self, torch.get_default_dtype())
     axes = dims_of(x, dim)
     if x.rank == 0:
         return x
-    m = reduce_op(g, "ReduceMax", x, axes, True, mode=mode)
+    m = g.reduce("ReduceMax", x, axes, True)
     # an all -inf slice: subtract 0 instead of -inf, so the result is -inf rather than NaN
     inf = g.const(float("inf"), like=x)
     finite = g.op("Less", g.op("Abs", m), inf)
     m = g.op("Where", finite, m, g.const(0.0, like=x))
-    s = reduce_op(g, "ReduceSum", g.op("Exp", g.op("Sub", x, m)), axes, True, mode=mode)
+    s = g.reduce("ReduceSum", g.op("Exp", g.op("Sub", x, m)), axes, True)
     out = g.op("Add", g.op("Log", s), m)
     if not keepdim:
         out = g.op("Reshape", out, g.const(_kept_shape(x, axes), dtype=torch.int64)) if x.is_static else \
-            reduce_op(g, "ReduceMax", out, axes, False, mode=mode)
+            g.reduce("ReduceMax", out, axes, False)
     return out
 
 
@@ -292,83 +292,83 @@ def _kept_shape(x: Value, axes: list[int]) -> list[int]:
 @register("aten::logsumexp.default")
 def aten_logsumexp(g, self, dim, keepdim=False):
     """logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor"""
-    return logsumexp(g, self, dim, keepdim, mode=AXES9)
+    return logsumexp(g, self, dim, keepdim)
 
 
-def vector_norm(g, self, ord, dim, keepdim, dtype, *, mode: Axes) -> Value:
+def vector_norm(g, self, ord, dim, keepdim, dtype) -> Value:
     x = cast(g, self, scalar_type(dtype)) if dtype is not None else self
     x = x if x.dtype.is_floating_point else cast(g, x, torch.get_default_dtype())
     # ATen sums float16 and bfloat16 powers in float32 and rounds the norm once
-    return cast(g, vector_norm_of(g, cast(g, x, opmath(x.dtype)), float(ord), dim, keepdim, mode=mode), x.dtype)
+    return cast(g, vector_norm_of(g, cast(g, x, opmath(x.dtype)), float(ord), dim, keepdim), x.dtype)
 
 
-def vector_norm_of(g, x: Value, ord: float, dim, keepdim: bool, *, mode: Axes) -> Value:
+def vector_norm_of(g, x: Value, ord: float, dim, keepdim: bool) -> Value:
     axes = None if x.rank == 0 else dims_of(x, dim)
     a = g.op("Abs", x)
     if ord == float("inf"):
-        return reduce_op(g, "ReduceMax", a, axes, keepdim, mode=mode)
+        return g.reduce("ReduceMax", a, axes, keepdim)
     if ord == float("-inf"):
-        return reduce_op(g, "ReduceMin", a, axes, keepdim, mode=mode)
+        return g.reduce("ReduceMin", a, axes, keepdim)
     if ord == 0:
         nz = cast(g, g.op("Not", g.op("Not", cast(g, x, torch.bool))), x.dtype)
-        return reduce_op(g, "ReduceSum", nz, axes, keepdim, mode=mode)
+        return g.reduce("ReduceSum", nz, axes, keepdim)
     if ord == 1:
-        return reduce_op(g, "ReduceSum", a, axes, keepdim, mode=mode)
+        return g.reduce("ReduceSum", a, axes, keepdim)
     if ord == 2:
-        return g.op("Sqrt", reduce_op(g, "ReduceSum", g.op("Mul", a, a), axes, keepdim, mode=mode))
+        return g.op("Sqrt", g.reduce("ReduceSum", g.op("Mul", a, a), axes, keepdim))
     p = g.const(ord, like=x)
-    s = reduce_op(g, "ReduceSum", g.op("Pow", a, p), axes, keepdim, mode=mode)
+    s = g.reduce("ReduceSum", g.op("Pow", a, p), axes, keepdim)
     return g.op("Pow", s, g.const(1.0 / ord, like=x))
 
 
 @register("aten::linalg_vector_norm.default")
 def aten_linalg_vector_norm(g, self, ord=2, dim=None, keepdim=False, *, dtype=None):
     """linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"""
-    return vector_norm(g, self, ord, dim, keepdim, dtype, mode=AXES9)
+    return vector_norm(g, self, ord, dim, keepdim, dtype)
 
 
-def nansum(g, self, dim, keepdim, dtype, *, mode: Axes) -> Value:
+def nansum(g, self, dim, keepdim, dtype) -> Value:
     x = self
     if x.dtype.is_floating_point:
         x = g.op("Where", g.op("IsNaN", x), g.const(0.0, like=x), x)
     x = cast(g, x, sum_dtype(self, scalar_type(dtype)))
-    return reduce_op(g, "ReduceSum", x, dims_of(self, dim), keepdim, mode=mode)
+    return g.reduce("ReduceSum", x, dims_of(self, dim), keepdim)
 
 
 @register("aten::nansum.default")
 def aten_nansum(g, self, dim=None, keepdim=False, *, dtype=None):
     """nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"""
-    return nansum(g, self, dim, keepdim, dtype, mode=AXES9)
+    return nansum(g, self, dim, keepdim, dtype)
 
 
-def nanmean(g, self, dim, keepdim, dtype, *, mode: Axes) -> Value:
-    total = nansum(g, self, dim, keepdim, dtype, mode=mode)
+def nanmean(g, self, dim, keepdim, dtype) -> Value:
+    total = nansum(g, self, dim, keepdim, dtype)
     valid = cast(g, g.op("Not", g.op("IsNaN", self)), total.dtype)
-    n = reduce_op(g, "ReduceSum", valid, dims_of(self, dim), keepdim, mode=mode)
+    n = g.reduce("ReduceSum", valid, dims_of(self, dim), keepdim)
     return g.op("Div", total, n)
 
 
 @register("aten::nanmean.default")
 def aten_nanmean(g, self, dim=None, keepdim=False, *, dtype=None):
     """nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"""
-    return nanmean(g, self, dim, keepdim, dtype, mode=AXES9)
+    return nanmean(g, self, dim, keepdim, dtype)
 
 
-def count_nonzero(g, self, dim, *, mode: Axes) -> Value:
+def count_nonzero(g, self, dim) -> Value:
     nz = cast(g, cast(g, self, torch.bool), torch.int64)
-    return reduce_op(g, "ReduceSum", nz, dims_of(self, dim), False, mode=mode)
+    return g.reduce("ReduceSum", nz, dims_of(self, dim), False)
 
 
 @register("aten::count_nonzero.default")
 def aten_count_nonzero(g, self, dim=None):
     """count_nonzero(Tensor self, int? dim=None) -> Tensor"""
-    return count_nonzero(g, self, dim, mode=AXES9)
+    return count_nonzero(g, self, dim)
 
 
 @register("aten::count_nonzero.dim_IntList")
 def aten_count_nonzero_dims(g, self, dim):
     """count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor"""
-    return count_nonzero(g, self, list(dim), mode=AXES9)
+    return count_nonzero(g, self, list(dim))
 
 
 def cumsum_accumulator(dtype: torch.dtype) -> torch.dtype:

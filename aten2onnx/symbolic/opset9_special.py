@@ -10,8 +10,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import (AXES9, Axes, cast, norm_dim, promote, reduce_op, result_type,
-                                          scalar_type, unsqueeze)
+from aten2onnx.symbolic._helpers import cast, norm_dim, promote, result_type, scalar_type
 from aten2onnx.symbolic.opset9 import equal_nan_safe, extremum, softmax, to_float
 from aten2onnx.symbolic.opset9_math import float_result, is_zero
 from aten2onnx.symbolic.opset9_reduce import vector_norm
@@ -96,7 +95,7 @@ def append_axis(g: GraphBuilder, x: Value) -> Value:
     return g.op("Reshape", x, g.op("Concat", g.op("Shape", x), g.const([1], dtype=torch.int64), axis=0))
 
 
-def isin(g: GraphBuilder, elements, test_elements, invert: bool, *, mode: Axes) -> Value:
+def isin(g: GraphBuilder, elements, test_elements, invert: bool) -> Value:
     """Each element compared with every test element (flattened along a new last axis)."""
     elements, test_elements = promote(g, elements, test_elements)
     flat = g.op("Reshape", test_elements, g.const([-1], dtype=torch.int64))
@@ -106,7 +105,7 @@ def isin(g: GraphBuilder, elements, test_elements, invert: bool, *, mode: Axes) 
                                             else elements.dtype))
     else:
         hits = g.op("Equal", expanded, flat)
-    found = reduce_op(g, "ReduceSum", cast(g, hits, torch.int32), [elements.rank], False, mode=mode)
+    found = g.reduce("ReduceSum", cast(g, hits, torch.int32), [elements.rank], False)
     found = g.op("Greater", found, g.const(0, dtype=torch.int32))
     return g.op("Not", found) if invert else found
 
@@ -114,7 +113,7 @@ def isin(g: GraphBuilder, elements, test_elements, invert: bool, *, mode: Axes) 
 @register("aten::isin.Tensor_Tensor")
 def aten_isin(g, elements, test_elements, *, assume_unique=False, invert=False):
     """isin.Tensor_Tensor(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor"""
-    return isin(g, elements, test_elements, invert, mode=AXES9)
+    return isin(g, elements, test_elements, invert)
 
 
 # -- special functions with closed forms ------------------------------------------------------------
@@ -186,44 +185,42 @@ def aten_fft_ifftshift(g, self, dim=None):
     return fft_shift(g, self, dim, -1)
 
 
-def sum_to_size(g: GraphBuilder, x: Value, size: list[int], *, mode: Axes) -> Value:
+def sum_to_size(g: GraphBuilder, x: Value, size: list[int]) -> Value:
     if x.shape is None:
         raise NotImplementedError("sum_to_size needs the input's rank")
     lead = x.rank - len(size)
     axes = list(range(lead)) + [lead + i for i, s in enumerate(size) if s == 1 and x.shape[lead + i] != 1]
     if not axes:
         return x
-    out = reduce_op(g, "ReduceSum", x, axes, True, mode=mode)
+    out = g.reduce("ReduceSum", x, axes, True)
     return g.op("Reshape", out, g.int_list(list(size))) if lead else out
 
 
 @register("aten::sum_to_size.default")
 def aten_sum_to_size(g, self, size):
     """sum_to_size(Tensor self, SymInt[] size) -> Tensor"""
-    return sum_to_size(g, self, list(size), mode=AXES9)
+    return sum_to_size(g, self, list(size))
 
 
-def softmax_backward(g: GraphBuilder, grad_output: Value, output: Value, dim: int, input_dtype, *,
-                     mode: Axes) -> Value:
+def softmax_backward(g: GraphBuilder, grad_output: Value, output: Value, dim: int, input_dtype) -> Value:
     grad, out = promote(g, grad_output, output)
-    dot = reduce_op(g, "ReduceSum", g.op("Mul", grad, out), [norm_dim(dim, out.rank)], True, mode=mode)
+    dot = g.reduce("ReduceSum", g.op("Mul", grad, out), [norm_dim(dim, out.rank)], True)
     return cast(g, g.op("Mul", out, g.op("Sub", grad, dot)), grad_output.dtype)
 
 
 @register("aten::_softmax_backward_data.default")
 def aten__softmax_backward_data(g, grad_output, output, dim, input_dtype):
     """_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor"""
-    return softmax_backward(g, grad_output, output, dim, input_dtype, mode=AXES9)
+    return softmax_backward(g, grad_output, output, dim, input_dtype)
 
 
-def safe_softmax(g: GraphBuilder, x: Value, dim: int, dtype, *, any_axis: bool, mode: Axes) -> Value:
+def safe_softmax(g: GraphBuilder, x: Value, dim: int, dtype, *, any_axis: bool) -> Value:
     """Softmax whose rows of only -inf give zeros instead of NaN."""
     dtype = scalar_type(dtype)
     x = x if dtype is None else cast(g, x, dtype)
     out = softmax(g, "Softmax", x, dim, any_axis=any_axis)
     neg_inf = equal_nan_safe(g, x, g.const(-math.inf, like=x))
-    live = reduce_op(g, "ReduceSum", cast(g, g.op("Not", neg_inf), torch.int32), [norm_dim(dim, x.rank)], True,
-                     mode=mode)
+    live = g.reduce("ReduceSum", cast(g, g.op("Not", neg_inf), torch.int32), [norm_dim(dim, x.rank)], True)
     dead = g.op("Not", g.op("Greater", live, g.const(0, dtype=torch.int32)))
     return g.op("Where", dead, g.const(0, like=out), out)
 
@@ -231,7 +228,7 @@ def safe_softmax(g: GraphBuilder, x: Value, dim: int, dtype, *, any_axis: bool, 
 @register("aten::_safe_softmax.default")
 def aten__safe_softmax(g, self, dim, dtype=None):
     """_safe_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor"""
-    return safe_softmax(g, self, dim, dtype, any_axis=False, mode=AXES9)
+    return safe_softmax(g, self, dim, dtype, any_axis=False)
 
 
 @register("aten::linalg_multi_dot.default")
@@ -263,51 +260,51 @@ def aten_linalg_vander(g, x, *, N=None):
 # -- distances ----------------------------------------------------------------------------------------
 
 
-def dist(g: GraphBuilder, a: Value, b: Value, p, *, mode: Axes) -> Value:
+def dist(g: GraphBuilder, a: Value, b: Value, p) -> Value:
     a, b = promote(g, a, b, to=float_result(a, b))
-    return vector_norm(g, g.op("Sub", a, b), p, None, False, None, mode=mode)
+    return vector_norm(g, g.op("Sub", a, b), p, None, False, None)
 
 
 @register("aten::dist.default")
 def aten_dist(g, self, other, p=2):
     """dist(Tensor self, Tensor other, Scalar p=2) -> Tensor"""
-    return dist(g, self, other, p, mode=AXES9)
+    return dist(g, self, other, p)
 
 
-def cdist(g: GraphBuilder, x1: Value, x2: Value, p: float, *, mode: Axes) -> Value:
+def cdist(g: GraphBuilder, x1: Value, x2: Value, p: float) -> Value:
     """Pairwise p-norms of the rows of x1 [..., P, M] and x2 [..., R, M], by broadcasting to [..., P, R, M]."""
     x1, x2 = promote(g, x1, x2)
-    a = unsqueeze(g, x1, [x1.rank - 1], axes_as_input=mode.sum_as_input)
-    b = unsqueeze(g, x2, [x2.rank - 2], axes_as_input=mode.sum_as_input)
-    return vector_norm(g, g.op("Sub", a, b), p, [max(x1.rank, x2.rank)], False, None, mode=mode)
+    a = g.unsqueeze(x1, [x1.rank - 1])
+    b = g.unsqueeze(x2, [x2.rank - 2])
+    return vector_norm(g, g.op("Sub", a, b), p, [max(x1.rank, x2.rank)], False, None)
 
 
 @register("aten::cdist.default")
 def aten_cdist(g, x1, x2, p=2.0, compute_mode=None):
     """cdist(Tensor x1, Tensor x2, float p=2., int? compute_mode=None) -> Tensor"""
-    return cdist(g, x1, x2, p, mode=AXES9)
+    return cdist(g, x1, x2, p)
 
 
 @register("aten::_cdist_forward.default")
 def aten__cdist_forward(g, x1, x2, p, compute_mode):
     """_cdist_forward(Tensor x1, Tensor x2, float p, int? compute_mode) -> Tensor"""
-    return cdist(g, x1, x2, p, mode=AXES9)
+    return cdist(g, x1, x2, p)
 
 
-def pdist(g: GraphBuilder, x: Value, p: float, *, mode: Axes) -> Value:
+def pdist(g: GraphBuilder, x: Value, p: float) -> Value:
     """p-norms of the row pairs i < j of x [N, M], rows picked by constant Gather indices."""
     if x.shape is None or not isinstance(x.shape[0], int):
         raise NotImplementedError("pdist needs a static number of rows")
     i, j = torch.triu_indices(x.shape[0], x.shape[0], 1)
     a = g.op("Gather", x, g.const(i, dtype=torch.int64), axis=0)
     b = g.op("Gather", x, g.const(j, dtype=torch.int64), axis=0)
-    return vector_norm(g, g.op("Sub", a, b), p, [1], False, None, mode=mode)
+    return vector_norm(g, g.op("Sub", a, b), p, [1], False, None)
 
 
 @register("aten::pdist.default", "aten::_pdist_forward.default")
 def aten_pdist(g, self, p=2.0):
     """pdist(Tensor self, float p=2.) -> Tensor"""
-    return pdist(g, self, p, mode=AXES9)
+    return pdist(g, self, p)
 
 
 # -- data-dependent shapes: NonZero and Compress --------------------------------------------------------

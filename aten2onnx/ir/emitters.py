@@ -1,0 +1,105 @@
+"""The ONNX spelling of the ops whose signature changed across opsets, decided in one place.
+
+A handler writes `g.reduce("ReduceSum", x, axes, keepdims)`, `g.unsqueeze(x, axes)`, `g.squeeze(x, axes)`,
+`g.split(x, sizes, axis)` or `g.slice(x, starts, ends, axes, steps)` once, and gets the spelling of the
+op version in effect at the builder's opset: whether axes, split sizes and slice bounds are attributes
+(ReduceSum before 13, the other reductions before 18, Squeeze/Unsqueeze/Split before 13, Slice before
+10) or inputs. The version in effect and its inputs are read from `onnx.defs`, not written here.
+
+This module is the one place that reads the opset to spell an op. ../shared/STYLE.md's first habit
+(handlers and their helpers never ask the opset) holds everywhere else: what an opset changes in how
+an op is *written* is decided here, and what it changes in how an ATen op is *translated* (a new op
+such as LayerNormalization at 17) is a handler registered at that opset.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING, Sequence
+
+import onnx
+import torch
+
+if TYPE_CHECKING:
+    from aten2onnx.ir.builder import Value
+
+
+@functools.cache
+def takes_input(op_type: str, name: str, opset: int) -> bool:
+    """Whether the version of op_type in effect at opset (the default domain) has an input called name."""
+    return any(i.name == name for i in onnx.defs.get_schema(op_type, opset).inputs)
+
+
+@functools.cache
+def since_version(op_type: str, opset: int) -> int:
+    """The version of op_type in effect at opset: the newest at or below it."""
+    return onnx.defs.get_schema(op_type, opset).since_version
+
+
+class Emitters:
+    """GraphBuilder's versioned ops (GraphBuilder mixes this in; `self` is the builder)."""
+
+    opset: int
+
+    def _as_input(self, op_type: str, name: str) -> bool:
+        return takes_input(op_type, name, self.opset)
+
+    def reduce(self, op_type: str, x: Value, axes: Sequence[int] | None, keepdims: bool) -> Value:
+        """A Reduce* over axes; all axes when axes is None or empty (as ATen reads an empty dim list). A 0-d
+        x is its own reduction (the reductions ATen lowers here are the identity on one element)."""
+        if x.rank == 0:
+            return x
+        if not axes:
+            return self.op(op_type, x, keepdims=int(keepdims))
+        if self._as_input(op_type, "axes"):
+            return self.op(op_type, x, self.const(list(axes), dtype=torch.int64), keepdims=int(keepdims))
+        return self.op(op_type, x, axes=list(axes), keepdims=int(keepdims))
+
+    def unsqueeze(self, x: Value, axes: Sequence[int]) -> Value:
+        if self._as_input("Unsqueeze", "axes"):
+            return self.op("Unsqueeze", x, self.const(list(axes), dtype=torch.int64))
+        return self.op("Unsqueeze", x, axes=list(axes))
+
+    def squeeze(self, x: Value, axes: Sequence[int] | None = None) -> Value:
+        """Squeeze the axes (every dim of size 1 when None)."""
+        if axes is None:
+            return self.op("Squeeze", x)
+        if self._as_input("Squeeze", "axes"):
+            return self.op("Squeeze", x, self.const(list(axes), dtype=torch.int64))
+        return self.op("Squeeze", x, axes=list(axes))
+
+    def split(self, x: Value, sizes: Sequence[int], axis: int) -> list[Value]:
+        """x cut along axis into pieces of the given sizes (one piece: x itself)."""
+        if len(sizes) == 1:
+            return [x]
+        if self._as_input("Split", "split"):
+            return list(self.op("Split", x, self.const(list(sizes), dtype=torch.int64), outputs=len(sizes), axis=axis))
+        return list(self.op("Split", x, outputs=len(sizes), axis=axis, split=list(sizes)))
+
+    def slice(self, x: Value, starts: Sequence[int | Value], ends: Sequence[int | Value], axes: Sequence[int],
+              steps: Sequence[int] | None = None) -> Value:
+        """x[starts:ends:steps] along axes. Bounds may be graph values (SymInts) where Slice takes them as
+        inputs; where it takes attributes (before opset 10), only constant bounds and step 1 exist, and
+        anything else is NotImplementedError (the node falls back)."""
+        if self._as_input("Slice", "starts"):
+            inputs = [self.int_list(list(starts)), self.int_list(list(ends)), self.const(list(axes), dtype=torch.int64)]
+            if steps is not None:
+                inputs.append(self.const(list(steps), dtype=torch.int64))
+            return self.op("Slice", x, *inputs)
+        if any(not isinstance(b, int) for b in [*starts, *ends]) or (steps is not None and any(s != 1 for s in steps)):
+            raise NotImplementedError(f"opset {self.opset} Slice takes only constant bounds and step 1; "
+                                      f"export at opset {_first_with_input('Slice', 'starts')} or later")
+        return self.op("Slice", x, starts=list(starts), ends=list(ends), axes=list(axes))
+
+
+def _first_with_input(op_type: str, name: str) -> int:
+    schema = onnx.defs.get_schema(op_type, onnx.defs.onnx_opset_version())
+    version = schema.since_version
+    while True:
+        try:
+            older = onnx.defs.get_schema(op_type, version - 1)
+        except onnx.defs.SchemaError:
+            return version
+        if not any(i.name == name for i in older.inputs):
+            return version
+        version = older.since_version
