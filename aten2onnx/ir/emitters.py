@@ -1,10 +1,11 @@
 """The ONNX spelling of the ops whose signature changed across opsets, decided in one place.
 
 A handler writes `g.reduce("ReduceSum", x, axes, keepdims)`, `g.unsqueeze(x, axes)`, `g.squeeze(x, axes)`,
-`g.split(x, sizes, axis)` or `g.slice(x, starts, ends, axes, steps)` once, and gets the spelling of the
-op version in effect at the builder's opset: whether axes, split sizes and slice bounds are attributes
-(ReduceSum before 13, the other reductions before 18, Squeeze/Unsqueeze/Split before 13, Slice before
-10) or inputs. The version in effect and its inputs are read from `onnx.defs`, not written here.
+`g.split(x, sizes, axis)`, `g.slice(x, starts, ends, axes, steps)` or `g.softmax("Softmax", x, axis)` once,
+and gets the spelling of the op version in effect at the builder's opset: whether axes, split sizes and
+slice bounds are attributes (ReduceSum before 13, the other reductions before 18, Squeeze/Unsqueeze/Split
+before 13, Slice before 10) or inputs, and whether Softmax/LogSoftmax work along one axis (from 13) or
+flatten to 2-D at it. The version in effect and its inputs are read from `onnx.defs`, not written here.
 
 This module is the one place that reads the opset to spell an op. ../shared/STYLE.md's first habit
 (handlers and their helpers never ask the opset) holds everywhere else: what an opset changes in how
@@ -90,6 +91,22 @@ class Emitters:
             raise NotImplementedError(f"opset {self.opset} Slice takes only constant bounds and step 1; "
                                       f"export at opset {_first_with_input('Slice', 'starts')} or later")
         return self.op("Slice", x, starts=list(starts), ends=list(ends), axes=list(axes))
+
+    def softmax(self, op_type: str, x: Value, axis: int) -> Value:
+        """Softmax or LogSoftmax along one axis (0 <= axis < rank). Where the op flattens to 2-D at its axis,
+        that is the same only for the last axis; another is moved last and back."""
+        rank = x.rank
+        if since_version(op_type, self.opset) >= SOFTMAX_ALONG_ONE_AXIS or axis == rank - 1:
+            return self.op(op_type, x, axis=axis)
+        perm = list(range(rank))
+        perm[axis], perm[-1] = perm[-1], perm[axis]
+        y = self.op(op_type, self.op("Transpose", x, perm=perm), axis=rank - 1)
+        return self.op("Transpose", y, perm=perm)
+
+
+# Softmax and LogSoftmax flatten the input to 2-D at `axis` before this version; from it they work along
+# `axis` alone (the schema's signature is the same: its meaning changed).
+SOFTMAX_ALONG_ONE_AXIS = 13
 
 
 def _first_with_input(op_type: str, name: str) -> int:

@@ -35,7 +35,6 @@ from aten2onnx.symbolic import (  # noqa: F401  (imported to register)
     opset11_sort,
     opset11_scatter,
     opset12,
-    opset13,
     opset13_data,
     opset14,
     opset16_data,

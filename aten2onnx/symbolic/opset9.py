@@ -23,16 +23,13 @@ SymInt = int | Value
 # -- shared pieces used by several handlers (and by later opset modules) ------------------------------
 
 
-SMALL_INTS = (torch.int8, torch.int16, torch.uint8)
 
 
-def binary(g: GraphBuilder, op_type: str, self: Value, other, alpha=1, *, small_ints: bool = False) -> Value:
-    """self <op> alpha * other. Add/Sub/Mul/Div take int8/int16/uint8 only from opset 14
-    (small_ints=True); before, they compute in int32 and cast back, wrapping as torch does."""
+def binary(g: GraphBuilder, op_type: str, self: Value, other, alpha=1) -> Value:
+    """self <op> alpha * other, promoted as torch does. (Add/Sub/Mul/Div take int8/int16/uint8 only from
+    opset 14: before, the builder computes them in int32 and casts back, wrapping as torch does.)"""
     self, other = promote(g, self, other)
     dtype = self.dtype
-    if not small_ints and dtype in SMALL_INTS and op_type in ("Add", "Sub", "Mul", "Div"):
-        self, other = cast(g, self, torch.int32), cast(g, other, torch.int32)
     if alpha != 1:
         other = g.op("Mul", other, g.const(alpha, like=other))
     return cast(g, g.op(op_type, self, other), dtype)
@@ -110,18 +107,6 @@ def is_full_slice(x: Value, dim: int, start, end, step) -> bool:
     size = x.shape[dim] if x.shape is not None else None
     return (step == 1 and start in (None, 0) and
             (end is None or (isinstance(end, int) and (end >= INT64_MAX or (isinstance(size, int) and end >= size)))))
-
-
-def softmax(g: GraphBuilder, op_type: str, x: Value, dim: int, *, any_axis: bool) -> Value:
-    """Softmax/LogSoftmax over dim. Before opset 13 the op flattens to 2-D at axis, which is only
-    softmax over one dim when that dim is the last; other dims are moved last and back."""
-    rank = x.rank
-    dim = norm_dim(dim, rank)
-    if any_axis or dim == rank - 1:
-        return g.op(op_type, x, axis=dim)
-    perm = transpose_perm(rank, dim, rank - 1)
-    y = g.op(op_type, g.op("Transpose", x, perm=perm), axis=rank - 1)
-    return g.op("Transpose", y, perm=perm)
 
 
 def fill(g: GraphBuilder, size: list[SymInt] | Value, value, dtype: torch.dtype) -> Value:
@@ -1279,28 +1264,28 @@ def aten_argmax(g, self, dim=None, keepdim=False):
 def aten_softmax(g, self, dim, dtype=None):
     """softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor"""
     x = self if dtype is None else cast(g, self, dtype)
-    return softmax(g, "Softmax", x, dim, any_axis=False)
+    return g.softmax("Softmax", x, norm_dim(dim, x.rank))
 
 
 @register("aten::_softmax.default")
 def aten__softmax(g, self, dim, half_to_float):
     """_softmax(Tensor self, int dim, bool half_to_float) -> Tensor"""
     x = cast(g, self, torch.float32) if half_to_float else self
-    return softmax(g, "Softmax", x, dim, any_axis=False)
+    return g.softmax("Softmax", x, norm_dim(dim, x.rank))
 
 
 @register("aten::log_softmax.int")
 def aten_log_softmax(g, self, dim, dtype=None):
     """log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor"""
     x = self if dtype is None else cast(g, self, dtype)
-    return softmax(g, "LogSoftmax", x, dim, any_axis=False)
+    return g.softmax("LogSoftmax", x, norm_dim(dim, x.rank))
 
 
 @register("aten::_log_softmax.default")
 def aten__log_softmax(g, self, dim, half_to_float):
     """_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor"""
     x = cast(g, self, torch.float32) if half_to_float else self
-    return softmax(g, "LogSoftmax", x, dim, any_axis=False)
+    return g.softmax("LogSoftmax", x, norm_dim(dim, x.rank))
 
 
 @register("aten::scaled_dot_product_attention.default")

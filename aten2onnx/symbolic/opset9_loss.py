@@ -9,8 +9,8 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import cast, opmath, promote
-from aten2onnx.symbolic.opset9 import reshape, softmax, to_float
+from aten2onnx.symbolic._helpers import cast, norm_dim, opmath, promote
+from aten2onnx.symbolic.opset9 import reshape, to_float
 from aten2onnx.symbolic.opset9_norm import axis_sum, static_shape
 
 register = functools.partial(registry.register, opset=9)
@@ -313,7 +313,7 @@ def aten_cross_entropy_loss(g, self, target, weight=None, reduction=1, ignore_in
     """cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.) -> Tensor"""
     x = to_float(g, self)
     class_dim = 0 if x.rank == 1 else 1
-    logp = softmax(g, "LogSoftmax", x, class_dim, any_axis=False)
+    logp = g.softmax("LogSoftmax", x, norm_dim(class_dim, x.rank))
     logp.shape = x.shape
     if target.dtype.is_floating_point:
         return soft_cross_entropy(g, logp, target, weight, reduction, label_smoothing)

@@ -11,7 +11,7 @@ import torch
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic._helpers import cast, norm_dim, promote, result_type, scalar_type
-from aten2onnx.symbolic.opset9 import equal_nan_safe, extremum, softmax, to_float
+from aten2onnx.symbolic.opset9 import equal_nan_safe, extremum, to_float
 from aten2onnx.symbolic.opset9_math import float_result, is_zero
 from aten2onnx.symbolic.opset9_reduce import vector_norm
 from aten2onnx.symbolic.opset9_shape import aten_roll
@@ -214,11 +214,11 @@ def aten__softmax_backward_data(g, grad_output, output, dim, input_dtype):
     return softmax_backward(g, grad_output, output, dim, input_dtype)
 
 
-def safe_softmax(g: GraphBuilder, x: Value, dim: int, dtype, *, any_axis: bool) -> Value:
+def safe_softmax(g: GraphBuilder, x: Value, dim: int, dtype) -> Value:
     """Softmax whose rows of only -inf give zeros instead of NaN."""
     dtype = scalar_type(dtype)
     x = x if dtype is None else cast(g, x, dtype)
-    out = softmax(g, "Softmax", x, dim, any_axis=any_axis)
+    out = g.softmax("Softmax", x, norm_dim(dim, x.rank))
     neg_inf = equal_nan_safe(g, x, g.const(-math.inf, like=x))
     live = g.reduce("ReduceSum", cast(g, g.op("Not", neg_inf), torch.int32), [norm_dim(dim, x.rank)], True)
     dead = g.op("Not", g.op("Greater", live, g.const(0, dtype=torch.int32)))
@@ -228,7 +228,7 @@ def safe_softmax(g: GraphBuilder, x: Value, dim: int, dtype, *, any_axis: bool) 
 @register("aten::_safe_softmax.default")
 def aten__safe_softmax(g, self, dim, dtype=None):
     """_safe_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor"""
-    return safe_softmax(g, self, dim, dtype, any_axis=False)
+    return safe_softmax(g, self, dim, dtype)
 
 
 @register("aten::linalg_multi_dot.default")

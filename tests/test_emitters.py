@@ -1,0 +1,78 @@
+"""The builder's emitters spell each versioned op as onnx.defs defines the version in effect at the
+target opset (attributes or inputs), and the models they make pass the checker and match eager."""
+
+from __future__ import annotations
+
+import onnx
+import pytest
+import torch
+
+import aten2onnx
+from conftest import run_ort
+
+# (case, function of x: float32[2, 3, 4], the ONNX op whose spelling changes, the argument that moves)
+CASES = [
+    ("sum", lambda x: x.sum(1), "ReduceSum", "axes"),
+    ("mean", lambda x: x.mean((0, 2), keepdim=True), "ReduceMean", "axes"),
+    ("amax", lambda x: x.amax(1), "ReduceMax", "axes"),
+    ("amin", lambda x: x.amin(-1, keepdim=True), "ReduceMin", "axes"),
+    ("logsumexp", lambda x: torch.logsumexp(x, 2), "ReduceMax", "axes"),
+    ("unsqueeze", lambda x: x.unsqueeze(1) * 2, "Unsqueeze", "axes"),
+    ("squeeze", lambda x: x[:, :1].squeeze(1) * 2, "Squeeze", "axes"),
+    ("split", lambda x: [t * 2 for t in x.split([1, 2], 1)], "Split", "split"),
+    ("slice", lambda x: x[:, 1:] * 2, "Slice", "starts"),
+]
+OPSETS = [9, 10, 11, 12, 13, 16, 17, 18, 20, 23]
+
+
+def nodes(model: onnx.ModelProto, op_type: str) -> list[onnx.NodeProto]:
+    return [n for n in model.graph.node if n.op_type == op_type]
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+@pytest.mark.parametrize("case, fn, op_type, moved", CASES, ids=[c[0] for c in CASES])
+def test_an_emitted_op_is_spelled_as_its_version_at_the_opset(case, fn, op_type, moved, opset):
+    x = torch.randn(2, 3, 4)
+    exported = aten2onnx.export(fn, (x,), opset=opset)
+    model = exported.model_proto
+    onnx.checker.check_model(model, full_check=True)
+    made = nodes(model, op_type)
+    assert made, f"{case} made no {op_type} at opset {opset}"
+    schema = onnx.defs.get_schema(op_type, opset)
+    as_input = [i.name for i in schema.inputs].index(moved) if moved in [i.name for i in schema.inputs] else None
+    for node in made:
+        attributes = {a.name for a in node.attribute}
+        if as_input is None:
+            assert moved in attributes and len(node.input) == 1
+        else:
+            assert moved not in attributes and len(node.input) > as_input and node.input[as_input]
+    expected = fn(x)
+    expected = expected if isinstance(expected, list) else [expected]
+    for got, want in zip(run_ort(model, {exported.input_names[0]: x}), expected):
+        torch.testing.assert_close(torch.from_numpy(got), want)
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_softmax_along_an_axis_is_direct_where_the_op_works_along_one_axis(op, dim, opset):
+    x = torch.randn(2, 3, 4)
+    fn = getattr(torch, op)
+    exported = aten2onnx.export(lambda x: fn(x, dim), (x,), opset=opset)
+    model = exported.model_proto
+    onnx.checker.check_model(model, full_check=True)
+    op_type = "Softmax" if op == "softmax" else "LogSoftmax"
+    (node,) = nodes(model, op_type)
+    axis = next(a.i for a in node.attribute if a.name == "axis")
+    along_one_axis = onnx.defs.get_schema(op_type, opset).since_version >= 13
+    if along_one_axis or dim == -1:
+        assert axis in (dim, dim % 3) and not nodes(model, "Transpose")
+    else:  # the op flattens to 2-D at its axis: the dim goes last and back
+        assert axis == 2 and len(nodes(model, "Transpose")) == 2
+    (got,) = run_ort(model, {exported.input_names[0]: x})
+    torch.testing.assert_close(torch.from_numpy(got), fn(x, dim))
+
+
+def test_slice_before_opset_10_refuses_what_its_attributes_cannot_say():
+    with pytest.raises(aten2onnx.UnsupportedOperatorError, match="export at opset 10 or later"):
+        aten2onnx.export(lambda x: x[::2], (torch.randn(6),), opset=9, fallback="error")
