@@ -22,7 +22,7 @@ import aten2onnx
 from aten2onnx import _aten_node
 from aten2onnx.errors import InvalidInputError, InvalidModelError, KernelError, RunError, RunTimeoutError
 from aten2onnx.runtime import InferenceSession, fuzz, safety
-from aten2onnx.runtime.kernel import Kernel, register_kernels
+from aten2onnx.runtime.kernel import Kernel, kernel
 from aten2onnx.runtime.ops import MAX_OPSET
 from aten2onnx.runtime.validate import MAX_NESTING
 
@@ -386,25 +386,21 @@ def test_allowed_aten_ops_narrows_and_widens_the_rule():
 # ---- what a kernel returns ----------------------------------------------------------------------------
 
 
+@kernel("Short", since=1, domain="test.security")
 class _Short(Kernel):
     """Test-only: returns nothing for its one output."""
-
-    domain, op_type, since_version = "test.security", "Short", 1
 
     def run(self, x):
         return ()
 
 
+@kernel("Text", since=1, domain="test.security")
 class _Text(Kernel):
     """Test-only: returns a Python string as its output."""
-
-    domain, op_type, since_version = "test.security", "Text", 1
 
     def run(self, x):
         return ("text",)
 
-
-register_kernels([_Short, _Text])
 
 RESULTS = [
     ("a kernel returns fewer values than the node's outputs",
@@ -429,6 +425,7 @@ RESULTS = [
 def test_kernel_results_are_checked(model, message):
     with pytest.raises(KernelError, match=message):
         InferenceSession(model).run_torch({"x": torch.ones(3)})
+
 
 
 # ---- malformed graphs: refused at load, as onnxruntime refuses them -----------------------------------

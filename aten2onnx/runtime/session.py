@@ -15,8 +15,8 @@ import torch
 from aten2onnx._aten_node import DOMAIN as ATEN_DOMAIN
 from aten2onnx.errors import InvalidInputError, InvalidModelError, KernelError, RunError, RunTimeoutError
 from aten2onnx.runtime.external_data import external_tensors, load_external_data
-from aten2onnx.runtime.kernel import (Kernel, SessionContext, decode_attribute, find_kernel, from_numpy, kernel_versions,
-                                      runs_schema, runtime_dtype, tensor_from_proto, to_numpy)
+from aten2onnx.runtime.kernel import (Kernel, SessionContext, decode_attribute, find_kernel, from_numpy, runtime_dtype,
+                                      tensor_from_proto, to_numpy)
 from aten2onnx.runtime.optimize import DOMAIN as FUSED_DOMAIN, fuse_exported_ops
 from aten2onnx.runtime.safety import AllowedOps, permits
 from aten2onnx.runtime.validate import state_updates, validate_model
@@ -162,12 +162,10 @@ class GraphRunner:
         where = f"node {node.name!r} ({node.op_type})"
         if opset is None:
             raise InvalidModelError(f"{where} uses domain {domain!r}, which the model does not import")
-        cls = find_kernel(domain, node.op_type, opset)
-        if cls is None:
-            versions = kernel_versions(domain, node.op_type)
-            detail = f"kernels exist from versions {versions}" if versions else "aten2onnx.runtime has no kernel for it"
-            raise InvalidModelError(f"{where}: {domain or 'ai.onnx'}::{node.op_type} at opset {opset} is not supported; {detail}")
-        _check_schema_version(cls, node, domain, opset, where)
+        try:
+            cls = find_kernel(domain, node.op_type, opset)
+        except InvalidModelError as e:
+            raise InvalidModelError(f"{where}: {e}") from e
         try:
             attrs = {a.name: decode_attribute(a) for a in node.attribute}
             kernel = cls(self.ctx, node, **attrs)
@@ -276,22 +274,6 @@ def _reraise_signal(error: Exception) -> None:
         if tb.tb_frame.f_code in handlers:
             raise error
         tb = tb.tb_next
-
-
-def _check_schema_version(cls: type[Kernel], node: onnx.NodeProto, domain: str, opset: int, where: str) -> None:
-    """Refuse a node whose op changed after our kernel's version in a way the kernel does not
-    declare it handles (floor dispatch must never run old semantics under a newer opset)."""
-    try:
-        schema = onnx.defs.get_schema(node.op_type, opset, domain)
-    except onnx.defs.SchemaError:
-        return  # an op onnx does not define (ATen, contrib): our kernel is the definition
-    if schema.since_version > cls.since_version and not runs_schema(cls, schema.since_version):
-        versions = kernel_versions(domain, node.op_type)
-        raise InvalidModelError(
-            f"{where}: {domain or 'ai.onnx'}::{node.op_type} at opset {opset} is version {schema.since_version} of "
-            f"the op; aten2onnx.runtime has kernels for versions {versions} (covering also "
-            f"{list(cls.covers)}), and the changes since version {cls.since_version} are not all type-only"
-        )
 
 
 def _implicit_names(node: onnx.NodeProto) -> set[str]:

@@ -10,7 +10,7 @@ import torch
 
 from aten2onnx import _aten_node, _dtypes
 from aten2onnx.errors import InvalidModelError, KernelError
-from aten2onnx.runtime.kernel import Kernel
+from aten2onnx.runtime.kernel import Kernel, kernel
 from aten2onnx.runtime.safety import RUNNING_STATE, UNINITIALIZED, argument_problem, check_op
 
 _ABSENT = object()
@@ -62,9 +62,8 @@ def _from_input(value: torch.Tensor | None, kind: str, is_list: bool) -> Any:
     return bool(item) if kind == "bool" else item
 
 
+@kernel("ATen", since=1, domain=_aten_node.DOMAIN)
 class ATen(Kernel):
-    domain, op_type, since_version = _aten_node.DOMAIN, "ATen", 1
-
     def setup(self, operator: str, overload_name: str = "", namespace: str = "aten",
               input_args: list[str] | None = None, complex_inputs: list[int] | None = None,
               complex_outputs: list[int] | None = None, complex_scalars: list[str] | None = None,
@@ -204,6 +203,3 @@ def _flatten(result: Any) -> list[Any]:
     if isinstance(result, torch.Tensor) or result is None:
         return [result]
     return [torch.tensor(result)]
-
-
-KERNELS = (ATen,)

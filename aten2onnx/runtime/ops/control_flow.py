@@ -9,7 +9,7 @@ import torch
 
 from aten2onnx import _dtypes
 from aten2onnx.errors import InvalidModelError, RunTimeoutError
-from aten2onnx.runtime.kernel import Kernel
+from aten2onnx.runtime.kernel import Kernel, kernel
 from aten2onnx.runtime.session import free_variables
 
 
@@ -32,10 +32,8 @@ def _empty_scan_output(info, device) -> torch.Tensor:
     return torch.empty((0,), dtype=dtype, device=device)
 
 
+@kernel("If", since=1)  # 11: branch shapes may differ; then types
 class If(Kernel):
-    op_type, since_version = "If", 1
-    covers = (11, 13, 16, 19, 21, 23, 24, 25)  # 11: branch shapes may differ; then types
-
     def setup(self, then_branch, else_branch) -> None:
         _arity("then_branch's output count", len(then_branch.output), len(self.node.output))
         _arity("else_branch's output count", len(else_branch.output), len(self.node.output))
@@ -47,11 +45,10 @@ class If(Kernel):
         return tuple(branch.run([], outer))
 
 
+@kernel("Loop", since=1)  # 11 rewords loop-carried values; 13: sequences; 16: optionals
 class Loop(Kernel):
     """Loop: runs the body while the trip count M (if given) is not reached and cond holds; returns
     the final loop-carried values, then each scan output stacked along a new first axis."""
-
-    op_type, since_version = "Loop", 1
 
     def setup(self, body) -> None:
         carried = len(self.node.input) - 2
@@ -127,10 +124,9 @@ def _scan_arity(node, body, num_scan_inputs: int, values: int, per_input: list, 
             _arity("a per-scan-output attribute's length", len(attribute), n_scan_out)
 
 
+@kernel("Scan", since=8)
 class Scan8(Kernel):
     """Scan at opset 8: a leading batch axis, then time on axis 1; sequence_lens must be full."""
-
-    op_type, since_version = "Scan", 8
 
     def setup(self, body, num_scan_inputs: int, directions: list[int] | None = None) -> None:
         _scan_arity(self.node, body, num_scan_inputs, len(self.node.input) - 1, [directions])
@@ -149,10 +145,8 @@ class Scan8(Kernel):
         return tuple(torch.stack(vals) for vals in zip(*per_batch))
 
 
+@kernel("Scan", since=9)  # 11: negative axes; then types
 class Scan9(Kernel):
-    op_type, since_version = "Scan", 9
-    covers = (11, 16, 19, 21, 23, 24, 25)  # 11: negative axes; then types
-
     def setup(self, body, num_scan_inputs: int, scan_input_axes: list[int] | None = None,
               scan_input_directions: list[int] | None = None, scan_output_axes: list[int] | None = None,
               scan_output_directions: list[int] | None = None) -> None:
@@ -171,13 +165,3 @@ class Scan9(Kernel):
         scans = inputs[n_state:]
         axes = [a + x.dim() if a < 0 else a for a, x in zip(self.in_axes, scans)]
         return _scan(self.body, self.n, inputs[:n_state], scans, axes, self.in_dirs, self.out_axes, self.out_dirs, outer)
-
-
-class Loop11(Loop):
-    """Loop from opset 11: the spec's rewording of loop-carried values; 13 adds sequences, 16 optionals."""
-
-    since_version = 11
-    covers = (13, 16, 19, 21, 23, 24, 25)
-
-
-KERNELS = (If, Loop, Scan8, Scan9, Loop11)
