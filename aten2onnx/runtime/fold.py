@@ -8,6 +8,7 @@ import onnx
 import torch
 
 from aten2onnx.errors import InvalidModelError
+from aten2onnx.runtime import ops  # noqa: F401  (registers the kernels)
 from aten2onnx.runtime.kernel import SessionContext, find_kernel
 
 _CPU = torch.device("cpu")
@@ -19,8 +20,6 @@ _NEVER = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "Random
 def evaluate_constant(op_type: str, opset: int, inputs: list[torch.Tensor | None], attrs: dict[str, Any],
                       outputs: int = 1) -> tuple[torch.Tensor, ...] | None:
     """The node's `outputs` outputs on constant inputs, or None when it cannot be folded here."""
-    from aten2onnx.runtime import ops  # noqa: F401  (registers the kernels)
-
     if op_type in _NEVER:
         return None
     try:

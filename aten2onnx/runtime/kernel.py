@@ -17,7 +17,7 @@ import contextlib
 import functools
 import threading
 import warnings
-from typing import Any, Callable, ClassVar, TypeVar
+from typing import Any, Callable, ClassVar, Protocol, Sequence, TypeVar
 
 import ml_dtypes
 import numpy as np
@@ -30,18 +30,29 @@ from aten2onnx.errors import InvalidModelError
 from aten2onnx.runtime.safety import AllowedOps
 
 
+class Subgraph(Protocol):
+    """A planned subgraph, as SessionContext.compile_graph gives it (runtime/session.py's GraphRunner)."""
+
+    output_names: list[str]
+
+    def run(self, inputs: Sequence[Any], outer: dict[str, Any] | None = None) -> list[Any]: ...
+
+
 class SessionContext:
     """What a kernel may need beyond its attributes: the device, subgraph compilation, which torch ops
     a model may name (see runtime/safety.py), a private random state, and the current run's deadline."""
 
     def __init__(self, device: torch.device, opsets: dict[str, int], allowed_aten_namespaces: tuple[str, ...],
-                 compile_graph=None, fuse: bool = False, allowed_aten_ops: AllowedOps = None) -> None:
+                 compile_graph: Callable[[onnx.GraphProto], Subgraph] | None = None, fuse: bool = False,
+                 allowed_aten_ops: AllowedOps = None) -> None:
         self.device = device
         self.opsets = opsets
         self.allowed_aten_namespaces = allowed_aten_namespaces
         self.allowed_aten_ops = allowed_aten_ops
         self.fuse = fuse
-        self.compile_graph = compile_graph  # (GraphProto, outer names) -> runner; set by the session
+        # Plans a subgraph (a body, a fused group) with this context: given by the session, so that
+        # kernels run subgraphs without importing it.
+        self.compile_graph = compile_graph
         self._run = threading.local()  # per thread: concurrent runs of one session keep their own deadline
         self._rng_lock = threading.Lock()
         self._rng_states: dict[str, torch.Tensor] | None = None  # made on first use

@@ -17,6 +17,7 @@ from aten2onnx.errors import InvalidInputError, InvalidModelError, KernelError, 
 from aten2onnx.runtime.external_data import external_tensors, load_external_data
 from aten2onnx.runtime.kernel import (Kernel, SessionContext, decode_attribute, find_kernel, from_numpy, runtime_dtype,
                                       tensor_from_proto, to_numpy)
+from aten2onnx.runtime.ops import MAX_OPSET
 from aten2onnx.runtime.optimize import DOMAIN as FUSED_DOMAIN, fuse_exported_ops
 from aten2onnx.runtime.safety import AllowedOps, permits
 from aten2onnx.runtime.validate import state_updates, validate_model
@@ -308,9 +309,6 @@ class InferenceSession:
     def __init__(self, model: str | os.PathLike | bytes | onnx.ModelProto, *, device: str | torch.device = "cpu",
                  allowed_aten_namespaces: Sequence[str] = ("aten",), allowed_aten_ops: AllowedOps = None,
                  fuse: bool = True, base_dir: str | os.PathLike | None = None, timeout: float | None = None) -> None:
-        from aten2onnx.runtime import ops  # noqa: F401  (registers the kernels)
-        from aten2onnx.runtime.ops import MAX_OPSET
-
         proto = _load(model, None if base_dir is None else os.fspath(base_dir))
         self.device = torch.device(device)
         if self.device.type == "cuda" and not torch.cuda.is_available():
@@ -319,8 +317,7 @@ class InferenceSession:
         opsets = {("" if o.domain in ("", "ai.onnx") else o.domain): o.version for o in proto.opset_import}
         # fuse: run node groups that aten2onnx exported for one ATen op (gelu, silu) as that op again.
         self._ctx = SessionContext(self.device, {**opsets, FUSED_DOMAIN: 1}, tuple(allowed_aten_namespaces), fuse=fuse,
-                                   allowed_aten_ops=allowed_aten_ops)
-        self._ctx.compile_graph = lambda graph, outer=(): GraphRunner(graph, self._ctx, outer_names=outer)
+                                   allowed_aten_ops=allowed_aten_ops, compile_graph=self._compile_subgraph)
         self.timeout = timeout
         initializers = {i.name for i in proto.graph.initializer}
         self._inputs = [_node_arg(i) for i in proto.graph.input if i.name not in initializers]
@@ -334,6 +331,11 @@ class InferenceSession:
         self.model_proto = proto
         self._state_updates = state_updates(proto)
         self._state: dict[str, Any] = {}
+
+    def _compile_subgraph(self, graph: onnx.GraphProto) -> GraphRunner:
+        """A subgraph (If/Loop/Scan body, a fused group's nodes) planned to run with the values it reads from
+        enclosing scopes passed in: the compiler control-flow and fused kernels get in their SessionContext."""
+        return GraphRunner(graph, self._ctx, outer_names=sorted(free_variables(graph)))
 
     def get_inputs(self) -> list[NodeArg]:
         return list(self._inputs)

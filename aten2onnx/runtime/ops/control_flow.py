@@ -1,5 +1,6 @@
-"""If, Loop and Scan: bodies are compiled once, at session creation, into GraphRunners; the values a
-body reads from enclosing scopes arrive in `outer` and are passed on to it."""
+"""If, Loop and Scan: bodies are compiled once, at session creation, by the subgraph compiler the session
+gives (SessionContext.compile_graph); the values a body reads from enclosing scopes arrive in `outer`
+and are passed on to it."""
 
 from __future__ import annotations
 
@@ -10,11 +11,6 @@ import torch
 from aten2onnx import _dtypes
 from aten2onnx.errors import InvalidModelError, RunTimeoutError
 from aten2onnx.runtime.kernel import Kernel, kernel
-from aten2onnx.runtime.session import free_variables
-
-
-def _compile(kernel: Kernel, graph):
-    return kernel.ctx.compile_graph(graph, sorted(free_variables(graph)))
 
 
 def _arity(what: str, count: int, expected: int) -> None:
@@ -37,8 +33,8 @@ class If(Kernel):
     def setup(self, then_branch, else_branch) -> None:
         _arity("then_branch's output count", len(then_branch.output), len(self.node.output))
         _arity("else_branch's output count", len(else_branch.output), len(self.node.output))
-        self.then_branch = _compile(self, then_branch)
-        self.else_branch = _compile(self, else_branch)
+        self.then_branch = self.ctx.compile_graph(then_branch)
+        self.else_branch = self.ctx.compile_graph(else_branch)
 
     def run(self, cond, outer=None):
         branch = self.then_branch if bool(cond) else self.else_branch
@@ -57,7 +53,7 @@ class Loop(Kernel):
                1 + len(self.node.output))
         if len(self.node.output) < carried:
             raise InvalidModelError(f"the node has {len(self.node.output)} outputs for {carried} loop-carried values")
-        self.body = _compile(self, body)
+        self.body = self.ctx.compile_graph(body)
         self.body_proto = body
 
     def run(self, trip_count=None, cond=None, *carried, outer=None):
@@ -130,7 +126,7 @@ class Scan8(Kernel):
 
     def setup(self, body, num_scan_inputs: int, directions: list[int] | None = None) -> None:
         _scan_arity(self.node, body, num_scan_inputs, len(self.node.input) - 1, [directions])
-        self.body = _compile(self, body)
+        self.body = self.ctx.compile_graph(body)
         self.n, self.directions = num_scan_inputs, directions
 
     def run(self, sequence_lens, *inputs, outer=None):
@@ -152,7 +148,7 @@ class Scan9(Kernel):
               scan_output_directions: list[int] | None = None) -> None:
         _scan_arity(self.node, body, num_scan_inputs, len(self.node.input),
                     [scan_input_axes, scan_input_directions], [scan_output_axes, scan_output_directions])
-        self.body = _compile(self, body)
+        self.body = self.ctx.compile_graph(body)
         self.n = num_scan_inputs
         n_out = len(body.output) - (len(body.input) - num_scan_inputs)
         self.in_axes = scan_input_axes or [0] * num_scan_inputs

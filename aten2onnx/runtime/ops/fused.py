@@ -10,7 +10,6 @@ import torch.nn.functional as F
 from aten2onnx.runtime.kernel import Kernel, kernel, runtime_dtype
 from aten2onnx.runtime.optimize import DOMAIN
 from aten2onnx.runtime.safety import check_op
-from aten2onnx.runtime.session import free_variables
 
 
 class _Fused(Kernel):
@@ -19,7 +18,7 @@ class _Fused(Kernel):
     def _group(self, group) -> None:
         """The group's nodes, runnable on the fused node's inputs."""
         check_op(self.aten_op, self.ctx.allowed_aten_ops)
-        self.group = self.ctx.compile_graph(group, sorted(free_variables(group)))
+        self.group = self.ctx.compile_graph(group)
         order = list(self.node.input)
         self.group_inputs = [order.index(i.name) for i in group.input]
 

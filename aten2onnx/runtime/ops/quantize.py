@@ -10,6 +10,7 @@ from aten2onnx import _dtypes
 from aten2onnx.runtime.kernel import Kernel, kernel
 from aten2onnx.runtime.ops._util import norm_axis
 from aten2onnx.runtime.ops.cast import _cast
+from aten2onnx.runtime.ops.nn import Conv
 
 
 def _broadcast_param(p: torch.Tensor, x: torch.Tensor, axis: int, block_size: int) -> torch.Tensor:
@@ -98,8 +99,6 @@ class ConvInteger(Kernel):
     def setup(self, auto_pad: str = "NOTSET", dilations: list[int] | None = None, group: int = 1,
               kernel_shape: list[int] | None = None, pads: list[int] | None = None,
               strides: list[int] | None = None) -> None:
-        from aten2onnx.runtime.ops.nn import Conv
-
         self.conv = Conv(self.ctx, self.node, auto_pad=auto_pad, dilations=dilations, group=group,
                          kernel_shape=kernel_shape, pads=pads, strides=strides)
 
