@@ -9,7 +9,8 @@ import torch
 
 from aten2onnx.errors import InvalidModelError
 from aten2onnx.runtime import ops  # noqa: F401  (registers the kernels)
-from aten2onnx.runtime.kernel import SessionContext, find_kernel
+from aten2onnx.runtime.kernel import SessionContext, find_kernel, op_schema
+from aten2onnx.runtime.results import ResultCheck
 
 _CPU = torch.device("cpu")
 # Ops never folded: random, or with subgraphs.
@@ -31,4 +32,5 @@ def evaluate_constant(op_type: str, opset: int, inputs: list[torch.Tensor | None
     kernel = cls(SessionContext(_CPU, {"": opset}, ()), node, **attrs)
     with torch.inference_mode():
         results = kernel.run(*inputs)
+    ResultCheck.for_schema(node, op_schema("", op_type, opset))(results)
     return tuple(r.clone() if r.is_inference() else r for r in results)

@@ -2,7 +2,7 @@
 
 A kernel is built once per node when a session is created (attributes decoded then, into the
 keyword arguments of `setup`), and its `run` is called with torch tensors on every run; it
-returns a tuple of values, one per node output.
+returns a tuple of values, one per node output, which the session checks (runtime/results.py).
 
     @kernel("Relu", since=6)  # 13, 14: types
     class Relu(Kernel):
@@ -178,6 +178,14 @@ def schema_version(domain: str, op_type: str, opset: int) -> int | None:
     if not versions:
         return opset
     return versions[bisect.bisect_right(versions, opset) - 1] if versions[0] <= opset else None
+
+
+def op_schema(domain: str, op_type: str, opset: int) -> onnx.defs.OpSchema | None:
+    """The op's schema a model importing `opset` of `domain` runs (None: one onnx does not define there)."""
+    version = schema_version(domain, op_type, opset)
+    if version is None or not schema_versions(op_type, domain):
+        return None
+    return onnx.defs.get_schema(op_type, version, domain)
 
 
 def kernel_range(cls: type[Kernel]) -> tuple[int, int | None]:

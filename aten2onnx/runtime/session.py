@@ -15,10 +15,11 @@ import torch
 from aten2onnx._aten_node import DOMAIN as ATEN_DOMAIN
 from aten2onnx.errors import InvalidInputError, InvalidModelError, KernelError, RunError, RunTimeoutError
 from aten2onnx.runtime.external_data import external_tensors, load_external_data
-from aten2onnx.runtime.kernel import (Kernel, SessionContext, decode_attribute, find_kernel, from_numpy, runtime_dtype,
-                                      tensor_from_proto, to_numpy)
+from aten2onnx.runtime.kernel import (Kernel, SessionContext, decode_attribute, find_kernel, from_numpy, op_schema,
+                                      runtime_dtype, tensor_from_proto, to_numpy)
 from aten2onnx.runtime.ops import MAX_OPSET
 from aten2onnx.runtime.optimize import DOMAIN as FUSED_DOMAIN, fuse_exported_ops
+from aten2onnx.runtime.results import ResultCheck
 from aten2onnx.runtime.safety import AllowedOps, permits
 from aten2onnx.runtime.validate import state_updates, validate_model
 
@@ -71,21 +72,17 @@ DEFAULT = object()
 
 
 class _Step:
-    __slots__ = ("kernel", "inputs", "outputs", "free", "implicit", "node", "dtypes")
+    __slots__ = ("kernel", "inputs", "outputs", "free", "implicit", "node", "check")
 
     def __init__(self, kernel: Kernel, inputs: list[int], outputs: list[int], implicit: list[tuple[str, int]],
-                 node: onnx.NodeProto, dtypes: list[torch.dtype | None] | None) -> None:
+                 node: onnx.NodeProto, check: ResultCheck) -> None:
         self.kernel = kernel
         self.inputs = inputs
         self.outputs = outputs
         self.free: list[int] = []
         self.implicit = implicit
         self.node = node
-        self.dtypes = dtypes  # the declared dtype of each output, checked where a foreign op computes it
-
-
-# What a kernel may produce: a tensor, a sequence (list), an empty optional (None), or strings (numpy).
-_VALUE_TYPES = (torch.Tensor, list, np.ndarray, type(None))
+        self.check = check
 
 
 class GraphRunner:
@@ -179,8 +176,11 @@ class GraphRunner:
         inputs = [self._slot[name] if name else -1 for name in node.input]
         implicit = [(name, self._slot[name]) for name in sorted(_implicit_names(node))]
         outputs = [self._new_slot(name) if name else -1 for name in node.output]
-        dtypes = [self._declared_dtype(name, where) for name in node.output] if domain == ATEN_DOMAIN else None
-        return _Step(kernel, inputs, outputs, implicit, node, dtypes)
+        if domain == ATEN_DOMAIN:
+            check = ResultCheck.foreign(node, [self._declared_dtype(name, where) for name in node.output], self.ctx.device)
+        else:
+            check = ResultCheck.for_schema(node, op_schema(domain, node.op_type, opset))
+        return _Step(kernel, inputs, outputs, implicit, node, check)
 
     def _declared_dtype(self, name: str, where: str) -> torch.dtype | None:
         tp = self._declared.get(name)
@@ -237,28 +237,13 @@ class GraphRunner:
                     f"node {step.node.name!r} ({step.node.op_type}) failed on inputs {list(step.node.input)} "
                     f"with shapes {shapes}: {type(e).__name__}: {e}"
                 ) from e
-            if len(results) < len(step.outputs):
-                raise KernelError(f"node {step.node.name!r} ({step.node.op_type}) has {len(step.outputs)} outputs but "
-                                  f"its kernel returned {len(results)} values")
-            for i, (slot, value) in enumerate(zip(step.outputs, results)):
-                if not isinstance(value, _VALUE_TYPES) or (step.dtypes and not _declared(value, step.dtypes[i])):
-                    raise KernelError(_bad_result(step, i, value))
+            step.check(results)
+            for slot, value in zip(step.outputs, results):
                 if slot >= 0:
                     values[slot] = value
             for slot in step.free:
                 values[slot] = None
         return [values[s] for s in self._output_slots]
-
-
-def _declared(value: Any, dtype: torch.dtype | None) -> bool:
-    return dtype is None or (isinstance(value, torch.Tensor) and value.dtype == dtype)
-
-
-def _bad_result(step: _Step, i: int, value: Any) -> str:
-    got = f"a tensor of {value.dtype}" if isinstance(value, torch.Tensor) else f"a {type(value).__name__}"
-    want = f"a tensor of {step.dtypes[i]}, as the model declares" if step.dtypes else "a tensor, sequence or None"
-    return (f"node {step.node.name!r} ({step.node.op_type}) gave {got} for its output {step.node.output[i]!r}; "
-            f"it must give {want}")
 
 
 def _reraise_signal(error: Exception) -> None:
