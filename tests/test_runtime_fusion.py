@@ -93,3 +93,27 @@ def test_fused_attention_keeps_a_float64_scale_exact():
     q = torch.randn(2, 3, 2, dtype=torch.float64)
     exported = aten2onnx.export(lambda q: F.scaled_dot_product_attention(q, q, q), (q,), opset=18)
     assert torch.equal(exported.run(q), F.scaled_dot_product_attention(q, q, q))
+
+
+class Attention(torch.nn.Module):
+    def forward(self, q, mask):
+        return F.scaled_dot_product_attention(q, q, q, attn_mask=mask)
+
+
+@pytest.mark.parametrize("opset", range(9, 27))
+def test_every_exported_decomposition_is_fused(opset):
+    """The runtime's patterns (runtime/optimize.py) are exactly what the exporter writes at every opset it
+    exports: no exported gelu, silu or attention is left running as its decomposition (a change to a
+    symbolic that the patterns miss fails here, not silently in speed and bits)."""
+    model, x = Activations().eval(), torch.randn(4, 16)
+    session = InferenceSession(aten2onnx.export(model, (x,), opset=opset).model_proto)
+    assert not {"Erf", "Tanh", "Sigmoid"} & set(kernels(session)), kernels(session)
+    assert torch.equal(session.run_torch({"x": x})["output"], model(x))
+    q, mask = torch.randn(1, 2, 3, 4), torch.rand(3, 3) > 0.2
+    session = InferenceSession(aten2onnx.export(Attention(), (q, mask), opset=opset).model_proto)
+    assert "Softmax" not in kernels(session), kernels(session)
+    got, want = session.run_torch({"q": q, "mask": mask})["output"], Attention()(q, mask)
+    if "aten2onnx.fused:Attention" in kernels(session):
+        assert torch.equal(got, want)
+    else:  # ONNX's own Attention (opset 23): its kernel follows the spec's math, not sdpa's bits
+        torch.testing.assert_close(got, want)

@@ -22,7 +22,7 @@ import aten2onnx
 from aten2onnx import _aten_node
 from aten2onnx.errors import InvalidInputError, InvalidModelError, KernelError, RunError, RunTimeoutError
 from aten2onnx.runtime import InferenceSession, fuzz, safety
-from aten2onnx.runtime.kernel import Kernel, register_kernels
+from aten2onnx.runtime.kernel import Kernel, kernel
 from aten2onnx.runtime.ops import MAX_OPSET
 from aten2onnx.runtime.validate import MAX_NESTING
 
@@ -386,25 +386,21 @@ def test_allowed_aten_ops_narrows_and_widens_the_rule():
 # ---- what a kernel returns ----------------------------------------------------------------------------
 
 
+@kernel("Short", since=1, domain="test.security")
 class _Short(Kernel):
     """Test-only: returns nothing for its one output."""
-
-    domain, op_type, since_version = "test.security", "Short", 1
 
     def run(self, x):
         return ()
 
 
+@kernel("Text", since=1, domain="test.security")
 class _Text(Kernel):
     """Test-only: returns a Python string as its output."""
-
-    domain, op_type, since_version = "test.security", "Text", 1
 
     def run(self, x):
         return ("text",)
 
-
-register_kernels([_Short, _Text])
 
 RESULTS = [
     ("a kernel returns fewer values than the node's outputs",
@@ -429,6 +425,53 @@ RESULTS = [
 def test_kernel_results_are_checked(model, message):
     with pytest.raises(KernelError, match=message):
         InferenceSession(model).run_torch({"x": torch.ones(3)})
+
+
+def _one_node(op, outputs=("y",), **attrs):
+    return _model([helper.make_node(op, ["x"], list(outputs), name="n", **attrs)], [_vi("x", [3])],
+                  [_vi(o, None) for o in outputs])
+
+
+_SEQUENCE = _model([helper.make_node("SequenceConstruct", ["x"], ["y"], name="n")], [_vi("x", [3])],
+                   [helper.make_value_info("y", helper.make_sequence_type_proto(helper.make_tensor_type_proto(F32, None)))])
+
+# An ai.onnx kernel made to return something its op's schema does not allow: the session's one check
+# (runtime/results.py) names the node, its op and what was wrong, whichever kernel it is.
+WRONG_RESULTS = [
+    ("a tuple too short", _one_node("TopK", ("v", "i"), axis=0), "TopK", lambda self, x, k=None: (x,),
+     r"node 'n' \(TopK\): its kernel returned 1 values, but the node has 2 outputs"),
+    ("more values than the op has outputs", _one_node("Relu"), "Relu", lambda self, x: (x, x),
+     r"node 'n' \(Relu\): its kernel returned 2 values, but the node has 1 outputs"),
+    ("a list instead of a tuple", _one_node("Relu"), "Relu", lambda self, x: [x],
+     r"node 'n' \(Relu\): its kernel returned a list, not a tuple"),
+    ("a sequence where the schema gives a tensor", _one_node("Relu"), "Relu", lambda self, x: ([x],),
+     r"node 'n' \(Relu\): it gave a list of 1 for its output 'y'; it must give a tensor"),
+    ("a tensor where the schema gives a sequence", _SEQUENCE, "SequenceConstruct", lambda self, *xs: (xs[0],),
+     r"node 'n' \(SequenceConstruct\): it gave a tensor of torch.float32 for its output 'y'; it must give a sequence"),
+    ("None for a tensor output", _one_node("Relu"), "Relu", lambda self, x: (None,),
+     r"it gave None for its output 'y'; it must give a tensor"),
+    ("complex32, which no ONNX type holds", _one_node("Relu"), "Relu", lambda self, x: (x.to(torch.complex32),),
+     r"it gave a tensor of torch.complex32 for its output 'y'; it must give a tensor \(tensors of an ONNX"),
+    ("a number", _one_node("Relu"), "Relu", lambda self, x: (1.0,), r"it gave a float for its output 'y'"),
+]
+
+
+@pytest.mark.parametrize("model, op, run, message", [pytest.param(*c[1:], id=c[0]) for c in WRONG_RESULTS])
+def test_wrong_kernel_results_are_named(monkeypatch, model, op, run, message):
+    from aten2onnx.runtime.kernel import find_kernel
+
+    monkeypatch.setattr(find_kernel("", op, 18), "run", run)
+    with pytest.raises(KernelError, match=message):
+        InferenceSession(model).run_torch({"x": torch.ones(3)})
+
+
+def test_results_a_node_leaves_out_are_not_checked(monkeypatch):
+    """A kernel may compute optional outputs the node does not name (Dropout's mask): only named ones count."""
+    model = _model([helper.make_node("Dropout", ["x"], ["y"], name="n")], [_vi("x", [3])], [_vi("y", [3])])
+    from aten2onnx.runtime.kernel import find_kernel
+
+    monkeypatch.setattr(find_kernel("", "Dropout", 18), "run", lambda self, x, *rest: (x, "not looked at"))
+    assert torch.equal(InferenceSession(model).run_torch({"x": torch.ones(3)})["y"], torch.ones(3))
 
 
 # ---- malformed graphs: refused at load, as onnxruntime refuses them -----------------------------------

@@ -15,8 +15,7 @@ from onnx import TensorProto, helper, numpy_helper
 from aten2onnx import _aten_node
 from aten2onnx.errors import InvalidInputError, InvalidModelError, KernelError, RunError
 from aten2onnx.runtime import InferenceSession
-from aten2onnx.runtime import ops
-from aten2onnx.runtime.kernel import Kernel, all_kernels, find_kernel, register_kernels, runs_schema, tensor_from_proto
+from aten2onnx.runtime.kernel import Kernel, kernel, tensor_from_proto
 from aten2onnx.runtime.ops import MAX_OPSET
 
 
@@ -192,18 +191,15 @@ _PROBED: list[weakref.ref] = []
 _ALIVE_AT_PROBE: list[int] = []
 
 
+@kernel("Probe", since=1, domain="test.probe")
 class _Probe(Kernel):
     """Test-only kernel: remembers its input weakly and counts earlier probed tensors still alive."""
-
-    domain, op_type, since_version = "test.probe", "Probe", 1
 
     def run(self, x):
         _ALIVE_AT_PROBE.append(sum(r() is not None for r in _PROBED))
         _PROBED.append(weakref.ref(x))
         return (x,)
 
-
-register_kernels([_Probe])
 
 
 def test_intermediates_are_freed():
@@ -239,41 +235,10 @@ def test_cuda_refused_without_cuda(add_model):
         InferenceSession(add_model, device="cuda")
 
 
-# ---- opsets beyond the exporter's: every schema version is run by a kernel that declares it ----
+# ---- opsets beyond the exporter's (the kernel table itself: tests/test_runtime_registry.py) ----
 
 def test_max_opset_is_onnx_newest():
     assert MAX_OPSET == onnx.defs.onnx_opset_version()
-
-
-def test_every_schema_version_has_a_kernel_that_runs_it():
-    """Floor dispatch never runs old semantics: from its first kernel on, each schema version of an op
-    is either some kernel's since_version or listed in the floor kernel's `covers` (type-only)."""
-    versions: dict[tuple[str, str], set[int]] = {}
-    for schema in onnx.defs.get_all_schemas_with_history():
-        versions.setdefault((schema.domain, schema.name), set()).add(schema.since_version)
-    uncovered = {}
-    for (domain, op), ours in all_kernels().items():
-        for v in sorted(versions.get((domain, op), ())):
-            if v >= min(ours) and not runs_schema(find_kernel(domain, op, v), v):
-                uncovered.setdefault(op, []).append(v)
-    assert not uncovered
-
-
-@pytest.mark.parametrize("op, opset, since", [
-    ("Mod", 28, 28), ("Mod", 27, 10), ("SpaceToDepth", 28, 28), ("Range", 27, 27), ("Range", 26, 11),
-    ("Cast", 28, 24), ("Reshape", 25, 14), ("Pad", 19, 19), ("Resize", 19, 19), ("TopK", 24, 11),
-])
-def test_newer_semantics_get_their_own_kernel(op, opset, since):
-    assert find_kernel("", op, opset).since_version == since
-
-
-def test_uncovered_newer_version_is_refused(monkeypatch):
-    model = _model([helper.make_node("Celu", ["x"], ["y"], name="c")], [_vi("x", [2])], [_vi("y", [2])], opset=28)
-    np.testing.assert_allclose(InferenceSession(model).run(None, {"x": np.array([-1.0, 1.0], np.float32)})[0],
-                               [np.expm1(-1.0), 1.0], rtol=1e-6)
-    monkeypatch.setattr(ops.activation.Celu, "covers", ())
-    with pytest.raises(InvalidModelError, match=r"'c' \(Celu\).*opset 28 is version 28.*kernels for versions \[12\]"):
-        InferenceSession(model)
 
 
 def test_float8_tensor_not_stored_raw():

@@ -1,11 +1,11 @@
-"""Kernel base class and the kernel table: (domain, op_type) -> kernels by since_version.
+"""Kernel base class and the kernel table: (domain, op_type) -> kernels by the schema versions they run.
 
 A kernel is built once per node when a session is created (attributes decoded then, into the
 keyword arguments of `setup`), and its `run` is called with torch tensors on every run; it
-returns a tuple of tensors, one per node output.
+returns a tuple of values, one per node output, which the session checks (runtime/results.py).
 
+    @kernel("Relu", since=6)  # 13, 14: types
     class Relu(Kernel):
-        op_type, since_version = "Relu", 6
         def run(self, x):
             return (torch.relu(x),)
 """
@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import functools
 import threading
 import warnings
-from typing import Any, ClassVar, Iterable
+from typing import Any, Callable, ClassVar, Protocol, Sequence, TypeVar
 
 import ml_dtypes
 import numpy as np
@@ -29,18 +30,29 @@ from aten2onnx.errors import InvalidModelError
 from aten2onnx.runtime.safety import AllowedOps
 
 
+class Subgraph(Protocol):
+    """A planned subgraph, as SessionContext.compile_graph gives it (runtime/session.py's GraphRunner)."""
+
+    output_names: list[str]
+
+    def run(self, inputs: Sequence[Any], outer: dict[str, Any] | None = None) -> list[Any]: ...
+
+
 class SessionContext:
     """What a kernel may need beyond its attributes: the device, subgraph compilation, which torch ops
     a model may name (see runtime/safety.py), a private random state, and the current run's deadline."""
 
     def __init__(self, device: torch.device, opsets: dict[str, int], allowed_aten_namespaces: tuple[str, ...],
-                 compile_graph=None, fuse: bool = False, allowed_aten_ops: AllowedOps = None) -> None:
+                 compile_graph: Callable[[onnx.GraphProto], Subgraph] | None = None, fuse: bool = False,
+                 allowed_aten_ops: AllowedOps = None) -> None:
         self.device = device
         self.opsets = opsets
         self.allowed_aten_namespaces = allowed_aten_namespaces
         self.allowed_aten_ops = allowed_aten_ops
         self.fuse = fuse
-        self.compile_graph = compile_graph  # (GraphProto, outer names) -> runner; set by the session
+        # Plans a subgraph (a body, a fused group) with this context: given by the session, so that
+        # kernels run subgraphs without importing it.
+        self.compile_graph = compile_graph
         self._run = threading.local()  # per thread: concurrent runs of one session keep their own deadline
         self._rng_lock = threading.Lock()
         self._rng_states: dict[str, torch.Tensor] | None = None  # made on first use
@@ -86,13 +98,12 @@ def _fresh_rng_state(kind: str) -> torch.Tensor:
 
 
 class Kernel:
+    """One node's kernel. `kernel(...)` sets the class attributes below when it registers the class."""
+
     domain: ClassVar[str] = ""
     op_type: ClassVar[str]
     since_version: ClassVar[int]
-    # Later since_versions of the op whose changes are type/constraint-only (new element types, a
-    # wider accepted range such as negative axes) and that this kernel already handles. A model at
-    # such an opset runs this kernel; at any other newer since_version the session refuses it.
-    covers: ClassVar[tuple[int, ...]] = ()
+    until: ClassVar[int | None] = None
 
     def __init__(self, ctx: SessionContext, node: onnx.NodeProto | None = None, **attrs: Any) -> None:
         self.ctx = ctx
@@ -102,44 +113,119 @@ class Kernel:
     def setup(self) -> None:
         """Override with the op's attributes as keyword arguments, defaults as in the ONNX spec."""
 
-    def run(self, *inputs: torch.Tensor | None) -> tuple[torch.Tensor, ...]:
+    def run(self, *inputs: torch.Tensor | None) -> tuple[Any, ...]:
         raise NotImplementedError
 
 
+# The newest ai.onnx opset whose schema changes the kernels were checked against. A kernel runs every
+# schema version of its op from `since` on, up to the next kernel of the op (or its `until`), as far
+# as this opset; a version onnx adds later is refused until someone has read its changes. Raising it
+# means reading the changes of every op with a kernel whose schema changed in the new opsets, and
+# registering a new kernel (or giving the old one an `until`) where they are not type-only.
+CHECKED_OPSET = 28
+
 _TABLE: dict[tuple[str, str], list[type[Kernel]]] = {}
+K = TypeVar("K", bound=type[Kernel])
 
 
-def register_kernels(kernels: Iterable[type[Kernel]]) -> None:
-    for cls in kernels:
-        versions = _TABLE.setdefault((cls.domain, cls.op_type), [])
-        if any(k.since_version == cls.since_version for k in versions):
-            raise ValueError(f"kernel {cls.domain or 'ai.onnx'}::{cls.op_type} v{cls.since_version} registered twice")
-        bisect.insort(versions, cls, key=lambda k: k.since_version)
+def kernel(op_type: str, since: int, until: int | None = None, *, domain: str = "") -> Callable[[K], K]:
+    """Class decorator: register the class as the kernel of domain::op_type for the op's schema versions
+    from `since` up to, not including, `until` (None: up to the op's next kernel, or CHECKED_OPSET).
+    For ai.onnx ops both bounds must be versions onnx.defs lists for the op; a bound that is not, or a
+    range overlapping another kernel's, fails here, at import."""
+
+    def register(cls: K) -> K:
+        cls.domain, cls.op_type, cls.since_version, cls.until = domain, op_type, since, until
+        name = f"{domain or 'ai.onnx'}::{op_type}"
+        if domain == "":
+            versions = schema_versions(op_type)
+            for bound in (since, until):
+                if bound is not None and bound not in versions:
+                    raise ValueError(f"kernel {cls.__name__}: {name} has no schema version {bound}; onnx defines "
+                                     f"versions {versions}")
+        if until is not None and until <= since:
+            raise ValueError(f"kernel {cls.__name__}: {name} range [{since}, {until}) is empty")
+        kernels = _TABLE.setdefault((domain, op_type), [])
+        for other in kernels:
+            first, second = sorted((cls, other), key=lambda k: k.since_version)
+            if first.since_version == second.since_version or (first.until or second.since_version) > second.since_version:
+                raise ValueError(f"kernel {cls.__name__}: {name} from version {since} overlaps {other.__name__} "
+                                 f"(from version {other.since_version})")
+        bisect.insort(kernels, cls, key=lambda k: k.since_version)
+        return cls
+
+    return register
 
 
-def find_kernel(domain: str, op_type: str, opset: int) -> type[Kernel] | None:
-    """The kernel for op_type at a model's opset of its domain: the newest since_version <= opset."""
-    versions = _TABLE.get((domain, op_type))
+def schema_versions(op_type: str, domain: str = "") -> tuple[int, ...]:
+    """The since_versions onnx.defs lists for an op (empty for one onnx does not define: ATen, fused)."""
+    return _schema_index().get((domain, op_type), ())
+
+
+@functools.cache
+def _schema_index() -> dict[tuple[str, str], tuple[int, ...]]:
+    index: dict[tuple[str, str], set[int]] = {}
+    for schema in onnx.defs.get_all_schemas_with_history():
+        index.setdefault((schema.domain, schema.name), set()).add(schema.since_version)
+    return {key: tuple(sorted(versions)) for key, versions in index.items()}
+
+
+def schema_version(domain: str, op_type: str, opset: int) -> int | None:
+    """The version of an op a model importing `opset` of `domain` runs: the newest of the op's schema
+    versions at or below opset (None: onnx defines the op only from a later opset). For an op onnx does
+    not define, the opset itself: such a domain versions its ops by the opset."""
+    versions = schema_versions(op_type, domain)
     if not versions:
+        return opset
+    return versions[bisect.bisect_right(versions, opset) - 1] if versions[0] <= opset else None
+
+
+def op_schema(domain: str, op_type: str, opset: int) -> onnx.defs.OpSchema | None:
+    """The op's schema a model importing `opset` of `domain` runs (None: one onnx does not define there)."""
+    version = schema_version(domain, op_type, opset)
+    if version is None or not schema_versions(op_type, domain):
         return None
-    best = None
-    for cls in versions:
-        if cls.since_version <= opset:
-            best = cls
-    return best
+    return onnx.defs.get_schema(op_type, version, domain)
 
 
-def runs_schema(cls: type[Kernel], schema_since: int) -> bool:
-    """Whether kernel cls implements the op as defined by the schema version schema_since."""
-    return schema_since == cls.since_version or schema_since in cls.covers
+def kernel_range(cls: type[Kernel]) -> tuple[int, int | None]:
+    """[since, until) of the schema versions cls runs; until None: no end."""
+    kernels = _TABLE[(cls.domain, cls.op_type)]
+    later = kernels[kernels.index(cls) + 1:]
+    until = cls.until if cls.until is not None else (later[0].since_version if later else None)
+    if cls.domain == "":
+        until = min(until or CHECKED_OPSET + 1, CHECKED_OPSET + 1)
+    return cls.since_version, until
 
 
-def kernel_versions(domain: str, op_type: str) -> list[int]:
-    return [k.since_version for k in _TABLE.get((domain, op_type), [])]
+def find_kernel(domain: str, op_type: str, opset: int) -> type[Kernel]:
+    """The kernel that runs op_type for a model importing `opset` of its domain: the one whose range
+    holds the op's schema version there. Raises InvalidModelError saying what exists otherwise."""
+    kernels = _TABLE.get((domain, op_type))
+    name = f"{domain or 'ai.onnx'}::{op_type}"
+    if not kernels:
+        raise InvalidModelError(f"{name} at opset {opset} is not supported; aten2onnx.runtime has no kernel for it")
+    version = schema_version(domain, op_type, opset)
+    if domain == "" and version is not None and version > CHECKED_OPSET:
+        raise InvalidModelError(f"{name} at opset {opset} is version {version} of the op, newer than opset "
+                                f"{CHECKED_OPSET}, the newest aten2onnx.runtime's kernels are checked against")
+    for cls in kernels:
+        since, until = kernel_range(cls)
+        if version is not None and since <= version and (until is None or version < until):
+            return cls
+    ranges = ", ".join(_range_text(kernel_range(k)) for k in kernels)
+    detail = "" if version in (None, opset) else f" (version {version} of the op)"
+    raise InvalidModelError(f"{name} at opset {opset}{detail} is not supported; kernels exist from versions "
+                            f"{[k.since_version for k in kernels]}, running versions {ranges}")
 
 
-def all_kernels() -> dict[tuple[str, str], list[int]]:
-    return {key: [k.since_version for k in v] for key, v in sorted(_TABLE.items())}
+def _range_text(bounds: tuple[int, int | None]) -> str:
+    since, until = bounds
+    return f"{since}+" if until is None else f"{since}-{until - 1}"
+
+
+def all_kernels() -> dict[tuple[str, str], list[type[Kernel]]]:
+    return {key: list(kernels) for key, kernels in sorted(_TABLE.items())}
 
 
 def decode_attribute(attr: AttributeProto) -> Any:

@@ -15,9 +15,11 @@ import torch
 from aten2onnx._aten_node import DOMAIN as ATEN_DOMAIN
 from aten2onnx.errors import InvalidInputError, InvalidModelError, KernelError, RunError, RunTimeoutError
 from aten2onnx.runtime.external_data import external_tensors, load_external_data
-from aten2onnx.runtime.kernel import (Kernel, SessionContext, decode_attribute, find_kernel, from_numpy, kernel_versions,
-                                      runs_schema, runtime_dtype, tensor_from_proto, to_numpy)
+from aten2onnx.runtime.kernel import (Kernel, SessionContext, decode_attribute, find_kernel, from_numpy, op_schema,
+                                      runtime_dtype, tensor_from_proto, to_numpy)
+from aten2onnx.runtime.ops import MAX_OPSET
 from aten2onnx.runtime.optimize import DOMAIN as FUSED_DOMAIN, fuse_exported_ops
+from aten2onnx.runtime.results import ResultCheck
 from aten2onnx.runtime.safety import AllowedOps, permits
 from aten2onnx.runtime.validate import state_updates, validate_model
 
@@ -70,21 +72,17 @@ DEFAULT = object()
 
 
 class _Step:
-    __slots__ = ("kernel", "inputs", "outputs", "free", "implicit", "node", "dtypes")
+    __slots__ = ("kernel", "inputs", "outputs", "free", "implicit", "node", "check")
 
     def __init__(self, kernel: Kernel, inputs: list[int], outputs: list[int], implicit: list[tuple[str, int]],
-                 node: onnx.NodeProto, dtypes: list[torch.dtype | None] | None) -> None:
+                 node: onnx.NodeProto, check: ResultCheck) -> None:
         self.kernel = kernel
         self.inputs = inputs
         self.outputs = outputs
         self.free: list[int] = []
         self.implicit = implicit
         self.node = node
-        self.dtypes = dtypes  # the declared dtype of each output, checked where a foreign op computes it
-
-
-# What a kernel may produce: a tensor, a sequence (list), an empty optional (None), or strings (numpy).
-_VALUE_TYPES = (torch.Tensor, list, np.ndarray, type(None))
+        self.check = check
 
 
 class GraphRunner:
@@ -162,12 +160,10 @@ class GraphRunner:
         where = f"node {node.name!r} ({node.op_type})"
         if opset is None:
             raise InvalidModelError(f"{where} uses domain {domain!r}, which the model does not import")
-        cls = find_kernel(domain, node.op_type, opset)
-        if cls is None:
-            versions = kernel_versions(domain, node.op_type)
-            detail = f"kernels exist from versions {versions}" if versions else "aten2onnx.runtime has no kernel for it"
-            raise InvalidModelError(f"{where}: {domain or 'ai.onnx'}::{node.op_type} at opset {opset} is not supported; {detail}")
-        _check_schema_version(cls, node, domain, opset, where)
+        try:
+            cls = find_kernel(domain, node.op_type, opset)
+        except InvalidModelError as e:
+            raise InvalidModelError(f"{where}: {e}") from e
         try:
             attrs = {a.name: decode_attribute(a) for a in node.attribute}
             kernel = cls(self.ctx, node, **attrs)
@@ -180,8 +176,11 @@ class GraphRunner:
         inputs = [self._slot[name] if name else -1 for name in node.input]
         implicit = [(name, self._slot[name]) for name in sorted(_implicit_names(node))]
         outputs = [self._new_slot(name) if name else -1 for name in node.output]
-        dtypes = [self._declared_dtype(name, where) for name in node.output] if domain == ATEN_DOMAIN else None
-        return _Step(kernel, inputs, outputs, implicit, node, dtypes)
+        if domain == ATEN_DOMAIN:
+            check = ResultCheck.foreign(node, [self._declared_dtype(name, where) for name in node.output], self.ctx.device)
+        else:
+            check = ResultCheck.for_schema(node, op_schema(domain, node.op_type, opset))
+        return _Step(kernel, inputs, outputs, implicit, node, check)
 
     def _declared_dtype(self, name: str, where: str) -> torch.dtype | None:
         tp = self._declared.get(name)
@@ -238,28 +237,13 @@ class GraphRunner:
                     f"node {step.node.name!r} ({step.node.op_type}) failed on inputs {list(step.node.input)} "
                     f"with shapes {shapes}: {type(e).__name__}: {e}"
                 ) from e
-            if len(results) < len(step.outputs):
-                raise KernelError(f"node {step.node.name!r} ({step.node.op_type}) has {len(step.outputs)} outputs but "
-                                  f"its kernel returned {len(results)} values")
-            for i, (slot, value) in enumerate(zip(step.outputs, results)):
-                if not isinstance(value, _VALUE_TYPES) or (step.dtypes and not _declared(value, step.dtypes[i])):
-                    raise KernelError(_bad_result(step, i, value))
+            step.check(results)
+            for slot, value in zip(step.outputs, results):
                 if slot >= 0:
                     values[slot] = value
             for slot in step.free:
                 values[slot] = None
         return [values[s] for s in self._output_slots]
-
-
-def _declared(value: Any, dtype: torch.dtype | None) -> bool:
-    return dtype is None or (isinstance(value, torch.Tensor) and value.dtype == dtype)
-
-
-def _bad_result(step: _Step, i: int, value: Any) -> str:
-    got = f"a tensor of {value.dtype}" if isinstance(value, torch.Tensor) else f"a {type(value).__name__}"
-    want = f"a tensor of {step.dtypes[i]}, as the model declares" if step.dtypes else "a tensor, sequence or None"
-    return (f"node {step.node.name!r} ({step.node.op_type}) gave {got} for its output {step.node.output[i]!r}; "
-            f"it must give {want}")
 
 
 def _reraise_signal(error: Exception) -> None:
@@ -276,22 +260,6 @@ def _reraise_signal(error: Exception) -> None:
         if tb.tb_frame.f_code in handlers:
             raise error
         tb = tb.tb_next
-
-
-def _check_schema_version(cls: type[Kernel], node: onnx.NodeProto, domain: str, opset: int, where: str) -> None:
-    """Refuse a node whose op changed after our kernel's version in a way the kernel does not
-    declare it handles (floor dispatch must never run old semantics under a newer opset)."""
-    try:
-        schema = onnx.defs.get_schema(node.op_type, opset, domain)
-    except onnx.defs.SchemaError:
-        return  # an op onnx does not define (ATen, contrib): our kernel is the definition
-    if schema.since_version > cls.since_version and not runs_schema(cls, schema.since_version):
-        versions = kernel_versions(domain, node.op_type)
-        raise InvalidModelError(
-            f"{where}: {domain or 'ai.onnx'}::{node.op_type} at opset {opset} is version {schema.since_version} of "
-            f"the op; aten2onnx.runtime has kernels for versions {versions} (covering also "
-            f"{list(cls.covers)}), and the changes since version {cls.since_version} are not all type-only"
-        )
 
 
 def _implicit_names(node: onnx.NodeProto) -> set[str]:
@@ -326,9 +294,6 @@ class InferenceSession:
     def __init__(self, model: str | os.PathLike | bytes | onnx.ModelProto, *, device: str | torch.device = "cpu",
                  allowed_aten_namespaces: Sequence[str] = ("aten",), allowed_aten_ops: AllowedOps = None,
                  fuse: bool = True, base_dir: str | os.PathLike | None = None, timeout: float | None = None) -> None:
-        from aten2onnx.runtime import ops  # noqa: F401  (registers the kernels)
-        from aten2onnx.runtime.ops import MAX_OPSET
-
         proto = _load(model, None if base_dir is None else os.fspath(base_dir))
         self.device = torch.device(device)
         if self.device.type == "cuda" and not torch.cuda.is_available():
@@ -337,8 +302,7 @@ class InferenceSession:
         opsets = {("" if o.domain in ("", "ai.onnx") else o.domain): o.version for o in proto.opset_import}
         # fuse: run node groups that aten2onnx exported for one ATen op (gelu, silu) as that op again.
         self._ctx = SessionContext(self.device, {**opsets, FUSED_DOMAIN: 1}, tuple(allowed_aten_namespaces), fuse=fuse,
-                                   allowed_aten_ops=allowed_aten_ops)
-        self._ctx.compile_graph = lambda graph, outer=(): GraphRunner(graph, self._ctx, outer_names=outer)
+                                   allowed_aten_ops=allowed_aten_ops, compile_graph=self._compile_subgraph)
         self.timeout = timeout
         initializers = {i.name for i in proto.graph.initializer}
         self._inputs = [_node_arg(i) for i in proto.graph.input if i.name not in initializers]
@@ -352,6 +316,11 @@ class InferenceSession:
         self.model_proto = proto
         self._state_updates = state_updates(proto)
         self._state: dict[str, Any] = {}
+
+    def _compile_subgraph(self, graph: onnx.GraphProto) -> GraphRunner:
+        """A subgraph (If/Loop/Scan body, a fused group's nodes) planned to run with the values it reads from
+        enclosing scopes passed in: the compiler control-flow and fused kernels get in their SessionContext."""
+        return GraphRunner(graph, self._ctx, outer_names=sorted(free_variables(graph)))
 
     def get_inputs(self) -> list[NodeArg]:
         return list(self._inputs)

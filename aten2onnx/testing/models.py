@@ -831,8 +831,13 @@ def _compare_runs(program: Program, module: torch.nn.Module, exported: aten2onnx
                 results = ours.run_torch(ours_feeds)
             except Exception as e:
                 raise _Bug("mismatch", f"run {run}: aten2onnx.runtime raised {type(e).__name__}: {e}") from e
-            _match(f"run {run}: aten2onnx.runtime", exported, results, expected, updates, ours_feeds, state, written,
-                   tolerance)
+            try:
+                _match(f"run {run}: aten2onnx.runtime", exported, results, expected, updates, ours_feeds, state, written,
+                       tolerance)
+            except _Bug as bug:
+                if precision.nonfinite and any(op in program.source() for op in _EAGER_NONFINITE):
+                    return Outcome(opset, "deviation", f"{bug} (eager's fused kernel departs from its math on NaN or inf)")
+                raise
         if ort is not None:
             ort_feeds = {k: v.numpy() for k, v in feeds.items()}
             try:
@@ -862,6 +867,13 @@ def _compare_runs(program: Program, module: torch.nn.Module, exported: aten2onnx
 # ops are in the program; aten2onnx.runtime must still agree.
 _ORT_NONFINITE = ("max_pool", "argmax", "argmin", ".indices", "amax", "amin", ".max(", ".min(", "unique", "scaled_dot_product_attention",
                   "interpolate", "atan2", "where", "masked_fill", "clamp")
+
+
+# Ops whose eager CPU kernel departs from torch's own math reference on NaN and infinities: the fused
+# attention kernel takes a NaN score as masked out (a weight of 0) where the reference, and the export,
+# give NaN (torch.ops.aten._scaled_dot_product_attention_math agrees with the export). A disagreement
+# of either runtime on a run where eager met NaN or inf is a known deviation when these are in the program.
+_EAGER_NONFINITE = ("scaled_dot_product_attention",)
 
 
 def _ort_session(proto: onnx.ModelProto) -> Any:

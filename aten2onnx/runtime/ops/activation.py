@@ -8,16 +8,14 @@ import math
 import torch
 import torch.nn.functional as F
 
-from aten2onnx.runtime.kernel import Kernel
+from aten2onnx.runtime.kernel import Kernel, kernel
 
 _SELU_ALPHA = 1.67326319217681884765625
 _SELU_GAMMA = 1.05070102214813232421875
 
 
+@kernel("LeakyRelu", since=6)
 class LeakyRelu(Kernel):
-    op_type, since_version = "LeakyRelu", 6
-    covers = (16,)
-
     def setup(self, alpha: float = 0.01) -> None:
         self.alpha = alpha
 
@@ -25,10 +23,8 @@ class LeakyRelu(Kernel):
         return (F.leaky_relu(x, self.alpha),)
 
 
+@kernel("Elu", since=6)
 class Elu(Kernel):
-    op_type, since_version = "Elu", 6
-    covers = (22,)
-
     def setup(self, alpha: float = 1.0) -> None:
         self.alpha = alpha
 
@@ -36,10 +32,8 @@ class Elu(Kernel):
         return (F.elu(x, self.alpha),)
 
 
+@kernel("Selu", since=6)
 class Selu(Kernel):
-    op_type, since_version = "Selu", 6
-    covers = (22,)
-
     def setup(self, alpha: float = _SELU_ALPHA, gamma: float = _SELU_GAMMA) -> None:
         self.alpha, self.gamma = alpha, gamma
         self.default = math.isclose(alpha, _SELU_ALPHA, rel_tol=1e-7) and math.isclose(gamma, _SELU_GAMMA, rel_tol=1e-7)
@@ -50,10 +44,8 @@ class Selu(Kernel):
         return (torch.mul(F.elu(x, self.alpha), self.gamma),)
 
 
+@kernel("Celu", since=12)
 class Celu(Kernel):
-    op_type, since_version = "Celu", 12
-    covers = (28,)
-
     def setup(self, alpha: float = 1.0) -> None:
         self.alpha = alpha
 
@@ -61,11 +53,9 @@ class Celu(Kernel):
         return (F.celu(x, self.alpha),)
 
 
+@kernel("HardSigmoid", since=6)
 class HardSigmoid(Kernel):
     """HardSigmoid: max(0, min(1, alpha * x + beta)); torch's hardsigmoid where alpha is 1/6."""
-
-    op_type, since_version = "HardSigmoid", 6
-    covers = (22,)
 
     def setup(self, alpha: float = 0.2, beta: float = 0.5) -> None:
         self.alpha, self.beta = alpha, beta
@@ -77,34 +67,26 @@ class HardSigmoid(Kernel):
         return (torch.clamp(x * self.alpha + self.beta, 0, 1),)
 
 
+@kernel("HardSwish", since=14)
 class HardSwish(Kernel):
-    op_type, since_version = "HardSwish", 14
-    covers = (22,)
-
     def run(self, x):
         return (F.hardswish(x),)
 
 
+@kernel("Softplus", since=1)
 class Softplus(Kernel):
-    op_type, since_version = "Softplus", 1
-    covers = (22,)
-
     def run(self, x):
         return (F.softplus(x),)
 
 
+@kernel("Softsign", since=1)
 class Softsign(Kernel):
-    op_type, since_version = "Softsign", 1
-    covers = (22,)
-
     def run(self, x):
         return (F.softsign(x),)
 
 
+@kernel("ThresholdedRelu", since=10)
 class ThresholdedRelu(Kernel):
-    op_type, since_version = "ThresholdedRelu", 10
-    covers = (22,)
-
     def setup(self, alpha: float = 1.0) -> None:
         self.alpha = alpha
 
@@ -112,9 +94,8 @@ class ThresholdedRelu(Kernel):
         return (torch.where(x > self.alpha, x, torch.zeros((), dtype=x.dtype, device=x.device)),)
 
 
+@kernel("Shrink", since=9)
 class Shrink(Kernel):
-    op_type, since_version = "Shrink", 9
-
     def setup(self, bias: float = 0.0, lambd: float = 0.5) -> None:
         self.bias, self.lambd = bias, lambd
 
@@ -125,17 +106,14 @@ class Shrink(Kernel):
         return (out.to(x.dtype),)
 
 
+@kernel("Mish", since=18)
 class Mish(Kernel):
-    op_type, since_version = "Mish", 18
-    covers = (22,)
-
     def run(self, x):
         return (F.mish(x),)
 
 
+@kernel("Swish", since=24)
 class Swish(Kernel):
-    op_type, since_version = "Swish", 24
-
     def setup(self, alpha: float = 1.0) -> None:
         self.alpha = alpha
 
@@ -145,9 +123,8 @@ class Swish(Kernel):
         return (x * torch.sigmoid(x * self.alpha),)
 
 
+@kernel("Gelu", since=20)
 class Gelu(Kernel):
-    op_type, since_version = "Gelu", 20
-
     def setup(self, approximate: str = "none") -> None:
         if approximate not in ("none", "tanh"):
             raise ValueError(f"Gelu approximate must be 'none' or 'tanh', not {approximate!r}")
@@ -157,15 +134,9 @@ class Gelu(Kernel):
         return (F.gelu(x, approximate=self.approximate),)
 
 
+@kernel("PRelu", since=7)
 class PRelu(Kernel):
     """PRelu: the slope broadcasts against x (ONNX allows more shapes than torch.prelu)."""
 
-    op_type, since_version = "PRelu", 7
-    covers = (9, 16)
-
     def run(self, x, slope):
         return (torch.where(x > 0, x, x * slope),)
-
-
-KERNELS = (LeakyRelu, Elu, Selu, Celu, HardSigmoid, HardSwish, Softplus, Softsign, ThresholdedRelu, Shrink, Mish,
-           Swish, Gelu, PRelu)

@@ -1,6 +1,6 @@
 """The ATen fallback node (org.pytorch.aten::ATen): runs torch.ops.<namespace>.<operator>.<overload>.
 The overload is looked up, judged by the safety rule (runtime/safety.py) and every argument decoded
-once, at session creation; what it returns is checked on every run."""
+once, at session creation; what it returns is checked on every run (runtime/results.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import torch
 
 from aten2onnx import _aten_node, _dtypes
 from aten2onnx.errors import InvalidModelError, KernelError
-from aten2onnx.runtime.kernel import Kernel
+from aten2onnx.runtime.kernel import Kernel, kernel
 from aten2onnx.runtime.safety import RUNNING_STATE, UNINITIALIZED, argument_problem, check_op
 
 _ABSENT = object()
@@ -62,9 +62,8 @@ def _from_input(value: torch.Tensor | None, kind: str, is_list: bool) -> Any:
     return bool(item) if kind == "bool" else item
 
 
+@kernel("ATen", since=1, domain=_aten_node.DOMAIN)
 class ATen(Kernel):
-    domain, op_type, since_version = _aten_node.DOMAIN, "ATen", 1
-
     def setup(self, operator: str, overload_name: str = "", namespace: str = "aten",
               input_args: list[str] | None = None, complex_inputs: list[int] | None = None,
               complex_outputs: list[int] | None = None, complex_scalars: list[str] | None = None,
@@ -164,31 +163,9 @@ class ATen(Kernel):
                        for i, r in enumerate(results)]
         if self.one_list and self.n_outputs is not None:
             results = results[:self.n_outputs]
-        self._check(results)
-        results = [r.resolve_conj().resolve_neg() if r is not None else r for r in results]
+        # the session checks the results (count, dtype, a plain dense tensor on its device): runtime/results.py
+        results = [r.resolve_conj().resolve_neg() if isinstance(r, torch.Tensor) else r for r in results]
         return tuple(results)
-
-    def _check(self, results: list[Any]) -> None:
-        """A foreign op's results must be what the node declares: one dense tensor per output, on the
-        session's device, of a dtype a model's tensor can have."""
-        name = f"{self.op._schema.name}.{self.op._overloadname}"
-        if self.n_outputs is not None and len(results) != self.n_outputs:
-            raise KernelError(f"{name} returned {len(results)} values, but the node has {self.n_outputs} outputs")
-        for i, r in enumerate(results):
-            if r is None and (self.node is None or not self.node.output[i]):
-                continue  # an optional result the node leaves out
-            if not _plain(r, self.ctx.device):
-                what = f"{r.dtype} {r.layout} tensor on {r.device}" if isinstance(r, torch.Tensor) else type(r).__name__
-                raise KernelError(f"{name} returned a {what} as result {i}; a node's value must be a plain dense "
-                                  f"tensor on {self.ctx.device} of an ONNX element type")
-
-
-def _plain(value: Any, device: torch.device) -> bool:
-    """A tensor the runtime can hold: dense, on the session's device, of an ONNX element type, and not
-    one of torch's special tensors (zero tensors, vmap's batched tensors, tensor subclasses)."""
-    return type(value) is torch.Tensor and value.layout == torch.strided and value.device == device \
-        and _dtypes.has_onnx(value.dtype) and not value._is_zerotensor() \
-        and not torch._C._functorch.is_batchedtensor(value)
 
 
 def _cloned(value: Any) -> Any:
@@ -204,6 +181,3 @@ def _flatten(result: Any) -> list[Any]:
     if isinstance(result, torch.Tensor) or result is None:
         return [result]
     return [torch.tensor(result)]
-
-
-KERNELS = (ATen,)

@@ -9,7 +9,7 @@ import math
 import torch
 
 from aten2onnx import _dtypes
-from aten2onnx.runtime.kernel import Kernel
+from aten2onnx.runtime.kernel import Kernel, kernel
 
 
 def _to_heads(x: torch.Tensor, heads: int) -> torch.Tensor:
@@ -101,9 +101,8 @@ def _softmax(x: torch.Tensor) -> torch.Tensor:
     return e / torch.where(total == 0, torch.ones_like(total), total)
 
 
+@kernel("Attention", since=23)
 class Attention23(Kernel):
-    op_type, since_version = "Attention", 23
-
     def setup(self, is_causal: int = 0, kv_num_heads: int | None = None, q_num_heads: int | None = None,
               qk_matmul_output_mode: int = 0, scale: float | None = None, softcap: float = 0.0,
               softmax_precision: int | None = None) -> None:
@@ -114,19 +113,17 @@ class Attention23(Kernel):
         return _attention(q, k, v, attn_mask, past_key, past_value, None, **self.options)
 
 
+@kernel("Attention", since=24)
 class Attention24(Attention23):
     """Attention from opset 24: nonpad_kv_seqlen, per-batch valid KV lengths of a static cache."""
-
-    since_version = 24
 
     def run(self, q, k, v, attn_mask=None, past_key=None, past_value=None, nonpad_kv_seqlen=None):
         return _attention(q, k, v, attn_mask, past_key, past_value, nonpad_kv_seqlen, **self.options)
 
 
+@kernel("Attention", since=25)
 class Attention25(Attention24):
     """Attention from opset 25: a sliding window of left/right_window_size keys (-1: unbounded)."""
-
-    since_version = 25
 
     def setup(self, is_causal: int = 0, kv_num_heads: int | None = None, q_num_heads: int | None = None,
               qk_matmul_output_mode: int = 0, scale: float | None = None, softcap: float = 0.0,
@@ -135,9 +132,8 @@ class Attention25(Attention24):
         self.options.update(left=left_window_size, right=right_window_size)
 
 
+@kernel("RotaryEmbedding", since=23)
 class RotaryEmbedding(Kernel):
-    op_type, since_version = "RotaryEmbedding", 23
-
     def setup(self, interleaved: int = 0, num_heads: int | None = None, rotary_embedding_dim: int = 0) -> None:
         self.interleaved, self.num_heads, self.dim = interleaved, num_heads, rotary_embedding_dim
 
@@ -164,6 +160,3 @@ class RotaryEmbedding(Kernel):
             rotated = torch.cat([real, imag], -1)
         out = torch.cat([rotated, keep], -1)
         return (out.reshape(shape) if len(shape) == 3 else out.transpose(1, 2),)
-
-
-KERNELS = (Attention23, Attention24, Attention25, RotaryEmbedding)

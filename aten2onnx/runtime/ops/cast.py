@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from aten2onnx import _dtypes
-from aten2onnx.runtime.kernel import Kernel
+from aten2onnx.runtime.kernel import Kernel, kernel
 
 _FLOAT8 = (torch.float8_e4m3fn, torch.float8_e4m3fnuz, torch.float8_e5m2, torch.float8_e5m2fnuz)
 # Above this magnitude a non-saturating cast to float8_e4m3fn is NaN (it has no infinity); torch
@@ -25,11 +25,10 @@ def _cast(x: torch.Tensor, dtype: torch.dtype, saturate: bool) -> torch.Tensor:
     return x.to(dtype)
 
 
+@kernel("Cast", since=6)  # 9: strings; 13: bfloat16; 19: float8 and saturate; 21: int4/uint4; 23: float4e2m1;
+# 24: float8e8m0 and round_mode (refused as an unknown attribute); 25: int2/uint2; 28: float6
 class Cast(Kernel):
     """Cast: `saturate` (opset 19) only affects float8 targets."""
-
-    op_type, since_version = "Cast", 6
-    covers = (9, 13)  # 9: strings, 13: bfloat16
 
     def setup(self, to: int, saturate: int = 1) -> None:
         self.dtype = _dtypes.to_torch(to)
@@ -39,42 +38,10 @@ class Cast(Kernel):
         return (_cast(x, self.dtype, self.saturate),)
 
 
+@kernel("CastLike", since=15)  # 19: float8 and saturate; 24: float8e8m0 and round_mode (refused as an unknown attribute)
 class CastLike(Kernel):
-    op_type, since_version = "CastLike", 15
-
     def setup(self, saturate: int = 1) -> None:
         self.saturate = bool(saturate)
 
     def run(self, x, like):
         return (_cast(x, like.dtype, self.saturate),)
-
-
-class Cast19(Cast):
-    """Cast from opset 19: float8 targets and `saturate`; 21 adds int4/uint4, 23 float4e2m1."""
-
-    since_version = 19
-    covers = (21, 23)
-
-
-class Cast24(Cast):
-    """Cast from opset 24: float8e8m0 and its `round_mode`; 25 adds int2/uint2, 28 float6."""
-
-    since_version = 24
-    covers = (25, 28)
-
-
-class CastLike19(CastLike):
-    """CastLike from opset 19: float8 targets and `saturate`."""
-
-    since_version = 19
-    covers = (21, 23)
-
-
-class CastLike24(CastLike):
-    """CastLike from opset 24: float8e8m0 and its `round_mode`."""
-
-    since_version = 24
-    covers = (25,)
-
-
-KERNELS = (Cast, CastLike, Cast19, Cast24, CastLike19, CastLike24)

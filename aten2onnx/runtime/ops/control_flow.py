@@ -1,5 +1,6 @@
-"""If, Loop and Scan: bodies are compiled once, at session creation, into GraphRunners; the values a
-body reads from enclosing scopes arrive in `outer` and are passed on to it."""
+"""If, Loop and Scan: bodies are compiled once, at session creation, by the subgraph compiler the session
+gives (SessionContext.compile_graph); the values a body reads from enclosing scopes arrive in `outer`
+and are passed on to it."""
 
 from __future__ import annotations
 
@@ -9,12 +10,7 @@ import torch
 
 from aten2onnx import _dtypes
 from aten2onnx.errors import InvalidModelError, RunTimeoutError
-from aten2onnx.runtime.kernel import Kernel
-from aten2onnx.runtime.session import free_variables
-
-
-def _compile(kernel: Kernel, graph):
-    return kernel.ctx.compile_graph(graph, sorted(free_variables(graph)))
+from aten2onnx.runtime.kernel import Kernel, kernel
 
 
 def _arity(what: str, count: int, expected: int) -> None:
@@ -32,26 +28,23 @@ def _empty_scan_output(info, device) -> torch.Tensor:
     return torch.empty((0,), dtype=dtype, device=device)
 
 
+@kernel("If", since=1)  # 11: branch shapes may differ; then types
 class If(Kernel):
-    op_type, since_version = "If", 1
-    covers = (11, 13, 16, 19, 21, 23, 24, 25)  # 11: branch shapes may differ; then types
-
     def setup(self, then_branch, else_branch) -> None:
         _arity("then_branch's output count", len(then_branch.output), len(self.node.output))
         _arity("else_branch's output count", len(else_branch.output), len(self.node.output))
-        self.then_branch = _compile(self, then_branch)
-        self.else_branch = _compile(self, else_branch)
+        self.then_branch = self.ctx.compile_graph(then_branch)
+        self.else_branch = self.ctx.compile_graph(else_branch)
 
     def run(self, cond, outer=None):
         branch = self.then_branch if bool(cond) else self.else_branch
         return tuple(branch.run([], outer))
 
 
+@kernel("Loop", since=1)  # 11 rewords loop-carried values; 13: sequences; 16: optionals
 class Loop(Kernel):
     """Loop: runs the body while the trip count M (if given) is not reached and cond holds; returns
     the final loop-carried values, then each scan output stacked along a new first axis."""
-
-    op_type, since_version = "Loop", 1
 
     def setup(self, body) -> None:
         carried = len(self.node.input) - 2
@@ -60,7 +53,7 @@ class Loop(Kernel):
                1 + len(self.node.output))
         if len(self.node.output) < carried:
             raise InvalidModelError(f"the node has {len(self.node.output)} outputs for {carried} loop-carried values")
-        self.body = _compile(self, body)
+        self.body = self.ctx.compile_graph(body)
         self.body_proto = body
 
     def run(self, trip_count=None, cond=None, *carried, outer=None):
@@ -127,14 +120,13 @@ def _scan_arity(node, body, num_scan_inputs: int, values: int, per_input: list, 
             _arity("a per-scan-output attribute's length", len(attribute), n_scan_out)
 
 
+@kernel("Scan", since=8)
 class Scan8(Kernel):
     """Scan at opset 8: a leading batch axis, then time on axis 1; sequence_lens must be full."""
 
-    op_type, since_version = "Scan", 8
-
     def setup(self, body, num_scan_inputs: int, directions: list[int] | None = None) -> None:
         _scan_arity(self.node, body, num_scan_inputs, len(self.node.input) - 1, [directions])
-        self.body = _compile(self, body)
+        self.body = self.ctx.compile_graph(body)
         self.n, self.directions = num_scan_inputs, directions
 
     def run(self, sequence_lens, *inputs, outer=None):
@@ -149,16 +141,14 @@ class Scan8(Kernel):
         return tuple(torch.stack(vals) for vals in zip(*per_batch))
 
 
+@kernel("Scan", since=9)  # 11: negative axes; then types
 class Scan9(Kernel):
-    op_type, since_version = "Scan", 9
-    covers = (11, 16, 19, 21, 23, 24, 25)  # 11: negative axes; then types
-
     def setup(self, body, num_scan_inputs: int, scan_input_axes: list[int] | None = None,
               scan_input_directions: list[int] | None = None, scan_output_axes: list[int] | None = None,
               scan_output_directions: list[int] | None = None) -> None:
         _scan_arity(self.node, body, num_scan_inputs, len(self.node.input),
                     [scan_input_axes, scan_input_directions], [scan_output_axes, scan_output_directions])
-        self.body = _compile(self, body)
+        self.body = self.ctx.compile_graph(body)
         self.n = num_scan_inputs
         n_out = len(body.output) - (len(body.input) - num_scan_inputs)
         self.in_axes = scan_input_axes or [0] * num_scan_inputs
@@ -171,13 +161,3 @@ class Scan9(Kernel):
         scans = inputs[n_state:]
         axes = [a + x.dim() if a < 0 else a for a, x in zip(self.in_axes, scans)]
         return _scan(self.body, self.n, inputs[:n_state], scans, axes, self.in_dirs, self.out_axes, self.out_dirs, outer)
-
-
-class Loop11(Loop):
-    """Loop from opset 11: the spec's rewording of loop-carried values; 13 adds sequences, 16 optionals."""
-
-    since_version = 11
-    covers = (13, 16, 19, 21, 23, 24, 25)
-
-
-KERNELS = (If, Loop, Scan8, Scan9, Loop11)

@@ -8,15 +8,13 @@ import math
 import torch
 
 from aten2onnx import _dtypes
-from aten2onnx.runtime.kernel import Kernel
+from aten2onnx.runtime.kernel import Kernel, kernel
 from aten2onnx.runtime.ops._util import int_list, scalar
 
 
+@kernel("Constant", since=1)  # 11: sparse_value (refused); 12: value_float(s)/value_int(s)/value_string(s)
 class Constant(Kernel):
     """Constant: exactly one of value / value_float(s) / value_int(s) (opset 12); strings unsupported."""
-
-    op_type, since_version = "Constant", 1
-    covers = (9,)
 
     def setup(self, value: torch.Tensor | None = None, value_float: float | None = None,
               value_floats: list[float] | None = None, value_int: int | None = None,
@@ -41,10 +39,8 @@ class Constant(Kernel):
         return (self.value,)
 
 
+@kernel("ConstantOfShape", since=9)
 class ConstantOfShape(Kernel):
-    op_type, since_version = "ConstantOfShape", 9
-    covers = (20, 21, 23, 24, 25)
-
     def setup(self, value: torch.Tensor | None = None) -> None:
         value = torch.zeros(1, dtype=torch.float32) if value is None else value
         self.fill, self.dtype = value.reshape(-1)[0].item(), value.dtype
@@ -53,18 +49,16 @@ class ConstantOfShape(Kernel):
         return (torch.full(int_list(shape), self.fill, dtype=self.dtype, device=self.ctx.device),)
 
 
+@kernel("Range", since=11)
 class Range(Kernel):
-    op_type, since_version = "Range", 11
-
     def run(self, start, limit, delta):
         return (torch.arange(start.item(), limit.item(), delta.item(), dtype=start.dtype, device=self.ctx.device),)
 
 
+@kernel("Range", since=27)
 class Range27(Kernel):
     """Range from opset 27: float16/bfloat16, accumulated as start + i * delta in float32 when
     stash_type is 1 (the default), else in the input type itself."""
-
-    op_type, since_version = "Range", 27
 
     def setup(self, stash_type: int = 1) -> None:
         self.stash = stash_type == 1
@@ -80,10 +74,8 @@ class Range27(Kernel):
         return ((s + steps * d).to(dtype),)
 
 
+@kernel("EyeLike", since=9)
 class EyeLike(Kernel):
-    op_type, since_version = "EyeLike", 9
-    covers = (22,)
-
     def setup(self, dtype: int | None = None, k: int = 0) -> None:
         self.dtype = None if dtype is None else _dtypes.to_torch(dtype)
         self.k = k
@@ -95,9 +87,8 @@ class EyeLike(Kernel):
         return ((cols - rows == self.k).to(self.dtype or x.dtype),)
 
 
+@kernel("Trilu", since=14)
 class Trilu(Kernel):
-    op_type, since_version = "Trilu", 14
-
     def setup(self, upper: int = 1) -> None:
         self.fn = torch.triu if upper else torch.tril
 
@@ -126,25 +117,9 @@ def _window_kernel(op_type: str, kind: str) -> type[Kernel]:
     def run(self, size):
         return (_window(kind, size, self.periodic, self.dtype, self.ctx.device),)
 
-    return type(op_type, (Kernel,), {"op_type": op_type, "since_version": 17, "setup": setup, "run": run,
-                                     "__module__": __name__})
+    return kernel(op_type, since=17)(type(op_type, (Kernel,), {"setup": setup, "run": run, "__module__": __name__}))
 
 
 HannWindow = _window_kernel("HannWindow", "hann")
 HammingWindow = _window_kernel("HammingWindow", "hamming")
 BlackmanWindow = _window_kernel("BlackmanWindow", "blackman")
-
-class Constant11(Constant):
-    """Constant from opset 11: a sparse_value attribute (refused here)."""
-
-    since_version = 11
-
-
-class Constant12(Constant):
-    """Constant from opset 12: value_float(s)/value_int(s)/value_string(s)."""
-
-    since_version = 12
-    covers = (13, 19, 21, 23, 24, 25)
-
-
-KERNELS = (Constant, ConstantOfShape, Range, Range27, EyeLike, Trilu, HannWindow, HammingWindow, BlackmanWindow, Constant11, Constant12)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from aten2onnx.runtime.kernel import Kernel
+from aten2onnx.runtime.kernel import Kernel, kernel
 from aten2onnx.runtime.ops._util import scalar
 
 
@@ -29,10 +29,8 @@ def _iou(box: torch.Tensor, others: torch.Tensor) -> torch.Tensor:
     return torch.where(union > 0, inter / union, torch.zeros_like(inter))
 
 
+@kernel("NonMaxSuppression", since=10)  # 11 only rewords the docs
 class NonMaxSuppression(Kernel):
-    op_type, since_version = "NonMaxSuppression", 10
-    covers = (11,)  # 11 only rewords the docs
-
     def setup(self, center_point_box: int = 0) -> None:
         self.center_point_box = bool(center_point_box)
 
@@ -60,6 +58,3 @@ class NonMaxSuppression(Kernel):
                 selected.extend((b, c, i) for i in kept)
         out = torch.tensor(selected, dtype=torch.int64, device=boxes.device).reshape(-1, 3)
         return (out,)
-
-
-KERNELS = (NonMaxSuppression,)

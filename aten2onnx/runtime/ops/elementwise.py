@@ -7,19 +7,18 @@ from typing import Callable
 
 import torch
 
-from aten2onnx.runtime.kernel import Kernel
+from aten2onnx.runtime.kernel import Kernel, kernel
 from aten2onnx.runtime.ops._util import WIDEN, widened
 
 
-def _unary(op_type: str, since_version: int, fn: Callable[[torch.Tensor], torch.Tensor],
-           covers: tuple[int, ...] = ()) -> type[Kernel]:
-    """A kernel class for a one-input op that is exactly `fn` (no attributes)."""
+def _unary(op_type: str, since: int, fn: Callable[[torch.Tensor], torch.Tensor]) -> type[Kernel]:
+    """The kernel of a one-input op that is exactly `fn` (no attributes), registered from version `since`."""
 
     def run(self, x):
         return (fn(x),)
 
-    return type(op_type, (Kernel,), {"op_type": op_type, "since_version": since_version, "covers": covers, "run": run,
-                                     "__doc__": f"{op_type}: {getattr(fn, '__name__', fn)}", "__module__": __name__})
+    return kernel(op_type, since)(type(op_type, (Kernel,), {
+        "run": run, "__doc__": f"{op_type}: {getattr(fn, '__name__', fn)}", "__module__": __name__}))
 
 
 def _abs(x):
@@ -38,36 +37,35 @@ def _reciprocal(x):
     return torch.reciprocal(x)
 
 
-Abs = _unary("Abs", 6, _abs, covers=(13,))
-Neg = _unary("Neg", 6, _neg, covers=(13,))
-Reciprocal = _unary("Reciprocal", 6, _reciprocal, covers=(13,))
-Sqrt = _unary("Sqrt", 6, torch.sqrt, covers=(13,))
-Exp = _unary("Exp", 6, torch.exp, covers=(13,))
-Log = _unary("Log", 6, torch.log, covers=(13,))
-Floor = _unary("Floor", 6, torch.floor, covers=(13,))
-Ceil = _unary("Ceil", 6, torch.ceil, covers=(13,))
-Round = _unary("Round", 11, torch.round, covers=(22,))  # ONNX and torch both round half to even
-Sin = _unary("Sin", 7, torch.sin, covers=(22,))
-Cos = _unary("Cos", 7, torch.cos, covers=(22,))
-Tan = _unary("Tan", 7, torch.tan, covers=(22,))
-Asin = _unary("Asin", 7, torch.asin, covers=(22,))
-Acos = _unary("Acos", 7, torch.acos, covers=(22,))
-Atan = _unary("Atan", 7, torch.atan, covers=(22,))
-Sinh = _unary("Sinh", 9, torch.sinh, covers=(22,))
-Cosh = _unary("Cosh", 9, torch.cosh, covers=(22,))
-Asinh = _unary("Asinh", 9, torch.asinh, covers=(22,))
-Acosh = _unary("Acosh", 9, torch.acosh, covers=(22,))
-Atanh = _unary("Atanh", 9, torch.atanh, covers=(22,))
-Tanh = _unary("Tanh", 6, torch.tanh, covers=(13,))
-Sigmoid = _unary("Sigmoid", 6, torch.sigmoid, covers=(13,))
-Erf = _unary("Erf", 9, torch.erf, covers=(13,))
-Sign = _unary("Sign", 9, _sign, covers=(13,))
-Relu = _unary("Relu", 6, torch.relu, covers=(13, 14))
+Abs = _unary("Abs", 6, _abs)
+Neg = _unary("Neg", 6, _neg)
+Reciprocal = _unary("Reciprocal", 6, _reciprocal)
+Sqrt = _unary("Sqrt", 6, torch.sqrt)
+Exp = _unary("Exp", 6, torch.exp)
+Log = _unary("Log", 6, torch.log)
+Floor = _unary("Floor", 6, torch.floor)
+Ceil = _unary("Ceil", 6, torch.ceil)
+Round = _unary("Round", 11, torch.round)  # ONNX and torch both round half to even
+Sin = _unary("Sin", 7, torch.sin)
+Cos = _unary("Cos", 7, torch.cos)
+Tan = _unary("Tan", 7, torch.tan)
+Asin = _unary("Asin", 7, torch.asin)
+Acos = _unary("Acos", 7, torch.acos)
+Atan = _unary("Atan", 7, torch.atan)
+Sinh = _unary("Sinh", 9, torch.sinh)
+Cosh = _unary("Cosh", 9, torch.cosh)
+Asinh = _unary("Asinh", 9, torch.asinh)
+Acosh = _unary("Acosh", 9, torch.acosh)
+Atanh = _unary("Atanh", 9, torch.atanh)
+Tanh = _unary("Tanh", 6, torch.tanh)
+Sigmoid = _unary("Sigmoid", 6, torch.sigmoid)
+Erf = _unary("Erf", 9, torch.erf)
+Sign = _unary("Sign", 9, _sign)
+Relu = _unary("Relu", 6, torch.relu)
 
 
-def _binary(op_type: str, since_version: int, fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
-            covers: tuple[int, ...] = ()) -> type[Kernel]:
-    """A kernel class for a broadcasting two-input op; uint16/32/64 (no torch kernels) run widened."""
+def _binary(op_type: str, since: int, fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> type[Kernel]:
+    """The kernel of a broadcasting two-input op; uint16/32/64 (no torch kernels) run widened."""
 
     def run(self, a, b):
         try:
@@ -77,8 +75,8 @@ def _binary(op_type: str, since_version: int, fn: Callable[[torch.Tensor, torch.
                 raise
             return (widened(fn, a, b),)
 
-    return type(op_type, (Kernel,), {"op_type": op_type, "since_version": since_version, "covers": covers, "run": run,
-                                     "__doc__": f"{op_type}: {getattr(fn, '__name__', fn)}", "__module__": __name__})
+    return kernel(op_type, since)(type(op_type, (Kernel,), {
+        "run": run, "__doc__": f"{op_type}: {getattr(fn, '__name__', fn)}", "__module__": __name__}))
 
 
 def _div(a, b):
@@ -88,17 +86,15 @@ def _div(a, b):
     return torch.div(a, b, rounding_mode="trunc")
 
 
-Add = _binary("Add", 7, torch.add, covers=(13, 14))
-Sub = _binary("Sub", 7, torch.sub, covers=(13, 14))
-Mul = _binary("Mul", 7, torch.mul, covers=(13, 14))
-Div = _binary("Div", 7, _div, covers=(13, 14))
+Add = _binary("Add", 7, torch.add)
+Sub = _binary("Sub", 7, torch.sub)
+Mul = _binary("Mul", 7, torch.mul)
+Div = _binary("Div", 7, _div)
 
 
+@kernel("Pow", since=7)  # 12, 13, 15: integer and bfloat16 types
 class Pow(Kernel):
     """Pow: X ** Y; since opset 12 Y may have another type, and the result has X's type."""
-
-    op_type, since_version = "Pow", 7
-    covers = (12, 13, 15)  # integer and bfloat16 types
 
     def run(self, x, y):
         if x.dtype in WIDEN:
@@ -111,11 +107,9 @@ class Pow(Kernel):
         return (out if out.dtype == x.dtype else out.to(x.dtype),)
 
 
+@kernel("Mod", since=10)
 class Mod(Kernel):
     """Mod: fmod=0 takes the divisor's sign (Python %, torch.remainder); fmod=1 the dividend's (C fmod)."""
-
-    op_type, since_version = "Mod", 10
-    covers = (13,)
 
     def setup(self, fmod: int = 0) -> None:
         self.fn = torch.fmod if fmod else torch.remainder
@@ -126,10 +120,8 @@ class Mod(Kernel):
         return (self.fn(a, b),)
 
 
+@kernel("BitShift", since=11)  # 28: signed types (arithmetic right shift, as torch's)
 class BitShift(Kernel):
-    op_type, since_version = "BitShift", 11
-    covers = (28,)  # signed types (arithmetic right shift, as torch's)
-
     def setup(self, direction: str) -> None:
         if direction not in ("LEFT", "RIGHT"):
             raise ValueError(f"BitShift direction must be LEFT or RIGHT, not {direction!r}")
@@ -167,34 +159,26 @@ def _variadic(fn, inputs):
     return out
 
 
+@kernel("Max", since=6)  # 8: broadcasting; then types
 class Max(Kernel):
-    op_type, since_version = "Max", 6
-    covers = (8, 12, 13)  # 8: broadcasting; then types
-
     def run(self, *inputs):
         return (_variadic(torch.maximum, inputs),)
 
 
+@kernel("Min", since=6)  # 8: broadcasting; then types
 class Min(Kernel):
-    op_type, since_version = "Min", 6
-    covers = (8, 12, 13)  # 8: broadcasting; then types
-
     def run(self, *inputs):
         return (_variadic(torch.minimum, inputs),)
 
 
+@kernel("Sum", since=6)  # 8: broadcasting
 class Sum(Kernel):
-    op_type, since_version = "Sum", 6
-    covers = (8, 13)  # 8: broadcasting
-
     def run(self, *inputs):
         return (_variadic(torch.add, inputs),)
 
 
+@kernel("Mean", since=6)  # 8: broadcasting
 class Mean(Kernel):
-    op_type, since_version = "Mean", 6
-    covers = (8, 13)  # 8: broadcasting
-
     def run(self, *inputs):
         return (torch.div(_variadic(torch.add, inputs), len(inputs)),)
 
@@ -207,10 +191,9 @@ def _clip(x, lo, hi):
     return torch.clamp(x, lo, hi)
 
 
+@kernel("Clip", since=6)
 class Clip6(Kernel):
     """Clip before opset 11: bounds are float attributes."""
-
-    op_type, since_version = "Clip", 6
 
     def setup(self, min: float = -3.4028234663852886e38, max: float = 3.4028234663852886e38) -> None:
         self.lo, self.hi = min, max
@@ -223,25 +206,9 @@ class Clip6(Kernel):
         return (x.clone() if lo is None and hi is None else torch.clamp(x, lo, hi),)
 
 
+@kernel("Clip", since=11)
 class Clip11(Kernel):
     """Clip from opset 11: optional 0-d min and max inputs (integer types from 12)."""
 
-    op_type, since_version = "Clip", 11
-    covers = (12, 13)
-
     def run(self, x, lo=None, hi=None):
         return (_clip(x, lo, hi),)
-
-
-class Mod28(Mod):
-    """Mod from opset 28: fmod=0 is floor division for floats too (torch.remainder), with IEEE special cases."""
-
-    since_version = 28
-
-
-KERNELS = (
-    Abs, Neg, Reciprocal, Sqrt, Exp, Log, Floor, Ceil, Round, Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh,
-    Asinh, Acosh, Atanh, Tanh, Sigmoid, Erf, Sign, Relu,
-    Add, Sub, Mul, Div, Pow, Mod, BitShift, Max, Min, Sum, Mean, Clip6, Clip11,
-    Mod28,
-)

@@ -7,20 +7,18 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from aten2onnx.runtime.kernel import Kernel, runtime_dtype
+from aten2onnx.runtime.kernel import Kernel, kernel, runtime_dtype
 from aten2onnx.runtime.optimize import DOMAIN
 from aten2onnx.runtime.safety import check_op
-from aten2onnx.runtime.session import free_variables
 
 
 class _Fused(Kernel):
-    domain, since_version = DOMAIN, 1
     aten_op: torch._ops.OpOverload
 
     def _group(self, group) -> None:
         """The group's nodes, runnable on the fused node's inputs."""
         check_op(self.aten_op, self.ctx.allowed_aten_ops)
-        self.group = self.ctx.compile_graph(group, sorted(free_variables(group)))
+        self.group = self.ctx.compile_graph(group)
         order = list(self.node.input)
         self.group_inputs = [order.index(i.name) for i in group.input]
 
@@ -28,8 +26,9 @@ class _Fused(Kernel):
         return tuple(self.group.run([inputs[i] for i in self.group_inputs]))
 
 
+@kernel("Gelu", since=1, domain=DOMAIN)
 class Gelu(_Fused):
-    op_type, aten_op = "Gelu", torch.ops.aten.gelu.default
+    aten_op = torch.ops.aten.gelu.default
 
     def setup(self, group, dtype: int, approximate: str = "none") -> None:
         self._group(group)
@@ -41,8 +40,9 @@ class Gelu(_Fused):
         return (F.gelu(x, approximate=self.approximate),)
 
 
+@kernel("Silu", since=1, domain=DOMAIN)
 class Silu(_Fused):
-    op_type, aten_op = "Silu", torch.ops.aten.silu.default
+    aten_op = torch.ops.aten.silu.default
 
     def setup(self, group) -> None:
         self._group(group)
@@ -53,10 +53,11 @@ class Silu(_Fused):
         return (F.silu(x),)
 
 
+@kernel("Attention", since=1, domain=DOMAIN)
 class Attention(_Fused):
     """scaled_dot_product_attention with an optional bool ("where") or additive ("add") mask."""
 
-    op_type, aten_op = "Attention", torch.ops.aten.scaled_dot_product_attention.default
+    aten_op = torch.ops.aten.scaled_dot_product_attention.default
 
     def setup(self, group, scale: torch.Tensor, mask: str, rank: int, dtype: int) -> None:
         self._group(group)
@@ -74,6 +75,3 @@ class Attention(_Fused):
         if out.isnan().any() or (out == 0).all(-1).any():
             return self.as_written(q, k, v, mask)
         return (out,)
-
-
-KERNELS = (Gelu, Silu, Attention)

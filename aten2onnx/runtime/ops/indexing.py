@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from aten2onnx.runtime.kernel import Kernel
+from aten2onnx.runtime.kernel import Kernel, kernel
 from aten2onnx.runtime.ops._util import norm_axis, scalar
 
 
@@ -16,10 +16,8 @@ def _positive(idx: torch.Tensor, size: int) -> torch.Tensor:
     return torch.where(idx < 0, idx + size, idx)
 
 
+@kernel("Gather", since=1)  # 11: negative indices
 class Gather(Kernel):
-    op_type, since_version = "Gather", 1
-    covers = (11, 13)  # 11: negative indices
-
     def setup(self, axis: int = 0) -> None:
         self.axis = axis
 
@@ -34,10 +32,8 @@ class Gather(Kernel):
         return (out.reshape(x.shape[:axis] + indices.shape + x.shape[axis + 1:]),)
 
 
+@kernel("GatherElements", since=11)
 class GatherElements(Kernel):
-    op_type, since_version = "GatherElements", 11
-    covers = (13,)
-
     def setup(self, axis: int = 0) -> None:
         self.axis = axis
 
@@ -46,9 +42,8 @@ class GatherElements(Kernel):
         return (torch.gather(x, axis, _positive(indices, x.shape[axis])),)
 
 
+@kernel("GatherND", since=11)  # 12: batch_dims
 class GatherND(Kernel):
-    op_type, since_version = "GatherND", 11
-
     def setup(self, batch_dims: int = 0) -> None:
         self.b = batch_dims
 
@@ -68,11 +63,9 @@ class GatherND(Kernel):
 _REDUCE = {"mul": "prod", "max": "amax", "min": "amin"}
 
 
+@kernel("ScatterND", since=11)  # 16: reduction add/mul; 18: max/min
 class ScatterND(Kernel):
     """ScatterND; reduction add/mul (opset 16) and max/min (18)."""
-
-    op_type, since_version = "ScatterND", 11
-    covers = (13,)
 
     def setup(self, reduction: str = "none") -> None:
         if reduction not in ("none", "add", "mul", "max", "min"):
@@ -110,11 +103,9 @@ def _scatter_elements(x, axis, indices, updates, reduction):
     return torch.scatter_reduce(x, axis, idx, updates, _REDUCE[reduction])
 
 
+@kernel("Scatter", since=9)  # 11: negative indices, deprecated
 class Scatter(Kernel):
     """Scatter (opset 9, deprecated for ScatterElements at 11)."""
-
-    op_type, since_version = "Scatter", 9
-    covers = (11,)  # 11: negative indices, deprecated
 
     def setup(self, axis: int = 0) -> None:
         self.axis = axis
@@ -123,10 +114,8 @@ class Scatter(Kernel):
         return (_scatter_elements(x, self.axis, indices, updates, "none"),)
 
 
+@kernel("ScatterElements", since=11)  # 16: reduction add/mul; 18: max/min
 class ScatterElements(Kernel):
-    op_type, since_version = "ScatterElements", 11
-    covers = (13,)
-
     def setup(self, axis: int = 0, reduction: str = "none") -> None:
         if reduction not in ("none", "add", "mul", "max", "min"):
             raise ValueError(f"ScatterElements reduction {reduction!r} is not supported")
@@ -136,21 +125,17 @@ class ScatterElements(Kernel):
         return (_scatter_elements(x, self.axis, indices, updates, self.reduction),)
 
 
+@kernel("NonZero", since=9)
 class NonZero(Kernel):
-    op_type, since_version = "NonZero", 9
-    covers = (13,)
-
     def run(self, x):
         if x.dim() == 0:
             x = x.reshape(1)
         return (torch.nonzero(x).t().contiguous(),)
 
 
+@kernel("OneHot", since=9)  # 11: negative axis and indices
 class OneHot(Kernel):
     """OneHot: indices outside [-depth, depth) give an all-`off` row."""
-
-    op_type, since_version = "OneHot", 9
-    covers = (11, 28)  # 11: negative axis and indices
 
     def setup(self, axis: int = -1) -> None:
         self.axis = axis
@@ -171,9 +156,8 @@ def _topk(x, k, axis, largest, sorted_):
     return values.narrow(axis, 0, k), indices.narrow(axis, 0, k)
 
 
+@kernel("TopK", since=1)
 class TopK1(Kernel):
-    op_type, since_version = "TopK", 1
-
     def setup(self, k: int, axis: int = -1) -> None:
         self.k, self.axis = k, axis
 
@@ -181,9 +165,8 @@ class TopK1(Kernel):
         return _topk(x, self.k, self.axis, True, True)
 
 
+@kernel("TopK", since=10)  # 11: largest and sorted, negative axis
 class TopK10(Kernel):
-    op_type, since_version = "TopK", 10
-
     def setup(self, axis: int = -1, largest: int = 1, sorted: int = 1) -> None:
         self.axis, self.largest, self.sorted = axis, largest, sorted
 
@@ -191,11 +174,9 @@ class TopK10(Kernel):
         return _topk(x, int(scalar(k)), self.axis, self.largest, self.sorted)
 
 
+@kernel("Unique", since=11)
 class Unique(Kernel):
     """Unique: values, first-occurrence indices, inverse indices, counts; sorted or in order of appearance."""
-
-    op_type, since_version = "Unique", 11
-    covers = (28,)
 
     def setup(self, axis: int | None = None, sorted: int = 1) -> None:
         self.axis, self.sorted = axis, sorted
@@ -219,10 +200,8 @@ class Unique(Kernel):
         return values, first, inverse, counts
 
 
+@kernel("Compress", since=9)  # 11: negative axis
 class Compress(Kernel):
-    op_type, since_version = "Compress", 9
-    covers = (11, 28)  # 11: negative axis
-
     def setup(self, axis: int | None = None) -> None:
         self.axis = axis
 
@@ -236,10 +215,8 @@ class Compress(Kernel):
         return (x.index_select(axis, keep),)
 
 
+@kernel("ReverseSequence", since=10)
 class ReverseSequence(Kernel):
-    op_type, since_version = "ReverseSequence", 10
-    covers = (28,)
-
     def setup(self, batch_axis: int = 1, time_axis: int = 0) -> None:
         self.batch_axis, self.time_axis = batch_axis, time_axis
 
@@ -252,37 +229,3 @@ class ReverseSequence(Kernel):
         if self.time_axis > self.batch_axis:
             src = src.t()
         return (torch.gather(x, self.time_axis, src.reshape(shape).expand(x.shape)),)
-
-
-class GatherND12(GatherND):
-    """GatherND from opset 12: batch_dims."""
-
-    since_version = 12
-    covers = (13,)
-
-
-class ScatterND16(ScatterND):
-    """ScatterND from opset 16: reduction add/mul; 18 widens it to max/min."""
-
-    since_version = 16
-    covers = (18,)
-
-
-class ScatterElements16(ScatterElements):
-    """ScatterElements from opset 16: reduction add/mul; 18 widens it to max/min."""
-
-    since_version = 16
-    covers = (18,)
-
-
-class TopK11(TopK10):
-    """TopK from opset 11: largest and sorted; negative axis."""
-
-    since_version = 11
-    covers = (24,)
-
-
-KERNELS = (Gather, GatherElements, GatherND, ScatterND, Scatter, ScatterElements, NonZero, OneHot, TopK1, TopK10,
-           Unique, Compress, ReverseSequence,
-    GatherND12, ScatterND16, ScatterElements16, TopK11,
-)

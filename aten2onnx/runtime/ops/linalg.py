@@ -4,26 +4,22 @@ from __future__ import annotations
 
 import torch
 
-from aten2onnx.runtime.kernel import Kernel
+from aten2onnx.runtime.kernel import Kernel, kernel
 from aten2onnx.runtime.ops._util import WIDEN
 
 
+@kernel("MatMul", since=1)
 class MatMul(Kernel):
-    op_type, since_version = "MatMul", 1
-    covers = (9, 13)
-
     def run(self, a, b):
         if a.dtype in WIDEN:
             return (torch.matmul(a.to(torch.int64), b.to(torch.int64)).to(a.dtype),)
         return (torch.matmul(a, b),)
 
 
+@kernel("Gemm", since=7)  # 11: C is optional
 class Gemm(Kernel):
     """Gemm: alpha * A' @ B' + beta * C. With C it is torch.addmm(C, A', B'), as nn.Linear computes;
     alpha and beta are passed only when not 1 so the call is the one eager makes."""
-
-    op_type, since_version = "Gemm", 7
-    covers = (9,)
 
     def setup(self, alpha: float = 1.0, beta: float = 1.0, transA: int = 0, transB: int = 0) -> None:
         self.alpha, self.beta, self.trans_a, self.trans_b = alpha, beta, transA, transB
@@ -44,10 +40,8 @@ class Gemm(Kernel):
         return (torch.addmm(c, a, b),)
 
 
+@kernel("Einsum", since=12)
 class Einsum(Kernel):
-    op_type, since_version = "Einsum", 12
-    covers = (28,)
-
     def setup(self, equation: str) -> None:
         self.equation = equation.replace(" ", "")
 
@@ -55,10 +49,8 @@ class Einsum(Kernel):
         return (torch.einsum(self.equation, *inputs),)
 
 
+@kernel("Det", since=11)
 class Det(Kernel):
-    op_type, since_version = "Det", 11
-    covers = (22,)
-
     def run(self, x):
         return (torch.linalg.det(x),)
 
@@ -71,20 +63,9 @@ def _zero_point_rows(zp: torch.Tensor | None, a: torch.Tensor) -> torch.Tensor |
     return zp.reshape(-1, 1) if zp.dim() == 1 and zp.numel() > 1 else zp
 
 
+@kernel("MatMulInteger", since=10)
 class MatMulInteger(Kernel):
-    op_type, since_version = "MatMulInteger", 10
-
     def run(self, a, b, a_zero_point=None, b_zero_point=None):
         a32 = a.to(torch.int32) - _zero_point_rows(a_zero_point, a)
         b32 = b.to(torch.int32) - (0 if b_zero_point is None else b_zero_point.to(torch.int32))
         return (torch.matmul(a32, b32),)
-
-
-class Gemm11(Gemm):
-    """Gemm from opset 11: C is optional."""
-
-    since_version = 11
-    covers = (13,)
-
-
-KERNELS = (MatMul, Gemm, Einsum, Det, MatMulInteger, Gemm11)

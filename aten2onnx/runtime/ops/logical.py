@@ -7,12 +7,11 @@ from typing import Callable
 import numpy as np
 import torch
 
-from aten2onnx.runtime.kernel import Kernel
+from aten2onnx.runtime.kernel import Kernel, kernel
 from aten2onnx.runtime.ops._util import WIDEN
 
 
-def _compare(op_type: str, since_version: int, fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
-             covers: tuple[int, ...] = ()) -> type[Kernel]:
+def _compare(op_type: str, since: int, fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> type[Kernel]:
     def run(self, a, b):
         if isinstance(a, np.ndarray):  # string tensors: numpy object arrays (Equal from opset 19)
             x, y = np.broadcast_arrays(a, b)
@@ -22,15 +21,15 @@ def _compare(op_type: str, since_version: int, fn: Callable[[torch.Tensor, torch
             a, b = a.to(torch.int64), b.to(torch.int64)
         return (fn(a, b),)
 
-    return type(op_type, (Kernel,), {"op_type": op_type, "since_version": since_version, "covers": covers, "run": run,
-                                     "__doc__": f"{op_type}: {fn.__name__}", "__module__": __name__})
+    return kernel(op_type, since)(type(op_type, (Kernel,), {
+        "run": run, "__doc__": f"{op_type}: {fn.__name__}", "__module__": __name__}))
 
 
-Equal = _compare("Equal", 7, torch.eq, covers=(11, 13, 19))  # 19: strings
-Less = _compare("Less", 7, torch.lt, covers=(9, 13))
-Greater = _compare("Greater", 7, torch.gt, covers=(9, 13))
-LessOrEqual = _compare("LessOrEqual", 12, torch.le, covers=(16,))
-GreaterOrEqual = _compare("GreaterOrEqual", 12, torch.ge, covers=(16,))
+Equal = _compare("Equal", 7, torch.eq)  # 19: strings
+Less = _compare("Less", 7, torch.lt)
+Greater = _compare("Greater", 7, torch.gt)
+LessOrEqual = _compare("LessOrEqual", 12, torch.le)
+GreaterOrEqual = _compare("GreaterOrEqual", 12, torch.ge)
 And = _compare("And", 7, torch.logical_and)
 Or = _compare("Or", 7, torch.logical_or)
 Xor = _compare("Xor", 7, torch.logical_xor)
@@ -44,8 +43,8 @@ def _bitwise(op_type: str, fn: Callable[..., torch.Tensor]) -> type[Kernel]:
             return (fn(*[x.view(signed) for x in xs]).view(dtype),)
         return (fn(*xs),)
 
-    return type(op_type, (Kernel,), {"op_type": op_type, "since_version": 18, "run": run,
-                                     "__doc__": f"{op_type}: {fn.__name__}", "__module__": __name__})
+    return kernel(op_type, since=18)(type(op_type, (Kernel,), {
+        "run": run, "__doc__": f"{op_type}: {fn.__name__}", "__module__": __name__}))
 
 
 BitwiseAnd = _bitwise("BitwiseAnd", torch.bitwise_and)
@@ -54,25 +53,20 @@ BitwiseXor = _bitwise("BitwiseXor", torch.bitwise_xor)
 BitwiseNot = _bitwise("BitwiseNot", torch.bitwise_not)
 
 
+@kernel("Not", since=1)
 class Not(Kernel):
-    op_type, since_version = "Not", 1
-
     def run(self, x):
         return (torch.logical_not(x),)
 
 
+@kernel("IsNaN", since=9)
 class IsNaN(Kernel):
-    op_type, since_version = "IsNaN", 9
-    covers = (13, 20)
-
     def run(self, x):
         return (torch.isnan(x),)
 
 
+@kernel("IsInf", since=10)
 class IsInf(Kernel):
-    op_type, since_version = "IsInf", 10
-    covers = (20,)
-
     def setup(self, detect_negative: int = 1, detect_positive: int = 1) -> None:
         self.fn = (torch.isinf if detect_negative and detect_positive else torch.isneginf if detect_negative
                    else torch.isposinf if detect_positive else None)
@@ -83,16 +77,10 @@ class IsInf(Kernel):
         return (self.fn(x),)
 
 
+@kernel("Where", since=9)
 class Where(Kernel):
-    op_type, since_version = "Where", 9
-    covers = (16,)
-
     def run(self, cond, x, y):
         if x.dtype in WIDEN:
             signed = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64: torch.int64}[x.dtype]
             return (torch.where(cond, x.view(signed), y.view(signed)).view(x.dtype),)
         return (torch.where(cond, x, y),)
-
-
-KERNELS = (Equal, Less, Greater, LessOrEqual, GreaterOrEqual, And, Or, Xor, Not, BitwiseAnd, BitwiseOr,
-           BitwiseXor, BitwiseNot, IsNaN, IsInf, Where)

@@ -11,7 +11,7 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
-from aten2onnx.runtime.kernel import Kernel
+from aten2onnx.runtime.kernel import Kernel, kernel
 from aten2onnx.runtime.ops._util import norm_axes, norm_axis, scalar
 
 _CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
@@ -56,10 +56,8 @@ class _Spatial(Kernel):
         return nd, strides, dilations, begin, end
 
 
+@kernel("Conv", since=1)  # 11 rewords the docs only
 class Conv(_Spatial):
-    op_type, since_version = "Conv", 1
-    covers = (11, 22)  # 11 rewords the docs only
-
     def setup(self, auto_pad: str = "NOTSET", dilations: list[int] | None = None, group: int = 1,
               kernel_shape: list[int] | None = None, pads: list[int] | None = None,
               strides: list[int] | None = None) -> None:
@@ -73,12 +71,10 @@ class Conv(_Spatial):
         return (_CONV[nd](x, w, b, strides, begin, dilations, self.group),)
 
 
+@kernel("ConvTranspose", since=1)  # 11 rewords the docs only
 class ConvTranspose(_Spatial):
     """ConvTranspose: torch's kernel where pads are symmetric and output_padding fits; otherwise the
     full transposed convolution is cropped and padded to the ONNX output size."""
-
-    op_type, since_version = "ConvTranspose", 1
-    covers = (11, 22)  # 11 rewords the docs only
 
     def setup(self, auto_pad: str = "NOTSET", dilations: list[int] | None = None, group: int = 1,
               kernel_shape: list[int] | None = None, output_padding: list[int] | None = None,
@@ -159,9 +155,8 @@ class _Pool(_Spatial):
         return begin == end and all(b <= k // 2 for b, k in zip(begin, self.kernel))
 
 
+@kernel("AveragePool", since=1)  # 7: count_include_pad; 10: ceil_mode (11 rewords the docs); 19: dilations
 class AveragePool(_Pool):
-    op_type, since_version = "AveragePool", 1
-
     def setup(self, kernel_shape: list[int], auto_pad: str = "NOTSET", ceil_mode: int = 0,
               count_include_pad: int = 0, dilations: list[int] | None = None, pads: list[int] | None = None,
               strides: list[int] | None = None) -> None:
@@ -177,10 +172,8 @@ class AveragePool(_Pool):
         return (total / count,)
 
 
+@kernel("LpPool", since=2)  # 11 rewords the docs only; 18: ceil_mode and dilations
 class LpPool(_Pool):
-    op_type, since_version = "LpPool", 2
-    covers = (11,)  # 11 rewords the docs only
-
     def setup(self, kernel_shape: list[int], auto_pad: str = "NOTSET", ceil_mode: int = 0,
               dilations: list[int] | None = None, pads: list[int] | None = None, strides: list[int] | None = None,
               p: int = 2) -> None:
@@ -193,11 +186,10 @@ class LpPool(_Pool):
         return (total ** (1.0 / self.p),)
 
 
+@kernel("MaxPool", since=1)  # 8: the Indices output and storage_order; 10: ceil_mode and dilations; 12: int8/uint8
 class MaxPool(_Pool):
     """MaxPool; the optional Indices output is flat over the whole input (N, C and spatial dims),
     row-major, or column-major over the spatial dims with storage_order=1."""
-
-    op_type, since_version = "MaxPool", 1
 
     def setup(self, kernel_shape: list[int], auto_pad: str = "NOTSET", ceil_mode: int = 0,
               dilations: list[int] | None = None, pads: list[int] | None = None, storage_order: int = 0,
@@ -245,26 +237,20 @@ class MaxPool(_Pool):
         return flat + base
 
 
+@kernel("GlobalAveragePool", since=1)
 class GlobalAveragePool(Kernel):
-    op_type, since_version = "GlobalAveragePool", 1
-    covers = (22,)
-
     def run(self, x):
         return (torch.mean(x, list(range(2, x.dim())), keepdim=True),)
 
 
+@kernel("GlobalMaxPool", since=1)
 class GlobalMaxPool(Kernel):
-    op_type, since_version = "GlobalMaxPool", 1
-    covers = (22,)
-
     def run(self, x):
         return (torch.amax(x, list(range(2, x.dim())), keepdim=True),)
 
 
+@kernel("GlobalLpPool", since=2)
 class GlobalLpPool(Kernel):
-    op_type, since_version = "GlobalLpPool", 2
-    covers = (22,)
-
     def setup(self, p: int = 2) -> None:
         self.p = p
 
@@ -272,9 +258,8 @@ class GlobalLpPool(Kernel):
         return (torch.sum(torch.abs(x) ** self.p, list(range(2, x.dim())), keepdim=True) ** (1.0 / self.p),)
 
 
+@kernel("BatchNormalization", since=9)
 class BatchNormalization9(Kernel):
-    op_type, since_version = "BatchNormalization", 9
-
     def setup(self, epsilon: float = 1e-5, momentum: float = 0.9) -> None:
         self.epsilon = epsilon
 
@@ -282,12 +267,10 @@ class BatchNormalization9(Kernel):
         return (F.batch_norm(x, mean, var, scale, bias, False, 0.0, self.epsilon),)
 
 
+@kernel("BatchNormalization", since=14)
 class BatchNormalization14(Kernel):
     """BatchNormalization from opset 14: training_mode normalizes with the batch's statistics and
     also returns the updated running mean and (biased) variance."""
-
-    op_type, since_version = "BatchNormalization", 14
-    covers = (15,)
 
     def setup(self, epsilon: float = 1e-5, momentum: float = 0.9, training_mode: int = 0) -> None:
         self.epsilon, self.momentum, self.training = epsilon, momentum, training_mode
@@ -303,11 +286,10 @@ class BatchNormalization14(Kernel):
         return y, mean * m + batch_mean * (1 - m), var * m + batch_var * (1 - m)
 
 
+@kernel("LayerNormalization", since=17)
 class LayerNormalization(Kernel):
     """LayerNormalization over dims axis..end: torch.native_layer_norm (what F.layer_norm runs),
     whose mean and 1/std are the optional outputs."""
-
-    op_type, since_version = "LayerNormalization", 17
 
     def setup(self, axis: int = -1, epsilon: float = 1e-5, stash_type: int = 1) -> None:
         self.axis, self.epsilon = axis, epsilon
@@ -327,9 +309,8 @@ class LayerNormalization(Kernel):
         return y, mean.to(stash), rstd.to(stash)
 
 
+@kernel("RMSNormalization", since=23)
 class RMSNormalization(Kernel):
-    op_type, since_version = "RMSNormalization", 23
-
     def setup(self, axis: int = -1, epsilon: float = 1e-5, stash_type: int = 1) -> None:
         self.axis, self.epsilon = axis, epsilon
 
@@ -341,10 +322,8 @@ class RMSNormalization(Kernel):
         return (F.rms_norm(x, shape, None, self.epsilon) * scale,)
 
 
+@kernel("InstanceNormalization", since=6)
 class InstanceNormalization(Kernel):
-    op_type, since_version = "InstanceNormalization", 6
-    covers = (22,)
-
     def setup(self, epsilon: float = 1e-5) -> None:
         self.epsilon = epsilon
 
@@ -352,10 +331,9 @@ class InstanceNormalization(Kernel):
         return (F.instance_norm(x, weight=scale, bias=bias, eps=self.epsilon),)
 
 
+@kernel("GroupNormalization", since=18)
 class GroupNormalization18(Kernel):
     """GroupNormalization at opset 18: scale and bias have one value per group."""
-
-    op_type, since_version = "GroupNormalization", 18
 
     def setup(self, num_groups: int, epsilon: float = 1e-5) -> None:
         self.groups, self.epsilon = num_groups, epsilon
@@ -367,9 +345,8 @@ class GroupNormalization18(Kernel):
         return (F.group_norm(x, self.groups, scale, bias, self.epsilon),)
 
 
+@kernel("GroupNormalization", since=21)
 class GroupNormalization21(Kernel):
-    op_type, since_version = "GroupNormalization", 21
-
     def setup(self, num_groups: int, epsilon: float = 1e-5, stash_type: int = 1) -> None:
         self.groups, self.epsilon = num_groups, epsilon
 
@@ -389,10 +366,9 @@ def _hardmax(x: torch.Tensor, axis: int) -> torch.Tensor:
 
 
 def _softmax_kernels(op: str, fn) -> tuple[type[Kernel], type[Kernel]]:
-    class Coerced(Kernel):
-        op_type, since_version = op, 1
-        covers = (11,)  # negative axis
+    """The two kernels of op: over dims axis.. as a matrix (opset 1; 11: negative axis), over one axis (13)."""
 
+    class Coerced(Kernel):
         def setup(self, axis: int = 1) -> None:
             self.axis = axis
 
@@ -400,8 +376,6 @@ def _softmax_kernels(op: str, fn) -> tuple[type[Kernel], type[Kernel]]:
             return (_coerced(fn, x, self.axis),)
 
     class OneAxis(Kernel):
-        op_type, since_version = op, 13
-
         def setup(self, axis: int = -1) -> None:
             self.axis = axis
 
@@ -410,7 +384,7 @@ def _softmax_kernels(op: str, fn) -> tuple[type[Kernel], type[Kernel]]:
 
     Coerced.__name__ = Coerced.__qualname__ = f"{op}1"
     OneAxis.__name__ = OneAxis.__qualname__ = f"{op}13"
-    return Coerced, OneAxis
+    return kernel(op, since=1)(Coerced), kernel(op, since=13)(OneAxis)
 
 
 Softmax1, Softmax13 = _softmax_kernels("Softmax", torch.softmax)
@@ -418,11 +392,9 @@ LogSoftmax1, LogSoftmax13 = _softmax_kernels("LogSoftmax", torch.log_softmax)
 Hardmax1, Hardmax13 = _softmax_kernels("Hardmax", _hardmax)
 
 
+@kernel("Dropout", since=7)  # 10: a bool mask; 12: ratio and training_mode as inputs, seed
 class Dropout(Kernel):
     """Dropout: the identity unless training_mode (opset 12 input) is true and ratio > 0."""
-
-    op_type, since_version = "Dropout", 7
-    covers = (10,)  # 10: a bool mask
 
     def setup(self, ratio: float = 0.5, seed: int | None = None) -> None:
         self.ratio = ratio
@@ -441,11 +413,9 @@ class Dropout(Kernel):
         return x * mask / (1 - p), mask
 
 
+@kernel("LRN", since=1)
 class LRN(Kernel):
     """LRN: the window over channels is [c - floor((size-1)/2), c + ceil((size-1)/2)]."""
-
-    op_type, since_version = "LRN", 1
-    covers = (13,)
 
     def setup(self, size: int, alpha: float = 1e-4, beta: float = 0.75, bias: float = 1.0) -> None:
         self.size, self.alpha, self.beta, self.bias = size, alpha, beta, bias
@@ -458,10 +428,8 @@ class LRN(Kernel):
         return (x / (self.bias + self.alpha / self.size * total) ** self.beta,)
 
 
+@kernel("LpNormalization", since=1)
 class LpNormalization(Kernel):
-    op_type, since_version = "LpNormalization", 1
-    covers = (22,)
-
     def setup(self, axis: int = -1, p: int = 2) -> None:
         self.axis, self.p = axis, p
 
@@ -470,10 +438,8 @@ class LpNormalization(Kernel):
         return (torch.where(norm == 0, torch.zeros_like(x), x / norm),)
 
 
+@kernel("MeanVarianceNormalization", since=9)
 class MeanVarianceNormalization(Kernel):
-    op_type, since_version = "MeanVarianceNormalization", 9
-    covers = (13,)
-
     def setup(self, axes: list[int] | None = None) -> None:
         self.axes = [0, 2, 3] if axes is None else axes
 
@@ -489,10 +455,8 @@ def _nll(log_prob, target, weight, reduction, ignore_index):
                       reduction=reduction)
 
 
+@kernel("NegativeLogLikelihoodLoss", since=12)
 class NegativeLogLikelihoodLoss(Kernel):
-    op_type, since_version = "NegativeLogLikelihoodLoss", 12
-    covers = (13, 22)
-
     def setup(self, reduction: str = "mean", ignore_index: int | None = None) -> None:
         self.reduction, self.ignore_index = reduction, ignore_index
 
@@ -500,69 +464,11 @@ class NegativeLogLikelihoodLoss(Kernel):
         return (_nll(x, target, weight, self.reduction, self.ignore_index),)
 
 
+@kernel("SoftmaxCrossEntropyLoss", since=12)
 class SoftmaxCrossEntropyLoss(Kernel):
-    op_type, since_version = "SoftmaxCrossEntropyLoss", 12
-    covers = (13,)
-
     def setup(self, reduction: str = "mean", ignore_index: int | None = None) -> None:
         self.reduction, self.ignore_index = reduction, ignore_index
 
     def run(self, scores, labels, weights=None):
         log_prob = torch.log_softmax(scores, 1)
         return _nll(log_prob, labels, weights, self.reduction, self.ignore_index), log_prob
-
-
-class AveragePool7(AveragePool):
-    """AveragePool from opset 7: count_include_pad."""
-
-    since_version = 7
-
-
-class AveragePool10(AveragePool):
-    """AveragePool from opset 10: ceil_mode (11 rewords the docs only)."""
-
-    since_version = 10
-    covers = (11,)
-
-
-class AveragePool19(AveragePool):
-    """AveragePool from opset 19: dilations."""
-
-    since_version = 19
-    covers = (22,)
-
-
-class LpPool18(LpPool):
-    """LpPool from opset 18: ceil_mode and dilations."""
-
-    since_version = 18
-    covers = (22,)
-
-
-class MaxPool8(MaxPool):
-    """MaxPool from opset 8: the Indices output and storage_order."""
-
-    since_version = 8
-
-
-class MaxPool10(MaxPool):
-    """MaxPool from opset 10: ceil_mode and dilations; 12 adds int8/uint8."""
-
-    since_version = 10
-    covers = (11, 12, 22)
-
-
-class Dropout12(Dropout):
-    """Dropout from opset 12: ratio and training_mode as inputs, seed."""
-
-    since_version = 12
-    covers = (13, 22)
-
-
-KERNELS = (
-    Conv, ConvTranspose, AveragePool, LpPool, MaxPool, GlobalAveragePool, GlobalMaxPool, GlobalLpPool,
-    BatchNormalization9, BatchNormalization14, LayerNormalization, RMSNormalization, InstanceNormalization,
-    GroupNormalization18, GroupNormalization21, Softmax1, Softmax13, LogSoftmax1, LogSoftmax13, Hardmax1, Hardmax13,
-    Dropout, LRN, LpNormalization, MeanVarianceNormalization, NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss,
-    AveragePool7, AveragePool10, AveragePool19, LpPool18, MaxPool8, MaxPool10, Dropout12,
-)

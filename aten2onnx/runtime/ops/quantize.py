@@ -7,9 +7,10 @@ import torch
 import torch.nn.functional as F
 
 from aten2onnx import _dtypes
-from aten2onnx.runtime.kernel import Kernel
+from aten2onnx.runtime.kernel import Kernel, kernel
 from aten2onnx.runtime.ops._util import norm_axis
 from aten2onnx.runtime.ops.cast import _cast
+from aten2onnx.runtime.ops.nn import Conv
 
 
 def _broadcast_param(p: torch.Tensor, x: torch.Tensor, axis: int, block_size: int) -> torch.Tensor:
@@ -38,9 +39,9 @@ def _quantize(x, scale, zero_point, axis, block_size, out_dtype, saturate):
     return torch.clamp(y, info.min, info.max).to(out_dtype)
 
 
+@kernel("QuantizeLinear", since=10)  # 13: per-axis scales; 19: float8 and saturate; 21: block_size, output_dtype,
+# int4/uint4; 23: precision
 class QuantizeLinear(Kernel):
-    op_type, since_version = "QuantizeLinear", 10
-
     def setup(self, axis: int = 1, block_size: int = 0, output_dtype: int = 0, saturate: int = 1,
               precision: int = 0) -> None:
         self.axis, self.block_size, self.saturate = axis, block_size, bool(saturate)
@@ -51,9 +52,8 @@ class QuantizeLinear(Kernel):
         return (_quantize(x, y_scale, y_zero_point, self.axis, self.block_size, dtype, self.saturate),)
 
 
+@kernel("DequantizeLinear", since=10)  # 13: per-axis scales; 19: float8; 21: block_size, int4/uint4; 23: output_dtype
 class DequantizeLinear(Kernel):
-    op_type, since_version = "DequantizeLinear", 10
-
     def setup(self, axis: int = 1, block_size: int = 0, output_dtype: int = 0) -> None:
         self.axis, self.block_size = axis, block_size
         self.output_dtype = _dtypes.to_torch(output_dtype) if output_dtype else None
@@ -66,9 +66,8 @@ class DequantizeLinear(Kernel):
         return ((y * scale.to(torch.float32)).to(self.output_dtype or x_scale.dtype),)
 
 
+@kernel("DynamicQuantizeLinear", since=11)
 class DynamicQuantizeLinear(Kernel):
-    op_type, since_version = "DynamicQuantizeLinear", 11
-
     def run(self, x):
         lo = torch.clamp(torch.amin(x), max=0.0)
         hi = torch.clamp(torch.amax(x), min=0.0)
@@ -78,10 +77,8 @@ class DynamicQuantizeLinear(Kernel):
         return y, scale.to(x.dtype), zero_point
 
 
+@kernel("QLinearMatMul", since=10)
 class QLinearMatMul(Kernel):
-    op_type, since_version = "QLinearMatMul", 10
-    covers = (21,)
-
     def run(self, a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point):
         fa = (a.to(torch.float32) - _vec(a_zero_point, a, -2)) * _vec(a_scale, a, -2)
         fb = (b.to(torch.float32) - _vec(b_zero_point, b, -1)) * _vec(b_scale, b, -1)
@@ -97,14 +94,11 @@ def _vec(p: torch.Tensor, x: torch.Tensor, axis: int) -> torch.Tensor:
     return p.reshape(-1, 1) if axis == -2 else p.reshape(-1)
 
 
+@kernel("ConvInteger", since=10)
 class ConvInteger(Kernel):
-    op_type, since_version = "ConvInteger", 10
-
     def setup(self, auto_pad: str = "NOTSET", dilations: list[int] | None = None, group: int = 1,
               kernel_shape: list[int] | None = None, pads: list[int] | None = None,
               strides: list[int] | None = None) -> None:
-        from aten2onnx.runtime.ops.nn import Conv
-
         self.conv = Conv(self.ctx, self.node, auto_pad=auto_pad, dilations=dilations, group=group,
                          kernel_shape=kernel_shape, pads=pads, strides=strides)
 
@@ -116,9 +110,8 @@ class ConvInteger(Kernel):
         return (self.conv.run(xf, wf)[0].round().to(torch.int32),)
 
 
+@kernel("BitCast", since=26)
 class BitCast(Kernel):
-    op_type, since_version = "BitCast", 26
-
     def setup(self, to: int) -> None:
         self.dtype = _dtypes.to_torch(to)
 
@@ -126,10 +119,9 @@ class BitCast(Kernel):
         return (x.view(self.dtype),)
 
 
+@kernel("GridSample", since=16)  # 20: modes renamed linear/cubic, N-D inputs
 class GridSample(Kernel):
     """GridSample: torch.grid_sample; opset 20 renamed the modes linear/cubic (and allows N-D)."""
-
-    op_type, since_version = "GridSample", 16
 
     def setup(self, align_corners: int = 0, mode: str = "bilinear", padding_mode: str = "zeros") -> None:
         self.align_corners = bool(align_corners)
@@ -140,74 +132,10 @@ class GridSample(Kernel):
         return (F.grid_sample(x, grid.to(x.dtype), self.mode, self.padding_mode, self.align_corners),)
 
 
+@kernel("AffineGrid", since=20)
 class AffineGrid(Kernel):
-    op_type, since_version = "AffineGrid", 20
-
     def setup(self, align_corners: int = 0) -> None:
         self.align_corners = bool(align_corners)
 
     def run(self, theta, size):
         return (F.affine_grid(theta, size.tolist(), align_corners=self.align_corners),)
-
-
-class QuantizeLinear13(QuantizeLinear):
-    """QuantizeLinear from opset 13: per-axis scales."""
-
-    since_version = 13
-
-
-class QuantizeLinear19(QuantizeLinear):
-    """QuantizeLinear from opset 19: float8 outputs and saturate."""
-
-    since_version = 19
-
-
-class QuantizeLinear21(QuantizeLinear):
-    """QuantizeLinear from opset 21: block_size, output_dtype, int4/uint4."""
-
-    since_version = 21
-
-
-class QuantizeLinear23(QuantizeLinear):
-    """QuantizeLinear from opset 23: precision; later versions add types."""
-
-    since_version = 23
-    covers = (24, 25, 28)
-
-
-class DequantizeLinear13(DequantizeLinear):
-    """DequantizeLinear from opset 13: per-axis scales."""
-
-    since_version = 13
-
-
-class DequantizeLinear19(DequantizeLinear):
-    """DequantizeLinear from opset 19: float8 inputs."""
-
-    since_version = 19
-
-
-class DequantizeLinear21(DequantizeLinear):
-    """DequantizeLinear from opset 21: block_size, int4/uint4."""
-
-    since_version = 21
-
-
-class DequantizeLinear23(DequantizeLinear):
-    """DequantizeLinear from opset 23: output_dtype; later versions add types."""
-
-    since_version = 23
-    covers = (24, 25, 28)
-
-
-class GridSample20(GridSample):
-    """GridSample from opset 20: modes renamed linear/cubic, N-D inputs."""
-
-    since_version = 20
-    covers = (22,)
-
-
-KERNELS = (QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, QLinearMatMul, ConvInteger, BitCast, GridSample,
-           AffineGrid,
-    QuantizeLinear13, QuantizeLinear19, QuantizeLinear21, QuantizeLinear23, DequantizeLinear13, DequantizeLinear19, DequantizeLinear21, DequantizeLinear23, GridSample20,
-)

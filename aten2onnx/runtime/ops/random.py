@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from aten2onnx.runtime.kernel import Kernel, runtime_dtype
+from aten2onnx.runtime.kernel import Kernel, kernel, runtime_dtype
 
 
 def uniform(shape, low: float, high: float, dtype: torch.dtype, generator: torch.Generator,
@@ -26,10 +26,8 @@ class _Random(Kernel):
             self.generator.manual_seed(int(seed))
 
 
+@kernel("Bernoulli", since=15)
 class Bernoulli(_Random):
-    op_type, since_version = "Bernoulli", 15
-    covers = (22,)
-
     def setup(self, dtype: int | None = None, seed: float | None = None) -> None:
         self.dtype = None if dtype is None else runtime_dtype(dtype)
         self._generator(seed)
@@ -39,10 +37,8 @@ class Bernoulli(_Random):
         return (y.to(self.dtype or x.dtype),)
 
 
+@kernel("RandomUniform", since=1)
 class RandomUniform(_Random):
-    op_type, since_version = "RandomUniform", 1
-    covers = (22,)
-
     def setup(self, shape: list[int], dtype: int = 1, high: float = 1.0, low: float = 0.0, seed: float | None = None) -> None:
         self.shape, self.dtype, self.low, self.high = shape, runtime_dtype(dtype), low, high
         self._generator(seed)
@@ -51,10 +47,8 @@ class RandomUniform(_Random):
         return (uniform(self.shape, self.low, self.high, self.dtype, self.generator, self.ctx.device),)
 
 
+@kernel("RandomUniformLike", since=1)
 class RandomUniformLike(_Random):
-    op_type, since_version = "RandomUniformLike", 1
-    covers = (22,)
-
     def setup(self, dtype: int | None = None, high: float = 1.0, low: float = 0.0, seed: float | None = None) -> None:
         self.dtype, self.low, self.high = None if dtype is None else runtime_dtype(dtype), low, high
         self._generator(seed)
@@ -63,10 +57,8 @@ class RandomUniformLike(_Random):
         return (uniform(x.shape, self.low, self.high, self.dtype or x.dtype, self.generator, x.device),)
 
 
+@kernel("RandomNormal", since=1)
 class RandomNormal(_Random):
-    op_type, since_version = "RandomNormal", 1
-    covers = (22,)
-
     def setup(self, shape: list[int], dtype: int = 1, mean: float = 0.0, scale: float = 1.0, seed: float | None = None) -> None:
         self.shape, self.dtype, self.mean, self.scale = shape, runtime_dtype(dtype), mean, scale
         self._generator(seed)
@@ -76,10 +68,8 @@ class RandomNormal(_Random):
         return ((y * self.scale + self.mean).to(self.dtype),)
 
 
+@kernel("RandomNormalLike", since=1)
 class RandomNormalLike(_Random):
-    op_type, since_version = "RandomNormalLike", 1
-    covers = (22,)
-
     def setup(self, dtype: int | None = None, mean: float = 0.0, scale: float = 1.0, seed: float | None = None) -> None:
         self.dtype, self.mean, self.scale = None if dtype is None else runtime_dtype(dtype), mean, scale
         self._generator(seed)
@@ -87,6 +77,3 @@ class RandomNormalLike(_Random):
     def run(self, x):
         y = torch.randn(x.shape, generator=self.generator, dtype=torch.float64, device=x.device)
         return ((y * self.scale + self.mean).to(self.dtype or x.dtype),)
-
-
-KERNELS = (Bernoulli, RandomUniform, RandomUniformLike, RandomNormal, RandomNormalLike)

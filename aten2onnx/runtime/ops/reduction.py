@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from aten2onnx.runtime.kernel import Kernel
+from aten2onnx.runtime.kernel import Kernel, kernel
 from aten2onnx.runtime.ops._util import WIDEN, int_list, norm_axes, norm_axis
 
 
@@ -78,14 +78,10 @@ def _reduce(op: str, x: torch.Tensor, axes: list[int] | None, keepdims: int, noo
     return _FUNCS[op](x, dims, bool(keepdims))
 
 
-def _reduce_kernels(op: str, input_since: int, attribute_covers: tuple[int, ...],
-                    input_covers: tuple[int, ...] = ()) -> tuple[type[Kernel], type[Kernel]]:
-    """Two classes for op: axes as an attribute (opset 1), axes as an input (input_since)."""
+def _reduce_kernels(op: str, input_since: int) -> tuple[type[Kernel], type[Kernel]]:
+    """The two kernels of op: axes as an attribute (opset 1), axes as an input (input_since)."""
 
     class AxesAttribute(Kernel):
-        op_type, since_version = op, 1
-        covers = attribute_covers
-
         def setup(self, axes: list[int] | None = None, keepdims: int = 1) -> None:
             self.axes, self.keepdims = axes, keepdims
 
@@ -93,9 +89,6 @@ def _reduce_kernels(op: str, input_since: int, attribute_covers: tuple[int, ...]
             return (_reduce(op, x, self.axes, self.keepdims, 0),)
 
     class AxesInput(Kernel):
-        op_type, since_version = op, input_since
-        covers = input_covers
-
         def setup(self, keepdims: int = 1, noop_with_empty_axes: int = 0) -> None:
             self.keepdims, self.noop = keepdims, noop_with_empty_axes
 
@@ -104,19 +97,21 @@ def _reduce_kernels(op: str, input_since: int, attribute_covers: tuple[int, ...]
 
     AxesAttribute.__name__ = AxesAttribute.__qualname__ = f"{op}1"
     AxesInput.__name__ = AxesInput.__qualname__ = f"{op}{input_since}"
-    return AxesAttribute, AxesInput
+    return kernel(op, since=1)(AxesAttribute), kernel(op, since=input_since)(AxesInput)
 
 
-ReduceSum1, ReduceSum13 = _reduce_kernels("ReduceSum", 13, (11,))
-ReduceMean1, ReduceMean18 = _reduce_kernels("ReduceMean", 18, (11, 13))
-ReduceMax1, ReduceMax18 = _reduce_kernels("ReduceMax", 18, (11, 12, 13), (20,))
-ReduceMin1, ReduceMin18 = _reduce_kernels("ReduceMin", 18, (11, 12, 13), (20,))
-ReduceProd1, ReduceProd18 = _reduce_kernels("ReduceProd", 18, (11, 13))
-ReduceL1_1, ReduceL1_18 = _reduce_kernels("ReduceL1", 18, (11, 13))
-ReduceL2_1, ReduceL2_18 = _reduce_kernels("ReduceL2", 18, (11, 13))
-ReduceSumSquare1, ReduceSumSquare18 = _reduce_kernels("ReduceSumSquare", 18, (11, 13))
-ReduceLogSum1, ReduceLogSum18 = _reduce_kernels("ReduceLogSum", 18, (11, 13), (28,))
-ReduceLogSumExp1, ReduceLogSumExp18 = _reduce_kernels("ReduceLogSumExp", 18, (11, 13), (28,))
+# The other versions of each change only types (12: int8/uint8 for Max/Min, 13: bfloat16, 20: bool for
+# Max/Min, 28: floats only for LogSum/LogSumExp) or allow negative axes (11).
+ReduceSum1, ReduceSum13 = _reduce_kernels("ReduceSum", 13)
+ReduceMean1, ReduceMean18 = _reduce_kernels("ReduceMean", 18)
+ReduceMax1, ReduceMax18 = _reduce_kernels("ReduceMax", 18)
+ReduceMin1, ReduceMin18 = _reduce_kernels("ReduceMin", 18)
+ReduceProd1, ReduceProd18 = _reduce_kernels("ReduceProd", 18)
+ReduceL1_1, ReduceL1_18 = _reduce_kernels("ReduceL1", 18)
+ReduceL2_1, ReduceL2_18 = _reduce_kernels("ReduceL2", 18)
+ReduceSumSquare1, ReduceSumSquare18 = _reduce_kernels("ReduceSumSquare", 18)
+ReduceLogSum1, ReduceLogSum18 = _reduce_kernels("ReduceLogSum", 18)
+ReduceLogSumExp1, ReduceLogSumExp18 = _reduce_kernels("ReduceLogSumExp", 18)
 
 
 def _arg(fn, x, axis, keepdims, last):
@@ -129,11 +124,9 @@ def _arg(fn, x, axis, keepdims, last):
     return fn(x, axis, bool(keepdims))
 
 
+@kernel("ArgMax", since=1)  # 11: negative axis; 12: select_last_index
 class ArgMax(Kernel):
     """ArgMax; select_last_index (opset 12) picks the last of equal maxima instead of the first."""
-
-    op_type, since_version = "ArgMax", 1
-    covers = (11,)  # negative axis
 
     def setup(self, axis: int = 0, keepdims: int = 1, select_last_index: int = 0) -> None:
         self.axis, self.keepdims, self.last = axis, keepdims, select_last_index
@@ -142,10 +135,8 @@ class ArgMax(Kernel):
         return (_arg(torch.argmax, x, self.axis, self.keepdims, self.last),)
 
 
+@kernel("ArgMin", since=1)  # 11: negative axis; 12: select_last_index
 class ArgMin(Kernel):
-    op_type, since_version = "ArgMin", 1
-    covers = (11,)  # negative axis
-
     def setup(self, axis: int = 0, keepdims: int = 1, select_last_index: int = 0) -> None:
         self.axis, self.keepdims, self.last = axis, keepdims, select_last_index
 
@@ -169,10 +160,8 @@ def _scan(fn, identity, x, axis, exclusive, reverse):
     return out.to(dtype)
 
 
+@kernel("CumSum", since=11)
 class CumSum(Kernel):
-    op_type, since_version = "CumSum", 11
-    covers = (14,)
-
     def setup(self, exclusive: int = 0, reverse: int = 0) -> None:
         self.exclusive, self.reverse = exclusive, reverse
 
@@ -180,34 +169,10 @@ class CumSum(Kernel):
         return (_scan(torch.cumsum, 0, x, axis, self.exclusive, self.reverse),)
 
 
+@kernel("CumProd", since=26)
 class CumProd(Kernel):
-    op_type, since_version = "CumProd", 26
-
     def setup(self, exclusive: int = 0, reverse: int = 0) -> None:
         self.exclusive, self.reverse = exclusive, reverse
 
     def run(self, x, axis):
         return (_scan(torch.cumprod, 1, x, axis, self.exclusive, self.reverse),)
-
-
-class ArgMax12(ArgMax):
-    """ArgMax from opset 12: select_last_index."""
-
-    since_version = 12
-    covers = (13,)
-
-
-class ArgMin12(ArgMin):
-    """ArgMin from opset 12: select_last_index."""
-
-    since_version = 12
-    covers = (13,)
-
-
-KERNELS = (
-    ReduceSum1, ReduceSum13, ReduceMean1, ReduceMean18, ReduceMax1, ReduceMax18, ReduceMin1, ReduceMin18,
-    ReduceProd1, ReduceProd18, ReduceL1_1, ReduceL1_18, ReduceL2_1, ReduceL2_18, ReduceSumSquare1,
-    ReduceSumSquare18, ReduceLogSum1, ReduceLogSum18, ReduceLogSumExp1, ReduceLogSumExp18,
-    ArgMax, ArgMin, CumSum, CumProd,
-    ArgMax12, ArgMin12,
-)

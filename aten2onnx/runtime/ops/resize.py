@@ -8,7 +8,7 @@ import math
 
 import torch
 
-from aten2onnx.runtime.kernel import Kernel
+from aten2onnx.runtime.kernel import Kernel, kernel
 from aten2onnx.runtime.ops._util import norm_axes
 
 _COORD_MODES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric",
@@ -136,10 +136,9 @@ def _resize(x: torch.Tensor, roi, scales, sizes, axes, p: dict) -> torch.Tensor:
     return torch.round(work).clamp(torch.iinfo(dtype).min, torch.iinfo(dtype).max).to(dtype)
 
 
+@kernel("Resize", since=10)
 class Resize10(Kernel):
     """Resize at opset 10: scales only; nearest takes floor(i / scale), linear is asymmetric."""
-
-    op_type, since_version = "Resize", 10
 
     def setup(self, mode: str = "nearest") -> None:
         self.params = {"mode": mode, "coord": "asymmetric", "nearest_mode": "floor", "cubic_a": -0.75,
@@ -149,11 +148,11 @@ class Resize10(Kernel):
         return (_resize(x, None, scales, None, None, self.params),)
 
 
+@kernel("Resize", since=11)  # 13: roi and scales optional; 18: antialias, axes, keep_aspect_ratio_policy;
+# 19: half_pixel_symmetric
 class Resize11(Kernel):
     """Resize from opset 11 (roi, scales, sizes inputs); antialias, axes and keep_aspect_ratio_policy
     from 18, half_pixel_symmetric from 19."""
-
-    op_type, since_version = "Resize", 11
 
     def setup(self, antialias: int = 0, axes: list[int] | None = None,
               coordinate_transformation_mode: str = "half_pixel", cubic_coeff_a: float = -0.75,
@@ -178,9 +177,8 @@ _UPSAMPLE = {"coord": "asymmetric", "nearest_mode": "floor", "cubic_a": -0.75, "
              "antialias": False, "extrapolation": 0.0}
 
 
+@kernel("Upsample", since=7)
 class Upsample7(Kernel):
-    op_type, since_version = "Upsample", 7
-
     def setup(self, scales: list[float], mode: str = "nearest") -> None:
         self.scales = torch.tensor(scales, dtype=torch.float32)
         self.params = dict(_UPSAMPLE, mode=mode)
@@ -189,33 +187,10 @@ class Upsample7(Kernel):
         return (_resize(x, None, self.scales, None, None, self.params),)
 
 
+@kernel("Upsample", since=9)  # 10 deprecates it, same semantics
 class Upsample9(Kernel):
-    op_type, since_version = "Upsample", 9
-    covers = (10,)  # 10 deprecates it, same semantics
-
     def setup(self, mode: str = "nearest") -> None:
         self.params = dict(_UPSAMPLE, mode=mode)
 
     def run(self, x, scales):
         return (_resize(x, None, scales, None, None, self.params),)
-
-
-class Resize13(Resize11):
-    """Resize from opset 13: roi and scales optional."""
-
-    since_version = 13
-
-
-class Resize18(Resize11):
-    """Resize from opset 18: antialias, axes, keep_aspect_ratio_policy."""
-
-    since_version = 18
-
-
-class Resize19(Resize11):
-    """Resize from opset 19: coordinate mode half_pixel_symmetric."""
-
-    since_version = 19
-
-
-KERNELS = (Resize10, Resize11, Upsample7, Upsample9, Resize13, Resize18, Resize19)

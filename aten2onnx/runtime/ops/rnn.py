@@ -8,7 +8,7 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from aten2onnx.runtime.kernel import Kernel
+from aten2onnx.runtime.kernel import Kernel, kernel
 
 # activation name -> (number of alpha/beta parameters it takes, their defaults, builder)
 _ACTIVATIONS: dict[str, tuple[tuple[float, ...], Callable[..., Callable[[torch.Tensor], torch.Tensor]]]] = {
@@ -125,16 +125,16 @@ def _reverse(x: torch.Tensor, lens: list[int] | None) -> torch.Tensor:
     return out
 
 
+@kernel("RNN", since=7)  # 14: the layout attribute (batch-major X, Y, Y_h)
 class RNN(_Recurrent):
-    op_type, since_version = "RNN", 7
     gates, default_activations, n_outputs = 1, ("Tanh",), 2
 
     def step(self, x, h, c, w, r, wb, rb, p, fns):
         return fns[0](self._pre(x @ w.T + h @ r.T + wb + rb)), c
 
 
+@kernel("GRU", since=7)  # 14: the layout attribute (batch-major X, Y, Y_h)
 class GRU(_Recurrent):
-    op_type, since_version = "GRU", 7
     gates, default_activations, n_outputs = 3, ("Sigmoid", "Tanh"), 2
 
     def setup_extra(self, linear_before_reset: int = 0) -> None:
@@ -155,8 +155,8 @@ class GRU(_Recurrent):
         return (1 - z) * ht + z * h, c
 
 
+@kernel("LSTM", since=7)  # 14: the layout attribute (batch-major X, Y, Y_h, Y_c)
 class LSTM(_Recurrent):
-    op_type, since_version = "LSTM", 7
     gates, default_activations, n_outputs = 4, ("Sigmoid", "Tanh", "Tanh"), 3
 
     def setup_extra(self, input_forget: int = 0) -> None:
@@ -172,27 +172,3 @@ class LSTM(_Recurrent):
         c_new = forget * c + i * g(self._pre(gc))
         o = f(self._pre(go + po * c_new))
         return o * hf(c_new), c_new
-
-
-class RNN14(RNN):
-    """RNN from opset 14: the layout attribute (batch-major X, Y, Y_h)."""
-
-    since_version = 14
-    covers = (22,)
-
-
-class GRU14(GRU):
-    """GRU from opset 14: the layout attribute."""
-
-    since_version = 14
-    covers = (22,)
-
-
-class LSTM14(LSTM):
-    """LSTM from opset 14: the layout attribute."""
-
-    since_version = 14
-    covers = (22,)
-
-
-KERNELS = (RNN, GRU, LSTM, RNN14, GRU14, LSTM14)

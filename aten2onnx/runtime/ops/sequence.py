@@ -6,20 +6,18 @@ from __future__ import annotations
 import torch
 
 from aten2onnx import _dtypes
-from aten2onnx.runtime.kernel import Kernel
+from aten2onnx.runtime.kernel import Kernel, kernel
 from aten2onnx.runtime.ops._util import int_list, norm_axis
 
 
+@kernel("SequenceConstruct", since=11)
 class SequenceConstruct(Kernel):
-    op_type, since_version = "SequenceConstruct", 11
-
     def run(self, *tensors):
         return (list(tensors),)
 
 
+@kernel("SequenceEmpty", since=11)
 class SequenceEmpty(Kernel):
-    op_type, since_version = "SequenceEmpty", 11
-
     def setup(self, dtype: int = 1) -> None:
         self.dtype = _dtypes.to_torch(dtype)
 
@@ -27,9 +25,8 @@ class SequenceEmpty(Kernel):
         return ([],)
 
 
+@kernel("SequenceInsert", since=11)
 class SequenceInsert(Kernel):
-    op_type, since_version = "SequenceInsert", 11
-
     def run(self, seq, tensor, position=None):
         pos = len(seq) if position is None else int(position)
         if pos < 0:
@@ -37,16 +34,14 @@ class SequenceInsert(Kernel):
         return (seq[:pos] + [tensor] + seq[pos:],)
 
 
+@kernel("SequenceAt", since=11)
 class SequenceAt(Kernel):
-    op_type, since_version = "SequenceAt", 11
-
     def run(self, seq, position):
         return (seq[int(position)],)
 
 
+@kernel("SequenceErase", since=11)
 class SequenceErase(Kernel):
-    op_type, since_version = "SequenceErase", 11
-
     def run(self, seq, position=None):
         pos = len(seq) - 1 if position is None else int(position)
         if pos < 0:
@@ -54,17 +49,14 @@ class SequenceErase(Kernel):
         return (seq[:pos] + seq[pos + 1:],)
 
 
+@kernel("SequenceLength", since=11)
 class SequenceLength(Kernel):
-    op_type, since_version = "SequenceLength", 11
-
     def run(self, seq):
         return (torch.tensor(len(seq), dtype=torch.int64, device=self.ctx.device),)
 
 
+@kernel("SplitToSequence", since=11)
 class SplitToSequence(Kernel):
-    op_type, since_version = "SplitToSequence", 11
-    covers = (24,)
-
     def setup(self, axis: int = 0, keepdims: int = 1) -> None:
         self.axis, self.keepdims = axis, keepdims
 
@@ -79,9 +71,8 @@ class SplitToSequence(Kernel):
         return (list(torch.split(x, sizes, axis)),)
 
 
+@kernel("ConcatFromSequence", since=11)
 class ConcatFromSequence(Kernel):
-    op_type, since_version = "ConcatFromSequence", 11
-
     def setup(self, axis: int, new_axis: int = 0) -> None:
         self.axis, self.new_axis = axis, new_axis
 
@@ -91,10 +82,8 @@ class ConcatFromSequence(Kernel):
         return (torch.cat(seq, self.axis),)
 
 
+@kernel("Optional", since=15)
 class Optional(Kernel):
-    op_type, since_version = "Optional", 15
-    covers = (28,)
-
     def setup(self, type=None) -> None:
         pass
 
@@ -102,31 +91,15 @@ class Optional(Kernel):
         return (x,)
 
 
+@kernel("OptionalHasElement", since=15)  # 18: the input may be left out (false), or be a plain tensor
 class OptionalHasElement(Kernel):
-    op_type, since_version = "OptionalHasElement", 15
-
     def run(self, x=None):
         return (torch.tensor(x is not None, device=self.ctx.device),)
 
 
+@kernel("OptionalGetElement", since=15)  # 18: a plain tensor or sequence input too
 class OptionalGetElement(Kernel):
-    op_type, since_version = "OptionalGetElement", 15
-    covers = (18, 28)  # 18: a plain tensor or sequence input too
-
     def run(self, x):
         if x is None:
             raise ValueError("OptionalGetElement on an empty optional")
         return (x,)
-
-
-class OptionalHasElement18(OptionalHasElement):
-    """OptionalHasElement from opset 18: the input may be left out (false), or be a plain tensor."""
-
-    since_version = 18
-    covers = (28,)
-
-
-KERNELS = (SequenceConstruct, SequenceEmpty, SequenceInsert, SequenceAt, SequenceErase, SequenceLength,
-           SplitToSequence, ConcatFromSequence, Optional, OptionalHasElement, OptionalGetElement,
-    OptionalHasElement18,
-)

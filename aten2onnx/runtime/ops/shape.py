@@ -8,15 +8,13 @@ import math
 import torch
 import torch.nn.functional as F
 
-from aten2onnx.runtime.kernel import Kernel
+from aten2onnx.runtime.kernel import Kernel, kernel
 from aten2onnx.runtime.ops._util import int_list, norm_axes, norm_axis, scalar
 
 
+@kernel("Reshape", since=5)  # 14: allowzero
 class Reshape(Kernel):
     """Reshape: 0 copies the input's dim unless allowzero (opset 14); -1 is inferred."""
-
-    op_type, since_version = "Reshape", 5
-    covers = (13,)
 
     def setup(self, allowzero: int = 0) -> None:
         self.allowzero = allowzero
@@ -28,11 +26,9 @@ class Reshape(Kernel):
         return (torch.reshape(x, dims),)
 
 
+@kernel("Expand", since=8)
 class Expand(Kernel):
     """Expand: broadcasts both ways (the shape may have 1s where the input does not)."""
-
-    op_type, since_version = "Expand", 8
-    covers = (13,)
 
     def run(self, x, shape):
         return (x.expand(torch.broadcast_shapes(x.shape, tuple(shape.tolist()))),)
@@ -52,10 +48,8 @@ def _unsqueeze(x: torch.Tensor, axes: list[int]) -> torch.Tensor:
     return x.reshape(shape)
 
 
+@kernel("Squeeze", since=1)  # 11: negative axes
 class Squeeze1(Kernel):
-    op_type, since_version = "Squeeze", 1
-    covers = (11,)  # negative axes
-
     def setup(self, axes: list[int] | None = None) -> None:
         self.axes = axes
 
@@ -63,18 +57,14 @@ class Squeeze1(Kernel):
         return (_squeeze(x, self.axes),)
 
 
+@kernel("Squeeze", since=13)
 class Squeeze13(Kernel):
-    op_type, since_version = "Squeeze", 13
-    covers = (21, 23, 24, 25)
-
     def run(self, x, axes=None):
         return (_squeeze(x, int_list(axes)),)
 
 
+@kernel("Unsqueeze", since=1)  # 11: negative axes
 class Unsqueeze1(Kernel):
-    op_type, since_version = "Unsqueeze", 1
-    covers = (11,)  # negative axes
-
     def setup(self, axes: list[int]) -> None:
         self.axes = axes
 
@@ -82,18 +72,14 @@ class Unsqueeze1(Kernel):
         return (_unsqueeze(x, self.axes),)
 
 
+@kernel("Unsqueeze", since=13)
 class Unsqueeze13(Kernel):
-    op_type, since_version = "Unsqueeze", 13
-    covers = (21, 23, 24, 25)
-
     def run(self, x, axes):
         return (_unsqueeze(x, int_list(axes)),)
 
 
+@kernel("Transpose", since=1)
 class Transpose(Kernel):
-    op_type, since_version = "Transpose", 1
-    covers = (13, 21, 23, 24, 25)
-
     def setup(self, perm: list[int] | None = None) -> None:
         self.perm = perm
 
@@ -102,10 +88,8 @@ class Transpose(Kernel):
         return (x.permute(perm),)
 
 
+@kernel("Concat", since=4)  # 11: negative axis
 class Concat(Kernel):
-    op_type, since_version = "Concat", 4
-    covers = (11, 13)  # 11: negative axis
-
     def setup(self, axis: int) -> None:
         self.axis = axis
 
@@ -129,10 +113,8 @@ def _split(x: torch.Tensor, axis: int, split: list[int] | None, outputs: int | N
     return tuple(torch.split(x, split, axis))
 
 
+@kernel("Split", since=2)  # 11: negative axis
 class Split2(Kernel):
-    op_type, since_version = "Split", 2
-    covers = (11,)  # negative axis
-
     def setup(self, axis: int = 0, split: list[int] | None = None) -> None:
         self.axis, self.split = axis, split
 
@@ -140,9 +122,8 @@ class Split2(Kernel):
         return _split(x, self.axis, self.split, _outputs(self))
 
 
+@kernel("Split", since=13)
 class Split13(Kernel):
-    op_type, since_version = "Split", 13
-
     def setup(self, axis: int = 0) -> None:
         self.axis = axis
 
@@ -150,10 +131,9 @@ class Split13(Kernel):
         return _split(x, self.axis, int_list(split), _outputs(self))
 
 
+@kernel("Split", since=18)
 class Split18(Kernel):
     """Split from opset 18: without `split`, num_outputs chunks of ceil(size / n), the last smaller."""
-
-    op_type, since_version = "Split", 18
 
     def setup(self, axis: int = 0, num_outputs: int | None = None) -> None:
         self.axis, self.num_outputs = axis, num_outputs
@@ -192,9 +172,8 @@ def _slice(x: torch.Tensor, starts, ends, axes, steps) -> torch.Tensor:
     return torch.flip(out, flips) if flips else out
 
 
+@kernel("Slice", since=1)
 class Slice1(Kernel):
-    op_type, since_version = "Slice", 1
-
     def setup(self, starts: list[int], ends: list[int], axes: list[int] | None = None) -> None:
         self.starts, self.ends, self.axes = starts, ends, axes
 
@@ -202,19 +181,15 @@ class Slice1(Kernel):
         return (_slice(x, self.starts, self.ends, self.axes, None),)
 
 
+@kernel("Slice", since=10)  # 11: negative starts/ends/axes documented
 class Slice10(Kernel):
-    op_type, since_version = "Slice", 10
-    covers = (11, 13)  # 11: negative starts/ends/axes documented
-
     def run(self, x, starts, ends, axes=None, steps=None):
         return (_slice(x, int_list(starts), int_list(ends), int_list(axes), int_list(steps)),)
 
 
+@kernel("Shape", since=1)  # 15: start and end
 class Shape(Kernel):
     """Shape; start/end (opset 15) select a range of dims, clamped like Python slicing."""
-
-    op_type, since_version = "Shape", 1
-    covers = (13,)
 
     def setup(self, start: int = 0, end: int | None = None) -> None:
         self.start, self.end = start, end
@@ -224,18 +199,14 @@ class Shape(Kernel):
         return (torch.tensor(dims, dtype=torch.int64, device=self.ctx.device),)
 
 
+@kernel("Size", since=1)
 class Size(Kernel):
-    op_type, since_version = "Size", 1
-    covers = (13, 19, 21, 23, 24, 25)
-
     def run(self, x):
         return (torch.tensor(x.numel(), dtype=torch.int64, device=self.ctx.device),)
 
 
+@kernel("Flatten", since=1)  # 11: negative axis
 class Flatten(Kernel):
-    op_type, since_version = "Flatten", 1
-    covers = (9, 11, 13, 21, 23, 24, 25)  # 11: negative axis
-
     def setup(self, axis: int = 1) -> None:
         self.axis = axis
 
@@ -245,10 +216,8 @@ class Flatten(Kernel):
         return (x.reshape(outer, math.prod(x.shape[axis:])),)
 
 
+@kernel("Tile", since=6)
 class Tile(Kernel):
-    op_type, since_version = "Tile", 6
-    covers = (13,)
-
     def run(self, x, repeats):
         return (x.repeat(repeats.tolist()),)
 
@@ -291,9 +260,8 @@ def _pad(x: torch.Tensor, pads: list[int], mode: str, value, axes: list[int] | N
     return x
 
 
+@kernel("Pad", since=2)
 class Pad2(Kernel):
-    op_type, since_version = "Pad", 2
-
     def setup(self, pads: list[int], mode: str = "constant", value: float = 0.0) -> None:
         self.pads, self.mode, self.value = pads, mode, value
 
@@ -301,11 +269,9 @@ class Pad2(Kernel):
         return (_pad(x, self.pads, self.mode, self.value, None),)
 
 
+@kernel("Pad", since=11)  # 18: the axes input; 19: wrap mode
 class Pad11(Kernel):
     """Pad from opset 11: pads and constant_value are inputs; axes (18); wrap mode (19)."""
-
-    op_type, since_version = "Pad", 11
-    covers = (13,)
 
     def setup(self, mode: str = "constant") -> None:
         if mode not in ("constant", "reflect", "edge", "wrap"):
@@ -316,17 +282,14 @@ class Pad11(Kernel):
         return (_pad(x, int_list(pads), self.mode, scalar(constant_value), int_list(axes)),)
 
 
+@kernel("Identity", since=1)  # 14: sequences, 16: optionals
 class Identity(Kernel):
-    op_type, since_version = "Identity", 1
-    covers = (13, 14, 16, 19, 21, 23, 24, 25)  # 14: sequences, 16: optionals
-
     def run(self, x):
         return (x,)
 
 
+@kernel("DepthToSpace", since=1)  # 11: mode DCR/CRD
 class DepthToSpace(Kernel):
-    op_type, since_version = "DepthToSpace", 1
-
     def setup(self, blocksize: int, mode: str = "DCR") -> None:
         self.b, self.mode = blocksize, mode
 
@@ -340,10 +303,8 @@ class DepthToSpace(Kernel):
         return (y.reshape(n, c // (b * b), h * b, w * b),)
 
 
+@kernel("SpaceToDepth", since=1)
 class SpaceToDepth(Kernel):
-    op_type, since_version = "SpaceToDepth", 1
-    covers = (13,)
-
     def setup(self, blocksize: int) -> None:
         self.b = blocksize
 
@@ -354,10 +315,9 @@ class SpaceToDepth(Kernel):
         return (y.reshape(n, c * b * b, h // b, w // b),)
 
 
+@kernel("SpaceToDepth", since=28)
 class SpaceToDepth28(Kernel):
     """SpaceToDepth from opset 28: mode DCR (the default, as before) or CRD."""
-
-    op_type, since_version = "SpaceToDepth", 28
 
     def setup(self, blocksize: int, mode: str = "DCR") -> None:
         if mode not in ("DCR", "CRD"):
@@ -372,9 +332,8 @@ class SpaceToDepth28(Kernel):
         return (y.reshape(n, c * b * b, h // b, w // b),)
 
 
+@kernel("CenterCropPad", since=18)
 class CenterCropPad(Kernel):
-    op_type, since_version = "CenterCropPad", 18
-
     def setup(self, axes: list[int] | None = None) -> None:
         self.axes = axes
 
@@ -393,44 +352,3 @@ class CenterCropPad(Kernel):
                 out.narrow(axis, before, dim).copy_(x)
                 x = out
         return (x,)
-
-
-class Reshape14(Reshape):
-    """Reshape from opset 14: allowzero."""
-
-    since_version = 14
-    covers = (19, 21, 23, 24, 25)
-
-
-class Shape15(Shape):
-    """Shape from opset 15: start and end."""
-
-    since_version = 15
-    covers = (19, 21, 23, 24, 25)
-
-
-class Pad18(Pad11):
-    """Pad from opset 18: the axes input."""
-
-    since_version = 18
-
-
-class Pad19(Pad11):
-    """Pad from opset 19: wrap mode."""
-
-    since_version = 19
-    covers = (21, 23, 24, 25)
-
-
-class DepthToSpace11(DepthToSpace):
-    """DepthToSpace from opset 11: mode DCR/CRD."""
-
-    since_version = 11
-    covers = (13, 28)
-
-
-KERNELS = (
-    Reshape, Expand, Squeeze1, Squeeze13, Unsqueeze1, Unsqueeze13, Transpose, Concat, Split2, Split13, Split18,
-    Slice1, Slice10, Shape, Size, Flatten, Tile, Pad2, Pad11, Identity, DepthToSpace, SpaceToDepth, SpaceToDepth28, CenterCropPad,
-    Reshape14, Shape15, Pad18, Pad19, DepthToSpace11,
-)

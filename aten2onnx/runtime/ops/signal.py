@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from aten2onnx.runtime.kernel import Kernel
+from aten2onnx.runtime.kernel import Kernel, kernel
 from aten2onnx.runtime.ops._util import norm_axis, scalar
 
 
@@ -30,9 +30,8 @@ def _dft(x: torch.Tensor, axis: int, length: int | None, inverse: bool, onesided
     return torch.view_as_real(spectrum).to(dtype)
 
 
+@kernel("DFT", since=17)
 class DFT17(Kernel):
-    op_type, since_version = "DFT", 17
-
     def setup(self, axis: int = 1, inverse: int = 0, onesided: int = 0) -> None:
         self.axis, self.inverse, self.onesided = axis, bool(inverse), bool(onesided)
 
@@ -42,10 +41,9 @@ class DFT17(Kernel):
         return (_dft(x, axis, scalar(dft_length), self.inverse, self.onesided),)
 
 
+@kernel("DFT", since=20)
 class DFT20(Kernel):
     """DFT from opset 20: the axis is an optional input (default -2, the last signal dimension)."""
-
-    op_type, since_version = "DFT", 20
 
     def setup(self, inverse: int = 0, onesided: int = 0) -> None:
         self.inverse, self.onesided = bool(inverse), bool(onesided)
@@ -55,9 +53,8 @@ class DFT20(Kernel):
         return (_dft(x, a, scalar(dft_length), self.inverse, self.onesided),)
 
 
+@kernel("STFT", since=17)
 class STFT(Kernel):
-    op_type, since_version = "STFT", 17
-
     def setup(self, onesided: int = 1) -> None:
         self.onesided = bool(onesided)
 
@@ -69,6 +66,3 @@ class STFT(Kernel):
         if window is not None:
             frames = frames * window.to(frames.dtype).reshape(1, 1, -1, 1)
         return (_dft(frames, 2, None, False, self.onesided),)
-
-
-KERNELS = (DFT17, DFT20, STFT)

@@ -8,7 +8,7 @@ import re
 import numpy as np
 import torch
 
-from aten2onnx.runtime.kernel import Kernel
+from aten2onnx.runtime.kernel import Kernel, kernel
 
 
 def _text(value) -> str:
@@ -22,9 +22,8 @@ def _strings(x: np.ndarray) -> np.ndarray:
     return out
 
 
+@kernel("StringNormalizer", since=10)
 class StringNormalizer(Kernel):
-    op_type, since_version = "StringNormalizer", 10
-
     def setup(self, case_change_action: str = "NONE", is_case_sensitive: int = 0, locale: str = "",
               stopwords: list[str] | None = None) -> None:
         if case_change_action not in ("NONE", "LOWER", "UPPER"):
@@ -46,9 +45,8 @@ class StringNormalizer(Kernel):
         return (y.reshape(1, -1) if x.ndim == 2 else y,)
 
 
+@kernel("StringSplit", since=20)
 class StringSplit(Kernel):
-    op_type, since_version = "StringSplit", 20
-
     def setup(self, delimiter: str = "", maxsplit: int | None = None) -> None:
         self.delimiter = delimiter or None  # None: runs of whitespace, as str.split()
         self.maxsplit = -1 if maxsplit is None else maxsplit
@@ -63,9 +61,8 @@ class StringSplit(Kernel):
         return (y.reshape(*x.shape, width), counts)
 
 
+@kernel("StringConcat", since=20)
 class StringConcat(Kernel):
-    op_type, since_version = "StringConcat", 20
-
     def run(self, x, y):
         a, b = np.broadcast_arrays(_strings(x), _strings(y))
         out = np.empty(a.shape, dtype=object)
@@ -74,9 +71,8 @@ class StringConcat(Kernel):
         return (out,)
 
 
+@kernel("RegexFullMatch", since=20)
 class RegexFullMatch(Kernel):
-    op_type, since_version = "RegexFullMatch", 20
-
     def setup(self, pattern: str) -> None:
         try:
             self.pattern = re.compile(pattern)
@@ -86,6 +82,3 @@ class RegexFullMatch(Kernel):
     def run(self, x):
         flat = [self.pattern.fullmatch(_text(v)) is not None for v in x.reshape(-1).tolist()]
         return (torch.tensor(flat, dtype=torch.bool).reshape(x.shape),)
-
-
-KERNELS = (StringNormalizer, StringSplit, StringConcat, RegexFullMatch)
