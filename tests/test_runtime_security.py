@@ -175,6 +175,12 @@ HOSTILE_ARGUMENTS = [
     ("_fft_r2c at a dim far outside the rank", _aten_model(
         _aten("_fft_r2c", ["x"], ["self"], dim=[2**31 - 1, -1], normalization=64, onesided=1), inputs=[X],
         out_elem=TensorProto.COMPLEX64), {"x": np.ones((3, 5), np.float32)}, "outside the rank"),
+    ("_fft_r2c at a negative dim, which its kernel does not wrap (segfaulted)", _aten_model(
+        _aten("_fft_r2c", ["x"], ["self"], dim=[-2], normalization=0, onesided=1), inputs=[X],
+        out_elem=TensorProto.COMPLEX64), {"x": np.ones((3, 4), np.float32)}, "not one of its input's dims"),
+    ("_fft_c2c at a repeated dim", _aten_model(
+        _aten("_fft_c2c", ["x"], ["self"], dim=[0, 0], normalization=0, forward=1), inputs=[X]),
+     {"x": np.ones((3, 4), np.float32)}, "repeats a dim"),
 ]
 
 

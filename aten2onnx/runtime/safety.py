@@ -66,21 +66,30 @@ RUNNING_STATE = frozenset({"running_mean", "running_var"})
 UNINITIALIZED = re.compile(r"::(_?empty|new_empty)")
 # Ops whose kernels crash on inputs that are not finite (LAPACK's eigenvalue balancing on NaN).
 FINITE_INPUTS = re.compile(r"::_?linalg_eigvals$")
+# Internal ops whose kernels index with `dim` as given, where the public op they serve has wrapped and
+# checked it: a negative or repeated dim reads out of bounds (aten::_fft_r2c at dim=[-2] segfaults).
+NORMALIZED_DIMS = re.compile(r"::_fft_")
 
 
 def argument_problem(op: torch._ops.OpOverload, arguments: dict[str, Any]) -> str | None:
     """Why the values an admitted op is about to get must not reach its kernel, or None. Checked on
     every call: a `dim` within the rank of the op's first tensor (some kernels index with it
-    unchecked), both running statistics for a batch norm that is not training (its kernels crash
+    unchecked; the internal FFT ops' kernels need it in 0..rank-1 and without repeats), both running statistics for a batch norm that is not training (its kernels crash
     without them), and finite inputs where FINITE_INPUTS says so."""
     tensors = [t for v in arguments.values() for t in (v if isinstance(v, list) else [v]) if isinstance(t, torch.Tensor)]
     if tensors:
         rank = tensors[0].dim()
+        normalized = NORMALIZED_DIMS.search(op._schema.name)
         for name in ("dim", "dims"):
             dims = arguments.get(name)
-            for d in dims if isinstance(dims, list) else [dims]:
+            listed = dims if isinstance(dims, list) else [dims]
+            for d in listed:
                 if isinstance(d, int) and not -(rank + 1) <= d <= rank:
                     return f"{name} {d} is outside the rank {rank} of its input"
+                if normalized and isinstance(d, int) and not 0 <= d < rank:
+                    return f"{name} {d} is not one of its input's dims 0..{rank - 1}, as this internal op's kernel needs"
+            if normalized and len(set(listed)) != len(listed):
+                return f"{name} {listed} repeats a dim"
     takes_statistics = op._overloadname == "no_stats" or any(arg.name == "running_mean" for arg in op._schema.arguments)
     training = arguments.get("training", arguments.get("use_input_stats", False))
     if takes_statistics and not training and (arguments.get("running_mean") is None or arguments.get("running_var") is None):
