@@ -6,6 +6,7 @@ Importing this package registers them all.
 
 from aten2onnx.symbolic import (  # noqa: F401  (imported to register)
     opset9,
+    opset9_attention,
     opset9_bessel,
     opset9_complex,
     opset9_complex_fft,
@@ -14,6 +15,7 @@ from aten2onnx.symbolic import (  # noqa: F401  (imported to register)
     opset9_complex_partwise,
     opset9_complex_reduce,
     opset9_copy,
+    opset9_creation,
     opset9_data,
     opset9_fft,
     opset9_gamma,

@@ -26,8 +26,7 @@ from aten2onnx.symbolic._carrier import (
     shape_of,
     split,
 )
-from aten2onnx.symbolic._helpers import cast, norm_dim, scalar_type
-from aten2onnx.symbolic.opset9 import unsqueeze_static
+from aten2onnx.symbolic._helpers import cast, norm_dim, scalar_type, unsqueeze_static
 
 register = functools.partial(registry.register_complex, opset=9)
 
