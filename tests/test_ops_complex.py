@@ -1,4 +1,4 @@
-"""Complex tensors through the complex symbolics (symbolic/opset9_complex.py), carried as real pairs:
+"""Complex tensors through the complex symbolics (symbolic/opset9_complex*.py), carried as real pairs:
 conversions and creation, layout on the carrier, arithmetic with torch's type promotion (complex Python
 scalars, real operands, mixed precision), elementwise functions at their edge values (signed zeros,
 infinities, NaN, huge parts), reductions and products; compared with eager in onnxruntime and

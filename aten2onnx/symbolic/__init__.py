@@ -6,10 +6,16 @@ Importing this package registers them all.
 
 from aten2onnx.symbolic import (  # noqa: F401  (imported to register)
     opset9,
+    opset9_attention,
     opset9_bessel,
     opset9_complex,
     opset9_complex_fft,
+    opset9_complex_linalg,
+    opset9_complex_math,
+    opset9_complex_partwise,
+    opset9_complex_reduce,
     opset9_copy,
+    opset9_creation,
     opset9_data,
     opset9_fft,
     opset9_gamma,

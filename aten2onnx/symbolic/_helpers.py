@@ -3,9 +3,11 @@ between opsets (`axes_as_input=True`); none of them asks for the target opset.""
 
 from __future__ import annotations
 
+import math
 from typing import Callable, Sequence
 
 import torch
+
 from aten2onnx import _dtypes
 from aten2onnx.ir import GraphBuilder, Subgraph, Value, body_output
 
@@ -156,3 +158,134 @@ def loop(g: GraphBuilder, trip_count: Value | int | None, state: Sequence[Value]
         out.dtype = v.dtype
         out.shape = None if v.shape is None else (None, *v.shape)
     return outs
+
+
+# -- arithmetic, comparisons, shapes, slices and fills shared by handlers of many families --------------
+
+INT64_MAX = 2**63 - 1
+SymInt = int | Value
+
+
+def binary(g: GraphBuilder, op_type: str, self: Value, other, alpha=1) -> Value:
+    """self <op> alpha * other, promoted as torch does. (Add/Sub/Mul/Div take int8/int16/uint8 only from
+    opset 14: before, the builder computes them in int32 and casts back, wrapping as torch does.)"""
+    self, other = promote(g, self, other)
+    dtype = self.dtype
+    if alpha != 1:
+        other = g.op("Mul", other, g.const(alpha, like=other))
+    return cast(g, g.op(op_type, self, other), dtype)
+
+
+def to_float(g: GraphBuilder, x: Value) -> Value:
+    """Ints and bools go to the default float dtype, as torch does for float-only math."""
+    return x if x.dtype is not None and (x.dtype.is_floating_point or x.dtype.is_complex) else cast(g, x, torch.get_default_dtype())
+
+
+def float_unary(g: GraphBuilder, op_type: str, self: Value) -> Value:
+    return g.op(op_type, to_float(g, self))
+
+
+def compare(g: GraphBuilder, op_type: str, self: Value, other) -> Value:
+    self, other = promote(g, self, other)
+    return g.op(op_type, self, other)
+
+
+def equal_nan_safe(g: GraphBuilder, a: Value, b: Value) -> Value:
+    """a == b with Less/Greater, for opsets whose Equal takes no floats; NaN compares unequal."""
+    differ = g.op("Or", g.op("Less", a, b), g.op("Greater", a, b))
+    nan = g.op("Or", g.op("IsNaN", a), g.op("IsNaN", b))
+    return g.op("Not", g.op("Or", differ, nan))
+
+
+def equal(g: GraphBuilder, self: Value, other, *, float_equal: bool) -> Value:
+    self, other = promote(g, self, other)
+    if self.dtype is not None and self.dtype.is_floating_point and not float_equal:
+        return equal_nan_safe(g, self, other)
+    return g.op("Equal", self, other)
+
+
+def dim_size(g: GraphBuilder, x: Value, dim: int) -> SymInt:
+    """Size of one dim: an int where static, else a 0-d int64 graph value."""
+    if x.shape is not None and isinstance(x.shape[dim], int):
+        return x.shape[dim]
+    return g.op("Gather", g.op("Shape", x), g.const(dim, dtype=torch.int64), axis=0)
+
+
+def reshape(g: GraphBuilder, x: Value, shape: list[SymInt]) -> Value:
+    out = g.op("Reshape", x, g.int_list(shape))
+    if out.shape is None:
+        out.shape = static_reshape(x, shape)
+    return out
+
+
+def static_reshape(x: Value, shape: list[SymInt]) -> tuple[int, ...] | None:
+    """The shape Reshape gives x, where it is known when the graph is built."""
+    if all(isinstance(s, int) and s > 0 for s in shape):
+        return tuple(shape)
+    if not x.is_static or not all(isinstance(s, int) for s in shape):
+        return None
+    dims = [x.shape[i] if s == 0 else s for i, s in enumerate(shape)]
+    if -1 in dims:
+        known = math.prod(d for d in dims if d != -1)
+        if known == 0:
+            return None
+        dims[dims.index(-1)] = math.prod(x.shape) // known
+    return tuple(dims)
+
+
+def transpose_perm(rank: int, dim0: int, dim1: int) -> list[int]:
+    perm = list(range(rank))
+    perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
+    return perm
+
+
+def slice_axis(g: GraphBuilder, x: Value, axis: int, start: SymInt, end: SymInt, step: int = 1) -> Value:
+    """x[start:end:step] along axis."""
+    return g.slice(x, [start], [end], [axis], [step])
+
+
+def is_full_slice(x: Value, dim: int, start, end, step) -> bool:
+    size = x.shape[dim] if x.shape is not None else None
+    return (step == 1 and start in (None, 0) and
+            (end is None or (isinstance(end, int) and (end >= INT64_MAX or (isinstance(size, int) and end >= size)))))
+
+
+def fill(g: GraphBuilder, size: list[SymInt] | Value, value, dtype: torch.dtype) -> Value:
+    """A tensor of `size` filled with value: a small constant, or ConstantOfShape; a value the graph
+    computes (a size read from a dynamic dim) expanded to the size."""
+    shape = size if isinstance(size, Value) else None
+    if isinstance(value, Value):
+        return g.op("Expand", cast(g, value, dtype), shape if shape is not None else g.int_list(size))
+    # (an empty constant is made by ConstantOfShape: the builder cannot hash a tensor with 0 elements)
+    if isinstance(size, list) and all(isinstance(s, int) for s in size) and 0 < math.prod(size) <= 64:
+        return g.const(torch.full(size, value, dtype=dtype))
+    return g.op("ConstantOfShape", shape if shape is not None else g.int_list(size),
+                value=torch.tensor([value], dtype=dtype))
+
+
+def fill_dtype(value, dtype: torch.dtype | None) -> torch.dtype:
+    """full's dtype: the given one, else the default for the fill value's kind (a SymInt's is int64)."""
+    if dtype is not None:
+        return dtype
+    if isinstance(value, Value):
+        return value.dtype if value.dtype in (torch.bool, torch.int64) else torch.get_default_dtype()
+    if isinstance(value, bool):
+        return torch.bool
+    if isinstance(value, int):
+        return torch.int64
+    return torch.get_default_dtype()
+
+
+def unsqueeze_static(g: GraphBuilder, x: Value, axis: int) -> Value:
+    """Unsqueeze by Reshape, which reads the same at every opset. Reshape's 0 copies the input dim
+    at the same index, so it stands only for the dims before the new axis; later dims are named."""
+    if axis == x.rank or x.is_static:
+        after = list(x.shape[axis:]) if x.shape is not None else []
+        out = g.op("Reshape", x, g.const([0] * axis + [1] + after, dtype=torch.int64))
+        if out.shape is None and x.shape is not None:
+            out.shape = tuple(x.shape[:axis]) + (1,) + tuple(after)
+        return out
+    shape = g.op("Shape", x)
+    before = g.op("Gather", shape, g.const(list(range(axis)), dtype=torch.int64), axis=0)
+    after = g.op("Gather", shape, g.const(list(range(axis, x.rank)), dtype=torch.int64), axis=0)
+    return g.op("Reshape", x, g.op("Concat", before, g.const([1], dtype=torch.int64), after, axis=0))

@@ -3,15 +3,16 @@ ONNX ops: LU with partial pivoting, triangular solves, Householder QR, the matri
 tables, one-sided Jacobi SVD, symmetric eigendecomposition, Bunch-Kaufman LDL^T. No handlers here."""
 
 from __future__ import annotations
+
 import functools
 import math
+
 import torch
 import torch.utils._pytree as pytree
-from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import cast, loop
-from aten2onnx.symbolic.opset9 import fill, reshape
-from aten2onnx.symbolic.opset9_math import is_zero
 
+from aten2onnx.ir import GraphBuilder, Value
+from aten2onnx.symbolic._helpers import cast, fill, loop, reshape
+from aten2onnx.symbolic.opset9_math import is_zero
 
 I64 = torch.int64
 

@@ -3,16 +3,30 @@ SVD with round-robin sweeps, symmetric eigendecomposition, pseudo-inverse, Bunch
 solve. No handlers here."""
 
 from __future__ import annotations
-import math
-import torch
-from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import cast, loop
-from aten2onnx.symbolic.opset9 import fill, reshape
-from aten2onnx.symbolic._linalg import (
-    I64, arange_col, arange_row, first_failure, flatten, gather_rows, identity, index1, masked, matrix_shape,
-    square_size, transposed, tril_mask, triu_mask, unflatten
-)
 
+import math
+
+import torch
+
+from aten2onnx.ir import GraphBuilder, Value
+from aten2onnx.symbolic._helpers import cast, fill, loop, reshape
+from aten2onnx.symbolic._linalg import (
+    I64,
+    arange_col,
+    arange_row,
+    first_failure,
+    flatten,
+    gather_rows,
+    identity,
+    index1,
+    masked,
+    matrix_shape,
+    square_size,
+    transposed,
+    tril_mask,
+    triu_mask,
+    unflatten,
+)
 
 JACOBI_SWEEPS = 40  # a bound only: the loops stop once every pair meets the tolerance (quadratic convergence)
 

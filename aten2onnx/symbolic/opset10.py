@@ -9,9 +9,9 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.symbolic import opset9_math as math9
-from aten2onnx.symbolic._helpers import cast, norm_dim, norm_dims, scalar_type
-from aten2onnx.symbolic.opset9 import INT64_MAX, is_full_slice, max_pool, slice_axis
+from aten2onnx.symbolic._helpers import INT64_MAX, cast, is_full_slice, norm_dim, norm_dims, scalar_type, slice_axis
 from aten2onnx.symbolic.opset9_random import draw
+from aten2onnx.symbolic.opset9_spatial import max_pool
 
 register = functools.partial(registry.register, opset=10)
 

@@ -11,8 +11,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic.opset9 import conv, pool_args
-from aten2onnx.symbolic.opset9_spatial import avg_pool, batched, expand
+from aten2onnx.symbolic.opset9_spatial import avg_pool, batched, conv, expand, pool_args
 
 register = functools.partial(registry.register, opset=10)
 

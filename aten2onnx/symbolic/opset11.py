@@ -9,14 +9,20 @@ import functools
 import torch
 
 from aten2onnx import registry
-from aten2onnx.symbolic import opset9_math as math9
-from aten2onnx.symbolic.opset9_reduce import cumsum_accumulator
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import as_value, cast, norm_dim, result_type
+from aten2onnx.symbolic import opset9_math as math9
+from aten2onnx.symbolic._helpers import as_value, cast, equal, norm_dim, result_type, unsqueeze_static
 from aten2onnx.symbolic.opset9 import (
-    FLOATS, arange, attention, broadcast_indices, clamp_minmax, clip_bounds, eager_index_order, equal, index_tensors,
-    no_attention_dropout, sum_dtype, unsqueeze_static,
+    FLOATS,
+    broadcast_indices,
+    clamp_minmax,
+    clip_bounds,
+    eager_index_order,
+    index_tensors,
 )
+from aten2onnx.symbolic.opset9_attention import attention, no_attention_dropout
+from aten2onnx.symbolic.opset9_creation import arange
+from aten2onnx.symbolic.opset9_reduce import cumsum_accumulator, sum_dtype
 
 register = functools.partial(registry.register, opset=11)
 

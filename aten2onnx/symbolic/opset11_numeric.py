@@ -10,8 +10,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import cast, norm_dim
-from aten2onnx.symbolic.opset9 import reshape
+from aten2onnx.symbolic._helpers import cast, norm_dim, reshape
 from aten2onnx.symbolic.opset9_norm import axis_sum, static_shape
 from aten2onnx.symbolic.opset9_numeric import shaped, to_last
 from aten2onnx.symbolic.opset11_sort import kth, topk

@@ -14,8 +14,8 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import cast, norm_dim
-from aten2onnx.symbolic.opset9 import INT64_MAX, dim_size, extremum, unsqueeze_static
+from aten2onnx.symbolic._helpers import INT64_MAX, cast, dim_size, norm_dim, unsqueeze_static
+from aten2onnx.symbolic.opset9 import extremum
 from aten2onnx.symbolic.opset11 import index_layout
 
 register = functools.partial(registry.register, opset=11)

@@ -10,9 +10,9 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import cast, norm_dim, opmath
-from aten2onnx.symbolic.opset9 import reshape, sum_dtype
+from aten2onnx.symbolic._helpers import cast, norm_dim, opmath, reshape
 from aten2onnx.symbolic.opset9_norm import axis_sum, static_shape
+from aten2onnx.symbolic.opset9_reduce import sum_dtype
 
 register = functools.partial(registry.register, opset=11)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import functools
 
 from aten2onnx import registry
-from aten2onnx.symbolic._helpers import as_value, cast, result_type
-from aten2onnx.symbolic.opset9 import clip_bounds, compare, extremum
+from aten2onnx.symbolic._helpers import as_value, cast, compare, result_type
+from aten2onnx.symbolic.opset9 import clip_bounds, extremum
 
 register = functools.partial(registry.register, opset=12)
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 import functools
 
 from aten2onnx import registry
-from aten2onnx.symbolic._helpers import cast
-from aten2onnx.symbolic.opset9 import fill
+from aten2onnx.symbolic._helpers import cast, fill
 from aten2onnx.symbolic.opset9_grad import c, embedding_rows
 
 register = functools.partial(registry.register, opset=16)

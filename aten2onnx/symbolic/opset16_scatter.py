@@ -12,8 +12,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import as_value, cast, opmath
-from aten2onnx.symbolic.opset9 import reshape
+from aten2onnx.symbolic._helpers import as_value, cast, opmath, reshape
 from aten2onnx.symbolic.opset11_scatter import index_along, index_put, scatter
 
 register = functools.partial(registry.register, opset=16)

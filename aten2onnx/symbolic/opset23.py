@@ -8,7 +8,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.symbolic._helpers import cast, opmath
-from aten2onnx.symbolic.opset9 import attention, no_attention_dropout, repeat_heads
+from aten2onnx.symbolic.opset9_attention import attention, no_attention_dropout, repeat_heads
 
 register = functools.partial(registry.register, opset=23)
 

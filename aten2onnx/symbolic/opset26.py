@@ -8,7 +8,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.symbolic._helpers import cast, norm_dim
-from aten2onnx.symbolic.opset9 import sum_dtype
+from aten2onnx.symbolic.opset9_reduce import sum_dtype
 
 register = functools.partial(registry.register, opset=26)
 

@@ -11,8 +11,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import as_value, cast, loop
-from aten2onnx.symbolic.opset9 import equal_nan_safe
+from aten2onnx.symbolic._helpers import as_value, cast, equal_nan_safe, loop
 from aten2onnx.symbolic.opset9_math import float_result, is_zero
 
 register = functools.partial(registry.register, opset=9)

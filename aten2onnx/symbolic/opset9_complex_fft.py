@@ -11,8 +11,8 @@ import torch
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic import _complex as cx, opset9_fft
+from aten2onnx.symbolic._carrier import real_symbolic
 from aten2onnx.symbolic._helpers import cast, norm_dims
-from aten2onnx.symbolic.opset9_complex import real_symbolic
 from aten2onnx.symbolic.opset9_fft import (
     BY_N,
     BY_ROOT_N,

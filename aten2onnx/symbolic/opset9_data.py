@@ -18,8 +18,7 @@ import torch.nn.functional as F
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import cast, norm_dim
-from aten2onnx.symbolic.opset9 import fill, reshape
+from aten2onnx.symbolic._helpers import cast, fill, norm_dim, reshape
 
 register = functools.partial(registry.register, opset=9)
 

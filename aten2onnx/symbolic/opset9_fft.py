@@ -15,8 +15,7 @@ import torch.nn.functional as F
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic import _complex as cx
-from aten2onnx.symbolic._helpers import cast, norm_dims
-from aten2onnx.symbolic.opset9 import fill
+from aten2onnx.symbolic._helpers import cast, fill, norm_dims
 
 register = functools.partial(registry.register, opset=9)
 

@@ -11,8 +11,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import cast, loop, result_type
-from aten2onnx.symbolic.opset9 import equal_nan_safe, to_float
+from aten2onnx.symbolic._helpers import cast, equal_nan_safe, loop, result_type, to_float
 from aten2onnx.symbolic.opset9_math import float_result, is_inf
 from aten2onnx.symbolic.opset9_special import append_axis
 

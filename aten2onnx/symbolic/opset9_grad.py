@@ -11,10 +11,9 @@ import torch.nn.functional as F
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic import opset9_gamma as gamma
-from aten2onnx.symbolic import opset9_loss as loss_ops
-from aten2onnx.symbolic._helpers import as_value, cast, norm_dim, promote, scalar_type
-from aten2onnx.symbolic.opset9 import fill, reshape, static_dim, transpose_perm
+from aten2onnx.symbolic import opset9_gamma as gamma, opset9_loss as loss_ops
+from aten2onnx.symbolic._helpers import as_value, cast, fill, norm_dim, promote, reshape, scalar_type, transpose_perm
+from aten2onnx.symbolic.opset9 import static_dim
 from aten2onnx.symbolic.opset9_norm import static_shape
 
 register = functools.partial(registry.register, opset=9)

@@ -18,17 +18,47 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import cast, loop, norm_dims, scalar_type
-from aten2onnx.symbolic.opset9 import fill, reshape
-from aten2onnx.symbolic.opset9_shape import matmul
+from aten2onnx.symbolic._helpers import cast, fill, loop, norm_dims, reshape, scalar_type
 from aten2onnx.symbolic._linalg import (
-    I64, MEXP_THETAS, MatrixPowers, apply_reflectors, broadcast_batch, cholesky_results, cholesky_solve, flatten,
-    gather_rows, geqrf, identity, inverse, lu_factor_results, lu_loop, masked, matrix_product, matrix_shape,
-    mexp_t1, mexp_t12, mexp_t18, mexp_t2, mexp_t4, mexp_t8, permutation, permutation_matrix, qr, shape_only,
-    solve_results, solve_triangular, solve_with_lu, square_size, tril_mask, unflatten, unpack_lu, zero_based
+    I64,
+    MEXP_THETAS,
+    MatrixPowers,
+    apply_reflectors,
+    broadcast_batch,
+    cholesky_results,
+    cholesky_solve,
+    flatten,
+    gather_rows,
+    geqrf,
+    identity,
+    inverse,
+    lu_factor_results,
+    lu_loop,
+    masked,
+    matrix_product,
+    matrix_shape,
+    mexp_t1,
+    mexp_t2,
+    mexp_t4,
+    mexp_t8,
+    mexp_t12,
+    mexp_t18,
+    permutation,
+    permutation_matrix,
+    qr,
+    shape_only,
+    solve_results,
+    solve_triangular,
+    solve_with_lu,
+    square_size,
+    tril_mask,
+    unflatten,
+    unpack_lu,
+    zero_based,
 )
-from aten2onnx.symbolic.opset9_reduce import vector_norm
 from aten2onnx.symbolic._linalg_spectral import cutoff, eigvalsh, ldl_factor, pinv, svdvals, sytrs
+from aten2onnx.symbolic.opset9_reduce import vector_norm
+from aten2onnx.symbolic.opset9_shape import matmul
 
 register = functools.partial(registry.register, opset=9)
 

@@ -9,8 +9,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import cast, norm_dim, opmath, promote
-from aten2onnx.symbolic.opset9 import reshape, to_float
+from aten2onnx.symbolic._helpers import cast, norm_dim, opmath, promote, reshape, to_float
 from aten2onnx.symbolic.opset9_norm import axis_sum, static_shape
 
 register = functools.partial(registry.register, opset=9)

@@ -10,8 +10,8 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import as_value, cast, norm_dim, promote, result_type
-from aten2onnx.symbolic.opset9 import aten_div_mode, binary, extremum, float_unary, to_float
+from aten2onnx.symbolic._helpers import as_value, binary, cast, float_unary, norm_dim, promote, result_type, to_float
+from aten2onnx.symbolic.opset9 import aten_div_mode, extremum
 
 register = functools.partial(registry.register, opset=9)
 

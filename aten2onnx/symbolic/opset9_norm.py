@@ -12,8 +12,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import cast, norm_dim, opmath
-from aten2onnx.symbolic.opset9 import fill, reshape
+from aten2onnx.symbolic._helpers import cast, fill, norm_dim, opmath, reshape
 
 register = functools.partial(registry.register, opset=9)
 
@@ -292,3 +291,28 @@ def aten__weight_norm_interface(b, v, g, dim=0):
     """_weight_norm_interface(Tensor v, Tensor g, int dim=0) -> (Tensor, Tensor)"""
     norm = norm_except_dim(b, v, dim)
     return b.op("Mul", v, b.op("Div", g, norm)), reshape(b, norm, static_shape(g, "weight norm"))
+
+
+# -- layer norm, decomposed (LayerNormalization arrives at 17) -----------------------------------------------
+
+
+def layer_norm_decomposed(g: GraphBuilder, x: Value, axes: list[int], weight, bias, eps: float) -> Value:
+    """(x - mean) / sqrt(var + eps) * weight + bias over axes, in opmath(x.dtype) as ATen computes it."""
+    acc = opmath(x.dtype)
+    xa = cast(g, x, acc)
+    mean = g.reduce("ReduceMean", xa, axes, True)
+    centered = g.op("Sub", xa, mean)
+    var = g.reduce("ReduceMean", g.op("Mul", centered, centered), axes, True)
+    y = g.op("Div", centered, g.op("Sqrt", g.op("Add", var, g.const(eps, dtype=acc))))
+    if weight is not None:
+        y = g.op("Mul", y, cast(g, weight, acc))
+    if bias is not None:
+        y = g.op("Add", y, cast(g, bias, acc))
+    return cast(g, y, x.dtype)
+
+
+@register("aten::layer_norm.default")
+def aten_layer_norm(g, input, normalized_shape, weight=None, bias=None, eps=1e-05, cudnn_enable=True):
+    """layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor"""
+    axes = list(range(input.rank - len(normalized_shape), input.rank))
+    return layer_norm_decomposed(g, input, axes, weight, bias, eps)

@@ -11,10 +11,10 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import cast, loop, norm_dim, promote
-from aten2onnx.symbolic.opset9 import equal_nan_safe, fill, reshape, sum_dtype
+from aten2onnx.symbolic._helpers import cast, equal_nan_safe, fill, loop, norm_dim, promote, reshape
 from aten2onnx.symbolic.opset9_loss import one_hot_of, reduced
 from aten2onnx.symbolic.opset9_norm import axis_sum, static_shape
+from aten2onnx.symbolic.opset9_reduce import sum_dtype
 
 register = functools.partial(registry.register, opset=9)
 

@@ -11,8 +11,7 @@ import torch
 
 from aten2onnx import _dtypes, registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import cast, scalar_type
-from aten2onnx.symbolic.opset9 import fill
+from aten2onnx.symbolic._helpers import cast, fill, scalar_type
 
 register = functools.partial(registry.register, opset=9)
 

@@ -1,6 +1,6 @@
-"""Opset-9 base, reductions beyond sum/mean/amax/amin: variance and deviation, products, any/all,
-argmin and min/max, logsumexp, vector norms, nan-aware sums. Each takes an `Axes` mode, so opset13.py
-and opset18.py re-register them with axes as inputs."""
+"""Opset-9 base, reductions: sum, mean, amax/amin, max.dim and argmax; variance and deviation, products,
+any/all, argmin and min/max, logsumexp, vector norms, nan-aware sums. Reduce* go through the builder's
+emitter (g.reduce), which spells their axes as each opset wants."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import cast, loop, norm_dim, norm_dims, opmath, scalar_type
-from aten2onnx.symbolic.opset9 import reshape, sum_dtype
+from aten2onnx.symbolic._helpers import cast, loop, norm_dim, norm_dims, opmath, reshape, scalar_type
 
 register = functools.partial(registry.register, opset=9)
 
@@ -399,3 +398,71 @@ def aten_cumsum(g, self, dim, *, dtype=None):
     _, sums = loop(g, steps, [zeros], step, name="cumsum", scan_outputs=1)
     inverse = [perm.index(d) for d in range(self.rank)]
     return sums if axis == 0 else g.op("Transpose", sums, perm=inverse)
+
+
+# -- sum, mean, amax/amin, max.dim, argmax -------------------------------------------------------------------
+
+
+def sum_dtype(self: Value, dtype: torch.dtype | None) -> torch.dtype:
+    """torch sums integers and bools in int64 unless told otherwise."""
+    if dtype is not None:
+        return dtype
+    return torch.int64 if not self.dtype.is_floating_point and not self.dtype.is_complex else self.dtype
+
+
+@register("aten::sum.dim_IntList")
+def aten_sum_dim(g, self, dim, keepdim=False, *, dtype=None):
+    """sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"""
+    x = cast(g, self, sum_dtype(self, dtype))
+    return g.reduce("ReduceSum", x, norm_dims(dim or [], self.rank), keepdim)
+
+
+@register("aten::sum.default")
+def aten_sum(g, self, *, dtype=None):
+    """sum(Tensor self, *, ScalarType? dtype=None) -> Tensor"""
+    return aten_sum_dim(g, self, None, False, dtype=dtype)
+
+
+@register("aten::mean.dim")
+def aten_mean_dim(g, self, dim, keepdim=False, *, dtype=None):
+    """mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"""
+    x = self if dtype is None else cast(g, self, dtype)
+    return g.reduce("ReduceMean", x, norm_dims(dim or [], self.rank), keepdim)
+
+
+@register("aten::mean.default")
+def aten_mean(g, self, *, dtype=None):
+    """mean(Tensor self, *, ScalarType? dtype=None) -> Tensor"""
+    return aten_mean_dim(g, self, None, False, dtype=dtype)
+
+
+@register("aten::amax.default")
+def aten_amax(g, self, dim=[], keepdim=False):
+    """amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor"""
+    return g.reduce("ReduceMax", self, norm_dims(dim, self.rank), keepdim)
+
+
+@register("aten::amin.default")
+def aten_amin(g, self, dim=[], keepdim=False):
+    """amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor"""
+    return g.reduce("ReduceMin", self, norm_dims(dim, self.rank), keepdim)
+
+
+@register("aten::max.dim")
+def aten_max_dim(g, self, dim, keepdim=False):
+    """max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)"""
+    dim = norm_dim(dim, self.rank)
+    values = g.reduce("ReduceMax", self, [dim], keepdim)
+    return values, g.op("ArgMax", self, axis=dim, keepdims=int(keepdim))
+
+
+@register("aten::argmax.default")
+def aten_argmax(g, self, dim=None, keepdim=False):
+    """argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor"""
+    if self.rank == 0:
+        return g.const(0, dtype=torch.int64)
+    if dim is None:
+        flat = reshape(g, self, [-1])
+        out = g.op("ArgMax", flat, axis=0, keepdims=0)
+        return reshape(g, out, [1] * self.rank) if keepdim else out
+    return g.op("ArgMax", self, axis=norm_dim(dim, self.rank), keepdims=int(keepdim))

@@ -10,7 +10,18 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import as_value, cast, norm_dim, norm_dims, promote, result_type, scalar_type
+from aten2onnx.symbolic._helpers import (
+    as_value,
+    cast,
+    fill,
+    norm_dim,
+    norm_dims,
+    promote,
+    reshape,
+    result_type,
+    scalar_type,
+    unsqueeze_static,
+)
 from aten2onnx.symbolic.opset9 import (
     aten_cat,
     aten_expand,
@@ -19,10 +30,7 @@ from aten2onnx.symbolic.opset9 import (
     aten_transpose,
     aten_unbind,
     chunk_sizes,
-    fill,
-    reshape,
     static_dim,
-    unsqueeze_static,
 )
 
 register = functools.partial(registry.register, opset=9)

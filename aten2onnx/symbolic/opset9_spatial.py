@@ -1,7 +1,9 @@
-"""Opset-9 base, spatial sampling and pooling that no single ONNX op matches: average pooling with
-ceil_mode, divisor_override or integers, adaptive max pooling over uneven bins, grid sampling as
-gathers, antialiased bilinear upsampling as constant matrices, transposed convolution (ConvTranspose
-has output_padding from opset 1). Each reads the same at every opset."""
+"""Opset-9 base, convolution and pooling: Conv and MaxPool where one ONNX op matches (opset10.py
+re-registers max pooling, whose ceil_mode and dilations arrive at 10), and spatial sampling and pooling
+that no single ONNX op matches: average pooling with ceil_mode, divisor_override or integers, adaptive
+max pooling over uneven bins, grid sampling as gathers, antialiased bilinear upsampling as constant
+matrices, transposed convolution (ConvTranspose has output_padding from opset 1); these read the same
+at every opset."""
 
 from __future__ import annotations
 
@@ -13,13 +15,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import cast
-from aten2onnx.symbolic.opset9 import (
-    pool_args,
-    reshape,
-    squeeze_first,
-    unsqueeze_static,
-)
+from aten2onnx.symbolic._helpers import cast, reshape, unsqueeze_static
 
 register = functools.partial(registry.register, opset=9)
 
@@ -526,3 +522,92 @@ def aten_conv_transpose3d(g, input, weight, bias=None, stride=[1, 1, 1], padding
                           output_padding=[0, 0, 0], groups=1, dilation=[1, 1, 1]):
     """conv_transpose3d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=[1, 1, 1], SymInt[3] padding=[0, 0, 0], SymInt[3] output_padding=[0, 0, 0], SymInt groups=1, SymInt[3] dilation=[1, 1, 1]) -> Tensor"""
     return conv_transpose(g, input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+# -- convolution and max pooling, where one ONNX op matches --------------------------------------------------
+
+
+def conv(g: GraphBuilder, input: Value, weight: Value, bias, stride, padding, dilation, groups: int) -> Value:
+    spatial = weight.rank - 2
+    if input.rank == spatial + 1:  # an unbatched input: add the batch dim and drop it after
+        out = conv(g, unsqueeze_static(g, input, 0), weight, bias, stride, padding, dilation, groups)
+        out.shape = (1,) + (None,) * (spatial + 1)
+        return squeeze_first(g, out)
+    expand = (lambda v: list(v) * spatial if len(v) == 1 else list(v))
+    if isinstance(padding, str):
+        pads = same_pads(weight, expand(dilation)) if padding == "same" else [0] * spatial * 2
+    else:
+        pads = expand(padding) * 2
+    return g.op("Conv", input, weight, bias, strides=expand(stride), pads=pads, dilations=expand(dilation),
+                group=int(groups), kernel_shape=[d for d in weight.shape[2:]] if weight.is_static else None)
+
+
+def same_pads(weight: Value, dilation: list[int]) -> list[int]:
+    """Pads for padding='same' at stride 1: the extra pad goes at the end, as ATen does."""
+    total = [d * (k - 1) for d, k in zip(dilation, weight.shape[2:])]
+    return [t // 2 for t in total] + [t - t // 2 for t in total]
+
+
+def squeeze_first(g: GraphBuilder, x: Value) -> Value:
+    """Drop a leading dim of size 1 by Reshape (the same at every opset)."""
+    if x.is_static:
+        return reshape(g, x, list(x.shape[1:]))
+    shape = g.op("Shape", x)
+    rest = g.op("Gather", shape, g.const(list(range(1, x.rank)), dtype=torch.int64), axis=0)
+    return g.op("Reshape", x, rest)
+
+
+@register("aten::conv1d.default")
+def aten_conv1d(g, input, weight, bias=None, stride=[1], padding=[0], dilation=[1], groups=1):
+    """conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=[1], SymInt[1] padding=[0], SymInt[1] dilation=[1], SymInt groups=1) -> Tensor"""
+    return conv(g, input, weight, bias, stride, padding, dilation, groups)
+
+
+@register("aten::conv2d.default")
+def aten_conv2d(g, input, weight, bias=None, stride=[1, 1], padding=[0, 0], dilation=[1, 1], groups=1):
+    """conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=[1, 1], SymInt[2] padding=[0, 0], SymInt[2] dilation=[1, 1], SymInt groups=1) -> Tensor"""
+    return conv(g, input, weight, bias, stride, padding, dilation, groups)
+
+
+@register("aten::conv3d.default")
+def aten_conv3d(g, input, weight, bias=None, stride=[1, 1, 1], padding=[0, 0, 0], dilation=[1, 1, 1], groups=1):
+    """conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=[1, 1, 1], SymInt[3] padding=[0, 0, 0], SymInt[3] dilation=[1, 1, 1], SymInt groups=1) -> Tensor"""
+    return conv(g, input, weight, bias, stride, padding, dilation, groups)
+
+
+@register("aten::convolution.default")
+def aten_convolution(g, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    """convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor"""
+    if not transposed:
+        return conv(g, input, weight, bias, stride, padding, dilation, groups)
+    spatial = weight.rank - 2
+    expand = (lambda v: list(v) * spatial if len(v) == 1 else list(v))
+    pads = expand(padding)
+    return g.op("ConvTranspose", input, weight, bias, strides=expand(stride), pads=pads + pads,
+                dilations=expand(dilation), group=int(groups), output_padding=expand(output_padding))
+
+
+def pool_args(kernel_size, stride, padding, spatial: int) -> tuple[list[int], list[int], list[int]]:
+    expand = (lambda v: list(v) * spatial if len(v) == 1 else list(v))
+    kernel = expand(kernel_size)
+    strides = expand(stride) if stride else kernel
+    pads = expand(padding if isinstance(padding, (list, tuple)) else [padding])
+    return kernel, strides, pads + pads
+
+
+def max_pool(g: GraphBuilder, self: Value, kernel_size, stride, padding, dilation, ceil_mode: bool, spatial: int,
+             *, has_dilation_and_ceil: bool) -> Value:
+    kernel, strides, pads = pool_args(kernel_size, stride, padding, spatial)
+    dilations = list(dilation) * spatial if len(dilation) == 1 else list(dilation)
+    if not has_dilation_and_ceil:
+        if ceil_mode or any(d != 1 for d in dilations):
+            raise NotImplementedError("max_pool with ceil_mode or dilation needs opset 10")
+        return g.op("MaxPool", self, kernel_shape=kernel, strides=strides, pads=pads)
+    return g.op("MaxPool", self, kernel_shape=kernel, strides=strides, pads=pads, dilations=dilations,
+                ceil_mode=int(ceil_mode))
+
+
+@register("aten::max_pool2d.default")
+def aten_max_pool2d(g, self, kernel_size, stride=[], padding=[0, 0], dilation=[1, 1], ceil_mode=False):
+    """max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor"""
+    return max_pool(g, self, kernel_size, stride, padding, dilation, ceil_mode, 2, has_dilation_and_ceil=False)

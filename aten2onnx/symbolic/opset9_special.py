@@ -10,8 +10,8 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import cast, norm_dim, promote, result_type, scalar_type
-from aten2onnx.symbolic.opset9 import equal_nan_safe, extremum, to_float
+from aten2onnx.symbolic._helpers import cast, equal_nan_safe, norm_dim, promote, result_type, scalar_type, to_float
+from aten2onnx.symbolic.opset9 import extremum
 from aten2onnx.symbolic.opset9_math import float_result, is_zero
 from aten2onnx.symbolic.opset9_reduce import vector_norm
 from aten2onnx.symbolic.opset9_shape import aten_roll

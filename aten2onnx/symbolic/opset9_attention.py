@@ -1,0 +1,107 @@
+"""Opset-9 base, softmax and attention: Softmax/LogSoftmax along one dim, and scaled_dot_product_attention
+as softmax(q k^T * scale + mask) v (attention() and its helpers, shared with the later opsets)."""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import torch
+
+from aten2onnx import registry
+from aten2onnx.ir import GraphBuilder, Value
+from aten2onnx.symbolic._helpers import as_value, cast, dim_size, norm_dim, reshape, transpose_perm, unsqueeze_static
+
+register = functools.partial(registry.register, opset=9)
+
+
+def causal_mask(g: GraphBuilder, query: Value, key: Value, *, has_range: bool) -> Value:
+    """The [L, S] bool mask j <= i that is_causal applies: a constant when both lengths are
+    static, else built with Range (opset 11)."""
+    length, source = query.shape[-2], key.shape[-2]
+    if isinstance(length, int) and isinstance(source, int):
+        return g.const(torch.ones(length, source, dtype=torch.bool).tril())
+    if not has_range:
+        raise NotImplementedError("is_causal=True with dynamic sequence lengths needs opset 11 (Range)")
+    zero, one = g.const(0, dtype=torch.int64), g.const(1, dtype=torch.int64)
+    rows = g.op("Range", zero, as_value(g, dim_size(g, query, query.rank - 2), torch.int64), one)
+    cols = g.op("Range", zero, as_value(g, dim_size(g, key, key.rank - 2), torch.int64), one)
+    rows = g.op("Reshape", rows, g.const([-1, 1], dtype=torch.int64))
+    return g.op("Not", g.op("Less", rows, cols))
+
+
+def no_attention_dropout(dropout_p: float) -> None:
+    """sdpa applies dropout whenever dropout_p > 0, in eval too: that is random, so not exported."""
+    if dropout_p > 0:
+        raise NotImplementedError(f"scaled_dot_product_attention with dropout_p={dropout_p} is random; "
+                                  "pass dropout_p=0.0 outside training")
+
+
+def attention(g: GraphBuilder, query: Value, key: Value, value: Value, attn_mask, is_causal: bool,
+              scale, enable_gqa: bool, *, has_range: bool) -> Value:
+    """softmax(q k^T * scale + mask) v, the math of torch's reference implementation."""
+    rank = key.rank
+    head_dim = query.shape[-1]
+    if scale is None:
+        if not isinstance(head_dim, int):
+            raise NotImplementedError("scaled_dot_product_attention needs a static head dim when scale is None")
+        scale = 1.0 / math.sqrt(head_dim)
+    if enable_gqa and query.shape[-3] != key.shape[-3]:
+        repeats = query.shape[-3] // key.shape[-3]
+        key, value = (repeat_heads(g, t, repeats) for t in (key, value))
+    key_t = g.op("Transpose", key, perm=transpose_perm(rank, rank - 2, rank - 1))
+    scores = g.op("Mul", g.op("MatMul", query, key_t), g.const(scale, like=query))
+    if is_causal:
+        mask = causal_mask(g, query, key, has_range=has_range)
+        scores = g.op("Where", mask, scores, g.const(float("-inf"), like=scores))
+    if attn_mask is not None:
+        if attn_mask.dtype == torch.bool:
+            scores = g.op("Where", attn_mask, scores, g.const(float("-inf"), like=scores))
+        else:
+            scores = g.op("Add", scores, cast(g, attn_mask, scores.dtype))
+    weights = g.op("Softmax", scores, axis=rank - 1)
+    return g.op("MatMul", weights, value)
+
+
+def repeat_heads(g: GraphBuilder, x: Value, repeats: int) -> Value:
+    """[B, H, S, E] -> [B, H*repeats, S, E], each head repeated in place (repeat_interleave)."""
+    b, h, s, e = x.shape
+    expanded = g.op("Expand", unsqueeze_static(g, x, 2),
+                    g.int_list([dim_size(g, x, 0), h, repeats, dim_size(g, x, 2), e]))
+    return reshape(g, expanded, [0, h * repeats, -1, e])
+
+
+@register("aten::softmax.int")
+def aten_softmax(g, self, dim, dtype=None):
+    """softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor"""
+    x = self if dtype is None else cast(g, self, dtype)
+    return g.softmax("Softmax", x, norm_dim(dim, x.rank))
+
+
+@register("aten::_softmax.default")
+def aten__softmax(g, self, dim, half_to_float):
+    """_softmax(Tensor self, int dim, bool half_to_float) -> Tensor"""
+    x = cast(g, self, torch.float32) if half_to_float else self
+    return g.softmax("Softmax", x, norm_dim(dim, x.rank))
+
+
+@register("aten::log_softmax.int")
+def aten_log_softmax(g, self, dim, dtype=None):
+    """log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor"""
+    x = self if dtype is None else cast(g, self, dtype)
+    return g.softmax("LogSoftmax", x, norm_dim(dim, x.rank))
+
+
+@register("aten::_log_softmax.default")
+def aten__log_softmax(g, self, dim, half_to_float):
+    """_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor"""
+    x = cast(g, self, torch.float32) if half_to_float else self
+    return g.softmax("LogSoftmax", x, norm_dim(dim, x.rank))
+
+
+@register("aten::scaled_dot_product_attention.default")
+def aten_scaled_dot_product_attention(g, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *,
+                                      scale=None, enable_gqa=False):
+    """scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0., bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor"""
+    no_attention_dropout(dropout_p)
+    return attention(g, query, key, value, attn_mask, is_causal, scale, enable_gqa, has_range=False)
