@@ -10,7 +10,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import as_value, binary, cast, float_unary, norm_dim, promote, result_type, to_float
+from aten2onnx.symbolic._helpers import as_value, binary, cast, float_unary, norm_dim, opmath, promote, result_type, to_float
 from aten2onnx.symbolic.opset9 import aten_div_mode, extremum
 
 register = functools.partial(registry.register, opset=9)
@@ -555,21 +555,25 @@ def aten_hypot(g, self, other):
 def aten_logaddexp(g, self, other):
     """logaddexp(Tensor self, Tensor other) -> Tensor"""
     a, b = promote(g, self, other)
+    dtype = a.dtype  # half types computed in float32 and rounded once, as ATen's kernel does
+    a, b = cast(g, a, opmath(dtype)), cast(g, b, opmath(dtype))
     m = g.op("Max", a, b)
     diff = g.op("Neg", g.op("Abs", g.op("Sub", a, b)))
     out = g.op("Add", m, aten_log1p(g, g.op("Exp", diff)))
     # equal infinities: the difference is NaN, the result is that infinity
-    return g.op("Where", g.op("IsNaN", diff), m, out)
+    return cast(g, g.op("Where", g.op("IsNaN", diff), m, out), dtype)
 
 
 @register("aten::logaddexp2.default")
 def aten_logaddexp2(g, self, other):
     """logaddexp2(Tensor self, Tensor other) -> Tensor"""
     a, b = promote(g, self, other)
+    dtype = a.dtype
+    a, b = cast(g, a, opmath(dtype)), cast(g, b, opmath(dtype))
     m = g.op("Max", a, b)
     diff = g.op("Neg", g.op("Abs", g.op("Sub", a, b)))
     out = g.op("Add", m, aten_log2(g, g.op("Add", const_like(g, 1.0, a), aten_exp2(g, diff))))
-    return g.op("Where", g.op("IsNaN", diff), m, out)
+    return cast(g, g.op("Where", g.op("IsNaN", diff), m, out), dtype)
 
 
 @register("aten::copysign.Tensor", "aten::copysign.Scalar")
