@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 
 import torch
 
@@ -29,6 +30,12 @@ def aten_scaled_dot_product_attention(g, query, key, value, attn_mask=None, drop
     query, key, value = (cast(g, x, acc) for x in (query, key, value))
     if attn_mask is not None and attn_mask.dtype != torch.bool:
         attn_mask = cast(g, attn_mask, acc)
-    out = g.op("Attention", query, key, value, attn_mask, is_causal=int(is_causal),
-               scale=None if scale is None else float(scale))
+    scale_attribute = None if scale is None else float(scale)
+    if acc == torch.float64 and isinstance(query.shape[-1], int):
+        # Attention's scale is a FLOAT attribute, which rounds a float64 scale to float32 (onnxruntime was
+        # 2e-8 off eager): Q is scaled by the float64 value in the graph, and the attribute is 1
+        factor = scale if scale is not None else 1 / math.sqrt(query.shape[-1])
+        query = g.op("Mul", query, g.const(float(factor), dtype=torch.float64))
+        scale_attribute = 1.0
+    out = g.op("Attention", query, key, value, attn_mask, is_causal=int(is_causal), scale=scale_attribute)
     return cast(g, out, dtype)
