@@ -38,12 +38,17 @@ def modules() -> dict[str, pathlib.Path]:
 
 
 def imports(name: str, path: pathlib.Path, known: dict[str, pathlib.Path]) -> set[str]:
-    """The aten2onnx modules a module imports, each also bringing in the packages above it below the root
-    (importing aten2onnx.runtime.session runs aten2onnx/runtime/__init__.py first), but for the
-    importer's own packages, which are already being imported when it runs."""
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    """The aten2onnx modules a module imports."""
+    return imported(path.read_text(), name, path.name == "__init__.py", known)
+
+
+def imported(source: str, name: str, is_package: bool, known: dict[str, pathlib.Path]) -> set[str]:
+    """The aten2onnx modules the source of module `name` imports, each also bringing in the packages above
+    it below the root (importing aten2onnx.runtime.session runs aten2onnx/runtime/__init__.py first), but
+    for the importer's own packages, which are already being imported when it runs."""
+    package = name if is_package else name.rpartition(".")[0]
     targets: set[str] = set()
-    tree = ast.parse(path.read_text())
+    tree = ast.parse(source)
     typing_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If) and _type_checking(block.test)
                    for statement in block.body for n in ast.walk(statement)}
     for node in ast.walk(tree):
@@ -85,6 +90,14 @@ def graph() -> dict[str, set[str]]:
 
 def layer(name: str) -> str:
     return name.split(".")[1] if "." in name else ""
+
+
+def test_the_reader_resolves_relative_imports_inside_functions():
+    source = ("def f():\n    from aten2onnx.runtime import session\n    import aten2onnx.exporter.capture\n"
+              "    from .kernel import Kernel\n    from ..symbolic import opset9\n")
+    assert imported(source, "aten2onnx.runtime.fold", False, modules()) == {
+        "aten2onnx.runtime.session", "aten2onnx.runtime.kernel", "aten2onnx.exporter", "aten2onnx.exporter.capture",
+        "aten2onnx.symbolic", "aten2onnx.symbolic.opset9"}
 
 
 def test_the_reader_sees_lazy_imports_and_packages():

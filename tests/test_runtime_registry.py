@@ -1,12 +1,9 @@
-"""The runtime's kernel table and module structure: each kernel's schema-version range agrees with
-onnx.defs, dispatch picks the kernel for a model's opset as onnx.defs says it should, registration
-refuses bad ranges at import, and the runtime's modules import neither the exporter nor each other in
-a cycle."""
+"""The runtime's kernel table: each kernel's schema-version range agrees with onnx.defs, dispatch picks
+the kernel for a model's opset as onnx.defs says it should, and registration refuses bad ranges at
+import. (That the runtime imports neither the exporter nor itself in a cycle is tests/test_layers.py's.)"""
 
 from __future__ import annotations
 
-import ast
-import pathlib
 
 import numpy as np
 import onnx
@@ -19,8 +16,6 @@ from aten2onnx.runtime import InferenceSession, kernel as kernel_module
 from aten2onnx.runtime.kernel import CHECKED_OPSET, Kernel, all_kernels, find_kernel, kernel
 from aten2onnx.runtime.ops import MAX_OPSET
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-RUNTIME = ROOT / "aten2onnx" / "runtime"
 
 
 def _onnx_versions() -> dict[tuple[str, str], list[int]]:
@@ -136,97 +131,3 @@ def test_registration_refuses_bad_ranges(register, message):
     with pytest.raises(ValueError, match=message):
         register()
     assert all_kernels() == before
-
-
-# ---- module structure -------------------------------------------------------------------------------
-
-
-def _module_name(path: pathlib.Path) -> str:
-    parts = path.relative_to(ROOT).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def _imports(path: pathlib.Path) -> set[str]:
-    name = _module_name(path)
-    return _parsed_imports(path.read_text(), name if path.name == "__init__.py" else name.rpartition(".")[0])
-
-
-def _parsed_imports(source: str, package: str) -> set[str]:
-    """The modules a source imports anywhere in it (inside functions too): `from a import b` counts as a.b
-    where that is a module of ours, else as a; relative imports resolve against `package`."""
-    found = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".")
-                base = ".".join(parts[:len(parts) - node.level + 1] + ([base] if base else []))
-            for alias in node.names:
-                full = f"{base}.{alias.name}"
-                found.add(full if _is_our_module(full) else base)
-    return found
-
-
-def _is_our_module(name: str) -> bool:
-    path = ROOT.joinpath(*name.split("."))
-    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
-
-
-def _our_graph() -> dict[str, set[str]]:
-    """aten2onnx's modules and the aten2onnx modules each imports. A package's __init__ is an edge only
-    where a module names the package itself: importing a.b.c runs a/__init__ and a/b/__init__ too, but
-    that is Python's loading order, not a dependency of c on them."""
-    graph = {}
-    for path in (ROOT / "aten2onnx").rglob("*.py"):
-        graph[_module_name(path)] = {m for m in _imports(path) if m.startswith("aten2onnx") and _is_our_module(m)}
-    return graph
-
-
-def test_runtime_never_imports_the_exporter():
-    """No runtime module imports aten2onnx.exporter or aten2onnx.symbolic, lazily or not, directly or
-    through the modules it imports (errors, _dtypes, _aten_node, ...), nor the top-level package's API."""
-    graph = _our_graph()
-    forbidden = ("aten2onnx.exporter", "aten2onnx.symbolic", "aten2onnx.registry")
-    found = []
-    for start in (m for m in graph if m.startswith("aten2onnx.runtime")):
-        seen, stack = {start}, [(start, [start])]
-        while stack:
-            module, chain = stack.pop()
-            for dep in graph.get(module, ()):
-                if dep == "aten2onnx" or dep.startswith(forbidden):
-                    found.append(" -> ".join(chain + [dep]))
-                elif dep not in seen:
-                    seen.add(dep)
-                    stack.append((dep, chain + [dep]))
-    assert not found, found
-
-
-def test_runtime_has_no_import_cycle():
-    graph = {m: deps for m, deps in _our_graph().items() if m.startswith("aten2onnx.runtime")}
-    cycles = []
-    state: dict[str, int] = {}  # 1: on the current path, 2: done
-
-    def visit(module: str, path: list[str]) -> None:
-        state[module] = 1
-        for dep in sorted(graph.get(module, ())):
-            if dep not in graph:
-                continue
-            if state.get(dep) == 1:
-                cycles.append(" -> ".join(path[path.index(dep):] + [dep]))
-            elif dep not in state:
-                visit(dep, path + [dep])
-        state[module] = 2
-
-    for module in sorted(graph):
-        if module not in state:
-            visit(module, [module])
-    assert not cycles, cycles
-
-
-def test_import_check_sees_lazy_and_relative_imports():
-    source = ("def f():\n    from aten2onnx.runtime import session\n    import aten2onnx.exporter.builder\n"
-              "    from .kernel import Kernel\n    from ..symbolic import opset9\n")
-    assert _parsed_imports(source, "aten2onnx.runtime") == {
-        "aten2onnx.runtime.session", "aten2onnx.exporter.builder", "aten2onnx.runtime.kernel", "aten2onnx.symbolic.opset9"}
