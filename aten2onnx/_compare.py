@@ -1,5 +1,5 @@
 """Comparing what a runtime returned with eager PyTorch: tolerances per dtype, NaN equal to NaN,
-integers and bools exact; and whether onnxruntime can run an export at all."""
+integers and bools exact; whether onnxruntime can run an export at all, and a quiet session of it."""
 
 from __future__ import annotations
 
@@ -31,6 +31,15 @@ def ort_can_run(exported: ExportedModel) -> bool:
     graph = exported.model_proto.graph
     return all(v.type.tensor_type.elem_type != onnx.TensorProto.BFLOAT16
                for v in list(graph.input) + list(graph.output))
+
+
+def ort_session(model: onnx.ModelProto, log_severity: int = 3) -> Any:
+    """An onnxruntime CPU session of model, logging errors only (4: fatal ones only)."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = log_severity
+    return onnxruntime.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
 
 
 def describe(value: Any) -> str:

@@ -20,7 +20,7 @@ from torch.export.graph_signature import InputKind
 
 from aten2onnx import _dtypes
 from aten2onnx._backend import runtime_backend
-from aten2onnx._compare import difference, ort_can_run
+from aten2onnx._compare import difference, ort_can_run, ort_session
 from aten2onnx.errors import ArgumentError
 from aten2onnx.exporter import Traced, export_traced
 from aten2onnx.ir import Value
@@ -237,13 +237,7 @@ def _state_updates(exported: ExportedModel) -> list[dict[str, str]]:
 def _session(runtime: str, exported: ExportedModel, proto: onnx.ModelProto) -> Any:
     """A session of the runtime, or the exception creating one raised (reported per run)."""
     try:
-        if runtime == "aten2onnx":
-            return exported.session(proto)
-        import onnxruntime
-
-        options = onnxruntime.SessionOptions()
-        options.log_severity_level = 3
-        return onnxruntime.InferenceSession(proto.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        return exported.session(proto) if runtime == "aten2onnx" else ort_session(proto)
     except Exception as e:  # onnxruntime raises its own types; each is reported as the runtime's failure
         return e
 

@@ -35,6 +35,7 @@ from aten2onnx._compare import DEFAULT_TOLERANCES
 from aten2onnx._compare import describe as _describe
 from aten2onnx._compare import difference as _difference
 from aten2onnx._compare import ort_can_run as _ort_can_run
+from aten2onnx._compare import ort_session as _ort_session
 
 __all__ = [
     "DEFAULT_TOLERANCES",
@@ -327,12 +328,8 @@ class _Checker:
                 raise self._fail("onnx.checker", call, opset, f"the exported model is invalid: {e}", exported) from e
         session = None
         if "onnxruntime" in self.runtimes and _ort_can_run(exported):
-            import onnxruntime as ort
-
-            options = ort.SessionOptions()
-            options.log_severity_level = 3
             try:
-                session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+                session = _ort_session(model)
             except Exception as e:
                 raise self._fail("onnxruntime", call, opset, f"onnxruntime cannot load the model: {e}\n"
                                  "  (pass runtimes=('aten2onnx',) or other dtypes if onnxruntime lacks the kernel)",

@@ -39,7 +39,7 @@ import torch.utils._pytree as pytree
 from torch.overrides import TorchFunctionMode
 
 import aten2onnx
-from aten2onnx._compare import difference, ort_can_run
+from aten2onnx._compare import difference, ort_can_run, ort_session
 
 try:
     from hypothesis import strategies as st
@@ -877,12 +877,8 @@ _EAGER_NONFINITE = ("scaled_dot_product_attention",)
 
 
 def _ort_session(proto: onnx.ModelProto) -> Any:
-    import onnxruntime
-
-    options = onnxruntime.SessionOptions()
-    options.log_severity_level = 4
     try:
-        return onnxruntime.InferenceSession(proto.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        return ort_session(proto, log_severity=4)
     except Exception as e:
         if "NOT_IMPLEMENTED" in str(e) or "Could not find an implementation" in str(e):
             return None  # onnxruntime has no kernel for a type: a coverage gap, not a wrong answer
