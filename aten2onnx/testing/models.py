@@ -835,9 +835,8 @@ def _compare_runs(program: Program, module: torch.nn.Module, exported: aten2onnx
                 _match(f"run {run}: aten2onnx.runtime", exported, results, expected, updates, ours_feeds, state, written,
                        tolerance)
             except _Bug as bug:
-                if precision.nonfinite and any(op in program.source() for op in _EAGER_NONFINITE):
-                    return Outcome(opset, "deviation", f"{bug} (eager's fused kernel departs from its math on NaN or inf)")
-                raise
+                return _deviation(bug, opset, program, precision, _EAGER_NONFINITE,
+                                  "eager's fused kernel departs from its math on NaN or inf")
         if ort is not None:
             ort_feeds = {k: v.numpy() for k, v in feeds.items()}
             try:
@@ -855,18 +854,27 @@ def _compare_runs(program: Program, module: torch.nn.Module, exported: aten2onnx
             try:
                 _match(f"run {run}: onnxruntime", exported, tensors, expected, updates, fed, state, written, tolerance)
             except _Bug as bug:
-                if precision.nonfinite and any(op in program.source() for op in _ORT_NONFINITE):
-                    return Outcome(opset, "deviation", f"{bug} (a known onnxruntime deviation on NaN or inf)")
-                raise
+                return _deviation(bug, opset, program, precision, _ORT_NONFINITE,
+                                  "a known onnxruntime deviation on NaN or inf")
     return Outcome(opset, "match")
 
 
+def _deviation(bug: _Bug, opset: int, program: Program, precision: _Precisions, ops: tuple[str, ...],
+               why: str) -> Outcome:
+    """A runtime's disagreement as a known deviation, when eager met NaN or inf on the run and the program
+    uses one of `ops`; otherwise the bug, raised."""
+    if precision.nonfinite and any(op in program.source() for op in ops):
+        return Outcome(opset, "deviation", f"{bug} ({why})")
+    raise bug
+
+
 # Ops whose onnxruntime kernels depart from eager on NaN and infinities (MaxPool and ArgMax skip NaN,
-# ReduceMax/ReduceMin keep a NaN only where it comes first along the axis, Unique drops it, Where turns a -0 into +0, attention and linear Resize weigh an infinity by 0): an
-# onnxruntime disagreement on a run where eager met NaN or inf is a known deviation, when these
-# ops are in the program; aten2onnx.runtime must still agree.
-_ORT_NONFINITE = ("max_pool", "argmax", "argmin", ".indices", "amax", "amin", ".max(", ".min(", "unique", "scaled_dot_product_attention",
-                  "interpolate", "atan2", "where", "masked_fill", "clamp")
+# ReduceMax/ReduceMin keep a NaN only where it comes first along the axis, Unique drops it, Where turns
+# a -0 into +0, attention and linear Resize weigh an infinity by 0): an onnxruntime disagreement on a
+# run where eager met NaN or inf is a known deviation, when these ops are in the program;
+# aten2onnx.runtime must still agree.
+_ORT_NONFINITE = ("max_pool", "argmax", "argmin", ".indices", "amax", "amin", ".max(", ".min(", "unique",
+                  "scaled_dot_product_attention", "interpolate", "atan2", "where", "masked_fill", "clamp")
 
 
 # Ops whose eager CPU kernel departs from torch's own math reference on NaN and infinities: the fused
