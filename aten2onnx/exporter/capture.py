@@ -103,14 +103,6 @@ def _user_frame(exc: BaseException) -> str | None:
     return found
 
 
-def _summary(e: BaseException, max_lines: int = 8) -> str:
-    """The first lines of torch.export's message that say something (its own hints included)."""
-    text = [line.rstrip() for line in str(e).strip().splitlines() if line.strip()]
-    text = [line for line in text if not line.lstrip().startswith(("Set TORCH", "For more information", "File \""))]
-    more = " ..." if len(text) > max_lines else ""
-    return "\n    ".join(text[:max_lines]) + more
-
-
 def _cov(input: torch.Tensor, *, correction: int = 1, fweights: torch.Tensor | None = None,
          aweights: torch.Tensor | None = None) -> torch.Tensor:
     """torch.cov as tensor ops (ATen's cov checks its arguments with data-dependent comparisons,
