@@ -4,12 +4,10 @@ narrows, joint graphs, and a capture that fails in our words only."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import subprocess
 import sys
 import textwrap
-import warnings
 
 import onnx
 import pytest
