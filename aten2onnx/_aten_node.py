@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import torch
 
+from aten2onnx._onnx_graphs import graphs
+
 DOMAIN = "org.pytorch.aten"
 RESERVED = frozenset({"operator", "overload_name", "namespace", "input_args", "complex_inputs", "complex_outputs",
                       "complex_scalars"})
@@ -77,20 +79,17 @@ def schema_kind(arg: torch._C.Argument) -> tuple[str, bool, bool]:
 
 
 def overload_keys(graph) -> set[str]:
-    """The ATen overloads (`aten::op.overload`) of the fallback nodes in an ONNX graph, bodies included."""
+    """The ATen overloads (`aten::op.overload`) of the fallback nodes in an ONNX graph (or function),
+    bodies included; a node that names no operator in text names none."""
     import onnx
 
     keys: set[str] = set()
-    for node in graph.node:
-        attrs = {a.name: a for a in node.attribute}
-        if node.op_type == "ATen" and node.domain == DOMAIN:
-            text = {k: onnx.helper.get_attribute_value(a).decode() for k, a in attrs.items()
-                    if k in ("operator", "overload_name", "namespace")}
-            keys.add(f"{text.get('namespace', 'aten')}::{text['operator']}.{text.get('overload_name') or 'default'}")
-        for a in attrs.values():
-            if a.type == onnx.AttributeProto.GRAPH:
-                keys |= overload_keys(a.g)
-            elif a.type == onnx.AttributeProto.GRAPHS:
-                for body in a.graphs:
-                    keys |= overload_keys(body)
+    for body in graphs(graph):
+        for node in body.node:
+            if node.op_type != "ATen" or node.domain != DOMAIN:
+                continue
+            text = {a.name: a.s.decode(errors="replace") for a in node.attribute
+                    if a.type == onnx.AttributeProto.STRING and a.name in ("operator", "overload_name", "namespace")}
+            if "operator" in text:
+                keys.add(f"{text.get('namespace', 'aten')}::{text['operator']}.{text.get('overload_name') or 'default'}")
     return keys

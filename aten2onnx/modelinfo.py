@@ -11,22 +11,11 @@ from typing import Iterator
 import onnx
 
 from aten2onnx._aten_node import DOMAIN as ATEN_DOMAIN, overload_keys
+from aten2onnx._onnx_graphs import graphs
 from aten2onnx.exporter.model import COMPLEX_KEY, STATE_KEY
 
 # The node metadata every exported node carries (exporter/translate.py, Translator._enter).
 PROVENANCE_KEYS = ("aten_op", "source", "module")
-
-
-def graphs(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
-    """graph and, recursively, the bodies of its If, Loop and Scan nodes."""
-    yield graph
-    for node in graph.node:
-        for attr in node.attribute:
-            if attr.type == onnx.AttributeProto.GRAPH:
-                yield from graphs(attr.g)
-            elif attr.type == onnx.AttributeProto.GRAPHS:
-                for body in attr.graphs:
-                    yield from graphs(body)
 
 
 def nodes(model: onnx.ModelProto) -> Iterator[onnx.NodeProto]:

@@ -14,10 +14,11 @@ PACKAGE = pathlib.Path(aten2onnx.__file__).resolve().parent
 
 # What each layer may import of aten2onnx (besides itself). Modules at the top of the package not
 # listed here (the public API, the CLI, verification, coverage, the backend wiring) may import anything.
-BASE = {"errors", "_dtypes"}
+BASE = {"errors", "_dtypes", "_onnx_graphs"}
 ALLOWED = {
     "errors": set(),
     "_dtypes": set(),
+    "_onnx_graphs": set(),
     "_aten_node": BASE,
     "registry": BASE,
     "ir": BASE,

@@ -1,21 +1,21 @@
-"""The export pipeline: capture with torch.export, translate through the registry, assemble."""
+"""The export pipeline: capture with torch.export, rewrite with the FX passes (passes/), translate
+through the registry, assemble."""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import torch
 
 from aten2onnx import _aten_node
 from aten2onnx.errors import ArgumentError, Aten2OnnxError, CaptureError, ExportError, InternalError, warn_user
-from aten2onnx.exporter import diagnose, dynamic
-from aten2onnx.ir import GraphBuilder, Value
+from aten2onnx.exporter import diagnose, dynamic, passes
 from aten2onnx.exporter.capture import capture
-from aten2onnx.exporter.functionalize import FunctionalGraph, functionalize
 from aten2onnx.exporter.model import ExportedModel, build_model
 from aten2onnx.exporter.progress import Progress
 from aten2onnx.exporter.translate import Translator
+from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.registry import REGISTRY
 
 __all__ = ["ExportedModel", "GraphBuilder", "Traced", "Value", "export_program", "export_traced"]
@@ -39,7 +39,7 @@ class Traced:
     ONNX values each of its top-level nodes became ({FX node name: Value, or a tuple of them, or a number})."""
 
     exported: ExportedModel
-    program: FunctionalGraph
+    program: passes.Program
     values: dict[str, Any]
 
 
@@ -75,7 +75,8 @@ def export_traced(model: Any, args: tuple, kwargs: dict | None, **options: Any) 
 
 def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic_shapes: Any,
             fallback: str, input_names: list[str] | None, output_names: list[str] | None,
-            custom_symbolics: dict[str, Callable] | None, backend: Backend, progress: bool | None = None) -> Traced:
+            custom_symbolics: dict[str, Callable] | None, backend: Backend, progress: bool | None = None,
+            pipeline: Sequence[passes.Pass] = passes.PIPELINE) -> Traced:
     from aten2onnx import symbolic  # noqa: F401  (registers the built-in symbolics)
     from aten2onnx.symbolic import MAX_OPSET, MIN_OPSET
 
@@ -94,9 +95,9 @@ def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic
     diagnose.warn_baked_globals(model)
     names = dynamic.dim_names(ep, model, args, kwargs, dynamic_shapes)
     with stages.stage("rewrite"):
-        program = functionalize(ep)
-    if program.note:
-        warn_user(program.note)
+        program = passes.run(ep, pipeline)
+    for note in program.notes:
+        warn_user(note)
     translator = Translator(program, opset=opset, fallback=fallback, overrides=overrides, evaluator=backend.evaluate)
     with torch.no_grad(), stages.stage("translation", total=len(program.gm.graph.nodes) - 1, unit="node") as bar:
         translation = translator.run(input_names, advance=bar.update)
@@ -124,6 +125,6 @@ def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic
         outputs=outputs,
         opset=opset,
         session_factory=backend.session,
-        notes=[program.note] if program.note else [],
+        notes=list(program.notes),
     )
     return Traced(exported, program, translation.values)

@@ -12,6 +12,7 @@ import torch
 from torch.export import Dim, ExportedProgram
 from torch.export.graph_signature import InputKind
 
+from aten2onnx._onnx_graphs import graphs
 from aten2onnx.errors import warn_user
 
 
@@ -94,15 +95,9 @@ def rename_dims(model: onnx.ModelProto, mapping: dict[str, str]) -> None:
     if not mapping:
         return
     pattern = re.compile(r"\b(" + "|".join(map(re.escape, mapping)) + r")\b")
-
-    def fix(graph: onnx.GraphProto) -> None:
+    for graph in graphs(model.graph):
         for info in list(graph.input) + list(graph.output) + list(graph.value_info):
             for d in info.type.tensor_type.shape.dim:
                 if d.dim_param:
                     d.dim_param = pattern.sub(lambda m: mapping[m.group(1)], d.dim_param)
-        for node in graph.node:
-            for attr in node.attribute:
-                if attr.type == onnx.AttributeProto.GRAPH:
-                    fix(attr.g)
 
-    fix(model.graph)

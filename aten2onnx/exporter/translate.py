@@ -18,9 +18,9 @@ from aten2onnx.errors import ArgumentError, ExportError, SymbolicError, Unsuppor
 from aten2onnx.ir import op_types
 from aten2onnx.ir import GraphBuilder, Node, Subgraph, Value, body_output, dim_of, graph_type
 from aten2onnx.exporter.fallback import emit_aten_node
-from aten2onnx.exporter.functionalize import FunctionalGraph
 from aten2onnx.exporter.provenance import module_of, source_of
 from aten2onnx.registry import REGISTRY, Resolved, bind
+from aten2onnx.exporter.passes import Program
 
 # Higher-order ops that only wrap a body in a grad or autocast mode: position of the body argument.
 _WRAPPERS = {"wrap_with_set_grad_enabled": 1, "wrap_with_autocast": 4}
@@ -37,7 +37,7 @@ class OutputSlot:
 
 @dataclasses.dataclass
 class StateSlot:
-    """The new value of a buffer or user input the graph writes (see functionalize.OutputRole)."""
+    """The new value of a buffer or user input the graph writes (see passes.OutputRole)."""
 
     kind: str  # "buffer" or "input"
     state: Value  # the initializer or graph input that holds the old value
@@ -56,7 +56,7 @@ class Translation:
 
 
 class Translator:
-    def __init__(self, program: FunctionalGraph, *, opset: int, fallback: str,
+    def __init__(self, program: Program, *, opset: int, fallback: str,
                  overrides: dict[str, Callable], evaluator: Callable | None) -> None:
         self.ep = program.ep
         self.gm = program.gm
@@ -126,13 +126,10 @@ class Translator:
     # -- call_function nodes ------------------------------------------------------------------------
     def _translate_nodes(self, gm: torch.fx.GraphModule, advance: Callable[[], Any] | None = None) -> Any:
         """Translate a graph module's nodes; returns what its output node returns."""
-        dead = _droppable(gm.graph)
         for node in gm.graph.nodes:
             if node.op == "output":
                 return torch.fx.node.map_aggregate(node.args[0], self._lookup)
-            if node in dead:
-                pass
-            elif node.op == "call_function":
+            if node.op == "call_function":
                 self._translate_call(node)
             elif node.op == "get_attr":
                 attr = getattr(gm, node.target)
@@ -507,30 +504,6 @@ def _as_bool_scalar(g: GraphBuilder, value: Any) -> Value:
     if value.shape != ():
         value = g.op("Reshape", value, g.const([], dtype=torch.int64))
     return value
-
-
-# Runtime checks torch.export adds (an exported graph does not check them): dropped.
-_ASSERTIONS = frozenset({"aten::_assert_scalar.default", "aten::_assert_async.msg", "aten::_assert_async.default",
-                         "aten::sym_constrain_range.default", "aten::sym_constrain_range_for_size.default",
-                         "aten::_assert_tensor_metadata.default"})
-
-
-def _droppable(graph: torch.fx.Graph) -> set[torch.fx.Node]:
-    """Nodes nothing needs: runtime assertions, and pure computations that feed only them or
-    nothing (e.g. sym_storage_offset checked >= 0), so they need no symbolic."""
-    dead: set[torch.fx.Node] = set()
-    for node in reversed(graph.nodes):
-        if node.op != "call_function" or isinstance(node.target, torch._ops.HigherOrderOperator):
-            continue
-        if isinstance(node.target, torch._ops.OpOverload):
-            if _registry.overload_key(node.target) in _ASSERTIONS:
-                dead.add(node)
-                continue
-            if node.target._schema.is_mutable:
-                continue
-        if all(user in dead for user in node.users):
-            dead.add(node)
-    return dead
 
 
 def _is_complex(val: Any) -> bool:

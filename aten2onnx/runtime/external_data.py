@@ -9,6 +9,7 @@ from typing import Iterator
 
 import onnx
 
+from aten2onnx._onnx_graphs import bodies
 from aten2onnx.errors import InvalidModelError
 
 # The keys onnx's external-data format defines; any other is refused rather than ignored.
@@ -23,11 +24,11 @@ def external_tensors(model: onnx.ModelProto) -> Iterator[onnx.TensorProto]:
         graph = stack.pop()
         tensors = list(graph.initializer) + [s.values for s in graph.sparse_initializer] + \
             [s.indices for s in graph.sparse_initializer]
+        stack += [body for node in graph.node for body in bodies(node)]
         for node in graph.node:
             for attr in node.attribute:
                 tensors += [attr.t] if attr.HasField("t") else []
                 tensors += list(attr.tensors)
-                stack += ([attr.g] if attr.HasField("g") else []) + list(attr.graphs)
         yield from (t for t in tensors if t.data_location == onnx.TensorProto.EXTERNAL)
 
 

@@ -36,6 +36,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from aten2onnx._onnx_graphs import graphs
+
 Seed = tuple[onnx.ModelProto, dict[str, np.ndarray]]
 
 # Worker limits: each run of our runtime stops after RUN_TIMEOUT seconds (our RunTimeoutError); a
@@ -66,14 +68,7 @@ _ELEM_TYPES = tuple(v for v in TensorProto.DataType.values())
 
 def _graphs(model: onnx.ModelProto) -> list[onnx.GraphProto]:
     """The main graph and every subgraph, outermost first."""
-    found, stack = [], [model.graph]
-    while stack:
-        graph = stack.pop(0)
-        found.append(graph)
-        for node in graph.node:
-            for attr in node.attribute:
-                stack += ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else []) + list(attr.graphs)
-    return found
+    return list(graphs(model.graph))
 
 
 def _nodes(model: onnx.ModelProto) -> list[tuple[onnx.GraphProto, onnx.NodeProto]]:

@@ -13,6 +13,7 @@ import onnx
 import torch
 
 from aten2onnx._aten_node import DOMAIN as ATEN_DOMAIN
+from aten2onnx._onnx_graphs import bodies
 from aten2onnx.errors import InvalidInputError, InvalidModelError, KernelError, RunError, RunTimeoutError
 from aten2onnx.runtime.external_data import external_tensors, load_external_data
 from aten2onnx.runtime.kernel import (Kernel, SessionContext, decode_attribute, find_kernel, from_numpy, op_schema,
@@ -60,9 +61,8 @@ def free_variables(graph: onnx.GraphProto) -> set[str]:
     used: set[str] = set()
     for node in graph.node:
         used.update(n for n in node.input if n)
-        for attr in node.attribute:
-            for sub in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)):
-                used |= free_variables(sub)
+        for sub in bodies(node):
+            used |= free_variables(sub)
         defined.update(node.output)
     return used - defined
 
@@ -264,12 +264,8 @@ def _reraise_signal(error: Exception) -> None:
 
 def _implicit_names(node: onnx.NodeProto) -> set[str]:
     names: set[str] = set()
-    for attr in node.attribute:
-        if attr.type == onnx.AttributeProto.GRAPH:
-            names |= free_variables(attr.g)
-        elif attr.type == onnx.AttributeProto.GRAPHS:
-            for g in attr.graphs:
-                names |= free_variables(g)
+    for body in bodies(node):
+        names |= free_variables(body)
     return names
 
 

@@ -10,6 +10,7 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
 from aten2onnx._aten_node import DOMAIN as ATEN_DOMAIN
+from aten2onnx._onnx_graphs import bodies
 from aten2onnx.errors import InvalidModelError
 from aten2onnx.runtime.optimize import DOMAIN as FUSED_DOMAIN
 
@@ -79,9 +80,8 @@ def check_graph(graph: onnx.GraphProto, outer: frozenset[str], depth: int) -> No
         for attr in node.attribute:
             if attr.type == onnx.AttributeProto.TENSOR:
                 _check_tensor(attr.t, f"{where}: node {node.name!r} attribute {attr.name!r}")
-            for body in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else
-                         list(attr.graphs) if attr.type == onnx.AttributeProto.GRAPHS else []):
-                check_graph(body, scope, depth + 1)
+        for body in bodies(node):
+            check_graph(body, scope, depth + 1)
 
 
 def _check_text(model: onnx.ModelProto) -> None:

@@ -19,11 +19,12 @@ from typing import Any
 import torch
 import torch.fx
 from torch.export import ExportedProgram
-from torch.export.graph_signature import InputKind, OutputKind
+from torch.export.graph_signature import InputKind
 from torch.fx.experimental.symbolic_shapes import statically_known_true
 from torch.multiprocessing.reductions import StorageWeakRef
 
 from aten2onnx.errors import ExportError
+from aten2onnx.exporter.passes.program import OutputRole, Program
 from aten2onnx.exporter.provenance import source_of
 from aten2onnx.registry import functional_twin, is_mutating, written_arguments
 
@@ -32,41 +33,6 @@ aten = torch.ops.aten
 
 class Unsupported(Exception):
     """An aliasing pattern this pass does not handle; the message says which."""
-
-
-@dataclasses.dataclass(frozen=True)
-class OutputRole:
-    """What one entry of the graph's output node is: a user output, or the new value of a buffer
-    (named by its state_dict key) or of a user input (named by its placeholder)."""
-
-    kind: str  # "output", "buffer" or "input"
-    name: str | None = None
-
-
-@dataclasses.dataclass
-class FunctionalGraph:
-    ep: ExportedProgram  # the program whose inputs and weights the graph reads
-    gm: torch.fx.GraphModule
-    roles: list[OutputRole]
-    note: str | None = None  # set when torch's functionalization was used instead of this pass
-
-
-def roles_from_signature(ep: ExportedProgram) -> list[OutputRole]:
-    roles = []
-    for spec in ep.graph_signature.output_specs:
-        if spec.kind == OutputKind.USER_OUTPUT:
-            roles.append(OutputRole("output"))
-        elif spec.kind == OutputKind.BUFFER_MUTATION:
-            roles.append(OutputRole("buffer", spec.target))
-        elif spec.kind == OutputKind.USER_INPUT_MUTATION:
-            roles.append(OutputRole("input", spec.target))
-        elif spec.kind in (OutputKind.LOSS_OUTPUT, OutputKind.GRADIENT_TO_PARAMETER, OutputKind.GRADIENT_TO_USER_INPUT):
-            raise ExportError(f"output {spec.arg.name!r} is a {spec.kind.name}: the program is a joint forward-backward "
-                              "graph, which aten2onnx.export does not take; export the forward program (before "
-                              "_export_forward_backward) instead")
-        else:
-            raise ExportError(f"output {spec.arg.name!r} is a {spec.kind.name}, which aten2onnx does not export")
-    return roles
 
 
 # View ops the pass can write through: each maps (parent, new value of the view, the view's other
@@ -473,20 +439,20 @@ class _Builder:
         return self.rewriter._emit(target, args, kwargs, self.like)
 
 
-def functionalize(ep: ExportedProgram) -> FunctionalGraph:
-    """ep's graph with every in-place op rewritten. When this pass cannot prove a rewrite right,
+def functionalize(program: Program) -> Program:
+    """The program with every in-place op rewritten. When this pass cannot prove a rewrite right,
     torch's own functionalization (run_decompositions with no decompositions) is used instead."""
-    if not needs_rewrite(ep.graph_module):
-        return FunctionalGraph(ep, ep.graph_module, roles_from_signature(ep))
+    if not needs_rewrite(program.gm):
+        return program
     try:
-        gm, roles = _Rewriter(ep, ep.graph_module).run()
-        return FunctionalGraph(ep, gm, roles)
+        gm, roles = _Rewriter(program.ep, program.gm).run()
+        return dataclasses.replace(program, gm=gm, roles=tuple(roles))
     except Unsupported as e:
         try:
-            functional = ep.run_decompositions({})
+            functional = program.ep.run_decompositions({})
         except Exception as failure:  # torch's functionalization raises whatever its decompositions raise
             raise ExportError(f"the model writes in place in a way aten2onnx's rewrite does not handle ({e}), and "
                               f"torch's functionalization failed on it too: {type(failure).__name__}: "
                               f"{str(failure).splitlines()[0]}") from failure
         note = f"aten2onnx's mutation rewrite does not handle this graph ({e}); used torch's functionalization"
-        return FunctionalGraph(functional, functional.graph_module, roles_from_signature(functional), note)
+        return dataclasses.replace(Program.captured(functional), notes=program.notes + (note,))

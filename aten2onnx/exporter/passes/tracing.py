@@ -1,0 +1,247 @@
+"""Rewrites applied while torch.export traces the model (capture.py enters them), for calls it cannot
+capture as eager writes them: the call is traced as an equivalent that reads no tensor value into Python."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+from typing import Iterator
+
+import torch
+from torch.nn.modules import transformer
+from torch.overrides import TorchFunctionMode
+
+
+@contextlib.contextmanager
+def causal_masks_taken_as_given() -> Iterator[None]:
+    """Transformer modules given a mask and no is_causal hint compare the mask with a causal one and read
+    the answer as a Python bool, which torch.export cannot trace. The answer only lets attention drop a
+    mask equal to the causal one for the is_causal path, whose values are the same; kept, the mask stays
+    an input of the graph, right for whatever mask a run is given. So during capture a mask is causal
+    only when the caller says so."""
+    def given(mask: torch.Tensor | None, is_causal: bool | None = None, size: int | None = None) -> bool:
+        return is_causal is True
+
+    detect = transformer._detect_is_causal_mask
+    transformer._detect_is_causal_mask = given
+    try:
+        yield
+    finally:
+        transformer._detect_is_causal_mask = detect
+
+
+def _cov(input: torch.Tensor, *, correction: int = 1, fweights: torch.Tensor | None = None,
+         aweights: torch.Tensor | None = None) -> torch.Tensor:
+    """torch.cov as tensor ops (ATen's cov checks its arguments with data-dependent comparisons,
+    which torch.export cannot trace; the weights' sign and integrality are not checked here)."""
+    x = input if input.dim() == 2 else input.reshape(1, -1)
+    weights = fweights if aweights is None else aweights if fweights is None else fweights * aweights
+    if weights is None:
+        avg = x.mean(1, keepdim=True)
+        norm = x.shape[1] - correction
+    else:
+        w_sum = weights.sum()
+        avg = (x * weights).sum(1, keepdim=True) / w_sum
+        norm = w_sum if correction == 0 else w_sum - correction if aweights is None else \
+            w_sum - correction * (weights * aweights).sum() / w_sum
+    norm = torch.clamp(torch.as_tensor(norm, dtype=avg.dtype), min=0)  # ATen warns and uses 0
+    xm = x - avg
+    c = xm @ (xm if weights is None else xm * weights).transpose(0, 1).conj()
+    return (c / norm).squeeze()
+
+
+def _corrcoef(input: torch.Tensor) -> torch.Tensor:
+    """torch.corrcoef by _cov, as ATen computes it."""
+    c = _cov(input)
+    if c.dim() == 0:
+        return c / c
+    std = torch.sqrt(torch.diagonal(c))
+    c = c / std[:, None] / std[None, :]
+    return torch.clamp(c, -1, 1) if not c.is_complex() else torch.complex(torch.clamp(c.real, -1, 1), torch.clamp(c.imag, -1, 1))
+
+
+def _gaussian_nll_loss(input: torch.Tensor, target: torch.Tensor, var: torch.Tensor, full: bool = False,
+                       eps: float = 1e-6, reduction: str = "mean") -> torch.Tensor:
+    """F.gaussian_nll_loss with a tensor var, as torch computes it, but for the check that var has no
+    negative entry: torch raises on `torch.any(var < 0)`, a bool read from data, which torch.export can
+    only carry as a runtime assertion, and an exported graph drops those (translate._ASSERTIONS: ONNX has
+    no op that stops a run). Dropped, the graph would clamp a negative var to eps and return a finite
+    loss where eager raises; instead the whole result is NaN then, which no valid input gives (var is
+    clamped to eps > 0 before the log). The shape checks read sizes only, so they stay as torch has them."""
+    negative = torch.any(var < 0)
+    if var.size() != input.size():
+        if input.size()[:-1] == var.size():  # one var per row of the last dim
+            var = torch.unsqueeze(var, -1)
+        elif not (input.ndim == var.ndim
+                  and sum(y for x, y in zip(input.size(), var.size(), strict=True) if x != y) == 1):
+            raise ValueError("var is of incorrect size")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
+    # torch clamps a clone in place under no_grad, so that the gradient passes unclamped, and adds the
+    # constant in place; an exported graph has no gradient, and out of place the values are the same
+    var = var.clamp(min=eps)
+    loss = 0.5 * (torch.log(var) + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    loss = loss.mean() if reduction == "mean" else loss.sum() if reduction == "sum" else loss
+    return torch.where(negative, math.nan, loss)
+
+
+def _narrow(input: torch.Tensor, dim: int, start: torch.Tensor, length: int) -> torch.Tensor:
+    """narrow at a start held in a 0-d tensor. narrow.Tensor reads the start inside ATen, where
+    torch.export cannot bind it to the graph (PendingUnbackedSymbolNotFound); here `.item()` reads it in
+    the graph, and the rest is narrow.default's: a negative start counts from the end, the range is
+    checked as eager checks it (runtime assertions, which an exported graph drops like every
+    torch._check), and the result is a slice, a view of input, so writes through it reach input."""
+    dim = dim + input.dim() if dim < 0 else dim
+    size = input.shape[dim]
+    value = start.long().item()  # as narrow.Tensor reads it: item<int64_t>()
+    torch._check_index((-size <= value) & (value <= size),
+                       lambda: f"start out of range (expected to be in range of [{-size}, {size}], but got {value})")
+    value = torch.sym_ite(value < 0, value + size, value)
+    torch._check(value >= 0)
+    torch._check(length >= 0, lambda: "narrow(): length must be non-negative.")
+    torch._check(value + length <= size, lambda: f"start ({value}) + length ({length}) exceeds dimension size ({size}).")
+    out = input[(slice(None),) * dim + (slice(value, value + length),)]
+    torch._check(out.shape[dim] == length)  # the slice's size is the length, not a new unbacked symbol
+    return out
+
+
+def _lengths(lengths: torch.Tensor | list[int] | tuple[int, ...], batch: int, device: torch.device) -> torch.Tensor:
+    """ctc_loss's input or target lengths, given as a tensor ((N) or () unbatched) or as ints, as int64 [N]."""
+    if isinstance(lengths, torch.Tensor):
+        return lengths.to(device, torch.int64).reshape(batch)
+    # as_tensor, not tensor: torch.tensor's constant comes with a detach_, an in-place op in the graph
+    return torch.as_tensor(lengths, dtype=torch.int64, device=device).reshape(batch)
+
+
+def _logsumexp(*terms: torch.Tensor) -> torch.Tensor:
+    """log(exp(a) + exp(b) + ...) as ATen's CTC kernel sums it: from the largest term, which is taken as
+    0 where every term is -inf (here clamped to the lowest float: exp(-inf - m) is still 0)."""
+    m = functools.reduce(torch.maximum, terms).clamp(min=torch.finfo(terms[0].dtype).min)
+    return torch.log(functools.reduce(torch.add, [torch.exp(x - m) for x in terms])) + m
+
+
+def _ctc_loss(log_probs: torch.Tensor, targets: torch.Tensor, input_lengths: torch.Tensor | list[int],
+              target_lengths: torch.Tensor | list[int], blank: int = 0, reduction: str = "mean",
+              zero_infinity: bool = False) -> torch.Tensor:
+    """F.ctc_loss as ATen's CPU kernel computes it, in tensor ops of static shapes. aten._ctc_loss sizes
+    its alphas by the longest target, read from data (no meta kernel); here every target is padded to a
+    static bound S (the padded targets' width, or the whole concatenation, or the longest of int
+    lengths) and the forward algorithm runs over the extended labels (blank, l1, blank, ..., blank) of
+    2 * S + 1 positions for the whole batch at once, the time loop unrolled over the steps of input, a
+    sequence's alphas held from its input length on. Positions past a target's end are blanks, and no
+    alpha reads a later position, so the padding does not reach the result. Eager's checks of lengths
+    against sizes read data: an exported graph cannot raise, so they are not made."""
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    batched = log_probs.dim() == 3
+    lp = log_probs if batched else log_probs.unsqueeze(1)
+    steps, batch, classes = lp.shape
+    device = lp.device
+    inputs, lengths = _lengths(input_lengths, batch, device), _lengths(target_lengths, batch, device)
+    targets = targets.to(device, torch.int64)  # as eager moves them
+    width = targets.shape[-1]  # 2-D: the padded width; 1-D: the concatenation, which holds every target
+    if not isinstance(target_lengths, torch.Tensor):
+        width = min(width, max(target_lengths, default=0))
+    width = max(width, 1)
+    positions, sequence = torch.arange(width, device=device), torch.arange(batch, device=device)
+    if targets.numel() == 0:
+        labels = torch.full((batch, width), blank, device=device)
+    elif targets.dim() == 2:
+        labels = targets[:, :width]
+    else:  # a sequence's labels start where the ones before it end
+        before = sequence[None, :] < sequence[:, None]
+        starts = torch.where(before, lengths, 0).sum(1)
+        labels = targets[(starts[:, None] + positions).clamp(max=targets.numel() - 1)]
+    labels = torch.where(positions < lengths[:, None], labels, blank)
+    size = 2 * width + 1
+    extended = torch.stack([torch.full_like(labels, blank), labels], -1).reshape(batch, 2 * width)
+    extended = torch.cat([extended, torch.full((batch, 1), blank, device=device)], 1)
+    # each step's log-probabilities of the extended labels, [T, N, 2S + 1], by one Gather
+    columns = (sequence[:, None] * classes + extended).reshape(-1)
+    emitted = lp.reshape(steps, batch * classes).index_select(1, columns).reshape(steps, batch, size)
+    never = torch.full((batch, 2), -math.inf, dtype=lp.dtype, device=device)
+    # a label may follow the label two positions back (skipping a blank) where the two differ
+    skip = torch.cat([never, torch.where(extended[:, 2:] != extended[:, :-2], 0.0, -math.inf).to(lp.dtype)], 1)
+    alpha = emitted[0] + torch.where(torch.arange(size, device=device) < 2, 0.0, -math.inf).to(lp.dtype)
+    running = torch.arange(steps, device=device)[:, None, None] < inputs[None, :, None]
+    for t in range(1, steps):
+        shifted = torch.cat([never, alpha], 1)
+        step = _logsumexp(alpha, shifted[:, 1:-1], shifted[:, :-2] + skip) + emitted[t]
+        alpha = torch.where(running[t], step, alpha)
+    # the likelihood sums the alphas ending on the last label and on the blank after it
+    last = sequence * size + 2 * lengths
+    alpha = alpha.reshape(-1)
+    on_label = torch.where(lengths > 0, alpha.index_select(0, (last - 1).clamp(min=0)), -math.inf)
+    loss = -_logsumexp(alpha.index_select(0, last), on_label)
+    # no input: eager's likelihood is 1 for an empty target, 0 for any other
+    loss = torch.where(inputs > 0, loss, torch.where(lengths > 0, math.inf, 0.0).to(lp.dtype))
+    if zero_infinity:
+        loss = torch.where(loss == math.inf, 0.0, loss)
+    if reduction == "mean":
+        return (loss / lengths.clamp(min=1).to(lp.dtype)).mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss if batched else loss.squeeze(0)
+
+
+def _floating_var(args: tuple, kwargs: dict) -> bool:
+    """Whether a gaussian_nll_loss call's var is a floating tensor (a number needs nothing; eager
+    rejects an integer tensor when it clamps it in place)."""
+    var = args[2] if len(args) > 2 else kwargs.get("var")
+    return isinstance(var, torch.Tensor) and var.is_floating_point()
+
+
+def _tensor_start(args: tuple, kwargs: dict) -> bool:
+    """Whether a narrow call starts at a 0-d integer tensor (any other tensor start is eager's error)."""
+    start = args[2] if len(args) > 2 else kwargs.get("start")
+    return (isinstance(start, torch.Tensor) and start.dim() == 0 and start.dtype != torch.bool
+            and not start.dtype.is_floating_point and not start.dtype.is_complex)
+
+
+class DataDependentChecks(TorchFunctionMode):
+    """Functions torch.export cannot trace because they compute a Python bool from tensor values
+    (aten.equal has no fake kernel: its output depends on data), traced as equivalents during
+    non-strict capture. torch.equal and torch.allclose become tensor ops read back with `.item()`,
+    a symbolic bool the graph carries: returned, it is a graph output; branched on, torch.export
+    reports the branch. torch.cov and torch.corrcoef (which call equal to check arguments) become
+    their formulas. one_hot without num_classes and tensor_split at indices held in a tensor read
+    their sizes from data: they become symbolic sizes. gaussian_nll_loss raises on negative variances
+    read from data: its result becomes NaN there. narrow at a start held in a tensor reads the start
+    where torch.export does not see it: the start becomes a symbolic int. ctc_loss sizes its work by
+    the longest target: it becomes the forward algorithm over a static bound of it."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in (torch.equal, torch.Tensor.equal):
+            a, b = args
+            if a.shape != b.shape:
+                return False
+            return torch.eq(a, b).all().item()
+        if func in (torch.allclose, torch.Tensor.allclose):
+            return torch.isclose(*args, **kwargs).all().item()
+        if func is torch.nn.functional.one_hot and (args[1:] or [kwargs.get("num_classes", -1)])[0] == -1:
+            # the class count is the data's maximum + 1: a symbolic size the graph computes
+            x = args[0]
+            classes = x.max().item() + 1
+            torch._check(classes >= 1)
+            return (x.unsqueeze(-1) == torch.arange(classes, device=x.device)).long()
+        if func in (torch.tensor_split, torch.Tensor.tensor_split) and isinstance(args[1], torch.Tensor) \
+                and args[1].dim() == 1:
+            # split points read from a tensor: symbolic ints (a 0-d tensor, a count of sections, would
+            # make the number of outputs depend on data, which no graph can have)
+            x, indices, *rest = args
+            return func(x, indices.tolist(), *rest, **kwargs)
+        if func in (torch.cov, torch.Tensor.cov):
+            return _cov(*args, **kwargs)
+        if func in (torch.corrcoef, torch.Tensor.corrcoef):
+            return _corrcoef(*args, **kwargs)
+        if func is torch.nn.functional.gaussian_nll_loss and _floating_var(args, kwargs):
+            return _gaussian_nll_loss(*args, **kwargs)
+        if func in (torch.narrow, torch.Tensor.narrow) and _tensor_start(args, kwargs):
+            return _narrow(*args, **kwargs)
+        if func is torch.nn.functional.ctc_loss:
+            return _ctc_loss(*args, **kwargs)
+        return func(*args, **kwargs)
