@@ -34,9 +34,9 @@ def builtin_handlers(on_complex: bool = False) -> dict[str, dict[int, Callable[.
     """{overload key: {opset: handler}} for the built-in symbolics only (no user registrations);
     on_complex: those for nodes with complex tensors."""
     from aten2onnx import symbolic  # noqa: F401  (registers the built-ins)
-    from aten2onnx.registry import COMPLEX, REGISTRY
+    from aten2onnx.registry import REGISTRY
 
-    return (COMPLEX if on_complex else REGISTRY).builtin_handlers()
+    return REGISTRY.builtin_handlers(complex=on_complex)
 
 
 def _message(node: ast.Raise) -> str | None:

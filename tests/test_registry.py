@@ -44,6 +44,24 @@ def test_user_layer_wins_at_and_above_its_opset_even_over_newer_builtins():
     assert reg.resolve(relu, 26).handler is h13
 
 
+def test_real_and_complex_entries_are_one_table_dispatched_apart():
+    reg = Registry()
+    reg.add("aten::relu.default", 9, h9, user=False)
+    reg.add("aten::relu.default", 9, h13, user=False, complex=True)  # another kind: not a duplicate
+    reg.add("aten::relu.default", 11, user, user=True)  # a user symbolic is real unless it says complex
+    relu = torch.ops.aten.relu.default
+    assert reg.resolve(relu, 12).handler is user
+    assert reg.resolve(relu, 12, complex=True).handler is h13
+    assert [(e.opset, e.complex, e.user) for e in reg.entries(complex=None, user=None)] == [
+        (9, False, False), (9, True, False), (11, False, True)]
+    assert reg.builtin_handlers(complex=True) == {"aten::relu.default": {9: h13}}
+    reg.add("aten::relu.default", 9, user, user=True, complex=True)
+    assert reg.resolve(relu, 9, complex=True).handler is user
+    reg.remove_user("aten::relu.default", complex=True)
+    assert reg.resolve(relu, 9, complex=True).handler is h13
+    assert reg.resolve(relu, 12).handler is user
+
+
 @pytest.mark.parametrize("name, fn, message", [
     ("aten::not_an_op.default", h9, "no operator aten::not_an_op"),
     ("aten::relu.nope", h9, "has no overload 'nope'"),
@@ -71,8 +89,8 @@ def test_every_builtin_handler_matches_its_schema():
     from aten2onnx import symbolic  # noqa: F401
 
     table = REGISTRY.builtin_handlers()
-    assert len(table) > 100
-    for key, handlers in table.items():
+    assert len(table) > 100 and len(REGISTRY.builtin_handlers(complex=True)) > 100
+    for key, handlers in [*table.items(), *REGISTRY.builtin_handlers(complex=True).items()]:
         if is_python_key(key):  # Python operators on SymInts have no schema
             continue
         schema = resolve_overload(key)._schema

@@ -28,7 +28,7 @@ from aten2onnx.symbolic._carrier import (
 )
 from aten2onnx.symbolic._helpers import cast, norm_dim, scalar_type, unsqueeze_static
 
-register = functools.partial(registry.register_complex, opset=9)
+register = functools.partial(registry.register, opset=9, complex=True)
 
 
 # -- shapes and the pair axis --------------------------------------------------------------------------

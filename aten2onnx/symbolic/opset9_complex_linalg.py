@@ -13,7 +13,7 @@ from aten2onnx.symbolic._carrier import carrier, complex_result, dtype_of, rank_
 from aten2onnx.symbolic._complex_math import _mul_number, _scaled, multilinear
 from aten2onnx.symbolic._helpers import cast
 
-register = functools.partial(registry.register_complex, opset=9)
+register = functools.partial(registry.register, opset=9, complex=True)
 
 
 # -- products ---------------------------------------------------------------------------------------------------

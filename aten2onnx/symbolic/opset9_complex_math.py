@@ -49,7 +49,7 @@ from aten2onnx.symbolic._helpers import cast
 from aten2onnx.symbolic.opset9_complex import full
 from aten2onnx.symbolic.opset9_math import is_zero
 
-register = functools.partial(registry.register_complex, opset=9)
+register = functools.partial(registry.register, opset=9, complex=True)
 
 
 # -- arithmetic -------------------------------------------------------------------------------------------

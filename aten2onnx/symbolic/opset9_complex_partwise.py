@@ -23,7 +23,7 @@ from aten2onnx.symbolic._carrier import (
 from aten2onnx.symbolic._complex_math import _scaled, multilinear
 from aten2onnx.symbolic.opset9_complex import aten_expand, aten_flip
 
-register = functools.partial(registry.register_complex, opset=9)
+register = functools.partial(registry.register, opset=9, complex=True)
 
 
 # -- ops that act on each part alone: the real symbolic twice ---------------------------------------------------
