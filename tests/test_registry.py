@@ -116,6 +116,28 @@ def test_add_tensor_and_add_scalar_export_through_one_binding():
     torch.testing.assert_close(exported.run(x, y), f(x, y))
 
 
+def test_lifted_complex_entries_apply_a_registered_real_translation():
+    from aten2onnx import symbolic  # noqa: F401
+
+    lifted = [e for e in REGISTRY.entries(complex=True) if e.lifts]
+    assert len(lifted) > 100 and all(e.lifting for e in lifted)
+    missing = [e.key for e in lifted if not REGISTRY.registered_opsets(e.lifts)]
+    assert missing == []
+
+
+def test_a_lifting_row_builds_a_handler_of_the_schema_and_checks_the_real_overload():
+    from aten2onnx.symbolic._lifting import _handler
+
+    seen = []
+    handler = _handler("aten::gather.default", "aten::gather.default", ("self",),
+                       lambda g, real, spec, arguments: seen.append((real, spec, arguments)))
+    check_signature(handler, torch.ops.aten.gather.default._schema, "aten::gather.default")
+    handler("g", "x", 1, "i")  # positional, as a handler calling another would
+    assert seen == [("aten::gather.default", ("self",), {"self": "x", "dim": 1, "index": "i", "sparse_grad": False})]
+    with pytest.raises(RegistrationError, match="arguments differ"):
+        _handler("aten::vdot.default", "aten::dot.default", None, lambda *a: None)
+
+
 @pytest.mark.parametrize("op, twin", [
     (torch.ops.aten.add_.Tensor, torch.ops.aten.add.Tensor),
     (torch.ops.aten.add.out, torch.ops.aten.add.Tensor),

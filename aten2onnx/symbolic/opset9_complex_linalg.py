@@ -154,4 +154,4 @@ CONVOLUTIONS = [Lift((key,)) for key in (
     "aten::conv1d.default", "aten::conv1d.padding", "aten::conv_transpose1d.default", "aten::conv2d.default",
     "aten::conv2d.padding", "aten::conv_transpose2d.input", "aten::conv3d.default", "aten::conv3d.padding",
     "aten::conv_transpose3d.input", "aten::convolution.default")]
-lift(CONVOLUTIONS, convolution, "convolution", opset=9)
+lift(CONVOLUTIONS, convolution, "each choice of parts, the bias once", opset=9)
