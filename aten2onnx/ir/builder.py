@@ -231,7 +231,8 @@ class GraphBuilder(Emitters):
     """Builds one ONNX graph at one target opset."""
 
     def __init__(self, opset: int, *, evaluator: Callable[..., tuple[torch.Tensor, ...]] | None = None,
-                 resolve: Callable[[str], Callable[..., Any] | None] | None = None, parent: GraphBuilder | None = None) -> None:
+                 resolve: Callable[[str], Callable[..., Any] | None] | None = None,
+                 parent: GraphBuilder | None = None) -> None:
         self.opset = opset
         # The exporter's dispatch (registry.Resolver): the translation of an overload key at this opset,
         # for handlers that build on another op's (symbolic/_carrier.real_symbolic); None outside an export.

@@ -316,24 +316,22 @@ PERMUTATION = "permutation"  # a permutation of the complex tensor's dims: the p
 REPEATS = "repeats"  # repeats per dim: the pair axis once
 
 
-def _on_pairs(x, how: str, rank: int):
-    if how == SIZE:
-        return list(x) + [2]
-    if how == DIM:
-        return cx.dim(x, rank)
-    if how == DIMS:
-        return cx.dims(x, rank)
-    if how == NEW_DIM:
-        return cx.dim(x, rank + 1)
-    if how == PERMUTATION:
-        return cx.dims(x, rank) + [rank]
-    return list(x) + [1]  # REPEATS
+# each as an argument of the real op on the carrier, given the complex tensor's rank
+_MOVED = {
+    SIZE: lambda x, rank: list(x) + [2],
+    DIM: lambda x, rank: cx.dim(x, rank),
+    DIMS: lambda x, rank: cx.dims(x, rank),
+    NEW_DIM: lambda x, rank: cx.dim(x, rank + 1),
+    PERMUTATION: lambda x, rank: cx.dims(x, rank) + [rank],
+    REPEATS: lambda x, rank: list(x) + [1],
+}
 
 
 def on_pairs(g: GraphBuilder, real: str, mapped: dict[str, str], arguments: dict):
-    """The lifting of ON_PAIRS: the real translation on the carrier, the arguments in mapped read on the pairs."""
+    """The lifting of ON_PAIRS: the real translation on the carrier, the arguments named in mapped moved
+    past the pair axis."""
     rank = rank_of(arguments["self"]) if any(how != SIZE for how in mapped.values()) else None
-    moved = {name: _on_pairs(arguments[name], how, rank) for name, how in mapped.items()}
+    moved = {name: _MOVED[how](arguments[name], rank) for name, how in mapped.items()}
     return on_carrier(g, real, **{**arguments, **moved})
 
 
@@ -346,9 +344,12 @@ ON_PAIRS = [
     Lift(("aten::expand.default", "aten::expand_copy.default"), {"size": SIZE}, real="aten::expand.default"),
     Lift(("aten::permute.default", "aten::permute_copy.default"), {"dims": PERMUTATION}, real="aten::permute.default"),
     Lift(("aten::repeat.default",), {"repeats": REPEATS}),
-    Lift(("aten::unsqueeze.default", "aten::unsqueeze_copy.default"), {"dim": NEW_DIM}, real="aten::unsqueeze.default"),
-    Lift(("aten::squeeze.default", "aten::squeeze_copy.default"), {}, real="aten::squeeze.default"),  # never the pairs (2)
-    Lift(("aten::index.Tensor",), {}),  # the pair axis is a trailing dim no index touches, kept last as indexing keeps it
+    Lift(("aten::unsqueeze.default", "aten::unsqueeze_copy.default"), {"dim": NEW_DIM},
+         real="aten::unsqueeze.default"),
+    # the pair axis (2) is never squeezed
+    Lift(("aten::squeeze.default", "aten::squeeze_copy.default"), {}, real="aten::squeeze.default"),
+    # the pair axis is a trailing dim no index touches, so it stays last, as advanced indexing keeps it
+    Lift(("aten::index.Tensor",), {}),
     Lift(("aten::unflatten.int",), {"dim": DIM}),
     Lift(("aten::nan_to_num.default",), {}),  # each part on its own
     *(Lift(keys, {"dim": DIM}, real=keys[0]) for keys in (

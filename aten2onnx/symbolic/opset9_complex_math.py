@@ -524,8 +524,9 @@ def on_mask(g: GraphBuilder, real: str, spec: None, arguments: dict):
 
 
 # Overloads that read only whether each element is nonzero, lifted by on_mask.
-ON_MASK = [Lift((key,)) for key in ("aten::all.default", "aten::all.dim", "aten::all.dims", "aten::any.default",
-                                    "aten::any.dim", "aten::any.dims", "aten::argwhere.default", "aten::nonzero.default")]
+ON_MASK = [Lift((key,)) for key in (
+    "aten::all.default", "aten::all.dim", "aten::all.dims", "aten::any.default", "aten::any.dim", "aten::any.dims",
+    "aten::argwhere.default", "aten::nonzero.default")]
 lift(ON_MASK, on_mask, "on the nonzero mask", opset=9)
 
 
