@@ -141,22 +141,27 @@ def verify(
 
 
 @_checked
-def register_symbolic(name: str, opset: int = 9) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def register_symbolic(name: str, opset: int = 9, *,
+                      complex: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register `fn(g, <schema arguments>)` as the translation of `name` (an ATen overload such as
     "aten::gelu.default", or a torch.library custom op "mylib::op") for every target opset >= opset.
 
-    A user registration wins over the built-in ones at every opset at or above its own.
+    A user registration wins over the built-in ones at every opset at or above its own. It translates
+    nodes with real tensors only, unless `complex=True`: then it translates the nodes with a complex
+    tensor among their inputs or results instead, which reach it as real pairs (a trailing axis of 2).
+    A real registration still reaches complex nodes whose built-in translation applies the real one to
+    parts or to the pairs (docs/operators.md, "Complex tensors").
     """
     from aten2onnx import symbolic  # noqa: F401  (built-ins first, so the user layer sits on top)
 
     def decorator(fn: Callable[..., Any]) -> Callable[..., Any]:
-        REGISTRY.add(name, opset, fn, user=True)
+        REGISTRY.add(name, opset, fn, user=True, complex=complex)
         return fn
 
     return decorator
 
 
 @_checked
-def unregister_symbolic(name: str, opset: int | None = None) -> None:
+def unregister_symbolic(name: str, opset: int | None = None, *, complex: bool = False) -> None:
     """Remove a user registration (at one opset, or all of them); the built-in applies again."""
-    REGISTRY.remove_user(name, opset)
+    REGISTRY.remove_user(name, opset, complex=complex)

@@ -28,15 +28,27 @@ class Entry:
     key: str
     opsets: tuple[int, ...]
     limitations: tuple[Limitation, ...]
+    lifts: str | None = None  # a complex entry made from the real translation of this overload...
+    lifting: str | None = None  # ...applied so ("each part", "on the pairs": symbolic/_lifting.py)
+    native_from: int = 0  # the lowest opset it translates at: a lifted entry's real translation's too
+
+    def __post_init__(self) -> None:
+        if not self.native_from:
+            object.__setattr__(self, "native_from", self.opsets[0])
+
+    @property
+    def lifted(self) -> str:
+        """How a lifted complex entry translates, in words; empty for a written-out one."""
+        return f"{self.lifts}, {self.lifting}" if self.lifts else ""
 
 
 def builtin_handlers(on_complex: bool = False) -> dict[str, dict[int, Callable[..., object]]]:
     """{overload key: {opset: handler}} for the built-in symbolics only (no user registrations);
     on_complex: those for nodes with complex tensors."""
     from aten2onnx import symbolic  # noqa: F401  (registers the built-ins)
-    from aten2onnx.registry import COMPLEX, REGISTRY
+    from aten2onnx.registry import REGISTRY
 
-    return (COMPLEX if on_complex else REGISTRY).builtin_handlers()
+    return REGISTRY.builtin_handlers(complex=on_complex)
 
 
 def _message(node: ast.Raise) -> str | None:
@@ -93,16 +105,26 @@ def limitations(handler: Callable[..., object], opset: int) -> list[Limitation]:
 def entries(on_complex: bool = False, keys: list[str] | None = None) -> list[Entry]:
     """One entry per overload with a built-in symbolic (of `keys` only, when given), sorted by key;
     on_complex: the handlers for complex tensors."""
+    from aten2onnx import symbolic  # noqa: F401  (registers the built-ins)
+    from aten2onnx.registry import REGISTRY
+
+    by_key: dict[str, list] = {}
+    for entry in REGISTRY.entries(complex=on_complex):
+        if keys is None or entry.key in keys:
+            by_key.setdefault(entry.key, []).append(entry)
     result = []
-    for key, table in sorted(builtin_handlers(on_complex).items()):
-        if keys is not None and key not in keys:
-            continue
+    for key, registered in sorted(by_key.items()):
         notes: list[Limitation] = []
-        for opset, handler in table.items():
-            for note in limitations(handler, opset):
+        for entry in registered:
+            for note in limitations(entry.handler, entry.opset):
                 if note not in notes:
                     notes.append(note)
-        result.append(Entry(key, tuple(table), tuple(notes)))
+        newest = registered[-1]
+        lowest = registered[0].opset
+        if newest.lifts:  # a lifting has nothing to apply below the real translation's lowest opset
+            lowest = max([lowest, *REGISTRY.registered_opsets(newest.lifts)[:1]])
+        result.append(Entry(key, tuple(e.opset for e in registered), tuple(notes), newest.lifts, newest.lifting,
+                            lowest))
     return result
 
 
@@ -144,7 +166,9 @@ def describe(key: str) -> list[str]:
             lines.append(f"  partial at opset {note.opset}, in {note.function}: {note.message or '(no message)'} "
                          "(such nodes fall back)")
     if complex_entry is not None:
-        lines.append(f"  complex tensors: handlers at opsets {', '.join(map(str, complex_entry.opsets))}")
+        how = f" (the real translation of {complex_entry.lifted})" if complex_entry.lifts else ""
+        lines.append(f"  complex tensors: handlers at opsets {', '.join(map(str, complex_entry.opsets))}{how}; "
+                     f"native at opsets {span(complex_entry.native_from, MAX_OPSET)}")
     else:
         lines.append("  complex tensors: no handler; a node with a complex tensor becomes an ATen fallback node")
     return lines

@@ -77,12 +77,22 @@ def render() -> str:
              "imaginary), since onnxruntime has no complex kernels. A node with a complex input or result is "
              "dispatched only to these handlers; any other such node becomes an `ATen` fallback node, which "
              "converts the pairs itself."), "",
-            f"{len(complex_rows)} overloads have handlers for complex tensors.", "",
-            "| overload | handlers at opsets | native | partial |",
-            "| --- | --- | --- | --- |"]
+            ("Many are lifted: made from the real translation of an overload (the *lifted from* column), "
+             "applied to each part, on the pairs as a real tensor, on the nonzero mask, or once per choice of "
+             "parts of a product's operands; they are native from that translation's lowest opset (below it, "
+             "the node falls back). Such a node uses whatever translates that overload for real "
+             "tensors in the export, so a `custom_symbolics` entry or a user symbolic for it reaches the "
+             "complex node too; a user symbolic translates complex nodes themselves only when registered "
+             "with `complex=True`."), "",
+            f"{len(complex_rows)} overloads have handlers for complex tensors, "
+            f"{sum(bool(e.lifts) for e in complex_rows)} of them lifted.", "",
+            "| overload | handlers at opsets | native | lifted from | partial |",
+            "| --- | --- | --- | --- | --- |"]
     for e in complex_rows:
         mark = "partial" if e.limitations else ""
-        out.append(f"| `{_cell(e.key)}` | {', '.join(map(str, e.opsets))} | {span(e.opsets[0], MAX_OPSET)} | {mark} |")
+        lifted = f"`{_cell(e.lifts)}`, {e.lifting}" if e.lifts else ""
+        out.append(f"| `{_cell(e.key)}` | {', '.join(map(str, e.opsets))} | {span(e.native_from, MAX_OPSET)} "
+                   f"| {lifted} | {mark} |")
     out += ["", "## Partial handlers", "",
             ("Found by reading the source of each handler and of the helpers it calls, so a case listed "
              "here may be unreachable at some of the opsets named."), ""]

@@ -44,6 +44,7 @@ def without_builtin(monkeypatch):
 
     def hide(*keys: str) -> None:
         for key in keys:
-            monkeypatch.delitem(REGISTRY._builtin, key, raising=False)
+            kept = [e for e in REGISTRY._entries.get(key, ()) if e.user or e.complex]
+            monkeypatch.setitem(REGISTRY._entries, key, kept)
 
     return hide

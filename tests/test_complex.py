@@ -135,6 +135,54 @@ def test_real_handlers_never_see_carriers():
         aten2onnx.unregister_symbolic("aten::exp.default")
 
 
+def test_an_override_reaches_the_complex_nodes_that_lift_its_real_translation():
+    """Complex gather is the real gather on each part, through the export's one dispatch: a per-call
+    override of the real gather (here a deliberately doubled one) is what those parts get."""
+    calls = []
+
+    def doubled_gather(g, self, dim, index, *, sparse_grad=False):
+        calls.append(self.complex)
+        out = g.op("GatherElements", self, index, axis=dim)
+        return g.op("Mul", out, g.const(2.0, like=out))
+
+    z = torch.randn(3, 4, dtype=torch.complex64)
+    index = torch.tensor([[0, 2], [1, 1], [3, 0]])
+    exported = export(Fn(lambda a, i: torch.gather(a, 1, i)), (z, index), opset=17,
+                      custom_symbolics={"aten::gather.default": doubled_gather})
+    assert calls == [False, False]  # the real and the imaginary part, each a real tensor
+    torch.testing.assert_close(exported.run(z, index), 2 * torch.gather(z, 1, index))
+
+
+def test_an_override_reaches_a_complex_layout_op_on_the_pairs():
+    seen = []
+
+    def view(g, self, size):
+        seen.append(list(size))
+        return g.op("Reshape", self, g.int_list(list(size)))
+
+    z = torch.randn(2, 6, dtype=torch.complex64)
+    exported = export(Fn(lambda a: a.view(3, 4) * 1j), (z,), opset=17, custom_symbolics={"aten::view.default": view})
+    assert seen == [[3, 4, 2]]  # the complex view is the real one on the pairs, their axis kept
+    torch.testing.assert_close(exported.run(z), z.view(3, 4) * 1j)
+
+
+def test_a_user_symbolic_registered_for_complex_translates_complex_nodes():
+    seen = []
+
+    @aten2onnx.register_symbolic("aten::neg.default", opset=9, complex=True)
+    def neg(g, self):
+        seen.append(self.complex)
+        return g.op("Neg", self)
+
+    try:
+        z = torch.randn(3, dtype=torch.complex64)
+        exported = export(Fn(lambda a, x: (-a, -x)), (z, torch.randn(3)), opset=17)
+        assert seen == [True]  # the real neg stays the built-in one
+        torch.testing.assert_close(exported.run(z, torch.ones(3))[0], -z)
+    finally:
+        aten2onnx.unregister_symbolic("aten::neg.default", complex=True)
+
+
 def test_numpy_complex_feeds():
     x = np.random.randn(2, 3).astype(np.float32) + 1j * np.random.randn(2, 3).astype(np.float32)
     x = x.astype(np.complex64)

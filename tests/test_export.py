@@ -264,12 +264,12 @@ def test_handler_failure_names_node_overload_opset_and_source():
 
 
 def test_a_failing_builtin_symbolic_falls_back_with_a_warning(monkeypatch):
-    from aten2onnx.registry import REGISTRY
+    from aten2onnx.registry import REGISTRY, Entry
 
     def broken(g, self):
         raise ValueError("boom")
 
-    monkeypatch.setitem(REGISTRY._builtin, "aten::relu.default", {9: broken})
+    monkeypatch.setitem(REGISTRY._entries, "aten::relu.default", [Entry("aten::relu.default", 9, broken)])
     x = torch.randn(4)
     with pytest.warns(UserWarning, match="ValueError: boom.*exported as an ATen node"):
         exported = aten2onnx.export(lambda x: torch.relu(x) + 1, (x,))

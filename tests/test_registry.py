@@ -44,6 +44,24 @@ def test_user_layer_wins_at_and_above_its_opset_even_over_newer_builtins():
     assert reg.resolve(relu, 26).handler is h13
 
 
+def test_real_and_complex_entries_are_one_table_dispatched_apart():
+    reg = Registry()
+    reg.add("aten::relu.default", 9, h9, user=False)
+    reg.add("aten::relu.default", 9, h13, user=False, complex=True)  # another kind: not a duplicate
+    reg.add("aten::relu.default", 11, user, user=True)  # a user symbolic is real unless it says complex
+    relu = torch.ops.aten.relu.default
+    assert reg.resolve(relu, 12).handler is user
+    assert reg.resolve(relu, 12, complex=True).handler is h13
+    assert [(e.opset, e.complex, e.user) for e in reg.entries(complex=None, user=None)] == [
+        (9, False, False), (9, True, False), (11, False, True)]
+    assert reg.builtin_handlers(complex=True) == {"aten::relu.default": {9: h13}}
+    reg.add("aten::relu.default", 9, user, user=True, complex=True)
+    assert reg.resolve(relu, 9, complex=True).handler is user
+    reg.remove_user("aten::relu.default", complex=True)
+    assert reg.resolve(relu, 9, complex=True).handler is h13
+    assert reg.resolve(relu, 12).handler is user
+
+
 @pytest.mark.parametrize("name, fn, message", [
     ("aten::not_an_op.default", h9, "no operator aten::not_an_op"),
     ("aten::relu.nope", h9, "has no overload 'nope'"),
@@ -71,8 +89,8 @@ def test_every_builtin_handler_matches_its_schema():
     from aten2onnx import symbolic  # noqa: F401
 
     table = REGISTRY.builtin_handlers()
-    assert len(table) > 100
-    for key, handlers in table.items():
+    assert len(table) > 100 and len(REGISTRY.builtin_handlers(complex=True)) > 100
+    for key, handlers in [*table.items(), *REGISTRY.builtin_handlers(complex=True).items()]:
         if is_python_key(key):  # Python operators on SymInts have no schema
             continue
         schema = resolve_overload(key)._schema
@@ -96,6 +114,28 @@ def test_add_tensor_and_add_scalar_export_through_one_binding():
     x, y = torch.randn(3), torch.randn(3)
     exported = aten2onnx.export(f, (x, y))
     torch.testing.assert_close(exported.run(x, y), f(x, y))
+
+
+def test_lifted_complex_entries_apply_a_registered_real_translation():
+    from aten2onnx import symbolic  # noqa: F401
+
+    lifted = [e for e in REGISTRY.entries(complex=True) if e.lifts]
+    assert len(lifted) > 100 and all(e.lifting for e in lifted)
+    missing = [e.key for e in lifted if not REGISTRY.registered_opsets(e.lifts)]
+    assert missing == []
+
+
+def test_a_lifting_row_builds_a_handler_of_the_schema_and_checks_the_real_overload():
+    from aten2onnx.symbolic._lifting import _handler
+
+    seen = []
+    handler = _handler("aten::gather.default", "aten::gather.default", ("self",),
+                       lambda g, real, spec, arguments: seen.append((real, spec, arguments)))
+    check_signature(handler, torch.ops.aten.gather.default._schema, "aten::gather.default")
+    handler("g", "x", 1, "i")  # positional, as a handler calling another would
+    assert seen == [("aten::gather.default", ("self",), {"self": "x", "dim": 1, "index": "i", "sparse_grad": False})]
+    with pytest.raises(RegistrationError, match="arguments differ"):
+        _handler("aten::vdot.default", "aten::dot.default", None, lambda *a: None)
 
 
 @pytest.mark.parametrize("op, twin", [

@@ -136,11 +136,12 @@ def _global_names(code):
 
 def test_no_registration_repeats_the_one_below_it():
     repeats = []
-    for key, versions in REGISTRY.builtin_handlers().items():
-        opsets = sorted(versions)
-        for lower, upper in zip(opsets, opsets[1:]):
-            if equivalent(versions[upper], versions[lower]):
-                repeats.append(f"{key} at {upper} ({versions[upper].__module__}) repeats {lower}")
+    for complex in (False, True):
+        for key, versions in REGISTRY.builtin_handlers(complex=complex).items():
+            opsets = sorted(versions)
+            for lower, upper in zip(opsets, opsets[1:]):
+                if equivalent(versions[upper], versions[lower]):
+                    repeats.append(f"{key} at {upper} ({versions[upper].__module__}) repeats {lower}")
     assert repeats == []
 
 

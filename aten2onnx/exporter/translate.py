@@ -19,7 +19,7 @@ from aten2onnx.ir import op_types
 from aten2onnx.ir import GraphBuilder, Node, Subgraph, Value, body_output, dim_of, graph_type
 from aten2onnx.exporter.fallback import emit_aten_node
 from aten2onnx.exporter.provenance import module_of, source_of
-from aten2onnx.registry import REGISTRY, Resolved, bind
+from aten2onnx.registry import REGISTRY, bind
 from aten2onnx.exporter.passes import Program
 
 # Higher-order ops that only wrap a body in a grad or autocast mode: position of the body argument.
@@ -63,8 +63,8 @@ class Translator:
         self.roles = program.roles
         self.opset = opset
         self.fallback = fallback
-        self.overrides = overrides
-        self.g = GraphBuilder(opset, evaluator=evaluator)
+        self.resolver = _registry.Resolver(REGISTRY, opset, overrides)
+        self.g = GraphBuilder(opset, evaluator=evaluator, resolve=self.resolver)
         self.env: dict[torch.fx.Node, Any] = {}
         self.state_values: dict[tuple[str, str], Value] = {}  # ("buffer", key) / ("input", name) -> Value
         self.unsupported: list[UnsupportedOp] = []
@@ -257,7 +257,7 @@ class Translator:
             self.env[node] = empty
             return
         on_complex = self._touches_complex(node)
-        resolved = self._resolve(target, on_complex)
+        resolved = self.resolver.resolve(target, complex=on_complex)
         if resolved is None:
             self._unmapped(node, target, reason=self._complex_reason(target) if on_complex else None)
             return
@@ -336,16 +336,6 @@ class Translator:
         real = REGISTRY.opsets_for(target)
         have = f"; the symbolic registered from opset {real[0]} is for real tensors" if real else ""
         return f"no symbolic for complex tensors{have}"
-
-    def _resolve(self, target: Any, on_complex: bool = False) -> Resolved | None:
-        if on_complex:
-            return _registry.COMPLEX.resolve(target, self.opset)
-        key = _registry.overload_key(target)
-        fn = self.overrides.get(key)
-        if fn is not None:
-            schema = target._schema if isinstance(target, torch._ops.OpOverload) else None
-            return Resolved(fn, key, self.opset, schema, True, None)
-        return REGISTRY.resolve(target, self.opset)
 
     def _rebind_written(self, node: torch.fx.Node, target: torch._ops.OpOverload, result: Any) -> None:
         """After `x.add_(y)` is translated as `add`, later readers of x see the new value."""

@@ -12,7 +12,7 @@ gives the runtime's own kernels).
 Complex tensors are carried as real ones with a trailing axis of 2 (real, imaginary), because
 onnxruntime computes nothing in ONNX's complex types: such a Value has `complex=True`, and its
 dtype and shape are those of the real carrier (a complex64 [3, 4] is a float32 [3, 4, 2]). Only
-handlers registered for complex tensors (`registry.register_complex`) are given one.
+handlers registered for complex tensors (`registry.register(..., complex=True)`) are given one.
 """
 
 from __future__ import annotations
@@ -231,8 +231,12 @@ class GraphBuilder(Emitters):
     """Builds one ONNX graph at one target opset."""
 
     def __init__(self, opset: int, *, evaluator: Callable[..., tuple[torch.Tensor, ...]] | None = None,
+                 resolve: Callable[[str], Callable[..., Any] | None] | None = None,
                  parent: GraphBuilder | None = None) -> None:
         self.opset = opset
+        # The exporter's dispatch (registry.Resolver): the translation of an overload key at this opset,
+        # for handlers that build on another op's (symbolic/_carrier.real_symbolic); None outside an export.
+        self.resolve = parent.resolve if parent is not None else resolve
         self.nodes: list[Node] = []
         self.inputs: list[Value] = []
         self.parent = parent

@@ -1,10 +1,11 @@
-"""The symbolic-function registry: ATen overload key -> {opset: handler}, with floor dispatch and a
-user layer that wins over the built-ins at every opset at or above its own."""
+"""The symbolic-function registry: one table of entries (overload key, opset, real or complex, built-in
+or user, and for a complex entry made from a real handler the lifting that made it), with floor
+dispatch and a user layer that wins over the built-ins at every opset at or above its own."""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import torch
 
@@ -23,12 +24,13 @@ from aten2onnx.registry._schema import (
 )
 
 __all__ = [
+    "Entry",
     "Handler",
     "Registry",
     "REGISTRY",
-    "COMPLEX",
+    "Resolved",
+    "Resolver",
     "register",
-    "register_complex",
     "bind",
     "functional_twin",
     "is_mutating",
@@ -37,6 +39,27 @@ __all__ = [
 ]
 
 Handler = Callable[..., Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """One registration: `handler` translates `key` at every target opset from `opset` up (until a
+    newer entry of the same kind), for nodes with real tensors only or, `complex`, for nodes with a
+    complex tensor among their inputs or results (carried as real pairs, see ir/builder.py, which a
+    handler written for real tensors would misread).
+
+    A complex entry may be a lifting (symbolic/_lifting.py): made from the real translation of the
+    overload `lifts`, applied as `lifting` says ("partwise": to each part...), rather than written out.
+    """
+
+    key: str
+    opset: int
+    handler: Handler
+    complex: bool = False
+    user: bool = False
+    lifts: str | None = None
+    lifting: str | None = None
+
 
 @dataclasses.dataclass(frozen=True)
 class Resolved:
@@ -51,9 +74,12 @@ class Resolved:
 
 
 class Registry:
+    """Every registration in one table: per overload key, its entries (built-in and user, real and
+    complex). Dispatch for a kind takes, among that kind's entries at or below the target opset, the
+    newest user entry, else the newest built-in one (floor dispatch)."""
+
     def __init__(self) -> None:
-        self._builtin: dict[str, dict[int, Handler]] = {}
-        self._user: dict[str, dict[int, Handler]] = {}
+        self._entries: dict[str, list[Entry]] = {}
 
     # -- registration ------------------------------------------------------------------------
     @staticmethod
@@ -64,109 +90,135 @@ class Registry:
             check_signature(fn, resolve_overload(key)._schema, key)
         return key
 
-    def add(self, name: str, opset: int, fn: Handler, *, user: bool) -> str:
+    def add(self, name: str, opset: int, fn: Handler, *, user: bool, complex: bool = False,
+            lifts: str | None = None, lifting: str | None = None) -> str:
         if not isinstance(opset, int) or opset < 1:
             raise RegistrationError(f"{name}: opset must be a positive int, got {opset!r}")
         key = self.validate(name, fn)
-        table = (self._user if user else self._builtin).setdefault(key, {})
-        if opset in table and not user:
+        entries = self._entries.setdefault(key, [])
+        same = [e for e in entries if (e.opset, e.complex, e.user) == (opset, complex, user)]
+        if same and not user:
+            old = same[0].handler
             raise RegistrationError(
-                f"{key} is registered twice at opset {opset}: {table[opset].__module__}.{table[opset].__qualname__} "
-                f"and {fn.__module__}.{fn.__qualname__}"
+                f"{key} is registered twice at opset {opset}{' for complex tensors' if complex else ''}: "
+                f"{old.__module__}.{old.__qualname__} and {fn.__module__}.{fn.__qualname__}"
             )
-        table[opset] = fn
+        entries[:] = [e for e in entries if e not in same]  # a user registration replaces its own
+        entries.append(Entry(key, opset, fn, complex, user, lifts, lifting))
         return key
 
-    def remove_user(self, name: str, opset: int | None = None) -> None:
+    def remove_user(self, name: str, opset: int | None = None, *, complex: bool = False) -> None:
         key = normalize_key(name)
-        table = self._user.get(key)
-        if not table or (opset is not None and opset not in table):
-            have = sorted(table) if table else []
+        mine = [e for e in self._entries.get(key, ()) if e.user and e.complex == complex]
+        gone = [e for e in mine if opset is None or e.opset == opset]
+        if not gone:
+            have = sorted(e.opset for e in mine)
             raise KeyError(f"no user symbolic for {key}" + (f" at opset {opset}" if opset else "") + f"; user opsets: {have}")
-        if opset is None:
-            del self._user[key]
-        else:
-            del table[opset]
-            if not table:
-                del self._user[key]
+        self._entries[key] = [e for e in self._entries[key] if e not in gone]
+        if not self._entries[key]:
+            del self._entries[key]
 
     # -- lookup -------------------------------------------------------------------------------
-    def registered_opsets(self, key: str) -> tuple[int, ...]:
-        return tuple(sorted(set(self._builtin.get(key, {})) | set(self._user.get(key, {}))))
+    def entries(self, *, complex: bool | None = None, user: bool | None = False) -> list[Entry]:
+        """Entries sorted by key and opset (None: either kind; by default the built-ins only)."""
+        return sorted((e for es in self._entries.values() for e in es
+                       if (complex is None or e.complex == complex) and (user is None or e.user == user)),
+                      key=lambda e: (e.key, e.opset, e.complex))
 
-    def keys(self) -> list[str]:
-        return sorted(set(self._builtin) | set(self._user))
+    def registered_opsets(self, key: str, *, complex: bool = False) -> tuple[int, ...]:
+        return tuple(sorted({e.opset for e in self._entries.get(key, ()) if e.complex == complex}))
 
-    def builtin_table(self) -> dict[str, tuple[int, ...]]:
-        return {k: tuple(sorted(v)) for k, v in sorted(self._builtin.items())}
+    def keys(self, *, complex: bool = False) -> list[str]:
+        return sorted(k for k, es in self._entries.items() if any(e.complex == complex for e in es))
 
-    def builtin_handlers(self) -> dict[str, dict[int, Handler]]:
-        """{overload key: {opset: handler}} of the built-in symbolics, sorted."""
-        return {k: dict(sorted(v.items())) for k, v in sorted(self._builtin.items())}
+    def builtin_table(self, *, complex: bool = False) -> dict[str, tuple[int, ...]]:
+        return {k: tuple(v) for k, v in self.builtin_handlers(complex=complex).items()}
 
-    def _floor(self, key: str, opset: int) -> tuple[Handler, int, bool] | None:
-        for table, user in ((self._user, True), (self._builtin, False)):
-            versions = [v for v in table.get(key, ()) if v <= opset]
-            if versions:
-                best = max(versions)
-                return table[key][best], best, user
-        return None
+    def builtin_handlers(self, *, complex: bool = False) -> dict[str, dict[int, Handler]]:
+        """{overload key: {opset: handler}} of the built-in symbolics of one kind, sorted."""
+        table: dict[str, dict[int, Handler]] = {}
+        for e in self.entries(complex=complex):
+            table.setdefault(e.key, {})[e.opset] = e.handler
+        return table
 
-    def resolve(self, target: OpTarget, opset: int) -> Resolved | None:
-        """The handler for target at opset (floor dispatch), or None when there is none.
+    def _floor(self, key: str, opset: int, complex: bool) -> Entry | None:
+        fitting = [e for e in self._entries.get(key, ()) if e.complex == complex and e.opset <= opset]
+        pool = [e for e in fitting if e.user] or fitting
+        return max(pool, key=lambda e: e.opset) if pool else None
+
+    def resolve(self, target: OpTarget, opset: int, *, complex: bool = False) -> Resolved | None:
+        """The handler of one kind for target at opset (floor dispatch), or None when there is none.
 
         An in-place or out= overload without its own handler dispatches to its functional twin.
         """
         key = overload_key(target)
-        found = self._floor(key, opset)
+        found = self._floor(key, opset, complex)
         schema = target._schema if isinstance(target, torch._ops.OpOverload) else None
         if found is not None:
-            handler, version, user = found
-            return Resolved(handler, key, version, schema, user, None)
+            return Resolved(found.handler, key, found.opset, schema, found.user, None)
         if isinstance(target, torch._ops.OpOverload) and is_mutating(target):
             twin = functional_twin(target)
             if twin is not None:
                 twin_key = overload_key(twin)
-                found = self._floor(twin_key, opset)
+                found = self._floor(twin_key, opset, complex)
                 if found is not None:
-                    handler, version, user = found
-                    return Resolved(handler, key, version, twin._schema, user, twin_key)
+                    return Resolved(found.handler, key, found.opset, twin._schema, found.user, twin_key)
         return None
 
-    def opsets_for(self, target: OpTarget) -> tuple[int, ...]:
-        """Opsets with a handler for target, counting its functional twin's."""
+    def opsets_for(self, target: OpTarget, *, complex: bool = False) -> tuple[int, ...]:
+        """Opsets with a handler of one kind for target, counting its functional twin's."""
         key = overload_key(target)
-        opsets = set(self.registered_opsets(key))
+        opsets = set(self.registered_opsets(key, complex=complex))
         if isinstance(target, torch._ops.OpOverload) and is_mutating(target):
             twin = functional_twin(target)
             if twin is not None:
-                opsets |= set(self.registered_opsets(overload_key(twin)))
+                opsets |= set(self.registered_opsets(overload_key(twin), complex=complex))
         return tuple(sorted(opsets))
 
 
+class Resolver:
+    """The one dispatch of an export at one opset: per-call overrides first (`custom_symbolics`, which
+    translate real nodes), then the registry (its user layer, then its built-ins) for the node's kind.
+
+    The translator resolves every node through it, and a handler that builds on another overload's
+    translation (a complex lifting, a complex handler applying the real one to the pairs) asks it too,
+    through its GraphBuilder's `resolve` (a call with the key), so overrides and user symbolics reach
+    it. The rule: a user symbolic translates real nodes unless registered with complex=True; a complex
+    node reaches a real one only where its translation is the real translation applied to real tensors
+    (its parts, or the pairs), which a correct real symbolic computes right.
+    """
+
+    def __init__(self, registry: Registry, opset: int, overrides: Mapping[str, Handler] | None = None) -> None:
+        self.registry = registry
+        self.opset = opset
+        self.overrides = dict(overrides or {})
+
+    def resolve(self, target: OpTarget, *, complex: bool = False) -> Resolved | None:
+        """The handler for an FX target of one kind, or None when there is none."""
+        fn = None if complex else self.overrides.get(overload_key(target))
+        if fn is not None:
+            schema = target._schema if isinstance(target, torch._ops.OpOverload) else None
+            return Resolved(fn, overload_key(target), self.opset, schema, True, None)
+        return self.registry.resolve(target, self.opset, complex=complex)
+
+    def __call__(self, key: str) -> Handler | None:
+        """The real translation of the overload `key`, or None when there is none."""
+        resolved = self.resolve(resolve_overload(key))
+        return None if resolved is None else resolved.handler
+
+
 REGISTRY = Registry()
-# Handlers for nodes with a complex tensor among their inputs or results. Such tensors are carried
-# as real pairs (ir/builder.py), which a handler written for real tensors would misread, so
-# the translator dispatches those nodes here only.
-COMPLEX = Registry()
 
 
-def register(*names: str, opset: int) -> Callable[[Handler], Handler]:
+def register(*names: str, opset: int, complex: bool = False, lifts: str | None = None,
+             lifting: str | None = None) -> Callable[[Handler], Handler]:
     """Register a built-in symbolic for one or more overloads at opset; used by symbolic/opsetN.py
-    as `register = functools.partial(registry.register, opset=N)`."""
-    return _registrar(REGISTRY, names, opset)
+    as `register = functools.partial(registry.register, opset=N)`, and with `complex=True` by the
+    modules of handlers for complex tensors (opset9_complex*.py)."""
 
-
-def register_complex(*names: str, opset: int) -> Callable[[Handler], Handler]:
-    """Register a built-in symbolic for nodes with complex tensors (carried as real pairs); used by
-    symbolic/opsetN_complex.py as `register = functools.partial(registry.register_complex, opset=N)`."""
-    return _registrar(COMPLEX, names, opset)
-
-
-def _registrar(table: Registry, names: tuple[str, ...], opset: int) -> Callable[[Handler], Handler]:
     def decorator(fn: Handler) -> Handler:
         for name in names:
-            table.add(name, opset, fn, user=False)
+            REGISTRY.add(name, opset, fn, user=False, complex=complex, lifts=lifts, lifting=lifting)
         return fn
 
     return decorator

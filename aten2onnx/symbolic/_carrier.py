@@ -8,7 +8,6 @@ import torch
 
 from aten2onnx import _dtypes, registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.registry._schema import resolve_overload
 from aten2onnx.symbolic import _complex as cx
 from aten2onnx.symbolic._helpers import cast, result_type, scalar_type
 from aten2onnx.symbolic.opset9_math import is_zero
@@ -17,11 +16,12 @@ Parts = tuple[Value, cx.Part]
 
 
 def real_symbolic(g: GraphBuilder, key: str):
-    """The real-tensor symbolic for key at the target opset (a layout op applied to a carrier)."""
-    resolved = registry.REGISTRY.resolve(resolve_overload(key), g.opset)
-    if resolved is None:
+    """The real-tensor symbolic for key at the target opset (a layout op applied to a carrier), through
+    the exporter's dispatch, so a per-call override or user symbolic for key is the one applied."""
+    handler = (g.resolve or registry.Resolver(registry.REGISTRY, g.opset))(key)
+    if handler is None:
         raise NotImplementedError(f"{key} has no symbolic at opset {g.opset}")
-    return resolved.handler
+    return handler
 
 
 def _logical(x):

@@ -1,6 +1,7 @@
 """Opset-9 base for nodes with complex tensors, carried as real pairs (a trailing axis of 2; see
-ir/builder.py): conversions, creation and layout. Layout ops reuse the real symbolic for the target
-opset on the carrier, with dims and sizes moved past the pair axis. The other complex families are
+ir/builder.py): conversions, creation and layout. Layout ops reuse the real translation at the target
+opset on the carrier, with dims and sizes moved past the pair axis: the ON_PAIRS table declares those
+that need nothing more (symbolic/_lifting.py). The other complex families are
 beside it (opset9_complex_math, _reduce, _linalg, _partwise, _fft); their helpers in _carrier.py and
 _complex_math.py."""
 
@@ -27,8 +28,9 @@ from aten2onnx.symbolic._carrier import (
     split,
 )
 from aten2onnx.symbolic._helpers import cast, norm_dim, scalar_type, unsqueeze_static
+from aten2onnx.symbolic._lifting import Lift, lift
 
-register = functools.partial(registry.register_complex, opset=9)
+register = functools.partial(registry.register, opset=9, complex=True)
 
 
 # -- shapes and the pair axis --------------------------------------------------------------------------
@@ -305,16 +307,63 @@ def aten_scalar_tensor(g, s, *, dtype=None, layout=None, device=None, pin_memory
 # -- layout: the real symbolic on the carrier, dims moved before the pair axis ----------------------------
 
 
-@register("aten::view.default", "aten::_unsafe_view.default", "aten::view_copy.default")
-def aten_view(g, self, size):
-    """view(Tensor(a) self, SymInt[] size) -> Tensor(a)"""
-    return on_carrier(g, "aten::view.default", self, list(size) + [2])
+# How an argument of a complex layout op reads on the pairs (the carrier, a real tensor [S..., 2]).
+SIZE = "size"  # a shape of the complex tensor: the pair axis appended
+DIM = "dim"  # a dim of the complex tensor: as an axis of the carrier (negative ones counted before the pairs)
+DIMS = "dims"  # a list of such dims
+NEW_DIM = "new dim"  # a dim of the result, one more than self's rank (unsqueeze)
+PERMUTATION = "permutation"  # a permutation of the complex tensor's dims: the pair axis stays last
+REPEATS = "repeats"  # repeats per dim: the pair axis once
 
 
-@register("aten::reshape.default")
-def aten_reshape(g, self, shape):
-    """reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)"""
-    return on_carrier(g, "aten::reshape.default", self, list(shape) + [2])
+# each as an argument of the real op on the carrier, given the complex tensor's rank
+_MOVED = {
+    SIZE: lambda x, rank: list(x) + [2],
+    DIM: lambda x, rank: cx.dim(x, rank),
+    DIMS: lambda x, rank: cx.dims(x, rank),
+    NEW_DIM: lambda x, rank: cx.dim(x, rank + 1),
+    PERMUTATION: lambda x, rank: cx.dims(x, rank) + [rank],
+    REPEATS: lambda x, rank: list(x) + [1],
+}
+
+
+def on_pairs(g: GraphBuilder, real: str, mapped: dict[str, str], arguments: dict):
+    """The lifting of ON_PAIRS: the real translation on the carrier, the arguments named in mapped moved
+    past the pair axis."""
+    rank = rank_of(arguments["self"]) if any(how != SIZE for how in mapped.values()) else None
+    moved = {name: _MOVED[how](arguments[name], rank) for name, how in mapped.items()}
+    return on_carrier(g, real, **{**arguments, **moved})
+
+
+# Layout ops lifted by on_pairs: the real translation applied to the carrier, a real tensor, with the
+# arguments named in spec moved past the pair axis. Copy variants and aliases apply the real op they copy.
+ON_PAIRS = [
+    Lift(("aten::view.default", "aten::_unsafe_view.default", "aten::view_copy.default"), {"size": SIZE},
+         real="aten::view.default"),
+    Lift(("aten::reshape.default",), {"shape": SIZE}),
+    Lift(("aten::expand.default", "aten::expand_copy.default"), {"size": SIZE}, real="aten::expand.default"),
+    Lift(("aten::permute.default", "aten::permute_copy.default"), {"dims": PERMUTATION}, real="aten::permute.default"),
+    Lift(("aten::repeat.default",), {"repeats": REPEATS}),
+    Lift(("aten::unsqueeze.default", "aten::unsqueeze_copy.default"), {"dim": NEW_DIM},
+         real="aten::unsqueeze.default"),
+    # the pair axis (2) is never squeezed
+    Lift(("aten::squeeze.default", "aten::squeeze_copy.default"), {}, real="aten::squeeze.default"),
+    # the pair axis is a trailing dim no index touches, so it stays last, as advanced indexing keeps it
+    Lift(("aten::index.Tensor",), {}),
+    Lift(("aten::unflatten.int",), {"dim": DIM}),
+    Lift(("aten::nan_to_num.default",), {}),  # each part on its own
+    *(Lift(keys, {"dim": DIM}, real=keys[0]) for keys in (
+        ("aten::slice.Tensor", "aten::slice_copy.Tensor"), ("aten::select.int", "aten::select_copy.int"),
+        ("aten::narrow.default", "aten::narrow_copy.default"), ("aten::split.Tensor", "aten::unsafe_split.Tensor"),
+        ("aten::split_with_sizes.default", "aten::split_with_sizes_copy.default"),
+        ("aten::chunk.default", "aten::unsafe_chunk.default"), ("aten::unbind.int", "aten::unbind_copy.int"),
+        ("aten::tensor_split.sections",), ("aten::tensor_split.indices",))),
+]
+lift(ON_PAIRS, on_pairs, "on the pairs", opset=9)
+
+
+def permute(g: GraphBuilder, x: Value, dims: list[int]) -> Value:
+    return on_pairs(g, "aten::permute.default", {"dims": PERMUTATION}, {"self": x, "dims": dims})
 
 
 @register("aten::view_as.default", "aten::reshape_as.default")
@@ -341,19 +390,6 @@ def aten_flatten(g, self, start_dim=0, end_dim=-1):
     return on_carrier(g, "aten::flatten.using_ints", self, cx.dim(start_dim, rank), cx.dim(end_dim, rank))
 
 
-@register("aten::unflatten.int")
-def aten_unflatten(g, self, dim, sizes):
-    """unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)"""
-    return on_carrier(g, "aten::unflatten.int", self, cx.dim(dim, rank_of(self)), sizes)
-
-
-@register("aten::permute.default", "aten::permute_copy.default")
-def aten_permute(g, self, dims):
-    """permute(Tensor(a) self, int[] dims) -> Tensor(a)"""
-    rank = rank_of(self)
-    return on_carrier(g, "aten::permute.default", self, cx.dims(dims, rank) + [rank])
-
-
 @register("aten::transpose.int", "aten::transpose_copy.int")
 def aten_transpose(g, self, dim0, dim1):
     """transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)"""
@@ -372,7 +408,7 @@ def aten_t(g, self):
 @register("aten::numpy_T.default")
 def aten_numpy_T(g, self):
     """numpy_T(Tensor(a) self) -> Tensor(a)"""
-    return aten_permute(g, self, list(range(rank_of(self)))[::-1])
+    return permute(g, self, list(range(rank_of(self)))[::-1])
 
 
 @register("aten::mT.default")
@@ -400,19 +436,7 @@ def aten_movedim_intlist(g, self, source, destination):
     source, destination = cx.dims(source, rank), cx.dims(destination, rank)
     rest = iter(d for d in range(rank) if d not in source)
     moved = dict(zip(destination, source))
-    return aten_permute(g, self, [moved[d] if d in moved else next(rest) for d in range(rank)])
-
-
-@register("aten::unsqueeze.default", "aten::unsqueeze_copy.default")
-def aten_unsqueeze(g, self, dim):
-    """unsqueeze(Tensor(a) self, int dim) -> Tensor(a)"""
-    return on_carrier(g, "aten::unsqueeze.default", self, cx.dim(dim, rank_of(self) + 1))
-
-
-@register("aten::squeeze.default", "aten::squeeze_copy.default")
-def aten_squeeze(g, self):
-    """squeeze(Tensor(a) self) -> Tensor(a)"""
-    return on_carrier(g, "aten::squeeze.default", self)  # the pair axis (2) is never squeezed
+    return permute(g, self, [moved[d] if d in moved else next(rest) for d in range(rank)])
 
 
 @register("aten::squeeze.dim", "aten::squeeze_copy.dim")
@@ -430,12 +454,6 @@ def aten_squeeze_dims(g, self, dim):
     return on_carrier(g, "aten::squeeze.dims", self, cx.dims(dim, rank))
 
 
-@register("aten::expand.default", "aten::expand_copy.default")
-def aten_expand(g, self, size, *, implicit=False):
-    """expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)"""
-    return on_carrier(g, "aten::expand.default", self, list(size) + [2])
-
-
 @register("aten::expand_as.default")
 def aten_expand_as(g, self, other):
     """expand_as(Tensor(a) self, Tensor other) -> Tensor(a)"""
@@ -444,60 +462,6 @@ def aten_expand_as(g, self, other):
         shape = list(shape) + [2] if isinstance(shape, list) else \
             g.op("Concat", shape, g.const([2], dtype=torch.int64), axis=0)
     return g.op("Expand", self, _shape_value(g, shape))
-
-
-@register("aten::slice.Tensor", "aten::slice_copy.Tensor")
-def aten_slice(g, self, dim=0, start=None, end=None, step=1):
-    """slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)"""
-    return on_carrier(g, "aten::slice.Tensor", self, cx.dim(dim, rank_of(self)), start, end, step)
-
-
-@register("aten::select.int", "aten::select_copy.int")
-def aten_select(g, self, dim, index):
-    """select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)"""
-    return on_carrier(g, "aten::select.int", self, cx.dim(dim, rank_of(self)), index)
-
-
-@register("aten::narrow.default", "aten::narrow_copy.default")
-def aten_narrow(g, self, dim, start, length):
-    """narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)"""
-    return on_carrier(g, "aten::narrow.default", self, cx.dim(dim, rank_of(self)), start, length)
-
-
-@register("aten::split.Tensor", "aten::unsafe_split.Tensor")
-def aten_split(g, self, split_size, dim=0):
-    """split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]"""
-    return on_carrier(g, "aten::split.Tensor", self, split_size, cx.dim(dim, rank_of(self)))
-
-
-@register("aten::split_with_sizes.default", "aten::split_with_sizes_copy.default")
-def aten_split_with_sizes(g, self, split_sizes, dim=0):
-    """split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]"""
-    return on_carrier(g, "aten::split_with_sizes.default", self, split_sizes, cx.dim(dim, rank_of(self)))
-
-
-@register("aten::chunk.default", "aten::unsafe_chunk.default")
-def aten_chunk(g, self, chunks, dim=0):
-    """chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]"""
-    return on_carrier(g, "aten::chunk.default", self, chunks, cx.dim(dim, rank_of(self)))
-
-
-@register("aten::unbind.int", "aten::unbind_copy.int")
-def aten_unbind(g, self, dim=0):
-    """unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]"""
-    return on_carrier(g, "aten::unbind.int", self, cx.dim(dim, rank_of(self)))
-
-
-@register("aten::tensor_split.sections")
-def aten_tensor_split_sections(g, self, sections, dim=0):
-    """tensor_split.sections(Tensor(a -> *) self, SymInt sections, int dim=0) -> Tensor(a)[]"""
-    return on_carrier(g, "aten::tensor_split.sections", self, sections, cx.dim(dim, rank_of(self)))
-
-
-@register("aten::tensor_split.indices")
-def aten_tensor_split_indices(g, self, indices, dim=0):
-    """tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]"""
-    return on_carrier(g, "aten::tensor_split.indices", self, indices, cx.dim(dim, rank_of(self)))
 
 
 def _legacy_empty(x: Value) -> bool:
@@ -535,13 +499,6 @@ def aten_index_select(g, self, dim, index):
     return on_carrier(g, "aten::index_select.default", self, cx.dim(dim, rank), index)
 
 
-@register("aten::index.Tensor")
-def aten_index(g, self, indices):
-    """index.Tensor(Tensor self, Tensor?[] indices) -> Tensor"""
-    # The pair axis is a trailing dim no index touches, so it stays last, as advanced indexing keeps it.
-    return on_carrier(g, "aten::index.Tensor", self, indices)
-
-
 @register("aten::flip.default")
 def aten_flip(g, self, dims):
     """flip(Tensor self, int[] dims) -> Tensor"""
@@ -566,17 +523,11 @@ def aten_roll(g, self, shifts, dims=[]):
     return g.op("Reshape", rolled, _shape_value(g, list(self.shape)) if self.is_static else g.op("Shape", self))
 
 
-@register("aten::repeat.default")
-def aten_repeat(g, self, repeats):
-    """repeat(Tensor self, SymInt[] repeats) -> Tensor"""
-    return on_carrier(g, "aten::repeat.default", self, list(repeats) + [1])
-
-
 @register("aten::tile.default")
 def aten_tile(g, self, dims):
     """tile(Tensor self, SymInt[] dims) -> Tensor"""
     dims = [1] * (rank_of(self) - len(dims)) + list(dims)
-    return aten_repeat(g, self, dims)
+    return on_carrier(g, "aten::repeat.default", self, list(dims) + [1])
 
 
 @register("aten::diagonal.default", "aten::diagonal_copy.default")

@@ -29,7 +29,7 @@ from aten2onnx.symbolic.opset9_fft import (
     zeros_along,
 )
 
-register = functools.partial(registry.register_complex, opset=9)
+register = functools.partial(registry.register, opset=9, complex=True)
 
 
 # -- complex results: fft, ifft, rfft, ihfft ----------------------------------------------------------

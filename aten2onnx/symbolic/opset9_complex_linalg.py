@@ -1,5 +1,6 @@
 """Opset-9 complex products on carriers (see opset9_complex.py): matmul and its relatives, einsum,
-linear and convolutions, as the real symbolic on each choice of parts (multilinear)."""
+linear and convolutions, as the real translation on each choice of parts (multilinear); the EACH_CHOICE
+and CONVOLUTIONS tables declare those built from the real translation of their own overload."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic._carrier import carrier, complex_result, dtype_of, rank_of, real_symbolic, split
 from aten2onnx.symbolic._complex_math import _mul_number, _scaled, multilinear
 from aten2onnx.symbolic._helpers import cast
+from aten2onnx.symbolic._lifting import Lift, lift
 
-register = functools.partial(registry.register_complex, opset=9)
+register = functools.partial(registry.register, opset=9, complex=True)
 
 
 # -- products ---------------------------------------------------------------------------------------------------
@@ -26,28 +28,37 @@ def _product(key: str, *, conj_first: bool = False):
     return handler
 
 
-@register("aten::mm.default")
-def aten_mm(g, self, mat2):
-    """mm(Tensor self, Tensor mat2) -> Tensor"""
-    return _product("aten::mm.default")(g, self, mat2)
+def each_choice(g: GraphBuilder, real: str, operands: tuple[str, ...], arguments: dict) -> Value:
+    """The lifting of EACH_CHOICE: the real translation once per choice of parts of the operands (the
+    arguments named; a tensor list among them counts each of its tensors), summed by multilinear."""
+    layout, tensors = [], []
+    for name in operands:
+        x = arguments[name]
+        layout.append((name, len(x) if isinstance(x, (list, tuple)) else None))
+        tensors += list(x) if isinstance(x, (list, tuple)) else [x]
+    fn = real_symbolic(g, real)
+
+    def term(*parts):
+        it = iter(parts)
+        picked = {name: next(it) if n is None else [next(it) for _ in range(n)] for name, n in layout}
+        return fn(g, **{**arguments, **picked})
+
+    return multilinear(g, term, tensors)
 
 
-@register("aten::bmm.default")
-def aten_bmm(g, self, mat2):
-    """bmm(Tensor self, Tensor mat2) -> Tensor"""
-    return _product("aten::bmm.default")(g, self, mat2)
-
-
-@register("aten::matmul.default")
-def aten_matmul(g, self, other):
-    """matmul(Tensor self, Tensor other) -> Tensor"""
-    return _product("aten::matmul.default")(g, self, other)
-
-
-@register("aten::dot.default")
-def aten_dot(g, self, tensor):
-    """dot(Tensor self, Tensor tensor) -> Tensor"""
-    return _product("aten::dot.default")(g, self, tensor)
+# Products linear in each operand, lifted by each_choice; spec: the operands.
+EACH_CHOICE = [
+    *(Lift((key,), ("self", other)) for key, other in (
+        ("aten::mm.default", "mat2"), ("aten::bmm.default", "mat2"), ("aten::matmul.default", "other"),
+        ("aten::dot.default", "tensor"), ("aten::inner.default", "other"), ("aten::mv.default", "vec"),
+        ("aten::outer.default", "vec2"), ("aten::kron.default", "other"), ("aten::tensordot.default", "other"),
+        ("aten::linalg_cross.default", "other"), ("aten::cross.default", "other"))),
+    Lift(("aten::trace.default",), ("self",)),
+    Lift(("aten::einsum.default",), ("tensors",)),
+    # linear in y and in x (through its differences)
+    *(Lift((key,), ("y", "x")) for key in ("aten::trapezoid.x", "aten::trapz.x", "aten::cumulative_trapezoid.x")),
+]
+lift(EACH_CHOICE, each_choice, "each choice of parts", opset=9)
 
 
 @register("aten::vdot.default")
@@ -56,63 +67,11 @@ def aten_vdot(g, self, other):
     return _product("aten::dot.default", conj_first=True)(g, self, other)
 
 
-@register("aten::inner.default")
-def aten_inner(g, self, other):
-    """inner(Tensor self, Tensor other) -> Tensor"""
-    return _product("aten::inner.default")(g, self, other)
-
-
-@register("aten::mv.default")
-def aten_mv(g, self, vec):
-    """mv(Tensor self, Tensor vec) -> Tensor"""
-    return _product("aten::mv.default")(g, self, vec)
-
-
-@register("aten::outer.default")
-def aten_outer(g, self, vec2):
-    """outer(Tensor self, Tensor vec2) -> Tensor"""
-    return _product("aten::outer.default")(g, self, vec2)
-
-
-@register("aten::kron.default")
-def aten_kron(g, self, other):
-    """kron(Tensor self, Tensor other) -> Tensor"""
-    return _product("aten::kron.default")(g, self, other)
-
-
-@register("aten::tensordot.default")
-def aten_tensordot(g, self, other, dims_self, dims_other):
-    """tensordot(Tensor self, Tensor other, int[] dims_self, int[] dims_other) -> Tensor"""
-    fn = real_symbolic(g, "aten::tensordot.default")
-    return multilinear(g, lambda a, b: fn(g, a, b, dims_self, dims_other), [self, other])
-
-
 @register("aten::linalg_vecdot.default")
 def aten_linalg_vecdot(g, x, y, *, dim=-1):
     """linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor"""
     fn = real_symbolic(g, "aten::linalg_vecdot.default")
     return multilinear(g, lambda a, b: fn(g, a, b, dim=dim), [x, y], conj_first=True)
-
-
-@register("aten::trace.default")
-def aten_trace(g, self):
-    """trace(Tensor self) -> Tensor"""
-    fn = real_symbolic(g, "aten::trace.default")
-    return multilinear(g, lambda a: fn(g, a), [self])
-
-
-@register("aten::linalg_cross.default")
-def aten_linalg_cross(g, self, other, *, dim=-1):
-    """linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor"""
-    fn = real_symbolic(g, "aten::linalg_cross.default")
-    return multilinear(g, lambda a, b: fn(g, a, b, dim=dim), [self, other])
-
-
-@register("aten::cross.default")
-def aten_cross(g, self, other, dim=None):
-    """cross(Tensor self, Tensor other, int? dim=None) -> Tensor"""
-    fn = real_symbolic(g, "aten::cross.default")
-    return multilinear(g, lambda a, b: fn(g, a, b, dim), [self, other])
 
 
 @register("aten::linear.default")
@@ -128,18 +87,11 @@ def aten_linear(g, input, weight, bias=None):
 @register("aten::addmm.default")
 def aten_addmm(g, self, mat1, mat2, *, beta=1, alpha=1):
     """addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor"""
-    product = _mul_number(g, aten_mm(g, mat1, mat2), complex(alpha))
+    product = _mul_number(g, _product("aten::mm.default")(g, mat1, mat2), complex(alpha))
     if complex(beta) == 0:
         return product  # eager ignores self (NaN included)
     dtype = functools.reduce(torch.promote_types, [dtype_of(x) for x in (self, mat1, mat2)])
     return g.op("Add", _scaled(g, self, beta, dtype), product)
-
-
-@register("aten::einsum.default")
-def aten_einsum(g, equation, tensors, *, path=None):
-    """einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor"""
-    fn = real_symbolic(g, "aten::einsum.default")
-    return multilinear(g, lambda *xs: fn(g, equation, list(xs)), list(tensors))
 
 
 def _beta_alpha(g: GraphBuilder, self: Value, product: Value, beta, alpha, dtype: torch.dtype) -> Value:
@@ -157,19 +109,19 @@ def _dtype_of_all(*xs: Value) -> torch.dtype:
 @register("aten::addmv.default")
 def aten_addmv(g, self, mat, vec, *, beta=1, alpha=1):
     """addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor"""
-    return _beta_alpha(g, self, aten_mv(g, mat, vec), beta, alpha, _dtype_of_all(self, mat, vec))
+    return _beta_alpha(g, self, _product("aten::mv.default")(g, mat, vec), beta, alpha, _dtype_of_all(self, mat, vec))
 
 
 @register("aten::addr.default")
 def aten_addr(g, self, vec1, vec2, *, beta=1, alpha=1):
     """addr(Tensor self, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1) -> Tensor"""
-    return _beta_alpha(g, self, aten_outer(g, vec1, vec2), beta, alpha, _dtype_of_all(self, vec1, vec2))
+    return _beta_alpha(g, self, _product("aten::outer.default")(g, vec1, vec2), beta, alpha, _dtype_of_all(self, vec1, vec2))
 
 
 @register("aten::baddbmm.default")
 def aten_baddbmm(g, self, batch1, batch2, *, beta=1, alpha=1):
     """baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor"""
-    return _beta_alpha(g, self, aten_bmm(g, batch1, batch2), beta, alpha, _dtype_of_all(self, batch1, batch2))
+    return _beta_alpha(g, self, _product("aten::bmm.default")(g, batch1, batch2), beta, alpha, _dtype_of_all(self, batch1, batch2))
 
 
 @register("aten::addbmm.default")
@@ -182,10 +134,13 @@ def aten_addbmm(g, self, batch1, batch2, *, beta=1, alpha=1):
     return _beta_alpha(g, self, product, beta, alpha, _dtype_of_all(self, batch1, batch2))
 
 
-def _convolution(g: GraphBuilder, key: str, input: Value, weight: Value, bias, **kwargs) -> Value:
-    """A convolution is bilinear in input and weight; the bias is added once, along the channel dim."""
-    fn = real_symbolic(g, key)
-    out = multilinear(g, lambda x, w: fn(g, x, w, None, **kwargs), [input, weight])
+def convolution(g: GraphBuilder, real: str, spec: None, arguments: dict) -> Value:
+    """The lifting of CONVOLUTIONS: bilinear in input and weight; the bias is added once, along the
+    channel dim."""
+    rest = dict(arguments)
+    input, weight, bias = rest.pop("input"), rest.pop("weight"), rest.pop("bias")
+    fn = real_symbolic(g, real)
+    out = multilinear(g, lambda x, w: fn(g, x, w, None, **rest), [input, weight])
     if bias is None:
         return out
     dtype = _dtype_of_all(input, weight, bias)
@@ -194,74 +149,9 @@ def _convolution(g: GraphBuilder, key: str, input: Value, weight: Value, bias, *
     return g.op("Add", cast(g, out, _dtypes.real_part(dtype)), bias)
 
 
-@register("aten::conv1d.default")
-def aten_conv1d(g, input, weight, bias=None, stride=[1], padding=[0], dilation=[1], groups=1):
-    """conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=[1], SymInt[1] padding=[0], SymInt[1] dilation=[1], SymInt groups=1) -> Tensor"""
-    return _convolution(g, "aten::conv1d.default", input, weight, bias, stride=stride, padding=padding,
-                        dilation=dilation, groups=groups)
-
-
-@register("aten::conv1d.padding")
-def aten_conv1d_padding(g, input, weight, bias=None, stride=[1], padding="valid", dilation=[1], groups=1):
-    """conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=[1], str padding="valid", SymInt[1] dilation=[1], SymInt groups=1) -> Tensor"""
-    return _convolution(g, "aten::conv1d.padding", input, weight, bias, stride=stride, padding=padding,
-                        dilation=dilation, groups=groups)
-
-
-@register("aten::conv_transpose1d.default")
-def aten_conv_transpose1d(g, input, weight, bias=None, stride=[1], padding=[0], output_padding=[0], groups=1,
-                        dilation=[1]):
-    """conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=[1], SymInt[1] padding=[0], SymInt[1] output_padding=[0], SymInt groups=1, SymInt[1] dilation=[1]) -> Tensor"""
-    return _convolution(g, "aten::conv_transpose1d.default", input, weight, bias, stride=stride, padding=padding,
-                        output_padding=output_padding, groups=groups, dilation=dilation)
-
-
-@register("aten::conv2d.default")
-def aten_conv2d(g, input, weight, bias=None, stride=[1, 1], padding=[0, 0], dilation=[1, 1], groups=1):
-    """conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=[1, 1], SymInt[2] padding=[0, 0], SymInt[2] dilation=[1, 1], SymInt groups=1) -> Tensor"""
-    return _convolution(g, "aten::conv2d.default", input, weight, bias, stride=stride, padding=padding,
-                        dilation=dilation, groups=groups)
-
-
-@register("aten::conv2d.padding")
-def aten_conv2d_padding(g, input, weight, bias=None, stride=[1, 1], padding="valid", dilation=[1, 1], groups=1):
-    """conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=[1, 1], str padding="valid", SymInt[2] dilation=[1, 1], SymInt groups=1) -> Tensor"""
-    return _convolution(g, "aten::conv2d.padding", input, weight, bias, stride=stride, padding=padding,
-                        dilation=dilation, groups=groups)
-
-
-@register("aten::conv_transpose2d.input")
-def aten_conv_transpose2d(g, input, weight, bias=None, stride=[1, 1], padding=[0, 0], output_padding=[0, 0], groups=1,
-                        dilation=[1, 1]):
-    """conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=[1, 1], SymInt[2] padding=[0, 0], SymInt[2] output_padding=[0, 0], SymInt groups=1, SymInt[2] dilation=[1, 1]) -> Tensor"""
-    return _convolution(g, "aten::conv_transpose2d.input", input, weight, bias, stride=stride, padding=padding,
-                        output_padding=output_padding, groups=groups, dilation=dilation)
-
-
-@register("aten::conv3d.default")
-def aten_conv3d(g, input, weight, bias=None, stride=[1, 1, 1], padding=[0, 0, 0], dilation=[1, 1, 1], groups=1):
-    """conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=[1, 1, 1], SymInt[3] padding=[0, 0, 0], SymInt[3] dilation=[1, 1, 1], SymInt groups=1) -> Tensor"""
-    return _convolution(g, "aten::conv3d.default", input, weight, bias, stride=stride, padding=padding,
-                        dilation=dilation, groups=groups)
-
-
-@register("aten::conv3d.padding")
-def aten_conv3d_padding(g, input, weight, bias=None, stride=[1, 1, 1], padding="valid", dilation=[1, 1, 1], groups=1):
-    """conv3d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=[1, 1, 1], str padding="valid", SymInt[3] dilation=[1, 1, 1], SymInt groups=1) -> Tensor"""
-    return _convolution(g, "aten::conv3d.padding", input, weight, bias, stride=stride, padding=padding,
-                        dilation=dilation, groups=groups)
-
-
-@register("aten::conv_transpose3d.input")
-def aten_conv_transpose3d(g, input, weight, bias=None, stride=[1, 1, 1], padding=[0, 0, 0], output_padding=[0, 0, 0], groups=1,
-                        dilation=[1, 1, 1]):
-    """conv_transpose3d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=[1, 1, 1], SymInt[3] padding=[0, 0, 0], SymInt[3] output_padding=[0, 0, 0], SymInt groups=1, SymInt[3] dilation=[1, 1, 1]) -> Tensor"""
-    return _convolution(g, "aten::conv_transpose3d.input", input, weight, bias, stride=stride, padding=padding,
-                        output_padding=output_padding, groups=groups, dilation=dilation)
-
-
-@register("aten::convolution.default")
-def aten_convolution(g, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
-    """convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor"""
-    return _convolution(g, "aten::convolution.default", input, weight, bias, stride=stride, padding=padding,
-                        dilation=dilation, transposed=transposed, output_padding=output_padding, groups=groups)
+# Convolutions, lifted by convolution: bilinear in input and weight (each_choice), the bias added once.
+CONVOLUTIONS = [Lift((key,)) for key in (
+    "aten::conv1d.default", "aten::conv1d.padding", "aten::conv_transpose1d.default", "aten::conv2d.default",
+    "aten::conv2d.padding", "aten::conv_transpose2d.input", "aten::conv3d.default", "aten::conv3d.padding",
+    "aten::conv_transpose3d.input", "aten::convolution.default")]
+lift(CONVOLUTIONS, convolution, "each choice of parts, the bias once", opset=9)

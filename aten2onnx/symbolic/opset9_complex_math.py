@@ -46,10 +46,11 @@ from aten2onnx.symbolic._complex_math import (
     sinh_cosh,
 )
 from aten2onnx.symbolic._helpers import cast
+from aten2onnx.symbolic._lifting import Lift, lift
 from aten2onnx.symbolic.opset9_complex import full
 from aten2onnx.symbolic.opset9_math import is_zero
 
-register = functools.partial(registry.register_complex, opset=9)
+register = functools.partial(registry.register, opset=9, complex=True)
 
 
 # -- arithmetic -------------------------------------------------------------------------------------------
@@ -405,12 +406,6 @@ def aten_isclose(g, self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     return g.op("Or", close, within)
 
 
-@register("aten::nan_to_num.default")
-def aten_nan_to_num(g, self, nan=None, posinf=None, neginf=None):
-    """nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor"""
-    return on_carrier(g, "aten::nan_to_num.default", self, nan, posinf, neginf)  # each part on its own
-
-
 # -- compositions of the handlers above --------------------------------------------------------------------------
 
 
@@ -523,52 +518,16 @@ def aten_logical_xor(g, self, other):
     return g.op("Xor", nonzero_mask(g, self), nonzero_mask(g, other))
 
 
-@register("aten::all.default")
-def aten_all(g, self):
-    """all(Tensor self) -> Tensor"""
-    return on_carrier(g, "aten::all.default", nonzero_mask(g, self))
+def on_mask(g: GraphBuilder, real: str, spec: None, arguments: dict):
+    """The lifting of ON_MASK: the real translation on self != 0, a bool tensor."""
+    return on_carrier(g, real, **{**arguments, "self": nonzero_mask(g, arguments["self"])})
 
 
-@register("aten::all.dim")
-def aten_all_dim(g, self, dim, keepdim=False):
-    """all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor"""
-    return on_carrier(g, "aten::all.dim", nonzero_mask(g, self), dim, keepdim)
-
-
-@register("aten::all.dims")
-def aten_all_dims(g, self, dim=None, keepdim=False):
-    """all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor"""
-    return on_carrier(g, "aten::all.dims", nonzero_mask(g, self), dim, keepdim)
-
-
-@register("aten::any.default")
-def aten_any(g, self):
-    """any(Tensor self) -> Tensor"""
-    return on_carrier(g, "aten::any.default", nonzero_mask(g, self))
-
-
-@register("aten::any.dim")
-def aten_any_dim(g, self, dim, keepdim=False):
-    """any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor"""
-    return on_carrier(g, "aten::any.dim", nonzero_mask(g, self), dim, keepdim)
-
-
-@register("aten::any.dims")
-def aten_any_dims(g, self, dim=None, keepdim=False):
-    """any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor"""
-    return on_carrier(g, "aten::any.dims", nonzero_mask(g, self), dim, keepdim)
-
-
-@register("aten::argwhere.default")
-def aten_argwhere(g, self):
-    """argwhere(Tensor self) -> Tensor"""
-    return on_carrier(g, "aten::argwhere.default", nonzero_mask(g, self))
-
-
-@register("aten::nonzero.default")
-def aten_nonzero(g, self):
-    """nonzero(Tensor self) -> Tensor"""
-    return on_carrier(g, "aten::nonzero.default", nonzero_mask(g, self))
+# Overloads that read only whether each element is nonzero, lifted by on_mask.
+ON_MASK = [Lift((key,)) for key in (
+    "aten::all.default", "aten::all.dim", "aten::all.dims", "aten::any.default", "aten::any.dim", "aten::any.dims",
+    "aten::argwhere.default", "aten::nonzero.default")]
+lift(ON_MASK, on_mask, "on the nonzero mask", opset=9)
 
 
 # -- inverse trigonometric and hyperbolic functions, through log and sqrt in float64 ------------------------------

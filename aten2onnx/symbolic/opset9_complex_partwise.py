@@ -1,5 +1,6 @@
 """Opset-9 complex ops that act on the real and imaginary parts alone (see opset9_complex.py): the
-real symbolic for the target opset applied to each part (indexing, scatter, stacking, splitting)."""
+real translation at the target opset applied to each part (indexing, scatter, stacking, splitting),
+declared in the EACH_PART table (symbolic/_lifting.py); the handlers below also check or scale."""
 
 from __future__ import annotations
 
@@ -20,10 +21,11 @@ from aten2onnx.symbolic._carrier import (
     split,
     tagged,
 )
-from aten2onnx.symbolic._complex_math import _scaled, multilinear
-from aten2onnx.symbolic.opset9_complex import aten_expand, aten_flip
+from aten2onnx.symbolic._complex_math import _scaled
+from aten2onnx.symbolic._lifting import Lift, lift
+from aten2onnx.symbolic.opset9_complex import aten_flip
 
-register = functools.partial(registry.register_complex, opset=9)
+register = functools.partial(registry.register, opset=9, complex=True)
 
 
 # -- ops that act on each part alone: the real symbolic twice ---------------------------------------------------
@@ -69,17 +71,42 @@ def partwise(g: GraphBuilder, key: str, data: dict, **rest):
     return join(g, re, im)
 
 
-@register("aten::as_strided.default", "aten::as_strided_copy.default")
-def aten_as_strided(g, self, size, stride, storage_offset=None):
-    """as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)"""
-    return partwise(g, "aten::as_strided.default", {"self": self}, size=size, stride=stride,
-                    storage_offset=storage_offset)
+def each_part(g: GraphBuilder, real: str, data: tuple[str, ...], arguments: dict):
+    """The lifting of EACH_PART: partwise with the arguments named in data as the complex data."""
+    rest = dict(arguments)
+    return partwise(g, real, {name: rest.pop(name) for name in data}, **rest)
 
 
-@register("aten::rot90.default")
-def aten_rot90(g, self, k=1, dims=[0, 1]):
-    """rot90(Tensor self, int k=1, int[] dims=[0, 1]) -> Tensor"""
-    return partwise(g, "aten::rot90.default", {"self": self}, k=k, dims=dims)
+# Overloads that move elements or are linear with real coefficients, lifted by each_part: the real
+# translation on the real parts, then on the imaginary ones. spec: the arguments that are complex data.
+EACH_PART = [
+    Lift(("aten::as_strided.default", "aten::as_strided_copy.default"), ("self",), real="aten::as_strided.default"),
+    Lift(("aten::unfold.default", "aten::unfold_copy.default"), ("self",), real="aten::unfold.default"),
+    *(Lift((key,), ("self",)) for key in (
+        "aten::rot90.default", "aten::atleast_1d.default", "aten::atleast_2d.default", "aten::atleast_3d.default",
+        "aten::hsplit.int", "aten::hsplit.array", "aten::vsplit.int", "aten::vsplit.array", "aten::dsplit.int",
+        "aten::dsplit.array", "aten::diagflat.default", "aten::gradient.scalarint", "aten::gradient.scalarrayint",
+        "aten::gradient.array", "aten::gradient.scalararray", "aten::sum_to_size.default",
+        "aten::repeat_interleave.self_int", "aten::repeat_interleave.self_Tensor", "aten::pixel_shuffle.default",
+        "aten::pixel_unshuffle.default", "aten::channel_shuffle.default", "aten::take.default",
+        "aten::take_along_dim.default", "aten::gather.default", "aten::masked_select.default")),
+    Lift(("aten::trapz.dx",), ("y",)),  # dx is a float: a real coefficient
+    *(Lift((key,), ("tensors",)) for key in (
+        "aten::meshgrid.indexing", "aten::meshgrid.default", "aten::block_diag.default", "aten::cartesian_prod.default",
+        "aten::hstack.default", "aten::vstack.default", "aten::dstack.default", "aten::column_stack.default",
+        "aten::_chunk_cat.default")),
+    Lift(("aten::diff.default",), ("self", "prepend", "append")),
+    *(Lift((key,), ("self", "source")) for key in (
+        "aten::index_copy.default", "aten::masked_scatter.default", "aten::put.default")),
+    *(Lift((key,), ("self", "values")) for key in (
+        "aten::index_put.default", "aten::_unsafe_masked_index_put_accumulate.default")),
+    *(Lift((key,), ("self", "src")) for key in (
+        "aten::scatter.src", "aten::scatter_add.default", "aten::diagonal_scatter.default",
+        "aten::as_strided_scatter.default", "aten::select_scatter.default", "aten::slice_scatter.default")),
+    Lift(("aten::scatter.value",), ("self", "value")),
+    Lift(("aten::_unsafe_masked_index.default",), ("self", "fill")),
+]
+lift(EACH_PART, each_part, "each part", opset=9)
 
 
 @register("aten::fliplr.default")
@@ -94,46 +121,31 @@ def aten_flipud(g, self):
     return aten_flip(g, self, [0])
 
 
-@register("aten::atleast_1d.default")
-def aten_atleast_1d(g, self):
-    """atleast_1d(Tensor self) -> Tensor"""
-    return partwise(g, "aten::atleast_1d.default", {"self": self})
-
-
-@register("aten::atleast_2d.default")
-def aten_atleast_2d(g, self):
-    """atleast_2d(Tensor self) -> Tensor"""
-    return partwise(g, "aten::atleast_2d.default", {"self": self})
-
-
-@register("aten::atleast_3d.default")
-def aten_atleast_3d(g, self):
-    """atleast_3d(Tensor self) -> Tensor"""
-    return partwise(g, "aten::atleast_3d.default", {"self": self})
-
-
 @register("aten::atleast_1d.Sequence")
 def aten_atleast_1d_sequence(g, tensors):
     """atleast_1d.Sequence(Tensor[] tensors) -> Tensor[]"""
-    return [aten_atleast_1d(g, t) if t.complex else on_carrier(g, "aten::atleast_1d.default", t) for t in tensors]
+    return [partwise(g, "aten::atleast_1d.default", {"self": t}) if t.complex
+            else on_carrier(g, "aten::atleast_1d.default", t) for t in tensors]
 
 
 @register("aten::atleast_2d.Sequence")
 def aten_atleast_2d_sequence(g, tensors):
     """atleast_2d.Sequence(Tensor[] tensors) -> Tensor[]"""
-    return [aten_atleast_2d(g, t) if t.complex else on_carrier(g, "aten::atleast_2d.default", t) for t in tensors]
+    return [partwise(g, "aten::atleast_2d.default", {"self": t}) if t.complex
+            else on_carrier(g, "aten::atleast_2d.default", t) for t in tensors]
 
 
 @register("aten::atleast_3d.Sequence")
 def aten_atleast_3d_sequence(g, tensors):
     """atleast_3d.Sequence(Tensor[] tensors) -> Tensor[]"""
-    return [aten_atleast_3d(g, t) if t.complex else on_carrier(g, "aten::atleast_3d.default", t) for t in tensors]
+    return [partwise(g, "aten::atleast_3d.default", {"self": t}) if t.complex
+            else on_carrier(g, "aten::atleast_3d.default", t) for t in tensors]
 
 
 @register("aten::broadcast_to.default")
 def aten_broadcast_to(g, self, size):
     """broadcast_to(Tensor(a) self, SymInt[] size) -> Tensor(a)"""
-    return aten_expand(g, self, size)
+    return on_carrier(g, "aten::expand.default", self, list(size) + [2])
 
 
 @register("aten::broadcast_tensors.default")
@@ -143,132 +155,6 @@ def aten_broadcast_tensors(g, tensors):
         raise NotImplementedError("broadcast_tensors of complex tensors with dynamic shapes")
     shape = list(torch.broadcast_shapes(*(cx.logical_shape(t) for t in tensors)))
     return [g.op("Expand", t, g.const(shape + [2] * t.complex, dtype=torch.int64)) for t in tensors]
-
-
-@register("aten::meshgrid.indexing")
-def aten_meshgrid_indexing(g, tensors, *, indexing):
-    """meshgrid.indexing(Tensor[] tensors, *, str indexing) -> Tensor[]"""
-    return partwise(g, "aten::meshgrid.indexing", {"tensors": tensors}, indexing=indexing)
-
-
-@register("aten::meshgrid.default")
-def aten_meshgrid(g, tensors):
-    """meshgrid(Tensor[] tensors) -> Tensor[]"""
-    return partwise(g, "aten::meshgrid.default", {"tensors": tensors})
-
-
-@register("aten::block_diag.default")
-def aten_block_diag(g, tensors):
-    """block_diag(Tensor[] tensors) -> Tensor"""
-    return partwise(g, "aten::block_diag.default", {"tensors": tensors})
-
-
-@register("aten::cartesian_prod.default")
-def aten_cartesian_prod(g, tensors):
-    """cartesian_prod(Tensor[] tensors) -> Tensor"""
-    return partwise(g, "aten::cartesian_prod.default", {"tensors": tensors})
-
-
-@register("aten::hstack.default")
-def aten_hstack(g, tensors):
-    """hstack(Tensor[] tensors) -> Tensor"""
-    return partwise(g, "aten::hstack.default", {"tensors": tensors})
-
-
-@register("aten::vstack.default")
-def aten_vstack(g, tensors):
-    """vstack(Tensor[] tensors) -> Tensor"""
-    return partwise(g, "aten::vstack.default", {"tensors": tensors})
-
-
-@register("aten::dstack.default")
-def aten_dstack(g, tensors):
-    """dstack(Tensor[] tensors) -> Tensor"""
-    return partwise(g, "aten::dstack.default", {"tensors": tensors})
-
-
-@register("aten::column_stack.default")
-def aten_column_stack(g, tensors):
-    """column_stack(Tensor[] tensors) -> Tensor"""
-    return partwise(g, "aten::column_stack.default", {"tensors": tensors})
-
-
-@register("aten::_chunk_cat.default")
-def aten__chunk_cat(g, tensors, dim, num_chunks):
-    """_chunk_cat(Tensor[] tensors, int dim, int num_chunks) -> Tensor"""
-    return partwise(g, "aten::_chunk_cat.default", {"tensors": tensors}, dim=dim, num_chunks=num_chunks)
-
-
-@register("aten::hsplit.int")
-def aten_hsplit(g, self, sections):
-    """hsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]"""
-    return partwise(g, "aten::hsplit.int", {"self": self}, sections=sections)
-
-
-@register("aten::hsplit.array")
-def aten_hsplit_array(g, self, indices):
-    """hsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]"""
-    return partwise(g, "aten::hsplit.array", {"self": self}, indices=indices)
-
-
-@register("aten::vsplit.int")
-def aten_vsplit(g, self, sections):
-    """vsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]"""
-    return partwise(g, "aten::vsplit.int", {"self": self}, sections=sections)
-
-
-@register("aten::vsplit.array")
-def aten_vsplit_array(g, self, indices):
-    """vsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]"""
-    return partwise(g, "aten::vsplit.array", {"self": self}, indices=indices)
-
-
-@register("aten::dsplit.int")
-def aten_dsplit(g, self, sections):
-    """dsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]"""
-    return partwise(g, "aten::dsplit.int", {"self": self}, sections=sections)
-
-
-@register("aten::dsplit.array")
-def aten_dsplit_array(g, self, indices):
-    """dsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]"""
-    return partwise(g, "aten::dsplit.array", {"self": self}, indices=indices)
-
-
-@register("aten::diagflat.default")
-def aten_diagflat(g, self, offset=0):
-    """diagflat(Tensor self, int offset=0) -> Tensor"""
-    return partwise(g, "aten::diagflat.default", {"self": self}, offset=offset)
-
-
-@register("aten::diff.default")
-def aten_diff(g, self, n=1, dim=-1, prepend=None, append=None):
-    """diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor"""
-    return partwise(g, "aten::diff.default", {"self": self, "prepend": prepend, "append": append}, n=n, dim=dim)
-
-
-@register("aten::gradient.scalarint")
-def aten_gradient_scalarint(g, self, *, spacing=None, dim=None, edge_order=1):
-    """gradient.scalarint(Tensor self, *, Scalar? spacing=None, int? dim=None, int edge_order=1) -> Tensor[]"""
-    return partwise(g, "aten::gradient.scalarint", {"self": self}, spacing=spacing, dim=dim, edge_order=edge_order)
-
-
-@register("aten::gradient.scalarrayint")
-def aten_gradient_scalarrayint(g, self, *, spacing, dim=None, edge_order=1):
-    """gradient.scalarrayint(Tensor self, *, Scalar[] spacing, int? dim=None, int edge_order=1) -> Tensor[]"""
-    return partwise(g, "aten::gradient.scalarrayint", {"self": self}, spacing=spacing, dim=dim, edge_order=edge_order)
-
-
-@register("aten::gradient.array")
-def aten_gradient_array(g, self, *, dim, edge_order=1):
-    """gradient.array(Tensor self, *, int[] dim, int edge_order=1) -> Tensor[]"""
-    return partwise(g, "aten::gradient.array", {"self": self}, dim=dim, edge_order=edge_order)
-
-
-@register("aten::gradient.scalararray")
-def aten_gradient_scalararray(g, self, *, spacing, dim, edge_order=1):
-    """gradient.scalararray(Tensor self, *, Scalar spacing, int[] dim, int edge_order=1) -> Tensor[]"""
-    return partwise(g, "aten::gradient.scalararray", {"self": self}, spacing=spacing, dim=dim, edge_order=edge_order)
 
 
 def _real_coordinates(*xs) -> None:
@@ -291,13 +177,6 @@ def aten_gradient_tensorarray(g, self, *, spacing, dim, edge_order=1):
     return partwise(g, "aten::gradient.tensorarray", {"self": self}, spacing=spacing, dim=dim, edge_order=edge_order)
 
 
-@register("aten::trapezoid.x")
-def aten_trapezoid_x(g, y, x, *, dim=-1):
-    """trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor"""
-    fn = real_symbolic(g, "aten::trapezoid.x")  # linear in y and in x (through its differences)
-    return multilinear(g, lambda y, x: fn(g, y, x, dim=dim), [y, x])
-
-
 @register("aten::trapezoid.dx")
 def aten_trapezoid_dx(g, y, *, dx=1, dim=-1):
     """trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor"""
@@ -306,94 +185,12 @@ def aten_trapezoid_dx(g, y, *, dx=1, dim=-1):
     return partwise(g, "aten::trapezoid.dx", {"y": y}, dx=dx, dim=dim)
 
 
-@register("aten::trapz.x")
-def aten_trapz_x(g, y, x, *, dim=-1):
-    """trapz.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor"""
-    fn = real_symbolic(g, "aten::trapz.x")  # linear in y and in x (through its differences)
-    return multilinear(g, lambda y, x: fn(g, y, x, dim=dim), [y, x])
-
-
-@register("aten::trapz.dx")
-def aten_trapz_dx(g, y, *, dx=1.0, dim=-1):
-    """trapz.dx(Tensor y, *, float dx=1., int dim=-1) -> Tensor"""
-    return partwise(g, "aten::trapz.dx", {"y": y}, dx=dx, dim=dim)
-
-
-@register("aten::cumulative_trapezoid.x")
-def aten_cumulative_trapezoid_x(g, y, x, *, dim=-1):
-    """cumulative_trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor"""
-    fn = real_symbolic(g, "aten::cumulative_trapezoid.x")  # linear in y and in x (through its differences)
-    return multilinear(g, lambda y, x: fn(g, y, x, dim=dim), [y, x])
-
-
 @register("aten::cumulative_trapezoid.dx")
 def aten_cumulative_trapezoid_dx(g, y, *, dx=1, dim=-1):
     """cumulative_trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor"""
     if isinstance(dx, complex):
         raise NotImplementedError("a complex dx")
     return partwise(g, "aten::cumulative_trapezoid.dx", {"y": y}, dx=dx, dim=dim)
-
-
-@register("aten::sum_to_size.default")
-def aten_sum_to_size(g, self, size):
-    """sum_to_size(Tensor self, SymInt[] size) -> Tensor"""
-    return partwise(g, "aten::sum_to_size.default", {"self": self}, size=size)
-
-
-@register("aten::repeat_interleave.self_int")
-def aten_repeat_interleave_self_int(g, self, repeats, dim=None, *, output_size=None):
-    """repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor"""
-    return partwise(g, "aten::repeat_interleave.self_int", {"self": self}, repeats=repeats, dim=dim,
-                    output_size=output_size)
-
-
-@register("aten::repeat_interleave.self_Tensor")
-def aten_repeat_interleave_self_tensor(g, self, repeats, dim=None, *, output_size=None):
-    """repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor"""
-    return partwise(g, "aten::repeat_interleave.self_Tensor", {"self": self}, repeats=repeats, dim=dim,
-                    output_size=output_size)
-
-
-@register("aten::unfold.default", "aten::unfold_copy.default")
-def aten_unfold(g, self, dimension, size, step):
-    """unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)"""
-    return partwise(g, "aten::unfold.default", {"self": self}, dimension=dimension, size=size, step=step)
-
-
-@register("aten::pixel_shuffle.default")
-def aten_pixel_shuffle(g, self, upscale_factor):
-    """pixel_shuffle(Tensor self, int upscale_factor) -> Tensor"""
-    return partwise(g, "aten::pixel_shuffle.default", {"self": self}, upscale_factor=upscale_factor)
-
-
-@register("aten::pixel_unshuffle.default")
-def aten_pixel_unshuffle(g, self, downscale_factor):
-    """pixel_unshuffle(Tensor self, int downscale_factor) -> Tensor"""
-    return partwise(g, "aten::pixel_unshuffle.default", {"self": self}, downscale_factor=downscale_factor)
-
-
-@register("aten::channel_shuffle.default")
-def aten_channel_shuffle(g, self, groups):
-    """channel_shuffle(Tensor self, SymInt groups) -> Tensor"""
-    return partwise(g, "aten::channel_shuffle.default", {"self": self}, groups=groups)
-
-
-@register("aten::take.default")
-def aten_take(g, self, index):
-    """take(Tensor self, Tensor index) -> Tensor"""
-    return partwise(g, "aten::take.default", {"self": self}, index=index)
-
-
-@register("aten::take_along_dim.default")
-def aten_take_along_dim(g, self, indices, dim=None):
-    """take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor"""
-    return partwise(g, "aten::take_along_dim.default", {"self": self}, indices=indices, dim=dim)
-
-
-@register("aten::gather.default")
-def aten_gather(g, self, dim, index, *, sparse_grad=False):
-    """gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor"""
-    return partwise(g, "aten::gather.default", {"self": self}, dim=dim, index=index)
 
 
 @register("aten::index_add.default")
@@ -405,48 +202,11 @@ def aten_index_add(g, self, dim, index, source, *, alpha=1):
                     alpha=complex(alpha).real)
 
 
-@register("aten::index_copy.default")
-def aten_index_copy(g, self, dim, index, source):
-    """index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor"""
-    return partwise(g, "aten::index_copy.default", {"self": self, "source": source}, dim=dim, index=index)
-
-
 @register("aten::index_fill.int_Scalar", "aten::index_fill.int_Tensor")
 def aten_index_fill(g, self, dim, index, value):
     """index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor"""
     key = "aten::index_fill.int_Tensor" if isinstance(value, Value) else "aten::index_fill.int_Scalar"
     return partwise(g, key, {"self": self, "value": value}, dim=dim, index=index)
-
-
-@register("aten::index_put.default")
-def aten_index_put(g, self, indices, values, accumulate=False):
-    """index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor"""
-    return partwise(g, "aten::index_put.default", {"self": self, "values": values}, indices=indices,
-                    accumulate=accumulate)
-
-
-@register("aten::masked_scatter.default")
-def aten_masked_scatter(g, self, mask, source):
-    """masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor"""
-    return partwise(g, "aten::masked_scatter.default", {"self": self, "source": source}, mask=mask)
-
-
-@register("aten::masked_select.default")
-def aten_masked_select(g, self, mask):
-    """masked_select(Tensor self, Tensor mask) -> Tensor"""
-    return partwise(g, "aten::masked_select.default", {"self": self}, mask=mask)
-
-
-@register("aten::scatter.src")
-def aten_scatter_src(g, self, dim, index, src):
-    """scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor"""
-    return partwise(g, "aten::scatter.src", {"self": self, "src": src}, dim=dim, index=index)
-
-
-@register("aten::scatter.value")
-def aten_scatter_value(g, self, dim, index, value):
-    """scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor"""
-    return partwise(g, "aten::scatter.value", {"self": self, "value": value}, dim=dim, index=index)
 
 
 def _additive(reduce: str) -> None:
@@ -469,53 +229,3 @@ def aten_scatter_value_reduce(g, self, dim, index, value, *, reduce):
                     reduce=reduce)
 
 
-@register("aten::scatter_add.default")
-def aten_scatter_add(g, self, dim, index, src):
-    """scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor"""
-    return partwise(g, "aten::scatter_add.default", {"self": self, "src": src}, dim=dim, index=index)
-
-
-@register("aten::put.default")
-def aten_put(g, self, index, source, accumulate=False):
-    """put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor"""
-    return partwise(g, "aten::put.default", {"self": self, "source": source}, index=index, accumulate=accumulate)
-
-
-@register("aten::_unsafe_masked_index.default")
-def aten__unsafe_masked_index(g, self, mask, indices, fill):
-    """_unsafe_masked_index(Tensor self, Tensor mask, Tensor?[] indices, Scalar fill) -> Tensor"""
-    return partwise(g, "aten::_unsafe_masked_index.default", {"self": self, "fill": fill}, mask=mask, indices=indices)
-
-
-@register("aten::_unsafe_masked_index_put_accumulate.default")
-def aten__unsafe_masked_index_put_accumulate(g, self, mask, indices, values):
-    """_unsafe_masked_index_put_accumulate(Tensor self, Tensor mask, Tensor?[] indices, Tensor values) -> Tensor"""
-    return partwise(g, "aten::_unsafe_masked_index_put_accumulate.default", {"self": self, "values": values},
-                    mask=mask, indices=indices)
-
-
-@register("aten::diagonal_scatter.default")
-def aten_diagonal_scatter(g, self, src, offset=0, dim1=0, dim2=1):
-    """diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor"""
-    return partwise(g, "aten::diagonal_scatter.default", {"self": self, "src": src}, offset=offset, dim1=dim1,
-                    dim2=dim2)
-
-
-@register("aten::as_strided_scatter.default")
-def aten_as_strided_scatter(g, self, src, size, stride, storage_offset=None):
-    """as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor"""
-    return partwise(g, "aten::as_strided_scatter.default", {"self": self, "src": src}, size=size, stride=stride,
-                    storage_offset=storage_offset)
-
-
-@register("aten::select_scatter.default")
-def aten_select_scatter(g, self, src, dim, index):
-    """select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor"""
-    return partwise(g, "aten::select_scatter.default", {"self": self, "src": src}, dim=dim, index=index)
-
-
-@register("aten::slice_scatter.default")
-def aten_slice_scatter(g, self, src, dim=0, start=None, end=None, step=1):
-    """slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor"""
-    return partwise(g, "aten::slice_scatter.default", {"self": self, "src": src}, dim=dim, start=start, end=end,
-                    step=step)
