@@ -95,10 +95,10 @@ def cases(family: str, table: list[Entry]) -> list:
             for e in table for i, s in enumerate(e.samples) for d in e.dtypes for o in e.opsets]
 
 
-def registry_key(key: str, *, complex: bool = False) -> str:
+def registry_key(key: str, *, on_complex: bool = False) -> str:
     """How tables name a built-in registry entry: its overload key, prefixed complex: for the handler of
     nodes with complex tensors (the COMPLEX table), as the same overload has both."""
-    return f"complex:{key}" if complex else key
+    return f"complex:{key}" if on_complex else key
 
 
 def registered_keys() -> set[str]:
@@ -106,7 +106,7 @@ def registered_keys() -> set[str]:
     from aten2onnx import symbolic  # noqa: F401  (registers the built-ins)
     from aten2onnx.registry import COMPLEX, REGISTRY
 
-    return set(REGISTRY.builtin_table()) | {registry_key(k, complex=True) for k in COMPLEX.builtin_table()}
+    return set(REGISTRY.builtin_table()) | {registry_key(k, on_complex=True) for k in COMPLEX.builtin_table()}
 
 
 @contextlib.contextmanager
@@ -119,7 +119,7 @@ def dispatched_keys() -> Iterator[set[str]]:
     def recording(self, target, on_complex=False):
         resolved = resolve(self, target, on_complex)
         if resolved is not None and not resolved.user:
-            keys.add(registry_key(resolved.via_twin or resolved.key, complex=on_complex))
+            keys.add(registry_key(resolved.via_twin or resolved.key, on_complex=on_complex))
         return resolved
 
     with mock.patch.object(Translator, "_resolve", recording):
