@@ -1,15 +1,18 @@
-"""The op-test table machinery shared by tests/test_ops*.py: an Entry per op (a function of tensors,
-sample makers per dtype, dtypes, opsets), run through export in both runtimes and compared with eager;
-and the OpInfo sweep's per-OpInfo check, for asserting that an OpInfo exports natively."""
+"""The op-test table machinery: an Entry per op (a function of tensors, sample makers per dtype, dtypes,
+opsets, the registry keys its export dispatches), run by tests/test_ops_generic.py through export in both
+runtimes and compared with eager; and the OpInfo sweep's per-OpInfo check, for asserting that an OpInfo
+exports natively."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import importlib.util
 import pathlib
 import warnings
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -17,6 +20,7 @@ import torch
 import torch.utils._pytree as pytree
 
 import aten2onnx
+from aten2onnx.exporter.translate import Translator
 from conftest import flat_tensors, run_ort
 
 TOL = {torch.float16: (1e-3, 1e-3), torch.bfloat16: (1.6e-2, 1e-2), torch.float32: (1e-4, 1e-5),
@@ -25,7 +29,8 @@ TOL = {torch.float16: (1e-3, 1e-3), torch.bfloat16: (1.6e-2, 1e-2), torch.float3
 
 @dataclasses.dataclass
 class Entry:
-    """One op: a function of tensors, sample makers (dtype -> args), the dtypes and opsets to run."""
+    """One op: a function of tensors, sample makers (dtype -> args), the dtypes and opsets to run, and
+    the registry keys (see registry_key) its export dispatches at every one of them."""
 
     name: str
     fn: Callable
@@ -34,6 +39,7 @@ class Entry:
     opsets: tuple = (9, 13, 18, 26)
     reason: str | None = None  # an expected failure, and why
     ort: bool = True           # onnxruntime has kernels for these dtypes
+    keys: tuple[str, ...] | None = None  # None: not declared
 
     def xfail(self, reason: str) -> Entry:
         return dataclasses.replace(self, reason=reason)
@@ -81,11 +87,52 @@ def run_both(fn: Callable, args: tuple, opset: int, *, ort: bool = True) -> None
             torch.testing.assert_close(g_, w, rtol=rtol, atol=atol, equal_nan=True)
 
 
-def cases(table: list[Entry]) -> list:
-    """pytest params, one per entry x sample x dtype x opset; an entry's xfail reason marks its cases."""
-    return [pytest.param(e, s, d, o, id=f"{e.name}-{i}-{str(d).split('.')[1]}-opset{o}",
+def cases(family: str, table: list[Entry]) -> list:
+    """pytest params, one per entry x sample x dtype x opset, named family.entry-sample-dtype-opset; an
+    entry's xfail reason marks its cases."""
+    return [pytest.param(e, s, d, o, id=f"{family}.{e.name}-{i}-{str(d).split('.')[1]}-opset{o}",
                          marks=[pytest.mark.xfail(reason=e.reason, strict=True)] if e.reason else [])
             for e in table for i, s in enumerate(e.samples) for d in e.dtypes for o in e.opsets]
+
+
+def registry_key(key: str, *, on_complex: bool = False) -> str:
+    """How tables name a built-in registry entry: its overload key, prefixed complex: for the handler of
+    nodes with complex tensors (the COMPLEX table), as the same overload has both."""
+    return f"complex:{key}" if on_complex else key
+
+
+def registered_keys() -> set[str]:
+    """Every built-in registry key, named as registry_key names them."""
+    from aten2onnx import symbolic  # noqa: F401  (registers the built-ins)
+    from aten2onnx.registry import COMPLEX, REGISTRY
+
+    return set(REGISTRY.builtin_table()) | {registry_key(k, on_complex=True) for k in COMPLEX.builtin_table()}
+
+
+@contextlib.contextmanager
+def dispatched_keys() -> Iterator[set[str]]:
+    """The set of built-in registry keys the translator dispatches nodes to while the block runs (an
+    in-place node dispatched to its functional twin counts as the twin's key)."""
+    keys: set[str] = set()
+    resolve = Translator._resolve
+
+    def recording(self, target, on_complex=False):
+        resolved = resolve(self, target, on_complex)
+        if resolved is not None and not resolved.user:
+            keys.add(registry_key(resolved.via_twin or resolved.key, on_complex=on_complex))
+        return resolved
+
+    with mock.patch.object(Translator, "_resolve", recording):
+        yield keys
+
+
+def check(entry: Entry, sample: Callable, dtype: torch.dtype, opset: int) -> None:
+    """One case: eager's answers in both runtimes, and every key the entry declares dispatched."""
+    torch.manual_seed(0)
+    with dispatched_keys() as keys:
+        run_both(entry.fn, sample(dtype), opset, ort=entry.ort)
+    missing = sorted(set(entry.keys or ()) - keys)
+    assert not missing, f"{entry.name} declares keys its export did not dispatch: {missing}"
 
 
 @functools.cache
