@@ -20,7 +20,7 @@ import torch
 import torch.utils._pytree as pytree
 
 import aten2onnx
-from aten2onnx.exporter.translate import Translator
+from aten2onnx.registry import Resolver
 from conftest import flat_tensors, run_ort
 
 TOL = {torch.float16: (1e-3, 1e-3), torch.bfloat16: (1.6e-2, 1e-2), torch.float32: (1e-4, 1e-5),
@@ -96,33 +96,36 @@ def cases(family: str, table: list[Entry]) -> list:
 
 
 def registry_key(key: str, *, on_complex: bool = False) -> str:
-    """How tables name a built-in registry entry: its overload key, prefixed complex: for the handler of
-    nodes with complex tensors (the COMPLEX table), as the same overload has both."""
+    """How tables name a built-in registry entry: its overload key, prefixed complex: for a complex entry
+    (registered with complex=True, the handler of nodes with complex tensors), as the same overload has
+    both."""
     return f"complex:{key}" if on_complex else key
 
 
 def registered_keys() -> set[str]:
     """Every built-in registry key, named as registry_key names them."""
     from aten2onnx import symbolic  # noqa: F401  (registers the built-ins)
-    from aten2onnx.registry import COMPLEX, REGISTRY
+    from aten2onnx.registry import REGISTRY
 
-    return set(REGISTRY.builtin_table()) | {registry_key(k, on_complex=True) for k in COMPLEX.builtin_table()}
+    return {registry_key(e.key, on_complex=e.complex) for e in REGISTRY.entries(complex=None)}
 
 
 @contextlib.contextmanager
 def dispatched_keys() -> Iterator[set[str]]:
-    """The set of built-in registry keys the translator dispatches nodes to while the block runs (an
-    in-place node dispatched to its functional twin counts as the twin's key)."""
+    """The set of built-in registry keys the export's dispatch (registry.Resolver) resolves while the block
+    runs: the translator's, one per node, and a handler's that applies another overload's real
+    translation through g.resolve (a complex lifting applies the real key it lifts). An in-place node
+    dispatched to its functional twin counts as the twin's key."""
     keys: set[str] = set()
-    resolve = Translator._resolve
+    resolve = Resolver.resolve
 
-    def recording(self, target, on_complex=False):
-        resolved = resolve(self, target, on_complex)
+    def recording(self, target, *, complex=False):
+        resolved = resolve(self, target, complex=complex)
         if resolved is not None and not resolved.user:
-            keys.add(registry_key(resolved.via_twin or resolved.key, on_complex=on_complex))
+            keys.add(registry_key(resolved.via_twin or resolved.key, on_complex=complex))
         return resolved
 
-    with mock.patch.object(Translator, "_resolve", recording):
+    with mock.patch.object(Resolver, "resolve", recording):
         yield keys
 
 
