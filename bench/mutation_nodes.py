@@ -13,7 +13,8 @@ import warnings
 import torch
 
 import aten2onnx
-from aten2onnx.exporter.functionalize import functionalize
+from aten2onnx.exporter.passes import Program
+from aten2onnx.exporter.passes.functionalize import functionalize
 
 
 class Loop(torch.nn.Module):
@@ -39,8 +40,8 @@ def main() -> None:
         model = Loop(n).eval()
         x = torch.randn(n, 8)
         ep = torch.export.export(model, (x,))
-        ours = functionalize(ep)
-        assert ours.note is None, ours.note
+        ours = functionalize(Program.captured(ep))
+        assert not ours.notes, ours.notes
         theirs = ep.run_decompositions({})
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

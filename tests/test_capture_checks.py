@@ -1,5 +1,5 @@
 """Library functions that check their arguments on tensor values, captured through the equivalents in
-exporter/capture.py: negative variances, narrow's tensor start read when run and written through,
+exporter/passes/tracing.py: negative variances, narrow's tensor start read when run and written through,
 ctc_loss's graph size, transformers' causal-mask detection; and the OpInfos these made native (the op
 table is tests/optables/capture.py)."""
 

@@ -1,5 +1,5 @@
 """Library functions that check their arguments on tensor values, captured through the equivalents in
-exporter/capture.py (gaussian_nll_loss's negative-variance check, narrow at a start held in a tensor,
+exporter/passes/tracing.py (gaussian_nll_loss's negative-variance check, narrow at a start held in a tensor,
 ctc_loss's data-sized alphas); numbers read with item in size arithmetic; matrix_exp's degree choice."""
 
 from __future__ import annotations

@@ -65,7 +65,7 @@ def _gaussian_nll_loss(input: torch.Tensor, target: torch.Tensor, var: torch.Ten
                        eps: float = 1e-6, reduction: str = "mean") -> torch.Tensor:
     """F.gaussian_nll_loss with a tensor var, as torch computes it, but for the check that var has no
     negative entry: torch raises on `torch.any(var < 0)`, a bool read from data, which torch.export can
-    only carry as a runtime assertion, and an exported graph drops those (translate._ASSERTIONS: ONNX has
+    only carry as a runtime assertion, and an exported graph drops those (dead_code.ASSERTIONS: ONNX has
     no op that stops a run). Dropped, the graph would clamp a negative var to eps and return a finite
     loss where eager raises; instead the whole result is NaN then, which no valid input gives (var is
     clamped to eps > 0 before the log). The shape checks read sizes only, so they stay as torch has them."""
