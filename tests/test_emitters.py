@@ -3,6 +3,8 @@ target opset (attributes or inputs), and the models they make pass the checker a
 
 from __future__ import annotations
 
+import math
+
 import onnx
 import pytest
 import torch
@@ -21,6 +23,7 @@ CASES = [
     ("squeeze", lambda x: x[:, :1].squeeze(1) * 2, "Squeeze", "axes"),
     ("split", lambda x: [t * 2 for t in x.split([1, 2], 1)], "Split", "split"),
     ("slice", lambda x: x[:, 1:] * 2, "Slice", "starts"),
+    ("clamp", lambda x: x.clamp(-0.5, 0.5), "Clip", "min"),
 ]
 OPSETS = [9, 10, 11, 12, 13, 16, 17, 18, 20, 23]
 
@@ -76,3 +79,39 @@ def test_softmax_along_an_axis_is_direct_where_the_op_works_along_one_axis(op, d
 def test_slice_before_opset_10_refuses_what_its_attributes_cannot_say():
     with pytest.raises(aten2onnx.UnsupportedOperatorError, match="export at opset 10 or later"):
         aten2onnx.export(lambda x: x[::2], (torch.randn(6),), opset=9, fallback="error")
+
+
+# (case, function of x and y: [2, 3, 4] of dtype, the ONNX op the emitter writes where its version takes the
+# dtype, dtype): elsewhere the emitter writes the same result with older ops (compare and select, Less or Equal)
+TYPED_CASES = [
+    ("eq", lambda x, y: x == y, "Equal", torch.float32),
+    ("ne", lambda x, y: x != y, "Equal", torch.float64),
+    ("le", lambda x, y: x <= y, "LessOrEqual", torch.float32),
+    ("ge", lambda x, y: x >= y, "GreaterOrEqual", torch.int64),
+    ("maximum", torch.maximum, "Max", torch.int32),
+    ("minimum", torch.minimum, "Min", torch.int64),
+    ("clamp_int", lambda x, y: x.clamp(-1, 2), "Clip", torch.int64),
+    ("clamp_double", lambda x, y: x.clamp(max=0.25), "Clip", torch.float64),
+]
+
+
+def _runs_in_ort(op_type: str, dtype: torch.dtype, opset: int) -> bool:
+    from aten2onnx.ir import op_types
+    sig = op_types.signature(op_type, opset)
+    return sig is not None and sig.takes(sig.input_type(0), dtype, "runs")
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+@pytest.mark.parametrize("case, fn, op_type, dtype", TYPED_CASES, ids=[c[0] for c in TYPED_CASES])
+def test_a_typed_emitter_writes_its_op_where_the_version_takes_the_dtype(case, fn, op_type, dtype, opset):
+    x = (torch.randn(2, 3, 4) * 3).to(dtype)
+    y = (torch.randn(2, 3, 4) * 3).to(dtype)
+    y[0, 0] = x[0, 0]  # some equal pairs
+    if dtype.is_floating_point:
+        x[1, 1, 1] = y[1, 2, 2] = math.nan
+    exported = aten2onnx.export(fn, (x, y), opset=opset)
+    model = exported.model_proto
+    onnx.checker.check_model(model, full_check=True)
+    assert bool(nodes(model, op_type)) == _runs_in_ort(op_type, dtype, opset)
+    (got,) = run_ort(model, dict(zip(exported.input_names, (x, y))))
+    torch.testing.assert_close(torch.from_numpy(got), fn(x, y), equal_nan=True)

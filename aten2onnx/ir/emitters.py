@@ -16,10 +16,13 @@ such as LayerNormalization at 17) is a handler registered at that opset.
 from __future__ import annotations
 
 import functools
+import math
 from typing import TYPE_CHECKING, Sequence
 
 import onnx
 import torch
+
+from aten2onnx.ir import op_types
 
 if TYPE_CHECKING:
     from aten2onnx.ir.builder import Value
@@ -44,6 +47,76 @@ class Emitters:
 
     def _as_input(self, op_type: str, name: str) -> bool:
         return takes_input(op_type, name, self.opset)
+
+    def _runs(self, op_type: str, *values: Value | None) -> bool:
+        """Whether the version of op_type in effect exists and takes the values' dtypes, as they are or computed
+        in a wider type the builder casts to (op_types), with a kernel in onnxruntime."""
+        sig = op_types.signature(op_type, self.opset)
+        if sig is None:
+            return False
+        for i, value in enumerate(values):
+            formal = sig.input_type(i)
+            if value is None or value.dtype is None or formal not in sig.allowed:
+                continue
+            if not (sig.takes(formal, value.dtype, "runs") or op_types.wider_type(sig, formal, value.dtype)):
+                return False
+        return True
+
+    def equal(self, a: Value, b: Value) -> Value:
+        """a == b (one dtype). Where Equal takes no such type (floats before 11), a value equals another
+        that it is neither below nor above, NaN equal to nothing."""
+        if self._runs("Equal", a, b):
+            return self.op("Equal", a, b)
+        differ = self.op("Or", self.op("Less", a, b), self.op("Greater", a, b))
+        if a.dtype is not None and a.dtype.is_floating_point:
+            differ = self.op("Or", differ, self.op("Or", self.op("IsNaN", a), self.op("IsNaN", b)))
+        return self.op("Not", differ)
+
+    def less_or_equal(self, a: Value, b: Value) -> Value:
+        """a <= b (one dtype): LessOrEqual from 12, before it Less or equal (NaN compares false either way)."""
+        if self._runs("LessOrEqual", a, b):
+            return self.op("LessOrEqual", a, b)
+        return self.op("Or", self.op("Less", a, b), self.equal(a, b))
+
+    def greater_or_equal(self, a: Value, b: Value) -> Value:
+        """a >= b (one dtype): GreaterOrEqual from 12, before it Greater or equal."""
+        if self._runs("GreaterOrEqual", a, b):
+            return self.op("GreaterOrEqual", a, b)
+        return self.op("Or", self.op("Greater", a, b), self.equal(a, b))
+
+    def max(self, a: Value, b: Value) -> Value:
+        """The larger of a and b (one dtype): Max, or where it takes no such type (integers before 12)
+        a compare and select."""
+        return self._extremum("Max", "Greater", a, b)
+
+    def min(self, a: Value, b: Value) -> Value:
+        """The smaller of a and b (one dtype): Min, or a compare and select (see max)."""
+        return self._extremum("Min", "Less", a, b)
+
+    def _extremum(self, op_type: str, pick: str, a: Value, b: Value) -> Value:
+        if self._runs(op_type, a, b):
+            return self.op(op_type, a, b)
+        return self.op("Where", self.op(pick, a, b), a, b)
+
+    def clip(self, x: Value, lo: Value | None, hi: Value | None) -> Value:
+        """x clamped to [lo, hi], bounds 0-d values of x's dtype (None: unbounded). Clip takes its bounds as
+        float attributes before 11 (constants only) and as inputs from it, and integers only from 12; where
+        it cannot, the bounds are Max and Min. A missing float bound is an infinity, since Clip's own default
+        (the largest finite number) would clamp inf."""
+        if self._runs("Clip", x):
+            low, high = lo, hi
+            if x.dtype is not None and x.dtype.is_floating_point:
+                low = self.const(-math.inf, like=x) if lo is None else lo
+                high = self.const(math.inf, like=x) if hi is None else hi
+            if self._as_input("Clip", "min"):
+                return self.op("Clip", x, low, high)
+            if low is not None and high is not None and low.const is not None and high.const is not None:
+                return self.op("Clip", x, min=float(low.const), max=float(high.const))
+        if lo is not None:
+            x = self.max(x, lo)
+        if hi is not None:
+            x = self.min(x, hi)
+        return x
 
     def reduce(self, op_type: str, x: Value, axes: Sequence[int] | None, keepdims: bool) -> Value:
         """A Reduce* over axes; all axes when axes is None or empty (as ATen reads an empty dim list). A 0-d

@@ -197,11 +197,8 @@ def equal_nan_safe(g: GraphBuilder, a: Value, b: Value) -> Value:
     return g.op("Not", g.op("Or", differ, nan))
 
 
-def equal(g: GraphBuilder, self: Value, other, *, float_equal: bool) -> Value:
-    self, other = promote(g, self, other)
-    if self.dtype is not None and self.dtype.is_floating_point and not float_equal:
-        return equal_nan_safe(g, self, other)
-    return g.op("Equal", self, other)
+def equal(g: GraphBuilder, self: Value, other) -> Value:
+    return g.equal(*promote(g, self, other))
 
 
 def dim_size(g: GraphBuilder, x: Value, dim: int) -> SymInt:

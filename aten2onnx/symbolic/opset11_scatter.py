@@ -169,9 +169,7 @@ def _clamp_index(g: GraphBuilder, value, size) -> Value:
     n = size if isinstance(size, Value) else g.const(size, dtype=torch.int64)
     v = cast(g, v, torch.int64)
     v = g.op("Where", g.op("Less", v, g.const(0, dtype=torch.int64)), g.op("Add", v, n), v)
-    # extremum selects with Where: Max/Min take int64 from opset 12 only
-    return extremum(g, "Min", extremum(g, "Max", v, g.const(0, dtype=torch.int64), int_inputs=False), n,
-                    int_inputs=False)
+    return extremum(g, "Min", extremum(g, "Max", v, g.const(0, dtype=torch.int64)), n)
 
 
 @register("aten::slice_scatter.default")

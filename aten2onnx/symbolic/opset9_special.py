@@ -25,7 +25,7 @@ register = functools.partial(registry.register, opset=9)
 def nan_ignoring_extremum(g: GraphBuilder, op_type: str, a: Value, b: Value) -> Value:
     """fmax/fmin: a NaN operand yields the other one (NaN only where both are)."""
     a, b = promote(g, a, b)
-    out = extremum(g, op_type, a, b, int_inputs=False)
+    out = extremum(g, op_type, a, b)
     if not a.dtype.is_floating_point:
         return out
     return g.op("Where", g.op("IsNaN", a), b, g.op("Where", g.op("IsNaN", b), a, out))
@@ -46,13 +46,13 @@ def aten_fmin(g, self, other):
 @register("aten::max.other")
 def aten_max_other(g, self, other):
     """max.other(Tensor self, Tensor other) -> Tensor"""
-    return extremum(g, "Max", self, other, int_inputs=False)
+    return extremum(g, "Max", self, other)
 
 
 @register("aten::min.other")
 def aten_min_other(g, self, other):
     """min.other(Tensor self, Tensor other) -> Tensor"""
-    return extremum(g, "Min", self, other, int_inputs=False)
+    return extremum(g, "Min", self, other)
 
 
 # -- tests --------------------------------------------------------------------------------------------
