@@ -24,6 +24,7 @@ CASES = [
     ("split", lambda x: [t * 2 for t in x.split([1, 2], 1)], "Split", "split"),
     ("slice", lambda x: x[:, 1:] * 2, "Slice", "starts"),
     ("clamp", lambda x: x.clamp(-0.5, 0.5), "Clip", "min"),
+    ("topk", lambda x: x.topk(2, 1).values * 2, "TopK", "K"),
 ]
 OPSETS = [9, 10, 11, 12, 13, 16, 17, 18, 20, 23]
 
@@ -44,11 +45,11 @@ def test_an_emitted_op_is_spelled_as_its_version_at_the_opset(case, fn, op_type,
     schema = onnx.defs.get_schema(op_type, opset)
     as_input = [i.name for i in schema.inputs].index(moved) if moved in [i.name for i in schema.inputs] else None
     for node in made:
-        attributes = {a.name for a in node.attribute}
+        attributes = {a.name.lower() for a in node.attribute}  # TopK's input K was its attribute k
         if as_input is None:
-            assert moved in attributes and len(node.input) == 1
+            assert moved.lower() in attributes and len(node.input) == 1
         else:
-            assert moved not in attributes and len(node.input) > as_input and node.input[as_input]
+            assert moved.lower() not in attributes and len(node.input) > as_input and node.input[as_input]
     expected = fn(x)
     expected = expected if isinstance(expected, list) else [expected]
     for got, want in zip(run_ort(model, {exported.input_names[0]: x}), expected):
@@ -74,6 +75,18 @@ def test_softmax_along_an_axis_is_direct_where_the_op_works_along_one_axis(op, d
         assert axis == 2 and len(nodes(model, "Transpose")) == 2
     (got,) = run_ort(model, {exported.input_names[0]: x})
     torch.testing.assert_close(torch.from_numpy(got), fn(x, dim))
+
+
+@pytest.mark.parametrize("opset", [9, 10])
+def test_smallest_first_topk_before_opset_11_refuses(opset):
+    with pytest.raises(aten2onnx.UnsupportedOperatorError, match="export at opset 11 or later"):
+        aten2onnx.export(lambda x: x.sort(-1).values, (torch.randn(6),), opset=opset, fallback="error")
+
+
+def test_an_op_the_opset_does_not_define_refuses():
+    with pytest.raises(aten2onnx.UnsupportedOperatorError, match="defines no GatherElements at opset 10"):
+        aten2onnx.export(lambda s, i, v: torch.searchsorted(s, v, sorter=i),
+                         (torch.tensor([3.0, 1.0, 2.0]), torch.tensor([1, 2, 0]), torch.randn(4)), opset=10, fallback="error")
 
 
 def test_slice_before_opset_10_refuses_what_its_attributes_cannot_say():

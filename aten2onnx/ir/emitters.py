@@ -5,7 +5,11 @@ A handler writes `g.reduce("ReduceSum", x, axes, keepdims)`, `g.unsqueeze(x, axe
 and gets the spelling of the op version in effect at the builder's opset: whether axes, split sizes and
 slice bounds are attributes (ReduceSum before 13, the other reductions before 18, Squeeze/Unsqueeze/Split
 before 13, Slice before 10) or inputs, and whether Softmax/LogSoftmax work along one axis (from 13) or
-flatten to 2-D at it. The version in effect and its inputs are read from `onnx.defs`, not written here.
+flatten to 2-D at it. `g.topk` writes k as an attribute or an input and keeps the smallest where the version
+can. Where an op's version takes no such element type, or does not exist yet, `g.equal`, `g.less_or_equal`,
+`g.greater_or_equal`, `g.max`, `g.min` and `g.clip` write the same result with older ops (Equal on floats
+from 11, LessOrEqual from 12, Max/Min/Clip on integers from 12, Clip's bounds as inputs from 11). The version
+in effect, its inputs, attributes and types are read from `onnx.defs` (and ort_gaps), not written here.
 
 This module is the one place that reads the opset to spell an op. ../shared/STYLE.md's first habit
 (handlers and their helpers never ask the opset) holds everywhere else: what an opset changes in how
@@ -32,6 +36,12 @@ if TYPE_CHECKING:
 def takes_input(op_type: str, name: str, opset: int) -> bool:
     """Whether the version of op_type in effect at opset (the default domain) has an input called name."""
     return any(i.name == name for i in onnx.defs.get_schema(op_type, opset).inputs)
+
+
+@functools.cache
+def has_attribute(op_type: str, name: str, opset: int) -> bool:
+    """Whether the version of op_type in effect at opset (the default domain) has an attribute called name."""
+    return name in onnx.defs.get_schema(op_type, opset).attributes
 
 
 @functools.cache
@@ -165,6 +175,27 @@ class Emitters:
                                       f"export at opset {_first_with_input('Slice', 'starts')} or later")
         return self.op("Slice", x, starts=list(starts), ends=list(ends), axes=list(axes))
 
+    def topk(self, x: Value, k: int | Value, axis: int, largest: bool = True) -> tuple[Value, Value]:
+        """The k largest (or smallest) entries along axis, sorted, ties lower index first, and their indices;
+        k an int or a one-element int graph value. TopK takes k as an attribute before 10 (an int only) and
+        as an input from it, and keeps the largest only before 11; anything else is NotImplementedError."""
+        if not largest and not has_attribute("TopK", "largest", self.opset):
+            raise NotImplementedError(f"opset {self.opset} TopK keeps the largest only; export at opset "
+                                      f"{_first_with_attribute('TopK', 'largest')} or later")
+        order = {"largest": int(largest), "sorted": 1} if has_attribute("TopK", "largest", self.opset) else {}
+        if not self._as_input("TopK", "K"):
+            if not isinstance(k, int):
+                raise NotImplementedError(f"opset {self.opset} TopK takes k as an attribute; export at opset "
+                                          f"{_first_with_input('TopK', 'K')} or later")
+            return self.op("TopK", x, outputs=2, axis=axis, k=k)
+        if isinstance(k, int):
+            k_value = self.const([k], dtype=torch.int64)
+        else:
+            k_value = k if k.dtype == torch.int64 else self.op("Cast", k, to=onnx.TensorProto.INT64)
+            if k_value.rank != 1:
+                k_value = self.op("Reshape", k_value, self.const([1], dtype=torch.int64))
+        return self.op("TopK", x, k_value, outputs=2, axis=axis, **order)
+
     def softmax(self, op_type: str, x: Value, axis: int) -> Value:
         """Softmax or LogSoftmax along one axis (0 <= axis < rank). Where the op flattens to 2-D at its axis,
         that is the same only for the last axis; another is moved last and back."""
@@ -191,5 +222,17 @@ def _first_with_input(op_type: str, name: str) -> int:
         except onnx.defs.SchemaError:
             return version
         if not any(i.name == name for i in older.inputs):
+            return version
+        version = older.since_version
+
+
+def _first_with_attribute(op_type: str, name: str) -> int:
+    version = onnx.defs.get_schema(op_type, onnx.defs.onnx_opset_version()).since_version
+    while True:
+        try:
+            older = onnx.defs.get_schema(op_type, version - 1)
+        except onnx.defs.SchemaError:
+            return version
+        if name not in older.attributes:
             return version
         version = older.since_version

@@ -9,8 +9,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.symbolic import opset9_math as math9
-from aten2onnx.symbolic._helpers import INT64_MAX, cast, is_full_slice, norm_dim, norm_dims, scalar_type, slice_axis
-from aten2onnx.symbolic.opset9_random import draw
+from aten2onnx.symbolic._helpers import INT64_MAX, is_full_slice, norm_dim, norm_dims, slice_axis
 from aten2onnx.symbolic.opset9_spatial import max_pool
 
 register = functools.partial(registry.register, opset=10)
@@ -52,16 +51,6 @@ def aten_fmod(g, self, other):
 def aten_remainder(g, self, other):
     """remainder.Tensor(Tensor self, Tensor other) -> Tensor"""
     return math9.remainder(g, self, other, has_mod=True)
-
-
-@register("aten::randperm.default")
-def aten_randperm(g, n, *, dtype=torch.int64, layout=None, device=None, pin_memory=None):
-    """randperm(SymInt n, *, ScalarType? dtype=4, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"""
-    # the order that sorts n uniform draws is a uniformly random permutation (TopK takes k as an input from 10)
-    keys = draw(g, "RandomUniform", [n], torch.float32)
-    k = g.int_list([n])
-    _, order = g.op("TopK", keys, k, outputs=2, axis=0)
-    return cast(g, order, scalar_type(dtype, torch.int64))
 
 
 @register("aten::tensor_split.indices")
