@@ -89,6 +89,26 @@ def test_an_op_the_opset_does_not_define_refuses():
                          (torch.tensor([3.0, 1.0, 2.0]), torch.tensor([1, 2, 0]), torch.randn(4)), opset=10, fallback="error")
 
 
+@pytest.mark.parametrize("opset", OPSETS)
+@pytest.mark.parametrize("op", ["max_pool1d", "avg_pool1d"])
+def test_a_pool_takes_ceil_mode_where_its_version_has_the_attribute(op, opset):
+    x = torch.randn(2, 3, 7)
+    fn = getattr(torch.nn.functional, op)
+    has_ceil = "ceil_mode" in onnx.defs.get_schema("MaxPool", opset).attributes
+    if op == "max_pool1d" and not has_ceil:
+        with pytest.raises(aten2onnx.UnsupportedOperatorError, match="has no ceil_mode; export at opset 10"):
+            aten2onnx.export(lambda x: fn(x, 2, ceil_mode=True), (x,), opset=opset, fallback="error")
+        return
+    exported = aten2onnx.export(lambda x: fn(x, 2, ceil_mode=True), (x,), opset=opset)
+    model = exported.model_proto
+    onnx.checker.check_model(model, full_check=True)
+    (node,) = nodes(model, "MaxPool" if op == "max_pool1d" else "AveragePool")
+    ceil = {a.name: a.i for a in node.attribute}.get("ceil_mode")
+    assert ceil == (1 if has_ceil else None)  # AveragePool without it: the windows are padded whole
+    (got,) = run_ort(model, {exported.input_names[0]: x})
+    torch.testing.assert_close(torch.from_numpy(got), fn(x, 2, ceil_mode=True))
+
+
 def test_slice_before_opset_10_refuses_what_its_attributes_cannot_say():
     with pytest.raises(aten2onnx.UnsupportedOperatorError, match="export at opset 10 or later"):
         aten2onnx.export(lambda x: x[::2], (torch.randn(6),), opset=9, fallback="error")

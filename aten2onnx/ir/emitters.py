@@ -196,6 +196,22 @@ class Emitters:
                 k_value = self.op("Reshape", k_value, self.const([1], dtype=torch.int64))
         return self.op("TopK", x, k_value, outputs=2, axis=axis, **order)
 
+    def pool(self, op_type: str, x: Value, *, ceil_mode: bool = False, dilations: Sequence[int] | None = None,
+             outputs: int = 1, **attributes) -> Value | tuple[Value, ...]:
+        """MaxPool or AveragePool with the attributes given. ceil_mode (both) and dilations (MaxPool; AveragePool
+        from 19) are attributes from the version that gains them; before it only their defaults can be said,
+        and anything else is NotImplementedError."""
+        for name, value, default in (("ceil_mode", int(ceil_mode), 0),
+                                     ("dilations", None if dilations is None else list(dilations), None)):
+            if value is None:
+                continue
+            if has_attribute(op_type, name, self.opset):
+                attributes[name] = value
+            elif value != default and (default is not None or any(d != 1 for d in value)):
+                raise NotImplementedError(f"opset {self.opset} {op_type} has no {name}; export at opset "
+                                          f"{_first_with_attribute(op_type, name)} or later")
+        return self.op(op_type, x, outputs=outputs, **attributes)
+
     def softmax(self, op_type: str, x: Value, axis: int) -> Value:
         """Softmax or LogSoftmax along one axis (0 <= axis < rank). Where the op flattens to 2-D at its axis,
         that is the same only for the last axis; another is moved last and back."""

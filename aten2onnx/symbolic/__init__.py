@@ -36,7 +36,6 @@ from aten2onnx.symbolic import (  # noqa: F401  (imported to register)
     opset9_sort,
     opset9_special,
     opset10,
-    opset10_pool,
     opset11,
     opset11_data,
     opset11_sort,

@@ -1,5 +1,4 @@
-"""Opset 10: Slice takes its bounds as inputs and gains steps (so flip); Mod arrives (fmod, remainder);
-MaxPool gains dilations and ceil_mode; AveragePool gains ceil_mode (pools: opset10_pool.py)."""
+"""Opset 10: Slice takes its bounds as inputs and gains steps (so flip); Mod arrives (fmod, remainder)."""
 
 from __future__ import annotations
 
@@ -10,7 +9,6 @@ import torch
 from aten2onnx import registry
 from aten2onnx.symbolic import opset9_math as math9
 from aten2onnx.symbolic._helpers import INT64_MAX, is_full_slice, norm_dim, norm_dims, slice_axis
-from aten2onnx.symbolic.opset9_spatial import max_pool
 
 register = functools.partial(registry.register, opset=10)
 
@@ -22,12 +20,6 @@ def aten_slice(g, self, dim=0, start=None, end=None, step=1):
     if is_full_slice(self, dim, start, end, step):
         return self
     return slice_axis(g, self, dim, 0 if start is None else start, INT64_MAX if end is None else end, step)
-
-
-@register("aten::max_pool2d.default")
-def aten_max_pool2d(g, self, kernel_size, stride=[], padding=[0, 0], dilation=[1, 1], ceil_mode=False):
-    """max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor"""
-    return max_pool(g, self, kernel_size, stride, padding, dilation, ceil_mode, 2, has_dilation_and_ceil=True)
 
 
 @register("aten::flip.default")
