@@ -109,6 +109,25 @@ def test_a_pool_takes_ceil_mode_where_its_version_has_the_attribute(op, opset):
     torch.testing.assert_close(torch.from_numpy(got), fn(x, 2, ceil_mode=True))
 
 
+@pytest.mark.parametrize("opset", OPSETS)
+def test_scatter_is_scatter_elements_from_11_and_reduces_where_the_version_has_the_reduction(opset):
+    x, i, s = torch.randn(3, 2), torch.tensor([[0, 1], [2, 0]]), torch.randn(2, 2)
+    exported = aten2onnx.export(lambda x, i, s: x.scatter(0, i, s), (x, i, s), opset=opset)
+    onnx.checker.check_model(exported.model_proto, full_check=True)
+    assert nodes(exported.model_proto, "ScatterElements" if opset >= 11 else "Scatter")
+    (got,) = run_ort(exported.model_proto, dict(zip(exported.input_names, (x, i, s))))
+    torch.testing.assert_close(torch.from_numpy(got), x.scatter(0, i, s))
+    for reduce, since in (("sum", 16), ("amax", 18)):
+        fn = (lambda x, i, s, reduce=reduce: x.scatter_reduce(0, i, s, reduce))
+        if opset < since:
+            with pytest.raises(aten2onnx.UnsupportedOperatorError, match=f"export at opset {since} or later"):
+                aten2onnx.export(fn, (x, i, s), opset=opset, fallback="error")
+        else:
+            exported = aten2onnx.export(fn, (x, i, s), opset=opset, fallback="error")
+            (got,) = run_ort(exported.model_proto, dict(zip(exported.input_names, (x, i, s))))
+            torch.testing.assert_close(torch.from_numpy(got), fn(x, i, s))
+
+
 def test_slice_before_opset_10_refuses_what_its_attributes_cannot_say():
     with pytest.raises(aten2onnx.UnsupportedOperatorError, match="export at opset 10 or later"):
         aten2onnx.export(lambda x: x[::2], (torch.randn(6),), opset=9, fallback="error")

@@ -6,7 +6,8 @@ and gets the spelling of the op version in effect at the builder's opset: whethe
 slice bounds are attributes (ReduceSum before 13, the other reductions before 18, Squeeze/Unsqueeze/Split
 before 13, Slice before 10) or inputs, and whether Softmax/LogSoftmax work along one axis (from 13) or
 flatten to 2-D at it. `g.topk` writes k as an attribute or an input and keeps the smallest where the version
-can. Where an op's version takes no such element type, or does not exist yet, `g.equal`, `g.less_or_equal`,
+can; `g.pool` writes ceil_mode and dilations where the version has them; `g.scatter_elements` is Scatter before
+11, and it and `g.scatter_nd` take the reductions the version has. Where an op's version takes no such element type, or does not exist yet, `g.equal`, `g.less_or_equal`,
 `g.greater_or_equal`, `g.max`, `g.min` and `g.clip` write the same result with older ops (Equal on floats
 from 11, LessOrEqual from 12, Max/Min/Clip on integers from 12, Clip's bounds as inputs from 11). The version
 in effect, its inputs, attributes and types are read from `onnx.defs` (and ort_gaps), not written here.
@@ -212,6 +213,33 @@ class Emitters:
                                           f"{_first_with_attribute(op_type, name)} or later")
         return self.op(op_type, x, outputs=outputs, **attributes)
 
+    def scatter_elements(self, data: Value, indices: Value, updates: Value, axis: int,
+                         reduction: str | None = None) -> Value:
+        """data with updates written at indices along axis, or combined with what is there by reduction ("add",
+        "mul", "max", "min"). ScatterElements arrives at 11, where it replaces Scatter, the same op without
+        reductions; see _scatter_reduction for those."""
+        op_type = "ScatterElements" if op_types.signature("ScatterElements", self.opset) is not None else "Scatter"
+        return self.op(op_type, data, indices, updates, axis=axis, **self._scatter_reduction(op_type, reduction))
+
+    def scatter_nd(self, data: Value, indices: Value, updates: Value, reduction: str | None = None) -> Value:
+        """ScatterND (from 11), its updates combined by reduction where given (see _scatter_reduction)."""
+        if op_types.signature("ScatterND", self.opset) is None:
+            raise NotImplementedError(f"ONNX defines no ScatterND at opset {self.opset}")
+        return self.op("ScatterND", data, indices, updates, **self._scatter_reduction("ScatterND", reduction))
+
+    def _scatter_reduction(self, op_type: str, reduction: str | None) -> dict[str, str]:
+        """The reduction attribute, where the version in effect has that reduction (SCATTER_REDUCTIONS); a
+        reduction it lacks is NotImplementedError."""
+        if reduction is None:
+            return {}
+        version = since_version(op_type, self.opset)
+        taken = next((names for since, names in sorted(SCATTER_REDUCTIONS.items(), reverse=True) if version >= since), ())
+        if reduction not in taken:
+            first = min(since for since, names in SCATTER_REDUCTIONS.items() if reduction in names)
+            raise NotImplementedError(f"opset {self.opset} {op_type} has no reduction {reduction!r}; "
+                                      f"export at opset {first} or later")
+        return {"reduction": reduction}
+
     def softmax(self, op_type: str, x: Value, axis: int) -> Value:
         """Softmax or LogSoftmax along one axis (0 <= axis < rank). Where the op flattens to 2-D at its axis,
         that is the same only for the last axis; another is moved last and back."""
@@ -223,6 +251,10 @@ class Emitters:
         y = self.op(op_type, self.op("Transpose", x, perm=perm), axis=rank - 1)
         return self.op("Transpose", y, perm=perm)
 
+
+# The reductions ScatterElements and ScatterND take, by the version that brings them (named in the reduction
+# attribute's description only, so written here).
+SCATTER_REDUCTIONS = {16: ("add", "mul"), 18: ("add", "mul", "max", "min")}
 
 # Softmax and LogSoftmax flatten the input to 2-D at `axis` before this version; from it they work along
 # `axis` alone (the schema's signature is the same: its meaning changed).
