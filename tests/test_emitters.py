@@ -128,6 +128,19 @@ def test_scatter_is_scatter_elements_from_11_and_reduces_where_the_version_has_t
             torch.testing.assert_close(torch.from_numpy(got), fn(x, i, s))
 
 
+@pytest.mark.parametrize("opset", OPSETS)
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_gather_reads_negative_indices_at_every_opset(opset, dynamic):
+    x, i = torch.randn(5, 3), torch.tensor([-1, 0, -5, 2])
+    fn = (lambda x, i: x.take(i) * 2)
+    shapes = {"x": {0: torch.export.Dim("n", min=2)}} if dynamic else None
+    exported = aten2onnx.export(fn, (x, i), opset=opset, dynamic_shapes=shapes, fallback="error")
+    onnx.checker.check_model(exported.model_proto, full_check=True)
+    for x in (x, torch.randn(4, 3)) if dynamic else (x,):
+        (got,) = run_ort(exported.model_proto, dict(zip(exported.input_names, (x, i))))
+        torch.testing.assert_close(torch.from_numpy(got), fn(x, i))
+
+
 def test_slice_before_opset_10_refuses_what_its_attributes_cannot_say():
     with pytest.raises(aten2onnx.UnsupportedOperatorError, match="export at opset 10 or later"):
         aten2onnx.export(lambda x: x[::2], (torch.randn(6),), opset=9, fallback="error")

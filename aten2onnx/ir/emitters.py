@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Sequence
 import onnx
 import torch
 
+from aten2onnx import _dtypes
 from aten2onnx.ir import op_types
 
 if TYPE_CHECKING:
@@ -197,6 +198,21 @@ class Emitters:
                 k_value = self.op("Reshape", k_value, self.const([1], dtype=torch.int64))
         return self.op("TopK", x, k_value, outputs=2, axis=axis, **order)
 
+    def gather(self, x: Value, indices: Value, axis: int) -> Value:
+        """x's entries at indices along axis, a negative index counting from the end. Gather reads negative
+        indices so from 11; before, they are wrapped by the axis' size first (constant ones fold)."""
+        if since_version("Gather", self.opset) < GATHER_NEGATIVE_INDICES:
+            size = x.shape[axis] if x.shape is not None else None
+            if isinstance(size, int):
+                n = self.const(size, like=indices)
+            else:
+                n = self.op("Gather", self.op("Shape", x), self.const(axis, dtype=torch.int64), axis=0)
+                if indices.dtype != torch.int64:
+                    n = self.op("Cast", n, to=_dtypes.to_onnx(indices.dtype))
+            negative = self.op("Less", indices, self.const(0, like=indices))
+            indices = self.op("Where", negative, self.op("Add", indices, n), indices)
+        return self.op("Gather", x, indices, axis=axis)
+
     def pool(self, op_type: str, x: Value, *, ceil_mode: bool = False, dilations: Sequence[int] | None = None,
              outputs: int = 1, **attributes) -> Value | tuple[Value, ...]:
         """MaxPool or AveragePool with the attributes given. ceil_mode (both) and dilations (MaxPool; AveragePool
@@ -251,6 +267,9 @@ class Emitters:
         y = self.op(op_type, self.op("Transpose", x, perm=perm), axis=rank - 1)
         return self.op("Transpose", y, perm=perm)
 
+
+# Gather reads a negative index as counting from the end from this version (its signature is the same).
+GATHER_NEGATIVE_INDICES = 11
 
 # The reductions ScatterElements and ScatterND take, by the version that brings them (named in the reduction
 # attribute's description only, so written here).

@@ -1,5 +1,5 @@
 """Opset 11: Round arrives; Range (so dynamic arange and causal masks), CumSum, GatherElements, GatherND and
-ScatterND arrive; Gather accepts negative indices."""
+ScatterND arrive."""
 
 from __future__ import annotations
 
@@ -18,13 +18,6 @@ from aten2onnx.symbolic.opset9_creation import arange
 from aten2onnx.symbolic.opset9_reduce import cumsum_accumulator, sum_dtype
 
 register = functools.partial(registry.register, opset=11)
-
-
-@register("aten::select.int")
-def aten_select(g, self, dim, index):
-    """select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)"""
-    idx = index if isinstance(index, Value) else g.const(index, dtype=torch.int64)
-    return g.op("Gather", self, idx, axis=norm_dim(dim, self.rank))
 
 
 @register("aten::gather.default")

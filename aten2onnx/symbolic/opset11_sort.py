@@ -1,5 +1,4 @@
-"""Opset 11: Unique (so unique), GatherElements (take_along_dim) arrive, and Gather takes negative
-indices (take)."""
+"""Opset 11: Unique (so unique) and GatherElements (take_along_dim) arrive."""
 
 from __future__ import annotations
 
@@ -15,12 +14,6 @@ register = functools.partial(registry.register, opset=11)
 
 
 # -- taking elements ---------------------------------------------------------------------------------------------
-
-
-@register("aten::take.default")
-def aten_take(g, self, index):
-    """take(Tensor self, Tensor index) -> Tensor"""
-    return g.op("Gather", reshape(g, self, [-1]), index, axis=0)
 
 
 @register("aten::take_along_dim.default")

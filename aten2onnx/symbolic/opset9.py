@@ -663,14 +663,14 @@ def compress_slice(g: GraphBuilder, x: Value, dim: int, start, end) -> Value:
 @register("aten::select.int")
 def aten_select(g, self, dim, index):
     """select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)"""
-    dim = norm_dim(dim, self.rank)
-    if isinstance(index, int) and index < 0:
-        size = self.shape[dim]
-        if not isinstance(size, int):
-            raise NotImplementedError("select with a negative index on a dynamic dim needs opset 11")
-        index += size
     idx = index if isinstance(index, Value) else g.const(index, dtype=torch.int64)
-    return g.op("Gather", self, idx, axis=dim)
+    return g.gather(self, idx, norm_dim(dim, self.rank))
+
+
+@register("aten::take.default")
+def aten_take(g, self, index):
+    """take(Tensor self, Tensor index) -> Tensor"""
+    return g.gather(reshape(g, self, [-1]), index, 0)
 
 
 def chunk_sizes(total: int, split_size: int) -> list[int]:
