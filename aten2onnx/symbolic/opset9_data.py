@@ -115,18 +115,6 @@ def wrap_negative(g: GraphBuilder, index: Value, size: int | Value) -> Value:
     return where(g, g.op("Less", index, g.const(0, dtype=I64)), g.op("Add", index, n), index)
 
 
-def float_equal(g: GraphBuilder, a: Value, b: Value) -> Value:
-    """a == b for any dtype at opset 9 (Equal takes only bool, int32 and int64 before 11); NaN is unequal
-    to all."""
-    if a.dtype in (torch.bool, torch.int32, torch.int64):
-        return g.op("Equal", a, b)
-    if not a.dtype.is_floating_point:
-        return g.op("Equal", cast(g, a, I64), cast(g, b, I64))
-    differ = g.op("Or", g.op("Less", a, b), g.op("Greater", a, b))
-    nan = g.op("Or", g.op("IsNaN", a), g.op("IsNaN", b))
-    return g.op("Not", g.op("Or", differ, nan))
-
-
 def ones_like(g: GraphBuilder, x: Value, dtype: torch.dtype) -> Value:
     """Ones of x's shape (x is an integer tensor, equal to itself everywhere)."""
     return cast(g, g.op("Equal", x, x), dtype)
@@ -444,7 +432,7 @@ def outer_edges(g: GraphBuilder, col: Value, expand: float) -> tuple[Value, Valu
     dtype = col.dtype
     lo = g.op("ReduceMin", col, keepdims=0)
     hi = g.op("ReduceMax", col, keepdims=0)
-    same = float_equal(g, lo, hi)
+    same = g.equal(lo, hi)
     lo = where(g, same, g.op("Sub", lo, g.const(expand, dtype=dtype)), lo)
     hi = where(g, same, g.op("Add", hi, g.const(expand, dtype=dtype)), hi)
     return lo, hi
@@ -815,7 +803,7 @@ def unique_consecutive(g: GraphBuilder, self: Value, return_inverse: bool, retur
         return (fill(g, [0], 0, self.dtype) if dim is None else self), inverse, empty
     later = g.op("Gather", x, g.const(torch.arange(1, n)), axis=d)
     earlier = g.op("Gather", x, g.const(torch.arange(n - 1)), axis=d)
-    differ = g.op("Not", float_equal(g, later, earlier))
+    differ = g.op("Not", g.equal(later, earlier))
     if dim is not None:  # a slice differs if any of its elements does
         width = math.prod(shape) // n
         if width == 0:
