@@ -6,11 +6,15 @@ and gets the spelling of the op version in effect at the builder's opset: whethe
 slice bounds are attributes (ReduceSum before 13, the other reductions before 18, Squeeze/Unsqueeze/Split
 before 13, Slice before 10) or inputs, and whether Softmax/LogSoftmax work along one axis (from 13) or
 flatten to 2-D at it. `g.topk` writes k as an attribute or an input and keeps the smallest where the version
-can; `g.pool` writes ceil_mode and dilations where the version has them; `g.scatter_elements` is Scatter before
-11, and it and `g.scatter_nd` take the reductions the version has. Where an op's version takes no such element type, or does not exist yet, `g.equal`, `g.less_or_equal`,
-`g.greater_or_equal`, `g.max`, `g.min` and `g.clip` write the same result with older ops (Equal on floats
-from 11, LessOrEqual from 12, Max/Min/Clip on integers from 12, Clip's bounds as inputs from 11). The version
-in effect, its inputs, attributes and types are read from `onnx.defs` (and ort_gaps), not written here.
+can (11); `g.pool` writes ceil_mode and dilations where the version has them (10); `g.gather` wraps negative
+indices where Gather reads none (before 11); `g.scatter_elements` is Scatter before 11, and it and
+`g.scatter_nd` take the reductions the version has (16, 18). Where an op's version takes no such element
+type, or does not exist yet, `g.equal`, `g.less_or_equal`, `g.greater_or_equal`, `g.max`, `g.min` and
+`g.clip` write the same result with older ops (Equal on floats from 11, LessOrEqual from 12, Max/Min/Clip on
+integers from 12, Clip's bounds as inputs from 11). A spelling the version cannot say is NotImplementedError
+(the node falls back), naming the opset that can. The version in effect, its inputs, attributes and types
+are read from `onnx.defs` (and ort_gaps.py), not written here; the few facts onnx.defs states only in prose
+are the constants at the end.
 
 This module is the one place that reads the opset to spell an op. ../shared/STYLE.md's first habit
 (handlers and their helpers never ask the opset) holds everywhere else: what an opset changes in how
@@ -218,13 +222,13 @@ class Emitters:
         """MaxPool or AveragePool with the attributes given. ceil_mode (both) and dilations (MaxPool; AveragePool
         from 19) are attributes from the version that gains them; before it only their defaults can be said,
         and anything else is NotImplementedError."""
-        for name, value, default in (("ceil_mode", int(ceil_mode), 0),
-                                     ("dilations", None if dilations is None else list(dilations), None)):
-            if value is None:
-                continue
+        versioned = {"ceil_mode": (int(ceil_mode), not ceil_mode)}  # name: (value, whether it is the default)
+        if dilations is not None:
+            versioned["dilations"] = (list(dilations), all(d == 1 for d in dilations))
+        for name, (value, is_default) in versioned.items():
             if has_attribute(op_type, name, self.opset):
                 attributes[name] = value
-            elif value != default and (default is not None or any(d != 1 for d in value)):
+            elif not is_default:
                 raise NotImplementedError(f"opset {self.opset} {op_type} has no {name}; export at opset "
                                           f"{_first_with_attribute(op_type, name)} or later")
         return self.op(op_type, x, outputs=outputs, **attributes)
@@ -239,14 +243,12 @@ class Emitters:
 
     def scatter_nd(self, data: Value, indices: Value, updates: Value, reduction: str | None = None) -> Value:
         """ScatterND (from 11), its updates combined by reduction where given (see _scatter_reduction)."""
-        if op_types.signature("ScatterND", self.opset) is None:
-            raise NotImplementedError(f"ONNX defines no ScatterND at opset {self.opset}")
         return self.op("ScatterND", data, indices, updates, **self._scatter_reduction("ScatterND", reduction))
 
     def _scatter_reduction(self, op_type: str, reduction: str | None) -> dict[str, str]:
         """The reduction attribute, where the version in effect has that reduction (SCATTER_REDUCTIONS); a
-        reduction it lacks is NotImplementedError."""
-        if reduction is None:
+        reduction it lacks is NotImplementedError. (An op the opset does not define, g.op refuses.)"""
+        if reduction is None or op_types.signature(op_type, self.opset) is None:
             return {}
         version = since_version(op_type, self.opset)
         taken = next((names for since, names in sorted(SCATTER_REDUCTIONS.items(), reverse=True) if version >= since), ())
@@ -281,25 +283,23 @@ SOFTMAX_ALONG_ONE_AXIS = 13
 
 
 def _first_with_input(op_type: str, name: str) -> int:
-    schema = onnx.defs.get_schema(op_type, onnx.defs.onnx_opset_version())
-    version = schema.since_version
-    while True:
-        try:
-            older = onnx.defs.get_schema(op_type, version - 1)
-        except onnx.defs.SchemaError:
-            return version
-        if not any(i.name == name for i in older.inputs):
-            return version
-        version = older.since_version
+    """The first version of op_type with an input called name."""
+    return _first_version(op_type, lambda schema: any(i.name == name for i in schema.inputs))
 
 
 def _first_with_attribute(op_type: str, name: str) -> int:
+    """The first version of op_type with an attribute called name."""
+    return _first_version(op_type, lambda schema: name in schema.attributes)
+
+
+def _first_version(op_type: str, has) -> int:
+    """The oldest version of op_type in the run of newest versions whose schema `has` holds for."""
     version = onnx.defs.get_schema(op_type, onnx.defs.onnx_opset_version()).since_version
     while True:
         try:
             older = onnx.defs.get_schema(op_type, version - 1)
         except onnx.defs.SchemaError:
             return version
-        if name not in older.attributes:
+        if not has(older):
             return version
         version = older.since_version
