@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import aten2onnx
+from aten2onnx.ir.emitters import takes_input
 from conftest import run_ort
 
 # (case, function of x: float32[2, 3, 4], the ONNX op whose spelling changes, the argument that moves)
@@ -142,8 +143,34 @@ def test_gather_reads_negative_indices_at_every_opset(opset, dynamic):
 
 
 def test_slice_before_opset_10_refuses_what_its_attributes_cannot_say():
+    dynamic = {"x": {0: torch.export.Dim("n", min=2)}}  # a static dim is sliced by positions instead
     with pytest.raises(aten2onnx.UnsupportedOperatorError, match="export at opset 10 or later"):
-        aten2onnx.export(lambda x: x[::2], (torch.randn(6),), opset=9, fallback="error")
+        aten2onnx.export(lambda x: x[::2], (torch.randn(6),), opset=9, dynamic_shapes=dynamic, fallback="error")
+
+
+SLICES = [
+    ("step", lambda x, n: x[:, 1::2] * 2),
+    ("flip", lambda x, n: x.flip(0, 2) * 2),
+    ("bounds_from_data", lambda x, n: x[:, : n.item()] * 2),
+    ("tensor_split_from_data", lambda x, n: [t * 2 for t in x.tensor_split([1, n.item()], 2)]),
+]
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+@pytest.mark.parametrize("case, fn", SLICES, ids=[c[0] for c in SLICES])
+def test_slices_attributes_cannot_say_are_taken_by_positions_along_static_dims(case, fn, opset):
+    x, n = torch.randn(2, 5, 4), torch.tensor(2)
+    exported = aten2onnx.export(fn, (x, n), opset=opset, fallback="error")
+    model = exported.model_proto
+    onnx.checker.check_model(model, full_check=True)
+    by_positions = {"Gather", "Compress"} & {node.op_type for node in model.graph.node}
+    assert bool(by_positions) == (not takes_input("Slice", "starts", opset))
+    for n in (n, torch.tensor(3)) if "data" in case else (n,):
+        expected = fn(x, n)
+        expected = expected if isinstance(expected, list) else [expected]
+        got = run_ort(model, {k: v for k, v in zip(exported.input_names, (x, n))})
+        for g, want in zip(got, expected):
+            torch.testing.assert_close(torch.from_numpy(g), want)
 
 
 # (case, function of x and y: [2, 3, 4] of dtype, the ONNX op the emitter writes where its version takes the

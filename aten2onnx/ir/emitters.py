@@ -4,8 +4,8 @@ A handler writes `g.reduce("ReduceSum", x, axes, keepdims)`, `g.unsqueeze(x, axe
 `g.split(x, sizes, axis)`, `g.slice(x, starts, ends, axes, steps)` or `g.softmax("Softmax", x, axis)` once,
 and gets the spelling of the op version in effect at the builder's opset: whether axes, split sizes and
 slice bounds are attributes (ReduceSum before 13, the other reductions before 18, Squeeze/Unsqueeze/Split
-before 13, Slice before 10) or inputs, and whether Softmax/LogSoftmax work along one axis (from 13) or
-flatten to 2-D at it. `g.topk` writes k as an attribute or an input and keeps the smallest where the version
+before 13, Slice before 10, which slices a static dim by positions where its attributes cannot say it) or
+inputs, and whether Softmax/LogSoftmax work along one axis (from 13) or flatten to 2-D at it. `g.topk` writes k as an attribute or an input and keeps the smallest where the version
 can (11); `g.pool` writes ceil_mode and dilations where the version has them (10); `g.gather` wraps negative
 indices where Gather reads none (before 11); `g.scatter_elements` is Scatter before 11, and it and
 `g.scatter_nd` take the reductions the version has (16, 18). Where an op's version takes no such element
@@ -168,18 +168,49 @@ class Emitters:
 
     def slice(self, x: Value, starts: Sequence[int | Value], ends: Sequence[int | Value], axes: Sequence[int],
               steps: Sequence[int] | None = None) -> Value:
-        """x[starts:ends:steps] along axes. Bounds may be graph values (SymInts) where Slice takes them as
-        inputs; where it takes attributes (before opset 10), only constant bounds and step 1 exist, and
-        anything else is NotImplementedError (the node falls back)."""
+        """x[starts:ends:steps] along axes, with Python's reading of bounds (negative from the end, clamped; a
+        negative step walks back). Bounds may be graph values (SymInts) where Slice takes them as inputs. Where
+        it takes attributes (before opset 10: constant bounds, step 1), an axis of a static dim is sliced by
+        positions instead: a Gather of those it takes (other steps), a Compress of those in [start, end) (bounds
+        computed in the graph, step 1); anything else is NotImplementedError (the node falls back)."""
         if self._as_input("Slice", "starts"):
             inputs = [self.int_list(list(starts)), self.int_list(list(ends)), self.const(list(axes), dtype=torch.int64)]
             if steps is not None:
                 inputs.append(self.const(list(steps), dtype=torch.int64))
             return self.op("Slice", x, *inputs)
-        if any(not isinstance(b, int) for b in [*starts, *ends]) or (steps is not None and any(s != 1 for s in steps)):
+        steps = [1] * len(axes) if steps is None else list(steps)
+        if all(isinstance(b, int) for b in [*starts, *ends]) and all(s == 1 for s in steps):
+            return self.op("Slice", x, starts=list(starts), ends=list(ends), axes=list(axes))
+        for start, end, axis, step in zip(starts, ends, axes, steps):
+            sliced = self._slice_by_positions(x, start, end, axis, step)
+            if sliced.shape is None and x.shape is not None:  # the other axes keep their sizes for the next
+                sliced.shape = x.shape[:axis] + (None,) + x.shape[axis + 1:]
+            x = sliced
+        return x
+
+    def _slice_by_positions(self, x: Value, start: int | Value, end: int | Value, axis: int, step: int) -> Value:
+        size = x.shape[axis] if x.shape is not None else None
+        constant = isinstance(start, int) and isinstance(end, int)
+        if not isinstance(size, int) or not isinstance(step, int) or not (constant or step == 1):
             raise NotImplementedError(f"opset {self.opset} Slice takes only constant bounds and step 1; "
                                       f"export at opset {_first_with_input('Slice', 'starts')} or later")
-        return self.op("Slice", x, starts=list(starts), ends=list(ends), axes=list(axes))
+        if constant and step == 1:
+            return self.op("Slice", x, starts=[start], ends=[end], axes=[axis])
+        if constant:
+            positions = list(range(size))[start:end:step]
+            return self.op("Gather", x, self.const(positions, dtype=torch.int64), axis=axis)
+
+        def bound(v: int | Value) -> Value:
+            if isinstance(v, int):
+                v = self.const(min(v, size), dtype=torch.int64)
+            elif v.dtype != torch.int64:
+                v = self.op("Cast", v, to=onnx.TensorProto.INT64)
+            negative = self.op("Less", v, self.const(0, dtype=torch.int64))
+            return self.op("Where", negative, self.op("Add", v, self.const(size, dtype=torch.int64)), v)
+
+        positions = self.const(torch.arange(size))
+        keep = self.op("And", self.op("Not", self.op("Less", positions, bound(start))), self.op("Less", positions, bound(end)))
+        return self.op("Compress", x, keep, axis=axis)
 
     def topk(self, x: Value, k: int | Value, axis: int, largest: bool = True) -> tuple[Value, Value]:
         """The k largest (or smallest) entries along axis, sorted, ties lower index first, and their indices;

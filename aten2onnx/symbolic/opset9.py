@@ -639,25 +639,7 @@ def aten_slice(g, self, dim=0, start=None, end=None, step=1):
     dim = norm_dim(dim, self.rank)
     if is_full_slice(self, dim, start, end, step):
         return self
-    start = 0 if start is None else start
-    end = INT64_MAX if end is None else end
-    if step == 1 and (isinstance(start, Value) or isinstance(end, Value)) and isinstance(self.shape[dim], int):
-        return compress_slice(g, self, dim, start, end)
-    return slice_axis(g, self, dim, start, end, step)
-
-
-def compress_slice(g: GraphBuilder, x: Value, dim: int, start, end) -> Value:
-    """x[start:end] along a static dim with bounds computed in the graph, which opset 9's Slice cannot
-    take: Compress keeps the positions in [start, end), negative bounds counted from the end."""
-    size = x.shape[dim]
-
-    def bound(v) -> Value:
-        v = cast(g, v, torch.int64) if isinstance(v, Value) else g.const(min(v, size), dtype=torch.int64)
-        return g.op("Where", g.op("Less", v, g.const(0, dtype=torch.int64)), g.op("Add", v, g.const(size, dtype=torch.int64)), v)
-
-    positions = g.const(torch.arange(size))
-    keep = g.op("And", g.op("Not", g.op("Less", positions, bound(start))), g.op("Less", positions, bound(end)))
-    return g.op("Compress", x, keep, axis=dim)
+    return slice_axis(g, self, dim, 0 if start is None else start, INT64_MAX if end is None else end, step)
 
 
 @register("aten::select.int")
