@@ -1,20 +1,20 @@
 """The ONNX spelling of the ops whose signature changed across opsets, decided in one place.
 
 A handler writes `g.reduce("ReduceSum", x, axes, keepdims)`, `g.unsqueeze(x, axes)`, `g.squeeze(x, axes)`,
-`g.split(x, sizes, axis)`, `g.slice(x, starts, ends, axes, steps)` or `g.softmax("Softmax", x, axis)` once,
-and gets the spelling of the op version in effect at the builder's opset: whether axes, split sizes and
-slice bounds are attributes (ReduceSum before 13, the other reductions before 18, Squeeze/Unsqueeze/Split
-before 13, Slice before 10, which slices a static dim by positions where its attributes cannot say it) or
-inputs, and whether Softmax/LogSoftmax work along one axis (from 13) or flatten to 2-D at it. `g.topk` writes k as an attribute or an input and keeps the smallest where the version
-can (11); `g.pool` writes ceil_mode and dilations where the version has them (10); `g.gather` wraps negative
-indices where Gather reads none (before 11); `g.scatter_elements` is Scatter before 11, and it and
-`g.scatter_nd` take the reductions the version has (16, 18). Where an op's version takes no such element
-type, or does not exist yet, `g.equal`, `g.less_or_equal`, `g.greater_or_equal`, `g.max`, `g.min` and
-`g.clip` write the same result with older ops (Equal on floats from 11, LessOrEqual from 12, Max/Min/Clip on
-integers from 12, Clip's bounds as inputs from 11). A spelling the version cannot say is NotImplementedError
-(the node falls back), naming the opset that can. The version in effect, its inputs, attributes and types
-are read from `onnx.defs` (and ort_gaps.py), not written here; the few facts onnx.defs states only in prose
-are the constants at the end.
+`g.split(x, sizes, axis)`, `g.slice(x, starts, ends, axes, steps)` or `g.softmax("Softmax", x, axis)` once, and
+gets the spelling of the op version in effect at the builder's opset: whether axes, split sizes and slice bounds
+are attributes (ReduceSum before 13, the other reductions before 18, Squeeze/Unsqueeze/Split before 13, Slice
+before 10, which slices a static dim by positions where its attributes cannot say it) or inputs, and whether
+Softmax/LogSoftmax work along one axis (from 13) or flatten to 2-D at it. `g.topk` writes k as an attribute or
+an input and keeps the smallest where the version can (11); `g.pool` writes ceil_mode and dilations where the
+version has them (10); `g.gather` wraps negative indices where Gather reads none (before 11);
+`g.scatter_elements` is Scatter before 11, and it and `g.scatter_nd` take the reductions the version has (16,
+18). Where an op's version takes no such element type, or does not exist yet, `g.equal`, `g.less_or_equal`,
+`g.greater_or_equal`, `g.max`, `g.min` and `g.clip` write the same result with older ops (Equal on floats from
+11, LessOrEqual from 12, Max/Min/Clip on integers from 12, Clip's bounds as inputs from 11). A spelling the
+version cannot say is NotImplementedError (the node falls back), naming the opset that can. The version in
+effect, its inputs, attributes and types are read from `onnx.defs` (and ort_gaps.py), not written here; the few
+facts onnx.defs states only in prose are the constants at the end.
 
 This module is the one place that reads the opset to spell an op. ../shared/STYLE.md's first habit
 (handlers and their helpers never ask the opset) holds everywhere else: what an opset changes in how
