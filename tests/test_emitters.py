@@ -87,7 +87,8 @@ def test_smallest_first_topk_before_opset_11_refuses(opset):
 def test_an_op_the_opset_does_not_define_refuses():
     with pytest.raises(aten2onnx.UnsupportedOperatorError, match="defines no GatherElements at opset 10"):
         aten2onnx.export(lambda s, i, v: torch.searchsorted(s, v, sorter=i),
-                         (torch.tensor([3.0, 1.0, 2.0]), torch.tensor([1, 2, 0]), torch.randn(4)), opset=10, fallback="error")
+                         (torch.tensor([3.0, 1.0, 2.0]), torch.tensor([1, 2, 0]), torch.randn(4)), opset=10,
+                         fallback="error")
 
 
 @pytest.mark.parametrize("opset", OPSETS)

@@ -209,7 +209,8 @@ class Emitters:
             return self.op("Where", negative, self.op("Add", v, self.const(size, dtype=torch.int64)), v)
 
         positions = self.const(torch.arange(size))
-        keep = self.op("And", self.op("Not", self.op("Less", positions, bound(start))), self.op("Less", positions, bound(end)))
+        from_start = self.op("Not", self.op("Less", positions, bound(start)))
+        keep = self.op("And", from_start, self.op("Less", positions, bound(end)))
         return self.op("Compress", x, keep, axis=axis)
 
     def topk(self, x: Value, k: int | Value, axis: int, largest: bool = True) -> tuple[Value, Value]:
@@ -282,7 +283,8 @@ class Emitters:
         if reduction is None or op_types.signature(op_type, self.opset) is None:
             return {}
         version = since_version(op_type, self.opset)
-        taken = next((names for since, names in sorted(SCATTER_REDUCTIONS.items(), reverse=True) if version >= since), ())
+        taken = next((names for since, names in sorted(SCATTER_REDUCTIONS.items(), reverse=True) if version >= since),
+                     ())
         if reduction not in taken:
             first = min(since for since, names in SCATTER_REDUCTIONS.items() if reduction in names)
             raise NotImplementedError(f"opset {self.opset} {op_type} has no reduction {reduction!r}; "
