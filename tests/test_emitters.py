@@ -3,11 +3,14 @@ target opset (attributes or inputs), and the models they make pass the checker a
 
 from __future__ import annotations
 
+import math
+
 import onnx
 import pytest
 import torch
 
 import aten2onnx
+from aten2onnx.ir.emitters import takes_input
 from conftest import run_ort
 
 # (case, function of x: float32[2, 3, 4], the ONNX op whose spelling changes, the argument that moves)
@@ -21,6 +24,8 @@ CASES = [
     ("squeeze", lambda x: x[:, :1].squeeze(1) * 2, "Squeeze", "axes"),
     ("split", lambda x: [t * 2 for t in x.split([1, 2], 1)], "Split", "split"),
     ("slice", lambda x: x[:, 1:] * 2, "Slice", "starts"),
+    ("clamp", lambda x: x.clamp(-0.5, 0.5), "Clip", "min"),
+    ("topk", lambda x: x.topk(2, 1).values * 2, "TopK", "K"),
 ]
 OPSETS = [9, 10, 11, 12, 13, 16, 17, 18, 20, 23]
 
@@ -41,11 +46,11 @@ def test_an_emitted_op_is_spelled_as_its_version_at_the_opset(case, fn, op_type,
     schema = onnx.defs.get_schema(op_type, opset)
     as_input = [i.name for i in schema.inputs].index(moved) if moved in [i.name for i in schema.inputs] else None
     for node in made:
-        attributes = {a.name for a in node.attribute}
+        attributes = {a.name.lower() for a in node.attribute}  # TopK's input K was its attribute k
         if as_input is None:
-            assert moved in attributes and len(node.input) == 1
+            assert moved.lower() in attributes and len(node.input) == 1
         else:
-            assert moved not in attributes and len(node.input) > as_input and node.input[as_input]
+            assert moved.lower() not in attributes and len(node.input) > as_input and node.input[as_input]
     expected = fn(x)
     expected = expected if isinstance(expected, list) else [expected]
     for got, want in zip(run_ort(model, {exported.input_names[0]: x}), expected):
@@ -73,6 +78,133 @@ def test_softmax_along_an_axis_is_direct_where_the_op_works_along_one_axis(op, d
     torch.testing.assert_close(torch.from_numpy(got), fn(x, dim))
 
 
+@pytest.mark.parametrize("opset", [9, 10])
+def test_smallest_first_topk_before_opset_11_refuses(opset):
+    with pytest.raises(aten2onnx.UnsupportedOperatorError, match="export at opset 11 or later"):
+        aten2onnx.export(lambda x: x.sort(-1).values, (torch.randn(6),), opset=opset, fallback="error")
+
+
+def test_an_op_the_opset_does_not_define_refuses():
+    with pytest.raises(aten2onnx.UnsupportedOperatorError, match="defines no GatherElements at opset 10"):
+        aten2onnx.export(lambda s, i, v: torch.searchsorted(s, v, sorter=i),
+                         (torch.tensor([3.0, 1.0, 2.0]), torch.tensor([1, 2, 0]), torch.randn(4)), opset=10,
+                         fallback="error")
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+@pytest.mark.parametrize("op", ["max_pool1d", "avg_pool1d"])
+def test_a_pool_takes_ceil_mode_where_its_version_has_the_attribute(op, opset):
+    x = torch.randn(2, 3, 7)
+    fn = getattr(torch.nn.functional, op)
+    has_ceil = "ceil_mode" in onnx.defs.get_schema("MaxPool", opset).attributes
+    if op == "max_pool1d" and not has_ceil:
+        with pytest.raises(aten2onnx.UnsupportedOperatorError, match="has no ceil_mode; export at opset 10"):
+            aten2onnx.export(lambda x: fn(x, 2, ceil_mode=True), (x,), opset=opset, fallback="error")
+        return
+    exported = aten2onnx.export(lambda x: fn(x, 2, ceil_mode=True), (x,), opset=opset)
+    model = exported.model_proto
+    onnx.checker.check_model(model, full_check=True)
+    (node,) = nodes(model, "MaxPool" if op == "max_pool1d" else "AveragePool")
+    ceil = {a.name: a.i for a in node.attribute}.get("ceil_mode")
+    assert ceil == (1 if has_ceil else None)  # AveragePool without it: the windows are padded whole
+    (got,) = run_ort(model, {exported.input_names[0]: x})
+    torch.testing.assert_close(torch.from_numpy(got), fn(x, 2, ceil_mode=True))
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+def test_scatter_is_scatter_elements_from_11_and_reduces_where_the_version_has_the_reduction(opset):
+    x, i, s = torch.randn(3, 2), torch.tensor([[0, 1], [2, 0]]), torch.randn(2, 2)
+    exported = aten2onnx.export(lambda x, i, s: x.scatter(0, i, s), (x, i, s), opset=opset)
+    onnx.checker.check_model(exported.model_proto, full_check=True)
+    assert nodes(exported.model_proto, "ScatterElements" if opset >= 11 else "Scatter")
+    (got,) = run_ort(exported.model_proto, dict(zip(exported.input_names, (x, i, s))))
+    torch.testing.assert_close(torch.from_numpy(got), x.scatter(0, i, s))
+    for reduce, since in (("sum", 16), ("amax", 18)):
+        fn = (lambda x, i, s, reduce=reduce: x.scatter_reduce(0, i, s, reduce))
+        if opset < since:
+            with pytest.raises(aten2onnx.UnsupportedOperatorError, match=f"export at opset {since} or later"):
+                aten2onnx.export(fn, (x, i, s), opset=opset, fallback="error")
+        else:
+            exported = aten2onnx.export(fn, (x, i, s), opset=opset, fallback="error")
+            (got,) = run_ort(exported.model_proto, dict(zip(exported.input_names, (x, i, s))))
+            torch.testing.assert_close(torch.from_numpy(got), fn(x, i, s))
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_gather_reads_negative_indices_at_every_opset(opset, dynamic):
+    x, i = torch.randn(5, 3), torch.tensor([-1, 0, -5, 2])
+    fn = (lambda x, i: x.take(i) * 2)
+    shapes = {"x": {0: torch.export.Dim("n", min=2)}} if dynamic else None
+    exported = aten2onnx.export(fn, (x, i), opset=opset, dynamic_shapes=shapes, fallback="error")
+    onnx.checker.check_model(exported.model_proto, full_check=True)
+    for x in (x, torch.randn(4, 3)) if dynamic else (x,):
+        (got,) = run_ort(exported.model_proto, dict(zip(exported.input_names, (x, i))))
+        torch.testing.assert_close(torch.from_numpy(got), fn(x, i))
+
+
 def test_slice_before_opset_10_refuses_what_its_attributes_cannot_say():
+    dynamic = {"x": {0: torch.export.Dim("n", min=2)}}  # a static dim is sliced by positions instead
     with pytest.raises(aten2onnx.UnsupportedOperatorError, match="export at opset 10 or later"):
-        aten2onnx.export(lambda x: x[::2], (torch.randn(6),), opset=9, fallback="error")
+        aten2onnx.export(lambda x: x[::2], (torch.randn(6),), opset=9, dynamic_shapes=dynamic, fallback="error")
+
+
+SLICES = [
+    ("step", lambda x, n: x[:, 1::2] * 2),
+    ("flip", lambda x, n: x.flip(0, 2) * 2),
+    ("bounds_from_data", lambda x, n: x[:, : n.item()] * 2),
+    ("tensor_split_from_data", lambda x, n: [t * 2 for t in x.tensor_split([1, n.item()], 2)]),
+]
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+@pytest.mark.parametrize("case, fn", SLICES, ids=[c[0] for c in SLICES])
+def test_slices_attributes_cannot_say_are_taken_by_positions_along_static_dims(case, fn, opset):
+    x, n = torch.randn(2, 5, 4), torch.tensor(2)
+    exported = aten2onnx.export(fn, (x, n), opset=opset, fallback="error")
+    model = exported.model_proto
+    onnx.checker.check_model(model, full_check=True)
+    by_positions = {"Gather", "Compress"} & {node.op_type for node in model.graph.node}
+    assert bool(by_positions) == (not takes_input("Slice", "starts", opset))
+    for n in (n, torch.tensor(3)) if "data" in case else (n,):
+        expected = fn(x, n)
+        expected = expected if isinstance(expected, list) else [expected]
+        got = run_ort(model, {k: v for k, v in zip(exported.input_names, (x, n))})
+        for g, want in zip(got, expected):
+            torch.testing.assert_close(torch.from_numpy(g), want)
+
+
+# (case, function of x and y: [2, 3, 4] of dtype, the ONNX op the emitter writes where its version takes the
+# dtype, dtype): elsewhere the emitter writes the same result with older ops (compare and select, Less or Equal)
+TYPED_CASES = [
+    ("eq", lambda x, y: x == y, "Equal", torch.float32),
+    ("ne", lambda x, y: x != y, "Equal", torch.float64),
+    ("le", lambda x, y: x <= y, "LessOrEqual", torch.float32),
+    ("ge", lambda x, y: x >= y, "GreaterOrEqual", torch.int64),
+    ("maximum", torch.maximum, "Max", torch.int32),
+    ("minimum", torch.minimum, "Min", torch.int64),
+    ("clamp_int", lambda x, y: x.clamp(-1, 2), "Clip", torch.int64),
+    ("clamp_double", lambda x, y: x.clamp(max=0.25), "Clip", torch.float64),
+]
+
+
+def _runs_in_ort(op_type: str, dtype: torch.dtype, opset: int) -> bool:
+    from aten2onnx.ir import op_types
+    sig = op_types.signature(op_type, opset)
+    return sig is not None and sig.takes(sig.input_type(0), dtype, "runs")
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+@pytest.mark.parametrize("case, fn, op_type, dtype", TYPED_CASES, ids=[c[0] for c in TYPED_CASES])
+def test_a_typed_emitter_writes_its_op_where_the_version_takes_the_dtype(case, fn, op_type, dtype, opset):
+    x = (torch.randn(2, 3, 4) * 3).to(dtype)
+    y = (torch.randn(2, 3, 4) * 3).to(dtype)
+    y[0, 0] = x[0, 0]  # some equal pairs
+    if dtype.is_floating_point:
+        x[1, 1, 1] = y[1, 2, 2] = math.nan
+    exported = aten2onnx.export(fn, (x, y), opset=opset)
+    model = exported.model_proto
+    onnx.checker.check_model(model, full_check=True)
+    assert bool(nodes(model, op_type)) == _runs_in_ort(op_type, dtype, opset)
+    (got,) = run_ort(model, dict(zip(exported.input_names, (x, y))))
+    torch.testing.assert_close(torch.from_numpy(got), fn(x, y), equal_nan=True)

@@ -49,8 +49,10 @@ CASES = [
     Case("index_copy_scalar_self", lambda x, i, s: x.index_copy(0, i, s), lambda: (r(()), idx(0), r(()))),
     Case("index_add_alpha", lambda x, i, s: x.index_add(0, i, s, alpha=2), lambda: (r(4, 3), idx(1, 1, 3), r(3, 3)),
          (16, 18, MAX_OPSET)),
-    Case("scatter_src", lambda x, i, s: x.scatter(1, i, s), lambda: (r(3, 5), idx(0, 4, 2, 1, 3, 0).reshape(3, 2), r(3, 4))),
-    Case("scatter_value", lambda x, i: x.scatter(0, i, 2.5), lambda: (r(4, 2), idx(3, 0, 1, 2).reshape(2, 2))),
+    Case("scatter_src", lambda x, i, s: x.scatter(1, i, s), lambda: (r(3, 5), idx(0, 4, 2, 1, 3, 0).reshape(3, 2), r(3, 4)),
+         (9, 11, 16, 18, MAX_OPSET)),
+    Case("scatter_value", lambda x, i: x.scatter(0, i, 2.5), lambda: (r(4, 2), idx(3, 0, 1, 2).reshape(2, 2)),
+         (9, 11, 16, 18, MAX_OPSET)),
     Case("scatter_add", lambda x, i, s: x.scatter_add(0, i, s), lambda: (r(3, 2), idx(0, 0, 2, 0).reshape(2, 2), r(2, 2)),
          (16, 18, MAX_OPSET)),
     Case("scatter_reduce_prod", lambda x, i, s: x.scatter_reduce(0, i, s, "prod"),
@@ -91,5 +93,5 @@ def test_scatter_matches_eager(case):
 
 def test_accumulate_before_opset_16_falls_back_with_the_reason():
     x, i, v = r(5, 3), idx(1, 1), r(2, 3)
-    with pytest.raises(aten2onnx.UnsupportedOperatorError, match="needs opset 16"):
+    with pytest.raises(aten2onnx.UnsupportedOperatorError, match="export at opset 16 or later"):
         aten2onnx.export(lambda x, i, v: aten.index_put(x, [i], v, True), (x, i, v), opset=13, fallback="error")

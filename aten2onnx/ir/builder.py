@@ -377,6 +377,7 @@ class GraphBuilder(Emitters):
 
         Attribute types follow the Python values: int/bool -> INT, float -> FLOAT, str -> STRING,
         list of ints/floats/strs -> INTS/FLOATS/STRINGS, tensor -> TENSOR. A None attribute is left out.
+        An op the default domain does not define at the opset is NotImplementedError (the node falls back).
         """
         for i, value in enumerate(inputs):
             if value is not None and not isinstance(value, Value):
@@ -385,6 +386,8 @@ class GraphBuilder(Emitters):
         attrs = {k: v for k, v in attributes.items() if v is not None}
         if domain:
             self.domains.setdefault(domain, 1)
+        elif op_types.signature(op_type, self.opset) is None:
+            raise NotImplementedError(f"ONNX defines no {op_type} at opset {self.opset}")
         folded = self._try_fold(op_type, inputs, attrs, outputs, domain)
         if folded is not None:
             return folded

@@ -1,11 +1,20 @@
 """The ONNX spelling of the ops whose signature changed across opsets, decided in one place.
 
 A handler writes `g.reduce("ReduceSum", x, axes, keepdims)`, `g.unsqueeze(x, axes)`, `g.squeeze(x, axes)`,
-`g.split(x, sizes, axis)`, `g.slice(x, starts, ends, axes, steps)` or `g.softmax("Softmax", x, axis)` once,
-and gets the spelling of the op version in effect at the builder's opset: whether axes, split sizes and
-slice bounds are attributes (ReduceSum before 13, the other reductions before 18, Squeeze/Unsqueeze/Split
-before 13, Slice before 10) or inputs, and whether Softmax/LogSoftmax work along one axis (from 13) or
-flatten to 2-D at it. The version in effect and its inputs are read from `onnx.defs`, not written here.
+`g.split(x, sizes, axis)`, `g.slice(x, starts, ends, axes, steps)` or `g.softmax("Softmax", x, axis)` once, and
+gets the spelling of the op version in effect at the builder's opset: whether axes, split sizes and slice bounds
+are attributes (ReduceSum before 13, the other reductions before 18, Squeeze/Unsqueeze/Split before 13, Slice
+before 10, which slices a static dim by positions where its attributes cannot say it) or inputs, and whether
+Softmax/LogSoftmax work along one axis (from 13) or flatten to 2-D at it. `g.topk` writes k as an attribute or
+an input and keeps the smallest where the version can (11); `g.pool` writes ceil_mode and dilations where the
+version has them (10); `g.gather` wraps negative indices where Gather reads none (before 11);
+`g.scatter_elements` is Scatter before 11, and it and `g.scatter_nd` take the reductions the version has (16,
+18). Where an op's version takes no such element type, or does not exist yet, `g.equal`, `g.less_or_equal`,
+`g.greater_or_equal`, `g.max`, `g.min` and `g.clip` write the same result with older ops (Equal on floats from
+11, LessOrEqual from 12, Max/Min/Clip on integers from 12, Clip's bounds as inputs from 11). A spelling the
+version cannot say is NotImplementedError (the node falls back), naming the opset that can. The version in
+effect, its inputs, attributes and types are read from `onnx.defs` (and ort_gaps.py), not written here; the few
+facts onnx.defs states only in prose are the constants at the end.
 
 This module is the one place that reads the opset to spell an op. ../shared/STYLE.md's first habit
 (handlers and their helpers never ask the opset) holds everywhere else: what an opset changes in how
@@ -16,10 +25,14 @@ such as LayerNormalization at 17) is a handler registered at that opset.
 from __future__ import annotations
 
 import functools
+import math
 from typing import TYPE_CHECKING, Sequence
 
 import onnx
 import torch
+
+from aten2onnx import _dtypes
+from aten2onnx.ir import op_types
 
 if TYPE_CHECKING:
     from aten2onnx.ir.builder import Value
@@ -29,6 +42,12 @@ if TYPE_CHECKING:
 def takes_input(op_type: str, name: str, opset: int) -> bool:
     """Whether the version of op_type in effect at opset (the default domain) has an input called name."""
     return any(i.name == name for i in onnx.defs.get_schema(op_type, opset).inputs)
+
+
+@functools.cache
+def has_attribute(op_type: str, name: str, opset: int) -> bool:
+    """Whether the version of op_type in effect at opset (the default domain) has an attribute called name."""
+    return name in onnx.defs.get_schema(op_type, opset).attributes
 
 
 @functools.cache
@@ -44,6 +63,76 @@ class Emitters:
 
     def _as_input(self, op_type: str, name: str) -> bool:
         return takes_input(op_type, name, self.opset)
+
+    def _runs(self, op_type: str, *values: Value | None) -> bool:
+        """Whether the version of op_type in effect exists and takes the values' dtypes, as they are or computed
+        in a wider type the builder casts to (op_types), with a kernel in onnxruntime."""
+        sig = op_types.signature(op_type, self.opset)
+        if sig is None:
+            return False
+        for i, value in enumerate(values):
+            formal = sig.input_type(i)
+            if value is None or value.dtype is None or formal not in sig.allowed:
+                continue
+            if not (sig.takes(formal, value.dtype, "runs") or op_types.wider_type(sig, formal, value.dtype)):
+                return False
+        return True
+
+    def equal(self, a: Value, b: Value) -> Value:
+        """a == b (one dtype). Where Equal takes no such type (floats before 11), a value equals another
+        that it is neither below nor above, NaN equal to nothing."""
+        if self._runs("Equal", a, b):
+            return self.op("Equal", a, b)
+        differ = self.op("Or", self.op("Less", a, b), self.op("Greater", a, b))
+        if a.dtype is not None and a.dtype.is_floating_point:
+            differ = self.op("Or", differ, self.op("Or", self.op("IsNaN", a), self.op("IsNaN", b)))
+        return self.op("Not", differ)
+
+    def less_or_equal(self, a: Value, b: Value) -> Value:
+        """a <= b (one dtype): LessOrEqual from 12, before it Less or equal (NaN compares false either way)."""
+        if self._runs("LessOrEqual", a, b):
+            return self.op("LessOrEqual", a, b)
+        return self.op("Or", self.op("Less", a, b), self.equal(a, b))
+
+    def greater_or_equal(self, a: Value, b: Value) -> Value:
+        """a >= b (one dtype): GreaterOrEqual from 12, before it Greater or equal."""
+        if self._runs("GreaterOrEqual", a, b):
+            return self.op("GreaterOrEqual", a, b)
+        return self.op("Or", self.op("Greater", a, b), self.equal(a, b))
+
+    def max(self, a: Value, b: Value) -> Value:
+        """The larger of a and b (one dtype): Max, or where it takes no such type (integers before 12)
+        a compare and select."""
+        return self._extremum("Max", "Greater", a, b)
+
+    def min(self, a: Value, b: Value) -> Value:
+        """The smaller of a and b (one dtype): Min, or a compare and select (see max)."""
+        return self._extremum("Min", "Less", a, b)
+
+    def _extremum(self, op_type: str, pick: str, a: Value, b: Value) -> Value:
+        if self._runs(op_type, a, b):
+            return self.op(op_type, a, b)
+        return self.op("Where", self.op(pick, a, b), a, b)
+
+    def clip(self, x: Value, lo: Value | None, hi: Value | None) -> Value:
+        """x clamped to [lo, hi], bounds 0-d values of x's dtype (None: unbounded). Clip takes its bounds as
+        float attributes before 11 (constants only) and as inputs from it, and integers only from 12; where
+        it cannot, the bounds are Max and Min. A missing float bound is an infinity, since Clip's own default
+        (the largest finite number) would clamp inf."""
+        if self._runs("Clip", x):
+            low, high = lo, hi
+            if x.dtype is not None and x.dtype.is_floating_point:
+                low = self.const(-math.inf, like=x) if lo is None else lo
+                high = self.const(math.inf, like=x) if hi is None else hi
+            if self._as_input("Clip", "min"):
+                return self.op("Clip", x, low, high)
+            if low is not None and high is not None and low.const is not None and high.const is not None:
+                return self.op("Clip", x, min=float(low.const), max=float(high.const))
+        if lo is not None:
+            x = self.max(x, lo)
+        if hi is not None:
+            x = self.min(x, hi)
+        return x
 
     def reduce(self, op_type: str, x: Value, axes: Sequence[int] | None, keepdims: bool) -> Value:
         """A Reduce* over axes; all axes when axes is None or empty (as ATen reads an empty dim list). A 0-d
@@ -79,18 +168,128 @@ class Emitters:
 
     def slice(self, x: Value, starts: Sequence[int | Value], ends: Sequence[int | Value], axes: Sequence[int],
               steps: Sequence[int] | None = None) -> Value:
-        """x[starts:ends:steps] along axes. Bounds may be graph values (SymInts) where Slice takes them as
-        inputs; where it takes attributes (before opset 10), only constant bounds and step 1 exist, and
-        anything else is NotImplementedError (the node falls back)."""
+        """x[starts:ends:steps] along axes, with Python's reading of bounds (negative from the end, clamped; a
+        negative step walks back). Bounds may be graph values (SymInts) where Slice takes them as inputs. Where
+        it takes attributes (before opset 10: constant bounds, step 1), an axis of a static dim is sliced by
+        positions instead: a Gather of those it takes (other steps), a Compress of those in [start, end) (bounds
+        computed in the graph, step 1); anything else is NotImplementedError (the node falls back)."""
         if self._as_input("Slice", "starts"):
             inputs = [self.int_list(list(starts)), self.int_list(list(ends)), self.const(list(axes), dtype=torch.int64)]
             if steps is not None:
                 inputs.append(self.const(list(steps), dtype=torch.int64))
             return self.op("Slice", x, *inputs)
-        if any(not isinstance(b, int) for b in [*starts, *ends]) or (steps is not None and any(s != 1 for s in steps)):
+        steps = [1] * len(axes) if steps is None else list(steps)
+        if all(isinstance(b, int) for b in [*starts, *ends]) and all(s == 1 for s in steps):
+            return self.op("Slice", x, starts=list(starts), ends=list(ends), axes=list(axes))
+        for start, end, axis, step in zip(starts, ends, axes, steps):
+            sliced = self._slice_by_positions(x, start, end, axis, step)
+            if sliced.shape is None and x.shape is not None:  # the other axes keep their sizes for the next
+                sliced.shape = x.shape[:axis] + (None,) + x.shape[axis + 1:]
+            x = sliced
+        return x
+
+    def _slice_by_positions(self, x: Value, start: int | Value, end: int | Value, axis: int, step: int) -> Value:
+        size = x.shape[axis] if x.shape is not None else None
+        constant = isinstance(start, int) and isinstance(end, int)
+        if not isinstance(size, int) or not isinstance(step, int) or not (constant or step == 1):
             raise NotImplementedError(f"opset {self.opset} Slice takes only constant bounds and step 1; "
                                       f"export at opset {_first_with_input('Slice', 'starts')} or later")
-        return self.op("Slice", x, starts=list(starts), ends=list(ends), axes=list(axes))
+        if constant and step == 1:
+            return self.op("Slice", x, starts=[start], ends=[end], axes=[axis])
+        if constant:
+            positions = list(range(size))[start:end:step]
+            return self.op("Gather", x, self.const(positions, dtype=torch.int64), axis=axis)
+
+        def bound(v: int | Value) -> Value:
+            if isinstance(v, int):
+                v = self.const(min(v, size), dtype=torch.int64)
+            elif v.dtype != torch.int64:
+                v = self.op("Cast", v, to=onnx.TensorProto.INT64)
+            negative = self.op("Less", v, self.const(0, dtype=torch.int64))
+            return self.op("Where", negative, self.op("Add", v, self.const(size, dtype=torch.int64)), v)
+
+        positions = self.const(torch.arange(size))
+        from_start = self.op("Not", self.op("Less", positions, bound(start)))
+        keep = self.op("And", from_start, self.op("Less", positions, bound(end)))
+        return self.op("Compress", x, keep, axis=axis)
+
+    def topk(self, x: Value, k: int | Value, axis: int, largest: bool = True) -> tuple[Value, Value]:
+        """The k largest (or smallest) entries along axis, sorted, ties lower index first, and their indices;
+        k an int or a one-element int graph value. TopK takes k as an attribute before 10 (an int only) and
+        as an input from it, and keeps the largest only before 11; anything else is NotImplementedError."""
+        if not largest and not has_attribute("TopK", "largest", self.opset):
+            raise NotImplementedError(f"opset {self.opset} TopK keeps the largest only; export at opset "
+                                      f"{_first_with_attribute('TopK', 'largest')} or later")
+        order = {"largest": int(largest), "sorted": 1} if has_attribute("TopK", "largest", self.opset) else {}
+        if not self._as_input("TopK", "K"):
+            if not isinstance(k, int):
+                raise NotImplementedError(f"opset {self.opset} TopK takes k as an attribute; export at opset "
+                                          f"{_first_with_input('TopK', 'K')} or later")
+            return self.op("TopK", x, outputs=2, axis=axis, k=k)
+        if isinstance(k, int):
+            k_value = self.const([k], dtype=torch.int64)
+        else:
+            k_value = k if k.dtype == torch.int64 else self.op("Cast", k, to=onnx.TensorProto.INT64)
+            if k_value.rank != 1:
+                k_value = self.op("Reshape", k_value, self.const([1], dtype=torch.int64))
+        return self.op("TopK", x, k_value, outputs=2, axis=axis, **order)
+
+    def gather(self, x: Value, indices: Value, axis: int) -> Value:
+        """x's entries at indices along axis, a negative index counting from the end. Gather reads negative
+        indices so from 11; before, they are wrapped by the axis' size first (constant ones fold)."""
+        if since_version("Gather", self.opset) < GATHER_NEGATIVE_INDICES:
+            size = x.shape[axis] if x.shape is not None else None
+            if isinstance(size, int):
+                n = self.const(size, like=indices)
+            else:
+                n = self.op("Gather", self.op("Shape", x), self.const(axis, dtype=torch.int64), axis=0)
+                if indices.dtype != torch.int64:
+                    n = self.op("Cast", n, to=_dtypes.to_onnx(indices.dtype))
+            negative = self.op("Less", indices, self.const(0, like=indices))
+            indices = self.op("Where", negative, self.op("Add", indices, n), indices)
+        return self.op("Gather", x, indices, axis=axis)
+
+    def pool(self, op_type: str, x: Value, *, ceil_mode: bool = False, dilations: Sequence[int] | None = None,
+             outputs: int = 1, **attributes) -> Value | tuple[Value, ...]:
+        """MaxPool or AveragePool with the attributes given. ceil_mode (both) and dilations (MaxPool; AveragePool
+        from 19) are attributes from the version that gains them; before it only their defaults can be said,
+        and anything else is NotImplementedError."""
+        versioned = {"ceil_mode": (int(ceil_mode), not ceil_mode)}  # name: (value, whether it is the default)
+        if dilations is not None:
+            versioned["dilations"] = (list(dilations), all(d == 1 for d in dilations))
+        for name, (value, is_default) in versioned.items():
+            if has_attribute(op_type, name, self.opset):
+                attributes[name] = value
+            elif not is_default:
+                raise NotImplementedError(f"opset {self.opset} {op_type} has no {name}; export at opset "
+                                          f"{_first_with_attribute(op_type, name)} or later")
+        return self.op(op_type, x, outputs=outputs, **attributes)
+
+    def scatter_elements(self, data: Value, indices: Value, updates: Value, axis: int,
+                         reduction: str | None = None) -> Value:
+        """data with updates written at indices along axis, or combined with what is there by reduction ("add",
+        "mul", "max", "min"). ScatterElements arrives at 11, where it replaces Scatter, the same op without
+        reductions; see _scatter_reduction for those."""
+        op_type = "ScatterElements" if op_types.signature("ScatterElements", self.opset) is not None else "Scatter"
+        return self.op(op_type, data, indices, updates, axis=axis, **self._scatter_reduction(op_type, reduction))
+
+    def scatter_nd(self, data: Value, indices: Value, updates: Value, reduction: str | None = None) -> Value:
+        """ScatterND (from 11), its updates combined by reduction where given (see _scatter_reduction)."""
+        return self.op("ScatterND", data, indices, updates, **self._scatter_reduction("ScatterND", reduction))
+
+    def _scatter_reduction(self, op_type: str, reduction: str | None) -> dict[str, str]:
+        """The reduction attribute, where the version in effect has that reduction (SCATTER_REDUCTIONS); a
+        reduction it lacks is NotImplementedError. (An op the opset does not define, g.op refuses.)"""
+        if reduction is None or op_types.signature(op_type, self.opset) is None:
+            return {}
+        version = since_version(op_type, self.opset)
+        taken = next((names for since, names in sorted(SCATTER_REDUCTIONS.items(), reverse=True) if version >= since),
+                     ())
+        if reduction not in taken:
+            first = min(since for since, names in SCATTER_REDUCTIONS.items() if reduction in names)
+            raise NotImplementedError(f"opset {self.opset} {op_type} has no reduction {reduction!r}; "
+                                      f"export at opset {first} or later")
+        return {"reduction": reduction}
 
     def softmax(self, op_type: str, x: Value, axis: int) -> Value:
         """Softmax or LogSoftmax along one axis (0 <= axis < rank). Where the op flattens to 2-D at its axis,
@@ -104,19 +303,36 @@ class Emitters:
         return self.op("Transpose", y, perm=perm)
 
 
+# Gather reads a negative index as counting from the end from this version (its signature is the same).
+GATHER_NEGATIVE_INDICES = 11
+
+# The reductions ScatterElements and ScatterND take, by the version that brings them (named in the reduction
+# attribute's description only, so written here).
+SCATTER_REDUCTIONS = {16: ("add", "mul"), 18: ("add", "mul", "max", "min")}
+
 # Softmax and LogSoftmax flatten the input to 2-D at `axis` before this version; from it they work along
 # `axis` alone (the schema's signature is the same: its meaning changed).
 SOFTMAX_ALONG_ONE_AXIS = 13
 
 
 def _first_with_input(op_type: str, name: str) -> int:
-    schema = onnx.defs.get_schema(op_type, onnx.defs.onnx_opset_version())
-    version = schema.since_version
+    """The first version of op_type with an input called name."""
+    return _first_version(op_type, lambda schema: any(i.name == name for i in schema.inputs))
+
+
+def _first_with_attribute(op_type: str, name: str) -> int:
+    """The first version of op_type with an attribute called name."""
+    return _first_version(op_type, lambda schema: name in schema.attributes)
+
+
+def _first_version(op_type: str, has) -> int:
+    """The oldest version of op_type in the run of newest versions whose schema `has` holds for."""
+    version = onnx.defs.get_schema(op_type, onnx.defs.onnx_opset_version()).since_version
     while True:
         try:
             older = onnx.defs.get_schema(op_type, version - 1)
         except onnx.defs.SchemaError:
             return version
-        if not any(i.name == name for i in older.inputs):
+        if not has(older):
             return version
         version = older.since_version

@@ -190,18 +190,8 @@ def compare(g: GraphBuilder, op_type: str, self: Value, other) -> Value:
     return g.op(op_type, self, other)
 
 
-def equal_nan_safe(g: GraphBuilder, a: Value, b: Value) -> Value:
-    """a == b with Less/Greater, for opsets whose Equal takes no floats; NaN compares unequal."""
-    differ = g.op("Or", g.op("Less", a, b), g.op("Greater", a, b))
-    nan = g.op("Or", g.op("IsNaN", a), g.op("IsNaN", b))
-    return g.op("Not", g.op("Or", differ, nan))
-
-
-def equal(g: GraphBuilder, self: Value, other, *, float_equal: bool) -> Value:
-    self, other = promote(g, self, other)
-    if self.dtype is not None and self.dtype.is_floating_point and not float_equal:
-        return equal_nan_safe(g, self, other)
-    return g.op("Equal", self, other)
+def equal(g: GraphBuilder, self: Value, other) -> Value:
+    return g.equal(*promote(g, self, other))
 
 
 def dim_size(g: GraphBuilder, x: Value, dim: int) -> SymInt:

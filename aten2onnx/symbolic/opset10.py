@@ -1,45 +1,13 @@
-"""Opset 10: Slice takes its bounds as inputs and gains steps (so flip); Mod arrives (fmod, remainder);
-MaxPool gains dilations and ceil_mode; AveragePool gains ceil_mode (pools: opset10_pool.py)."""
+"""Opset 10: Mod arrives (fmod, remainder)."""
 
 from __future__ import annotations
 
 import functools
 
-import torch
-
 from aten2onnx import registry
 from aten2onnx.symbolic import opset9_math as math9
-from aten2onnx.symbolic._helpers import INT64_MAX, cast, is_full_slice, norm_dim, norm_dims, scalar_type, slice_axis
-from aten2onnx.symbolic.opset9_random import draw
-from aten2onnx.symbolic.opset9_spatial import max_pool
 
 register = functools.partial(registry.register, opset=10)
-
-
-@register("aten::slice.Tensor")
-def aten_slice(g, self, dim=0, start=None, end=None, step=1):
-    """slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)"""
-    dim = norm_dim(dim, self.rank)
-    if is_full_slice(self, dim, start, end, step):
-        return self
-    return slice_axis(g, self, dim, 0 if start is None else start, INT64_MAX if end is None else end, step)
-
-
-@register("aten::max_pool2d.default")
-def aten_max_pool2d(g, self, kernel_size, stride=[], padding=[0, 0], dilation=[1, 1], ceil_mode=False):
-    """max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor"""
-    return max_pool(g, self, kernel_size, stride, padding, dilation, ceil_mode, 2, has_dilation_and_ceil=True)
-
-
-@register("aten::flip.default")
-def aten_flip(g, self, dims):
-    """flip(Tensor self, int[] dims) -> Tensor"""
-    axes = norm_dims(dims, self.rank)
-    if not axes:
-        return self
-    n = len(axes)
-    return g.op("Slice", self, g.const([-1] * n, dtype=torch.int64), g.const([-INT64_MAX] * n, dtype=torch.int64),
-                g.const(axes, dtype=torch.int64), g.const([-1] * n, dtype=torch.int64))
 
 
 @register("aten::fmod.Tensor", "aten::fmod.Scalar")
@@ -52,24 +20,3 @@ def aten_fmod(g, self, other):
 def aten_remainder(g, self, other):
     """remainder.Tensor(Tensor self, Tensor other) -> Tensor"""
     return math9.remainder(g, self, other, has_mod=True)
-
-
-@register("aten::randperm.default")
-def aten_randperm(g, n, *, dtype=torch.int64, layout=None, device=None, pin_memory=None):
-    """randperm(SymInt n, *, ScalarType? dtype=4, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"""
-    # the order that sorts n uniform draws is a uniformly random permutation (TopK takes k as an input from 10)
-    keys = draw(g, "RandomUniform", [n], torch.float32)
-    k = g.int_list([n])
-    _, order = g.op("TopK", keys, k, outputs=2, axis=0)
-    return cast(g, order, scalar_type(dtype, torch.int64))
-
-
-@register("aten::tensor_split.indices")
-def aten_tensor_split_indices(g, self, indices, dim=0):
-    """tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]"""
-    # Slice bounds follow Python slicing (negative from the end, clamped), as tensor_split's do;
-    # as inputs they may be SymInts read from data.
-    dim = norm_dim(dim, self.rank)
-    edges = [0, *indices, INT64_MAX]
-    axes = g.const([dim], dtype=torch.int64)
-    return [g.op("Slice", self, g.int_list([lo]), g.int_list([hi]), axes) for lo, hi in zip(edges, edges[1:])]

@@ -1,5 +1,5 @@
-"""Opset 11: Equal takes floats; Round arrives; Range (so dynamic arange and causal masks), CumSum,
-GatherElements, GatherND and ScatterND arrive; Clip takes min/max as inputs; Gather accepts negative indices."""
+"""Opset 11: Round arrives; Range (so dynamic arange and causal masks), CumSum, GatherElements, GatherND and
+ScatterND arrive."""
 
 from __future__ import annotations
 
@@ -11,39 +11,13 @@ import torch
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic import opset9_math as math9
-from aten2onnx.symbolic._helpers import as_value, cast, equal, norm_dim, result_type, unsqueeze_static
-from aten2onnx.symbolic.opset9 import (
-    FLOATS,
-    broadcast_indices,
-    clamp_minmax,
-    clip_bounds,
-    eager_index_order,
-    index_tensors,
-)
+from aten2onnx.symbolic._helpers import cast, norm_dim, unsqueeze_static
+from aten2onnx.symbolic.opset9 import broadcast_indices, eager_index_order, index_tensors
 from aten2onnx.symbolic.opset9_attention import attention, no_attention_dropout
 from aten2onnx.symbolic.opset9_creation import arange
 from aten2onnx.symbolic.opset9_reduce import cumsum_accumulator, sum_dtype
 
 register = functools.partial(registry.register, opset=11)
-
-
-@register("aten::eq.Tensor", "aten::eq.Scalar")
-def aten_eq(g, self, other):
-    """eq.Tensor(Tensor self, Tensor other) -> Tensor"""
-    return equal(g, self, other, float_equal=True)
-
-
-@register("aten::ne.Tensor", "aten::ne.Scalar")
-def aten_ne(g, self, other):
-    """ne.Tensor(Tensor self, Tensor other) -> Tensor"""
-    return g.op("Not", equal(g, self, other, float_equal=True))
-
-
-@register("aten::select.int")
-def aten_select(g, self, dim, index):
-    """select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)"""
-    idx = index if isinstance(index, Value) else g.const(index, dtype=torch.int64)
-    return g.op("Gather", self, idx, axis=norm_dim(dim, self.rank))
 
 
 @register("aten::gather.default")
@@ -58,18 +32,6 @@ def aten_cumsum(g, self, dim, *, dtype=None):
     out_dtype = sum_dtype(self, dtype)
     x = cast(g, cast(g, self, out_dtype), cumsum_accumulator(out_dtype))
     return cast(g, g.op("CumSum", x, g.const(norm_dim(dim, self.rank), dtype=torch.int64)), out_dtype)
-
-
-@register("aten::clamp.default")
-def aten_clamp(g, self, min=None, max=None):
-    """clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor"""
-    self = cast(g, self, result_type(*(v for v in (self, min, max) if v is not None)))  # bool.clamp(0, 1) is int64
-    if self.dtype not in FLOATS:
-        return clamp_minmax(g, self, min, max, int_inputs=False)
-    min, max = clip_bounds(self, min, max)
-    lo = None if min is None else as_value(g, min, self.dtype)
-    hi = None if max is None else as_value(g, max, self.dtype)
-    return g.op("Clip", self, lo, hi)
 
 
 @register("aten::arange.default")

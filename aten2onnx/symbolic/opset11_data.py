@@ -1,5 +1,5 @@
-"""Opset 11, data family: ScatterElements replaces Scatter (put, masked_scatter); CumSum gives
-unique_consecutive its inverse at any length; GatherND reads masked indices on any dims; Range counts."""
+"""Opset 11, data family: CumSum gives unique_consecutive its inverse at any length; GatherND reads masked
+indices on any dims; Range counts (masked_scatter, repeat_interleave)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from aten2onnx import registry
 from aten2onnx.symbolic.opset9_data import (
     masked_index,
     masked_scatter,
-    put,
     repeat_along,
     repeat_indices,
     unique_consecutive,
@@ -19,16 +18,10 @@ from aten2onnx.symbolic.opset11 import advanced_index
 register = functools.partial(registry.register, opset=11)
 
 
-@register("aten::put.default")
-def aten_put(g, self, index, source, accumulate=False):
-    """put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor"""
-    return put(g, self, index, source, accumulate, scatter="ScatterElements", scatter_add=False)
-
-
 @register("aten::masked_scatter.default")
 def aten_masked_scatter(g, self, mask, source):
     """masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor"""
-    return masked_scatter(g, self, mask, source, scatter="ScatterElements", has_range=True)
+    return masked_scatter(g, self, mask, source, has_range=True)
 
 
 @register("aten::unique_consecutive.default")

@@ -1,9 +1,7 @@
-"""Opset 11, scatter family: ScatterND and ScatterElements arrive, so writes into tensors
-(index_put, index_copy, scatter, and the *_scatter ops the mutation rewrite emits) translate.
-
-Accumulating writes (index_put with accumulate=True, scatter_add, ...) need the reduction
-attribute of opset 16 (add, mul) or 18 (max, min); see opset16_scatter and opset18_scatter.
-"""
+"""Opset 11, scatter family: ScatterND arrives, so writes into tensors at index tensors (index_put,
+index_copy, index_fill, and the *_scatter ops the mutation rewrite emits) translate. Accumulating writes
+(index_put with accumulate=True, index_add, index_reduce) take ScatterND's reduction (g.scatter_nd: add/mul
+from opset 16, max/min from 18, NotImplementedError before)."""
 
 from __future__ import annotations
 
@@ -14,8 +12,9 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import INT64_MAX, cast, dim_size, norm_dim, unsqueeze_static
+from aten2onnx.symbolic._helpers import INT64_MAX, as_value, cast, dim_size, norm_dim, opmath, reshape, unsqueeze_static
 from aten2onnx.symbolic.opset9 import extremum
+from aten2onnx.symbolic.opset9_scatter import reduce_into
 from aten2onnx.symbolic.opset11 import index_layout
 
 register = functools.partial(registry.register, opset=11)
@@ -48,7 +47,7 @@ def index_put(g: GraphBuilder, self: Value, indices: list[Value | None], values:
         updates = _broadcast_to(g, updates, eager_shape,
                                 lambda: g.op("Transpose", g.op("GatherND", layout.x, layout.stacked), perm=order))
         updates = g.op("Transpose", updates, perm=_inverse(order))
-    out = g.op("ScatterND", layout.x, layout.stacked, updates, reduction=reduction)
+    out = g.scatter_nd(layout.x, layout.stacked, updates, reduction)
     return out if layout.perm == sorted(layout.perm) else g.op("Transpose", out, perm=_inverse(layout.perm))
 
 
@@ -71,9 +70,7 @@ def _broadcast_to(g: GraphBuilder, value: Value, shape: list[int] | None, like) 
 @register("aten::index_put.default")
 def aten_index_put(g, self, indices, values, accumulate=False):
     """index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor"""
-    if accumulate:
-        raise NotImplementedError("index_put with accumulate=True needs opset 16 (ScatterND reduction)")
-    return index_put(g, self, list(indices), values, reduction=None)
+    return index_put(g, self, list(indices), values, reduction="add" if accumulate else None)
 
 
 def index_along(g: GraphBuilder, self: Value, dim: int, index: Value, source: Value, *, reduction: str | None) -> Value:
@@ -92,40 +89,50 @@ def aten_index_copy(g, self, dim, index, source):
     return index_along(g, self, dim, index, source, reduction=None)
 
 
+@register("aten::index_add.default")
+def aten_index_add(g, self, dim, index, source, *, alpha=1):
+    """index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor"""
+    if alpha != 1:
+        source = g.op("Mul", source, as_value(g, alpha, source.dtype))
+    return index_along(g, self, dim, index, source, reduction="add")
+
+
+def acc_differs(dtype: torch.dtype) -> bool:
+    return opmath(dtype) != dtype
+
+
+def index_reduce(g: GraphBuilder, self: Value, dim: int, index: Value, source: Value, reduce: str,
+                 include_self: bool) -> Value:
+    if self.rank == 0:  # eager reads a 0-d self, index and source as one-element vectors
+        out = index_reduce(g, reshape(g, self, [1]), 0, reshape(g, index, [1]), reshape(g, source, [1]), reduce,
+                           include_self)
+        return reshape(g, out, [])
+    if reduce in ("amax", "amin") and acc_differs(self.dtype):
+        # a maximum or minimum is exact in any float type: onnxruntime's float32 kernel computes it
+        acc = opmath(self.dtype)
+        out = index_reduce(g, cast(g, self, acc), dim, index, cast(g, source, acc), reduce, include_self)
+        return cast(g, out, self.dtype)
+    if acc_differs(self.dtype):
+        raise NotImplementedError(f"index_reduce {reduce!r} rounds each step in {self.dtype} in eager, "
+                                  "which a ScatterND reduction cannot reproduce")
+
+    def write(base, values, op):
+        values = values if isinstance(values, Value) else g.const(values, dtype=self.dtype)
+        return index_along(g, base, dim, index, values, reduction=op)
+    return reduce_into(g, self, source, reduce, include_self, write, hits=source)
+
+
+@register("aten::index_reduce.default")
+def aten_index_reduce(g, self, dim, index, source, reduce, *, include_self=True):
+    """index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor"""
+    return index_reduce(g, self, dim, index, source, reduce, include_self)
+
+
 @register("aten::index_fill.int_Scalar", "aten::index_fill.int_Tensor")
 def aten_index_fill(g, self, dim, index, value):
     """index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor"""
     value = value if isinstance(value, Value) else g.const(value, dtype=self.dtype)
     return index_along(g, self, dim, index, value, reduction=None)  # the value broadcasts to the rows
-
-
-# -- scatter: ScatterElements ---------------------------------------------------------------------------
-
-
-def scatter(g: GraphBuilder, self: Value, dim: int, index: Value, src, *, reduction: str | None) -> Value:
-    dim = norm_dim(dim, self.rank)
-    if isinstance(src, Value) and src.shape != index.shape:
-        # torch reads only src[:index.shape]; ScatterElements wants updates shaped like indices.
-        if src.shape is None or index.shape is None or not all(isinstance(d, int) for d in index.shape):
-            raise NotImplementedError("scatter with a src larger than index needs static shapes")
-        src = g.op("Slice", src, g.const([0] * index.rank, dtype=torch.int64), g.const(list(index.shape), dtype=torch.int64),
-                   g.const(list(range(index.rank)), dtype=torch.int64))
-    if not isinstance(src, Value) or src.rank == 0:
-        value = g.const(src, dtype=self.dtype) if not isinstance(src, Value) else cast(g, src, self.dtype)
-        src = g.op("Expand", value, g.op("Shape", index))
-    return g.op("ScatterElements", self, index, cast(g, src, self.dtype), axis=dim, reduction=reduction)
-
-
-@register("aten::scatter.src")
-def aten_scatter(g, self, dim, index, src):
-    """scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor"""
-    return scatter(g, self, dim, index, src, reduction=None)
-
-
-@register("aten::scatter.value")
-def aten_scatter_value(g, self, dim, index, value):
-    """scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor"""
-    return scatter(g, self, dim, index, value, reduction=None)
 
 
 # -- the *_scatter ops: the inverses of views -------------------------------------------------------------
@@ -169,9 +176,7 @@ def _clamp_index(g: GraphBuilder, value, size) -> Value:
     n = size if isinstance(size, Value) else g.const(size, dtype=torch.int64)
     v = cast(g, v, torch.int64)
     v = g.op("Where", g.op("Less", v, g.const(0, dtype=torch.int64)), g.op("Add", v, n), v)
-    # extremum selects with Where: Max/Min take int64 from opset 12 only
-    return extremum(g, "Min", extremum(g, "Max", v, g.const(0, dtype=torch.int64), int_inputs=False), n,
-                    int_inputs=False)
+    return extremum(g, "Min", extremum(g, "Max", v, g.const(0, dtype=torch.int64)), n)
 
 
 @register("aten::slice_scatter.default")
@@ -190,7 +195,7 @@ def aten_select_scatter(g, self, src, dim, index):
             idx = g.op("Reshape", cast(g, index, torch.int64), g.const([1], dtype=torch.int64))
         else:
             idx = g.const([index], dtype=torch.int64)
-        return g.op("ScatterND", self, idx, cast(g, src, self.dtype))
+        return g.scatter_nd(self, idx, cast(g, src, self.dtype))
     row = unsqueeze_static(g, cast(g, src, self.dtype), dim)
     size = self.shape[dim] if self.shape is not None else None
     if isinstance(index, int) and isinstance(size, int):
@@ -211,7 +216,7 @@ def scatter_flat(g: GraphBuilder, self: Value, src: Value, positions: torch.Tens
     shape = list(self.shape)
     flat = g.op("Reshape", self, g.const([-1], dtype=torch.int64))
     updates = g.op("Reshape", cast(g, src, self.dtype), g.const([-1], dtype=torch.int64))
-    out = g.op("ScatterND", flat, g.const(positions), updates)
+    out = g.scatter_nd(flat, g.const(positions), updates)
     return g.op("Reshape", out, g.const(shape, dtype=torch.int64))
 
 
@@ -231,31 +236,3 @@ def aten_diagonal_scatter(g, self, src, offset=0, dim1=0, dim2=1):
     shape = list(self.shape)
     positions = torch.arange(math.prod(shape)).reshape(shape).diagonal(offset, dim1, dim2).reshape(-1, 1)
     return scatter_flat(g, self, src, positions)
-
-
-# -- max_unpool: ScatterElements into each flattened plane ----------------------------------------------
-
-
-def max_unpool(g: GraphBuilder, self: Value, indices: Value, output_size: list[int]) -> Value:
-    """Each plane's values written at their flat in-plane indices of a zero plane of output_size."""
-    k = len(output_size)
-    if not self.is_static or not all(isinstance(s, int) for s in output_size):
-        raise NotImplementedError("max_unpool needs static input and output sizes")
-    lead = list(self.shape[:-k])
-    planes = lead + [-1]
-    zeros = g.op("Expand", g.const(0, dtype=self.dtype), g.const(lead + [math.prod(output_size)], dtype=torch.int64))
-    flat = g.op("ScatterElements", zeros, g.op("Reshape", cast(g, indices, torch.int64), g.const(planes, dtype=torch.int64)),
-                g.op("Reshape", self, g.const(planes, dtype=torch.int64)), axis=len(lead))
-    return g.op("Reshape", flat, g.const(lead + list(output_size), dtype=torch.int64))
-
-
-@register("aten::max_unpool2d.default")
-def aten_max_unpool2d(g, self, indices, output_size):
-    """max_unpool2d(Tensor self, Tensor indices, SymInt[2] output_size) -> Tensor"""
-    return max_unpool(g, self, indices, list(output_size))
-
-
-@register("aten::max_unpool3d.default")
-def aten_max_unpool3d(g, self, indices, output_size, stride, padding):
-    """max_unpool3d(Tensor self, Tensor indices, SymInt[3] output_size, int[3] stride, int[3] padding) -> Tensor"""
-    return max_unpool(g, self, indices, list(output_size))

@@ -70,7 +70,7 @@ def aten_histogramdd_tensorlist_bins(g, self, bins, range=None, weight=None, den
 @register("aten::put.default")
 def aten_put(g, self, index, source, accumulate=False):
     """put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor"""
-    return put(g, self, index, source, accumulate, scatter="ScatterElements", scatter_add=True)
+    return put(g, self, index, source, accumulate, scatter_add=True)
 
 
 @register("aten::max_pool2d_with_indices_backward.default")

@@ -253,25 +253,22 @@ def aten_gelu(g, self, *, approximate="none"):
     return g.op("Mul", g.op("Mul", self, half), g.op("Add", t, g.const(1.0, like=self)))
 
 
-def extremum(g: GraphBuilder, op_type: str, a: Value, b, *, int_inputs: bool) -> Value:
-    """Max/Min; before opset 12 they take floats only, so ints compare and select instead."""
+def extremum(g: GraphBuilder, op_type: str, a: Value, b) -> Value:
+    """Max/Min of a and b promoted as torch does."""
     a, b = promote(g, a, b)
-    if int_inputs or a.dtype in FLOATS:
-        return g.op(op_type, a, b)
-    pick_a = g.op("Greater" if op_type == "Max" else "Less", a, b)
-    return g.op("Where", pick_a, a, b)
+    return g.max(a, b) if op_type == "Max" else g.min(a, b)
 
 
 @register("aten::maximum.default")
 def aten_maximum(g, self, other):
     """maximum(Tensor self, Tensor other) -> Tensor"""
-    return extremum(g, "Max", self, other, int_inputs=False)
+    return extremum(g, "Max", self, other)
 
 
 @register("aten::minimum.default")
 def aten_minimum(g, self, other):
     """minimum(Tensor self, Tensor other) -> Tensor"""
-    return extremum(g, "Min", self, other, int_inputs=False)
+    return extremum(g, "Min", self, other)
 
 
 @register("aten::leaky_relu.default")
@@ -288,26 +285,15 @@ def aten_leaky_relu(g, self, negative_slope=0.01):
 def aten_clamp(g, self, min=None, max=None):
     """clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor"""
     self = cast(g, self, result_type(*(v for v in (self, min, max) if v is not None)))  # bool.clamp(0, 1) is int64
-    if self.dtype not in (torch.float16, torch.float32):
-        # Clip-6's bounds are float32 attributes, and onnxruntime has no float64 Clip-6
-        return clamp_minmax(g, self, min, max, int_inputs=False)
-    lo, hi = clip_bounds(self, min, max)
-    return g.op("Clip", self, min=float(lo), max=float(hi))
+    return g.clip(self, None if min is None else as_value(g, min, self.dtype),
+                  None if max is None else as_value(g, max, self.dtype))
 
 
-def clip_bounds(x: Value, min, max) -> tuple:
-    """clamp's bounds for Clip: a missing float bound is an infinity (Clip's own default, the largest
-    finite number, would clamp inf, which clamp leaves alone); integers keep Clip's default."""
-    if x.dtype.is_floating_point:
-        return (-math.inf if min is None else min), (math.inf if max is None else max)
-    return min, max
-
-
-def clamp_minmax(g: GraphBuilder, self: Value, min, max, *, int_inputs: bool) -> Value:
+def clamp_minmax(g: GraphBuilder, self: Value, min, max) -> Value:
     if min is not None:
-        self = extremum(g, "Max", self, as_value(g, min, self.dtype), int_inputs=int_inputs)
+        self = extremum(g, "Max", self, as_value(g, min, self.dtype))
     if max is not None:
-        self = extremum(g, "Min", self, as_value(g, max, self.dtype), int_inputs=int_inputs)
+        self = extremum(g, "Min", self, as_value(g, max, self.dtype))
     return self
 
 
@@ -315,7 +301,7 @@ def clamp_minmax(g: GraphBuilder, self: Value, min, max, *, int_inputs: bool) ->
 def aten_hardtanh(g, self, min_val=-1, max_val=1):
     """hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor"""
     # Max/Min read the same at every opset, unlike Clip (attributes until 11).
-    return clamp_minmax(g, self, min_val, max_val, int_inputs=False)
+    return clamp_minmax(g, self, min_val, max_val)
 
 
 # -- comparisons and logic -------------------------------------------------------------------------------
@@ -324,7 +310,7 @@ def aten_hardtanh(g, self, min_val=-1, max_val=1):
 @register("aten::eq.Tensor", "aten::eq.Scalar")
 def aten_eq(g, self, other):
     """eq.Tensor(Tensor self, Tensor other) -> Tensor"""
-    return equal(g, self, other, float_equal=False)
+    return equal(g, self, other)
 
 
 @register("aten::ne.Tensor", "aten::ne.Scalar")
@@ -348,15 +334,13 @@ def aten_gt(g, self, other):
 @register("aten::le.Tensor", "aten::le.Scalar")
 def aten_le(g, self, other):
     """le.Tensor(Tensor self, Tensor other) -> Tensor"""
-    a, b = promote(g, self, other)
-    return g.op("Or", g.op("Less", a, b), equal(g, a, b, float_equal=False))
+    return g.less_or_equal(*promote(g, self, other))
 
 
 @register("aten::ge.Tensor", "aten::ge.Scalar")
 def aten_ge(g, self, other):
     """ge.Tensor(Tensor self, Tensor other) -> Tensor"""
-    a, b = promote(g, self, other)
-    return g.op("Or", g.op("Greater", a, b), equal(g, a, b, float_equal=False))
+    return g.greater_or_equal(*promote(g, self, other))
 
 
 @register("aten::logical_not.default")
@@ -655,38 +639,20 @@ def aten_slice(g, self, dim=0, start=None, end=None, step=1):
     dim = norm_dim(dim, self.rank)
     if is_full_slice(self, dim, start, end, step):
         return self
-    start = 0 if start is None else start
-    end = INT64_MAX if end is None else end
-    if step == 1 and (isinstance(start, Value) or isinstance(end, Value)) and isinstance(self.shape[dim], int):
-        return compress_slice(g, self, dim, start, end)
-    return slice_axis(g, self, dim, start, end, step)
-
-
-def compress_slice(g: GraphBuilder, x: Value, dim: int, start, end) -> Value:
-    """x[start:end] along a static dim with bounds computed in the graph, which opset 9's Slice cannot
-    take: Compress keeps the positions in [start, end), negative bounds counted from the end."""
-    size = x.shape[dim]
-
-    def bound(v) -> Value:
-        v = cast(g, v, torch.int64) if isinstance(v, Value) else g.const(min(v, size), dtype=torch.int64)
-        return g.op("Where", g.op("Less", v, g.const(0, dtype=torch.int64)), g.op("Add", v, g.const(size, dtype=torch.int64)), v)
-
-    positions = g.const(torch.arange(size))
-    keep = g.op("And", g.op("Not", g.op("Less", positions, bound(start))), g.op("Less", positions, bound(end)))
-    return g.op("Compress", x, keep, axis=dim)
+    return slice_axis(g, self, dim, 0 if start is None else start, INT64_MAX if end is None else end, step)
 
 
 @register("aten::select.int")
 def aten_select(g, self, dim, index):
     """select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)"""
-    dim = norm_dim(dim, self.rank)
-    if isinstance(index, int) and index < 0:
-        size = self.shape[dim]
-        if not isinstance(size, int):
-            raise NotImplementedError("select with a negative index on a dynamic dim needs opset 11")
-        index += size
     idx = index if isinstance(index, Value) else g.const(index, dtype=torch.int64)
-    return g.op("Gather", self, idx, axis=dim)
+    return g.gather(self, idx, norm_dim(dim, self.rank))
+
+
+@register("aten::take.default")
+def aten_take(g, self, index):
+    """take(Tensor self, Tensor index) -> Tensor"""
+    return g.gather(reshape(g, self, [-1]), index, 0)
 
 
 def chunk_sizes(total: int, split_size: int) -> list[int]:

@@ -11,7 +11,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import as_value, cast, equal_nan_safe, loop
+from aten2onnx.symbolic._helpers import as_value, cast, loop
 from aten2onnx.symbolic.opset9_math import float_result, is_zero
 
 register = functools.partial(registry.register, opset=9)
@@ -629,7 +629,7 @@ def _circular(g: GraphBuilder, op_type: str, angle: Value) -> Value:
 
 
 def _is(g: GraphBuilder, x: Value, value: float) -> Value:
-    return equal_nan_safe(g, x, _k(g, value, x))
+    return g.equal(x, _k(g, value, x))
 
 
 def _even(g: GraphBuilder, n: Value) -> Value:

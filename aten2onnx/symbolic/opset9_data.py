@@ -115,18 +115,6 @@ def wrap_negative(g: GraphBuilder, index: Value, size: int | Value) -> Value:
     return where(g, g.op("Less", index, g.const(0, dtype=I64)), g.op("Add", index, n), index)
 
 
-def float_equal(g: GraphBuilder, a: Value, b: Value) -> Value:
-    """a == b for any dtype at opset 9 (Equal takes only bool, int32 and int64 before 11); NaN is unequal
-    to all."""
-    if a.dtype in (torch.bool, torch.int32, torch.int64):
-        return g.op("Equal", a, b)
-    if not a.dtype.is_floating_point:
-        return g.op("Equal", cast(g, a, I64), cast(g, b, I64))
-    differ = g.op("Or", g.op("Less", a, b), g.op("Greater", a, b))
-    nan = g.op("Or", g.op("IsNaN", a), g.op("IsNaN", b))
-    return g.op("Not", g.op("Or", differ, nan))
-
-
 def ones_like(g: GraphBuilder, x: Value, dtype: torch.dtype) -> Value:
     """Ones of x's shape (x is an integer tensor, equal to itself everywhere)."""
     return cast(g, g.op("Equal", x, x), dtype)
@@ -444,7 +432,7 @@ def outer_edges(g: GraphBuilder, col: Value, expand: float) -> tuple[Value, Valu
     dtype = col.dtype
     lo = g.op("ReduceMin", col, keepdims=0)
     hi = g.op("ReduceMax", col, keepdims=0)
-    same = float_equal(g, lo, hi)
+    same = g.equal(lo, hi)
     lo = where(g, same, g.op("Sub", lo, g.const(expand, dtype=dtype)), lo)
     hi = where(g, same, g.op("Add", hi, g.const(expand, dtype=dtype)), hi)
     return lo, hi
@@ -575,10 +563,8 @@ def aten_histogramdd_tensorlist_bins(g, self, bins, range=None, weight=None, den
 # -- scatter-like writes: put, masked_scatter, max-pool backward ----------------------------------------------
 
 
-def put(g: GraphBuilder, self: Value, index: Value, source: Value, accumulate: bool, *, scatter: str,
-        scatter_add: bool) -> Value:
-    """self.flatten()[index] = source (or += source), indices counted from the end where negative;
-    `scatter` names the op that writes (Scatter before opset 11, ScatterElements from 11)."""
+def put(g: GraphBuilder, self: Value, index: Value, source: Value, accumulate: bool, *, scatter_add: bool) -> Value:
+    """self.flatten()[index] = source (or += source), indices counted from the end where negative."""
     shape = static(self, "put")
     x = to_shape(g, self, [math.prod(shape)])
     if math.prod(static(index, "put")) == 0:
@@ -590,17 +576,17 @@ def put(g: GraphBuilder, self: Value, index: Value, source: Value, accumulate: b
         added = count_1d(g, math.prod(shape), index, source, total, scatter_add=scatter_add)
         out = cast(g, g.op("Add", cast(g, x, total), added), self.dtype)
     else:
-        out = g.op(scatter, x, index, source, axis=0)
+        out = g.scatter_elements(x, index, source, 0)
     return to_shape(g, out, shape)
 
 
 @register("aten::put.default")
 def aten_put(g, self, index, source, accumulate=False):
     """put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor"""
-    return put(g, self, index, source, accumulate, scatter="Scatter", scatter_add=False)
+    return put(g, self, index, source, accumulate, scatter_add=False)
 
 
-def masked_scatter(g: GraphBuilder, self: Value, mask: Value, source: Value, *, scatter: str, has_range: bool) -> Value:
+def masked_scatter(g: GraphBuilder, self: Value, mask: Value, source: Value, *, has_range: bool) -> Value:
     """self with its mask-true positions (row-major, after broadcasting) taking source's leading elements."""
     mask = cast(g, mask, torch.bool)
     x = where(g, mask, self, self)  # self broadcast to the common shape
@@ -608,13 +594,13 @@ def masked_scatter(g: GraphBuilder, self: Value, mask: Value, source: Value, *, 
     hits = g.op("Reshape", g.op("NonZero", g.op("Reshape", g.op("Expand", mask, shape), ints(g, [-1]))), ints(g, [-1]))
     count = g.op("Shape", hits)
     taken = g.op("Gather", flat(g, cast(g, source, self.dtype)), arange_of(g, count, has_range=has_range), axis=0)
-    return g.op("Reshape", g.op(scatter, g.op("Reshape", x, ints(g, [-1])), hits, taken, axis=0), shape)
+    return g.op("Reshape", g.scatter_elements(g.op("Reshape", x, ints(g, [-1])), hits, taken, 0), shape)
 
 
 @register("aten::masked_scatter.default")
 def aten_masked_scatter(g, self, mask, source):
     """masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor"""
-    return masked_scatter(g, self, mask, source, scatter="Scatter", has_range=False)
+    return masked_scatter(g, self, mask, source, has_range=False)
 
 
 def max_pool_backward(g: GraphBuilder, grad_output: Value, self: Value, indices: Value, spatial: int, *,
@@ -817,7 +803,7 @@ def unique_consecutive(g: GraphBuilder, self: Value, return_inverse: bool, retur
         return (fill(g, [0], 0, self.dtype) if dim is None else self), inverse, empty
     later = g.op("Gather", x, g.const(torch.arange(1, n)), axis=d)
     earlier = g.op("Gather", x, g.const(torch.arange(n - 1)), axis=d)
-    differ = g.op("Not", float_equal(g, later, earlier))
+    differ = g.op("Not", g.equal(later, earlier))
     if dim is not None:  # a slice differs if any of its elements does
         width = math.prod(shape) // n
         if width == 0:

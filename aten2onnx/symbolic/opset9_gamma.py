@@ -11,7 +11,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import cast, equal_nan_safe, loop, result_type, to_float
+from aten2onnx.symbolic._helpers import cast, loop, result_type, to_float
 from aten2onnx.symbolic.opset9_math import float_result, is_inf
 from aten2onnx.symbolic.opset9_special import append_axis
 
@@ -74,7 +74,7 @@ class F64:
 
     def eq(self, o) -> Mask:
         """== by Less/Greater (Equal takes floats from opset 11); NaN equals nothing."""
-        return Mask(self.g, equal_nan_safe(self.g, self.v, self.value(o)))
+        return Mask(self.g, self.g.equal(self.v, self.value(o)))
 
     def exp(self): return self._op("Exp")
     def log(self): return self._op("Log")

@@ -317,7 +317,7 @@ def aten_hardswish(g, self):
 @register("aten::relu6.default")
 def aten_relu6(g, self):
     """relu6(Tensor self) -> Tensor"""
-    return extremum(g, "Min", g.op("Relu", self), as_value(g, 6, self.dtype), int_inputs=False)
+    return extremum(g, "Min", g.op("Relu", self), as_value(g, 6, self.dtype))
 
 
 @register("aten::elu.default")
@@ -623,31 +623,29 @@ def aten_addcdiv(g, self, tensor1, tensor2, *, value=1):
     return add_scaled(g, "Div", self, tensor1, tensor2, value)
 
 
-def clamp_tensor(g: GraphBuilder, self: Value, min, max, *, int_inputs: bool) -> Value:
+def clamp_tensor(g: GraphBuilder, self: Value, min, max) -> Value:
     dtype = result_type(*(v for v in (self, min, max) if v is not None))
     x = cast(g, self, dtype)
     if min is not None:
-        x = extremum(g, "Max", x, cast(g, min, dtype), int_inputs=int_inputs)
+        x = extremum(g, "Max", x, cast(g, min, dtype))
     if max is not None:
-        x = extremum(g, "Min", x, cast(g, max, dtype), int_inputs=int_inputs)
+        x = extremum(g, "Min", x, cast(g, max, dtype))
     return x
 
 
 @register("aten::clamp.Tensor")
 def aten_clamp_tensor(g, self, min=None, max=None):
     """clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor"""
-    return clamp_tensor(g, self, min, max, int_inputs=False)
+    return clamp_tensor(g, self, min, max)
 
 
 @register("aten::clamp_min.default", "aten::clamp_min.Tensor")
 def aten_clamp_min(g, self, min):
     """clamp_min(Tensor self, Scalar min) -> Tensor"""
-    return clamp_tensor(g, self, min if isinstance(min, Value) else as_value(g, min, result_type(self, min)), None,
-                        int_inputs=False)
+    return clamp_tensor(g, self, min if isinstance(min, Value) else as_value(g, min, result_type(self, min)), None)
 
 
 @register("aten::clamp_max.default", "aten::clamp_max.Tensor")
 def aten_clamp_max(g, self, max):
     """clamp_max(Tensor self, Scalar max) -> Tensor"""
-    return clamp_tensor(g, self, None, max if isinstance(max, Value) else as_value(g, max, result_type(self, max)),
-                        int_inputs=False)
+    return clamp_tensor(g, self, None, max if isinstance(max, Value) else as_value(g, max, result_type(self, max)))

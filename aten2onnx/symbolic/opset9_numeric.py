@@ -11,7 +11,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import cast, equal_nan_safe, fill, loop, norm_dim, promote, reshape
+from aten2onnx.symbolic._helpers import cast, fill, loop, norm_dim, promote, reshape
 from aten2onnx.symbolic.opset9_loss import one_hot_of, reduced
 from aten2onnx.symbolic.opset9_norm import axis_sum, static_shape
 from aten2onnx.symbolic.opset9_reduce import sum_dtype
@@ -654,10 +654,8 @@ def aten_multilabel_margin_loss(g, self, target, reduction=1):
 
 
 def same(g: GraphBuilder, a: Value, b: Value) -> Value:
-    """a == b for float32/float64/int64; NaN equals nothing (Equal takes floats only from opset 11)."""
-    if a.dtype.is_floating_point:
-        return equal_nan_safe(g, a, b)
-    return g.op("Equal", a, b)
+    """a == b for float32/float64/int64; NaN equals nothing."""
+    return g.equal(a, b)
 
 
 @register("aten::mode.default")

@@ -1,5 +1,5 @@
-"""Opset-9 base, random draws: rand/randn/randint (and their _like forms), bernoulli, and dropout in
-training mode, by RandomUniform/RandomNormal. A graph draws its own numbers each run: results are
+"""Opset-9 base, random draws: rand/randn/randint (and their _like forms), bernoulli, dropout in
+training mode, and randperm, by RandomUniform/RandomNormal. A graph draws its own numbers each run: results are
 samples from the same distribution as eager PyTorch's, never the same numbers. (The exporter never
 folds random nodes into constants.)"""
 
@@ -126,3 +126,12 @@ def aten_native_dropout(g, input, p, train):
     mask = keep_mask(g, input, 1.0 - p)
     scaled = g.op("Mul", input, g.const(1.0 / (1.0 - p), like=input))
     return g.op("Mul", scaled, cast(g, mask, input.dtype)), mask
+
+
+@register("aten::randperm.default")
+def aten_randperm(g, n, *, dtype=torch.int64, layout=None, device=None, pin_memory=None):
+    """randperm(SymInt n, *, ScalarType? dtype=4, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"""
+    # the order that sorts n uniform draws is a uniformly random permutation
+    keys = draw(g, "RandomUniform", [n], torch.float32)
+    _, order = g.topk(keys, n, 0)
+    return cast(g, order, scalar_type(dtype, torch.int64))

@@ -11,6 +11,8 @@ import torch
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic._helpers import (
+    INT64_MAX,
+    SymInt,
     as_value,
     cast,
     fill,
@@ -106,7 +108,11 @@ def aten_flipud(g, self):
 @register("aten::flip.default")
 def aten_flip(g, self, dims):
     """flip(Tensor self, int[] dims) -> Tensor"""
-    return gather_static(g, [self], lambda i: torch.flip(i, list(dims)))
+    axes = norm_dims(dims, self.rank)
+    if not axes:
+        return self
+    n = len(axes)
+    return g.slice(self, [-1] * n, [-INT64_MAX] * n, axes, [-1] * n)
 
 
 @register("aten::repeat.default")
@@ -297,15 +303,11 @@ def aten_unsafe_chunk(g, self, chunks, dim=0):
     return split_sizes_at(g, self, chunk_sizes(total, -(-total // chunks)), dim)
 
 
-def split_at(g: GraphBuilder, x: Value, bounds: list[int], dim: int) -> list[Value]:
-    """Pieces of x between the given boundaries along dim (tensor_split semantics), by Gather."""
-    size = static_dim(x, dim, "tensor_split")
-    edges = [0] + [min(max(b + size if b < 0 else b, 0), size) for b in bounds] + [size]  # Python slicing
-    pieces = []
-    for lo, hi in zip(edges, edges[1:]):
-        hi = max(hi, lo)
-        pieces.append(g.op("Gather", x, g.const(list(range(lo, hi)), dtype=torch.int64), axis=dim))
-    return pieces
+def split_at(g: GraphBuilder, x: Value, bounds: list[SymInt], dim: int) -> list[Value]:
+    """Pieces of x between the given boundaries along dim (tensor_split semantics: Slice's reading of bounds,
+    negative from the end and clamped), which may be SymInts read from data."""
+    edges = [0, *bounds, INT64_MAX]
+    return [g.slice(x, [lo], [hi], [dim]) for lo, hi in zip(edges, edges[1:])]
 
 
 @register("aten::tensor_split.sections")

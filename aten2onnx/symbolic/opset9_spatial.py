@@ -1,5 +1,5 @@
-"""Opset-9 base, convolution and pooling: Conv and MaxPool where one ONNX op matches (opset10.py
-re-registers max pooling, whose ceil_mode and dilations arrive at 10), and spatial sampling and pooling
+"""Opset-9 base, convolution and pooling: Conv (string padding included) and MaxPool where one ONNX op matches
+(g.pool: ceil_mode and dilations from opset 10), and spatial sampling and pooling
 that no single ONNX op matches: average pooling with ceil_mode, divisor_override or integers, adaptive
 max pooling over uneven bins, grid sampling as gathers, antialiased bilinear upsampling as constant
 matrices, transposed convolution (ConvTranspose has output_padding from opset 1); these read the same
@@ -73,21 +73,23 @@ def _avg_windows(size: int, k: int, s: int, p: int, ceil_mode: bool) -> tuple[in
 
 
 def avg_pool(g: GraphBuilder, x: Value, kernel_size, stride, padding, ceil_mode: bool, count_include_pad: bool,
-             divisor_override, spatial: int, *, has_ceil: bool) -> Value:
+             divisor_override, spatial: int) -> Value:
     """ATen's average pooling. onnxruntime's AveragePool computes float32 only: half types pool in
     float32; float64 and integers sum their windows by gathers instead and divide as ATen does
-    (integers truncating). AveragePool's own ceil_mode (has_ceil: opset 10) counts windows and
+    (integers truncating). AveragePool's own ceil_mode (from opset 10) counts windows and
     divisors as ATen does; without it, or with divisor_override, the windows are made whole by end
     padding, AveragePool averages the input elements in each, and a constant per output position
     turns that into ATen's window sum over its divisor."""
     kernel, strides, pads = pool_args(kernel_size, stride, expand(padding, spatial), spatial)
     begin = pads[:spatial]
     pooled = x.dtype in (torch.float32, torch.float16, torch.bfloat16)
-    if pooled and (has_ceil or not ceil_mode) and divisor_override is None:
-        ceil = {"ceil_mode": int(ceil_mode)} if has_ceil else {}
-        return batched(g, x, spatial, lambda b: cast(g, g.op(
-            "AveragePool", cast(g, b, torch.float32), kernel_shape=kernel, strides=strides, pads=pads,
-            count_include_pad=int(count_include_pad), **ceil), x.dtype))
+    if pooled and divisor_override is None:
+        try:
+            return batched(g, x, spatial, lambda b: cast(g, g.pool(
+                "AveragePool", cast(g, b, torch.float32), kernel_shape=kernel, strides=strides, pads=pads,
+                count_include_pad=int(count_include_pad), ceil_mode=ceil_mode), x.dtype))
+        except NotImplementedError:
+            pass  # AveragePool has no ceil_mode at this opset (g.pool): the windows are made whole below
     sizes = static_spatial(x, spatial, "this average pooling")
     axes = [_avg_windows(n, k, s, p, ceil_mode) for n, k, s, p in zip(sizes, kernel, strides, begin)]
     inside = _outer([a[1] for a in axes])
@@ -148,23 +150,21 @@ def _outer(factors: list[list[int]]) -> torch.Tensor:
 @register("aten::avg_pool1d.default")
 def aten_avg_pool1d(g, self, kernel_size, stride=[], padding=[0], ceil_mode=False, count_include_pad=True):
     """avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=[0], bool ceil_mode=False, bool count_include_pad=True) -> Tensor"""
-    return avg_pool(g, self, kernel_size, stride, padding, ceil_mode, count_include_pad, None, 1, has_ceil=False)
+    return avg_pool(g, self, kernel_size, stride, padding, ceil_mode, count_include_pad, None, 1)
 
 
 @register("aten::avg_pool2d.default")
 def aten_avg_pool2d(g, self, kernel_size, stride=[], padding=[0, 0], ceil_mode=False, count_include_pad=True,
                     divisor_override=None):
     """avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor"""
-    return avg_pool(g, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 2,
-                    has_ceil=False)
+    return avg_pool(g, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 2)
 
 
 @register("aten::avg_pool3d.default")
 def aten_avg_pool3d(g, self, kernel_size, stride=[], padding=[0, 0, 0], ceil_mode=False, count_include_pad=True,
                     divisor_override=None):
     """avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor"""
-    return avg_pool(g, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 3,
-                    has_ceil=False)
+    return avg_pool(g, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 3)
 
 
 # -- adaptive max pooling ----------------------------------------------------------------------------------------
@@ -595,19 +595,81 @@ def pool_args(kernel_size, stride, padding, spatial: int) -> tuple[list[int], li
     return kernel, strides, pads + pads
 
 
-def max_pool(g: GraphBuilder, self: Value, kernel_size, stride, padding, dilation, ceil_mode: bool, spatial: int,
-             *, has_dilation_and_ceil: bool) -> Value:
-    kernel, strides, pads = pool_args(kernel_size, stride, padding, spatial)
-    dilations = list(dilation) * spatial if len(dilation) == 1 else list(dilation)
-    if not has_dilation_and_ceil:
-        if ceil_mode or any(d != 1 for d in dilations):
-            raise NotImplementedError("max_pool with ceil_mode or dilation needs opset 10")
-        return g.op("MaxPool", self, kernel_shape=kernel, strides=strides, pads=pads)
-    return g.op("MaxPool", self, kernel_shape=kernel, strides=strides, pads=pads, dilations=dilations,
-                ceil_mode=int(ceil_mode))
+def max_pool(g: GraphBuilder, x: Value, kernel_size, stride, padding, dilation, ceil_mode, spatial: int, *,
+             indices: bool):
+    """MaxPool; with indices, ONNX's (which count over the whole tensor) made torch's (per plane)."""
+    kernel, strides, pads = pool_args(kernel_size, stride, expand(padding, spatial), spatial)
+    dilations = expand(dilation, spatial)
+
+    def pool(b: Value):
+        if not indices:
+            return g.pool("MaxPool", b, kernel_shape=kernel, strides=strides, pads=pads, dilations=dilations,
+                          ceil_mode=ceil_mode)
+        if not b.is_static:
+            raise NotImplementedError("max pooling with indices is exported for static shapes only")
+        y, idx = g.pool("MaxPool", b, outputs=2, kernel_shape=kernel, strides=strides, pads=pads,
+                        dilations=dilations, ceil_mode=ceil_mode)
+        n, c = b.shape[:2]
+        plane = math.prod(b.shape[2:])
+        offsets = (torch.arange(n * c, dtype=torch.int64) * plane).reshape([n, c] + [1] * spatial)
+        return y, g.op("Sub", idx, g.const(offsets))
+
+    return batched(g, x, spatial, pool)
+
+
+@register("aten::max_pool1d.default")
+def aten_max_pool1d(g, self, kernel_size, stride=[], padding=[0], dilation=[1], ceil_mode=False):
+    """max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=[0], int[1] dilation=[1], bool ceil_mode=False) -> Tensor"""
+    return max_pool(g, self, kernel_size, stride, padding, dilation, ceil_mode, 1, indices=False)
 
 
 @register("aten::max_pool2d.default")
 def aten_max_pool2d(g, self, kernel_size, stride=[], padding=[0, 0], dilation=[1, 1], ceil_mode=False):
     """max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor"""
-    return max_pool(g, self, kernel_size, stride, padding, dilation, ceil_mode, 2, has_dilation_and_ceil=False)
+    return max_pool(g, self, kernel_size, stride, padding, dilation, ceil_mode, 2, indices=False)
+
+
+@register("aten::max_pool3d.default")
+def aten_max_pool3d(g, self, kernel_size, stride=[], padding=[0, 0, 0], dilation=[1, 1, 1], ceil_mode=False):
+    """max_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> Tensor"""
+    return max_pool(g, self, kernel_size, stride, padding, dilation, ceil_mode, 3, indices=False)
+
+
+@register("aten::max_pool1d_with_indices.default")
+def aten_max_pool1d_with_indices(g, self, kernel_size, stride=[], padding=[0], dilation=[1], ceil_mode=False):
+    """max_pool1d_with_indices(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=[0], int[1] dilation=[1], bool ceil_mode=False) -> (Tensor, Tensor)"""
+    return max_pool(g, self, kernel_size, stride, padding, dilation, ceil_mode, 1, indices=True)
+
+
+@register("aten::max_pool2d_with_indices.default")
+def aten_max_pool2d_with_indices(g, self, kernel_size, stride=[], padding=[0, 0], dilation=[1, 1], ceil_mode=False):
+    """max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)"""
+    return max_pool(g, self, kernel_size, stride, padding, dilation, ceil_mode, 2, indices=True)
+
+
+@register("aten::max_pool3d_with_indices.default")
+def aten_max_pool3d_with_indices(g, self, kernel_size, stride=[], padding=[0, 0, 0], dilation=[1, 1, 1],
+                                 ceil_mode=False):
+    """max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)"""
+    return max_pool(g, self, kernel_size, stride, padding, dilation, ceil_mode, 3, indices=True)
+
+
+# -- convolutions: string padding -------------------------------------------------------------------
+
+
+@register("aten::conv1d.padding")
+def aten_conv1d_padding(g, input, weight, bias=None, stride=[1], padding="valid", dilation=[1], groups=1):
+    """conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=[1], str padding="valid", SymInt[1] dilation=[1], SymInt groups=1) -> Tensor"""
+    return conv(g, input, weight, bias, stride, padding, dilation, groups)
+
+
+@register("aten::conv2d.padding")
+def aten_conv2d_padding(g, input, weight, bias=None, stride=[1, 1], padding="valid", dilation=[1, 1], groups=1):
+    """conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=[1, 1], str padding="valid", SymInt[2] dilation=[1, 1], SymInt groups=1) -> Tensor"""
+    return conv(g, input, weight, bias, stride, padding, dilation, groups)
+
+
+@register("aten::conv3d.padding")
+def aten_conv3d_padding(g, input, weight, bias=None, stride=[1, 1, 1], padding="valid", dilation=[1, 1, 1], groups=1):
+    """conv3d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=[1, 1, 1], str padding="valid", SymInt[3] dilation=[1, 1, 1], SymInt groups=1) -> Tensor"""
+    return conv(g, input, weight, bias, stride, padding, dilation, groups)

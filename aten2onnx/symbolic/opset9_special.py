@@ -10,7 +10,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import cast, equal_nan_safe, norm_dim, promote, result_type, scalar_type, to_float
+from aten2onnx.symbolic._helpers import cast, norm_dim, promote, result_type, scalar_type, to_float
 from aten2onnx.symbolic.opset9 import extremum
 from aten2onnx.symbolic.opset9_math import float_result, is_zero
 from aten2onnx.symbolic.opset9_reduce import vector_norm
@@ -25,7 +25,7 @@ register = functools.partial(registry.register, opset=9)
 def nan_ignoring_extremum(g: GraphBuilder, op_type: str, a: Value, b: Value) -> Value:
     """fmax/fmin: a NaN operand yields the other one (NaN only where both are)."""
     a, b = promote(g, a, b)
-    out = extremum(g, op_type, a, b, int_inputs=False)
+    out = extremum(g, op_type, a, b)
     if not a.dtype.is_floating_point:
         return out
     return g.op("Where", g.op("IsNaN", a), b, g.op("Where", g.op("IsNaN", b), a, out))
@@ -46,13 +46,13 @@ def aten_fmin(g, self, other):
 @register("aten::max.other")
 def aten_max_other(g, self, other):
     """max.other(Tensor self, Tensor other) -> Tensor"""
-    return extremum(g, "Max", self, other, int_inputs=False)
+    return extremum(g, "Max", self, other)
 
 
 @register("aten::min.other")
 def aten_min_other(g, self, other):
     """min.other(Tensor self, Tensor other) -> Tensor"""
-    return extremum(g, "Min", self, other, int_inputs=False)
+    return extremum(g, "Min", self, other)
 
 
 # -- tests --------------------------------------------------------------------------------------------
@@ -64,12 +64,12 @@ def aten_isclose(g, self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     dtype = result_type(self, other)
     a, b = promote(g, self, other, to=dtype if dtype.is_floating_point else torch.float64)
     # Equal values (infinities included) are close; otherwise |a - b| <= atol + rtol * |b|.
-    close = equal_nan_safe(g, a, b)
+    close = g.equal(a, b)
     diff = g.op("Abs", g.op("Sub", a, b))
     bound = g.op("Add", g.const(atol, like=a), g.op("Mul", g.const(rtol, like=a), g.op("Abs", b)))
     close = g.op("Or", close, g.op("Not", g.op("Greater", diff, bound)))
     nan_diff = g.op("IsNaN", diff)  # NaN operands, or inf - inf of one sign: not close
-    close = g.op("And", close, g.op("Not", g.op("And", nan_diff, g.op("Not", equal_nan_safe(g, a, b)))))
+    close = g.op("And", close, g.op("Not", g.op("And", nan_diff, g.op("Not", g.equal(a, b)))))
     if equal_nan:
         close = g.op("Or", close, g.op("And", g.op("IsNaN", a), g.op("IsNaN", b)))
     return close
@@ -100,11 +100,7 @@ def isin(g: GraphBuilder, elements, test_elements, invert: bool) -> Value:
     elements, test_elements = promote(g, elements, test_elements)
     flat = g.op("Reshape", test_elements, g.const([-1], dtype=torch.int64))
     expanded = append_axis(g, elements)
-    if elements.dtype.is_floating_point or elements.dtype == torch.bool:
-        hits = equal_nan_safe(g, *promote(g, expanded, flat, to=torch.float32 if elements.dtype == torch.bool
-                                            else elements.dtype))
-    else:
-        hits = g.op("Equal", expanded, flat)
+    hits = g.equal(expanded, flat)
     found = g.reduce("ReduceSum", cast(g, hits, torch.int32), [elements.rank], False)
     found = g.op("Greater", found, g.const(0, dtype=torch.int32))
     return g.op("Not", found) if invert else found
@@ -219,7 +215,7 @@ def safe_softmax(g: GraphBuilder, x: Value, dim: int, dtype) -> Value:
     dtype = scalar_type(dtype)
     x = x if dtype is None else cast(g, x, dtype)
     out = g.softmax("Softmax", x, norm_dim(dim, x.rank))
-    neg_inf = equal_nan_safe(g, x, g.const(-math.inf, like=x))
+    neg_inf = g.equal(x, g.const(-math.inf, like=x))
     live = g.reduce("ReduceSum", cast(g, g.op("Not", neg_inf), torch.int32), [norm_dim(dim, x.rank)], True)
     dead = g.op("Not", g.op("Greater", live, g.const(0, dtype=torch.int32)))
     return g.op("Where", dead, g.const(0, like=out), out)

@@ -1,5 +1,5 @@
-"""Opset 11, order statistics by sorting with TopK (stable, `largest` from here): quantile and
-nanquantile with every interpolation mode, nanmedian with the index torch returns."""
+"""Order statistics by sorting smallest first with TopK (g.topk: from opset 11) and picking with GatherElements
+(from 11): quantile and nanquantile with every interpolation mode, nanmedian with the index torch returns."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic._helpers import cast, norm_dim, reshape
 from aten2onnx.symbolic.opset9_norm import axis_sum, static_shape
 from aten2onnx.symbolic.opset9_numeric import shaped, to_last
-from aten2onnx.symbolic.opset11_sort import kth, topk
+from aten2onnx.symbolic.opset9_sort import kth, topk
 
-register = functools.partial(registry.register, opset=11)
+register = functools.partial(registry.register, opset=9)
 
 INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 

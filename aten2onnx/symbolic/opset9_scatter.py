@@ -1,0 +1,169 @@
+"""Opset-9 base, scatter family by ScatterElements (g.scatter_elements: Scatter before opset 11; reductions
+add/mul from 16, max/min from 18, NotImplementedError before): scatter, scatter_add, scatter reduce and
+scatter_reduce, and max_unpool. scatter_add and scatter_reduce accumulate float16 and bfloat16 in float32 and
+round once, as ATen does (onnxruntime has no float16 kernel for a reducing ScatterElements either)."""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Callable
+
+import torch
+
+from aten2onnx import registry
+from aten2onnx.ir import GraphBuilder, Value
+from aten2onnx.symbolic._helpers import cast, norm_dim, opmath
+
+register = functools.partial(registry.register, opset=9)
+
+
+def scatter(g: GraphBuilder, self: Value, dim: int, index: Value, src, *, reduction: str | None) -> Value:
+    dim = norm_dim(dim, self.rank)
+    if isinstance(src, Value) and src.shape != index.shape:
+        # torch reads only src[:index.shape]; ScatterElements wants updates shaped like indices.
+        if src.shape is None or index.shape is None or not all(isinstance(d, int) for d in index.shape):
+            raise NotImplementedError("scatter with a src larger than index needs static shapes")
+        src = g.slice(src, [0] * index.rank, list(index.shape), list(range(index.rank)))
+    if not isinstance(src, Value) or src.rank == 0:
+        value = g.const(src, dtype=self.dtype) if not isinstance(src, Value) else cast(g, src, self.dtype)
+        src = g.op("Expand", value, g.op("Shape", index))
+    return g.scatter_elements(self, index, cast(g, src, self.dtype), dim, reduction)
+
+
+@register("aten::scatter.src")
+def aten_scatter(g, self, dim, index, src):
+    """scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor"""
+    return scatter(g, self, dim, index, src, reduction=None)
+
+
+@register("aten::scatter.value")
+def aten_scatter_value(g, self, dim, index, value):
+    """scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor"""
+    return scatter(g, self, dim, index, value, reduction=None)
+
+
+# torch's reduce names -> ONNX reduction attribute
+REDUCTIONS = {"add": "add", "sum": "add", "multiply": "mul", "prod": "mul", "amax": "max", "amin": "min"}
+
+
+def reduction(reduce: str) -> str:
+    """The ONNX reduction of a torch reduce name (which ones the opset has, g.scatter_elements/g.scatter_nd say)."""
+    if reduce not in REDUCTIONS:
+        raise NotImplementedError(f"scatter reduce={reduce!r} has no ONNX reduction; supported: {sorted(REDUCTIONS)}")
+    return REDUCTIONS[reduce]
+
+
+@register("aten::scatter_add.default")
+def aten_scatter_add(g, self, dim, index, src):
+    """scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor"""
+    return accumulated(g, self, dim, index, src, "add")
+
+
+def accumulated(g: GraphBuilder, self: Value, dim: int, index: Value, src, op: str) -> Value:
+    """A reducing ScatterElements in opmath(self.dtype), rounded once (a Python src is self's dtype first)."""
+    acc = opmath(self.dtype)
+    src = cast(g, src if isinstance(src, Value) else g.const(src, dtype=self.dtype), acc)
+    return cast(g, scatter(g, cast(g, self, acc), dim, index, src, reduction=op), self.dtype)
+
+
+@register("aten::scatter.reduce")
+def aten_scatter_src_reduce(g, self, dim, index, src, *, reduce):
+    """scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor"""
+    return accumulated(g, self, dim, index, src, reduction(reduce))
+
+
+@register("aten::scatter.value_reduce")
+def aten_scatter_value_reduce(g, self, dim, index, value, *, reduce):
+    """scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor"""
+    return accumulated(g, self, dim, index, value, reduction(reduce))
+
+
+def identity(reduce: str, dtype: torch.dtype):
+    """The value a reduction starts from, written over self where include_self=False."""
+    if reduce in ("sum", "mean"):
+        return 0
+    if reduce == "prod":
+        return 1
+    if dtype.is_floating_point:
+        return -float("inf") if reduce == "amax" else float("inf")
+    if dtype == torch.bool:
+        return reduce == "amin"
+    info = torch.iinfo(dtype)
+    return info.min if reduce == "amax" else info.max
+
+
+def ones_like(g: GraphBuilder, x: Value, dtype: torch.dtype) -> Value:
+    """Ones shaped like x; Where broadcasts, so the builder keeps x's static shape (Expand's is unknown)."""
+    return g.op("Where", g.const(True), g.const(1, dtype=dtype), cast(g, x, dtype))
+
+
+def reduce_into(g: GraphBuilder, self: Value, src: Value, reduce: str, include_self: bool,
+                write: Callable[[Value, Value | int | float, str | None], Value], *,
+                hits: Value, dtype: torch.dtype | None = None) -> Value:
+    """scatter_reduce/index_reduce: write(base, values, reduction) scatters values into base at the
+    op's indices. include_self=False first overwrites the hit positions with the reduction's identity;
+    "mean" is a scatter-add of the values and of ones shaped like `hits`, divided (floor for ints, as eager).
+    `dtype` (default self's) is the result's: the reduction is rounded to it, a mean's sum before dividing."""
+    dtype = dtype or self.dtype
+    scatter_into = write
+
+    def write(base, values, op):
+        out = scatter_into(base, values, op)
+        out.shape = out.shape or base.shape  # a scatter keeps its base's shape; later writes need the rank
+        return out
+
+    if reduce != "mean":
+        op = reduction(reduce)
+        base = self if include_self else write(self, identity(reduce, self.dtype), None)
+        return cast(g, write(base, src, op), dtype)
+    base = self if include_self else write(self, 0, None)
+    sums = write(base, src, "add")
+    ones = ones_like(g, self, self.dtype)
+    counts = write(ones if include_self else write(ones, 0, None), ones_like(g, hits, self.dtype), "add")
+    if self.dtype.is_floating_point:
+        return g.op("Div", cast(g, sums, dtype), cast(g, counts, dtype))
+    quotient = g.op("Floor", g.op("Div", cast(g, sums, torch.float64), cast(g, counts, torch.float64)))
+    return cast(g, quotient, self.dtype)
+
+
+def scatter_reduce(g: GraphBuilder, self: Value, dim: int, index: Value, src: Value, reduce: str,
+                   include_self: bool) -> Value:
+    acc = opmath(self.dtype)
+    return reduce_into(g, cast(g, self, acc), cast(g, src, acc), reduce, include_self,
+                       lambda base, values, op: scatter(g, base, dim, index, values, reduction=op),
+                       hits=index, dtype=self.dtype)
+
+
+@register("aten::scatter_reduce.two")
+def aten_scatter_reduce(g, self, dim, index, src, reduce, *, include_self=True):
+    """scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor"""
+    return scatter_reduce(g, self, dim, index, src, reduce, include_self)
+
+
+# -- max_unpool: ScatterElements into each flattened plane ----------------------------------------------
+
+
+def max_unpool(g: GraphBuilder, self: Value, indices: Value, output_size: list[int]) -> Value:
+    """Each plane's values written at their flat in-plane indices of a zero plane of output_size."""
+    k = len(output_size)
+    if not self.is_static or not all(isinstance(s, int) for s in output_size):
+        raise NotImplementedError("max_unpool needs static input and output sizes")
+    lead = list(self.shape[:-k])
+    planes = lead + [-1]
+    zeros = g.op("Expand", g.const(0, dtype=self.dtype), g.const(lead + [math.prod(output_size)], dtype=torch.int64))
+    flat = g.scatter_elements(zeros, g.op("Reshape", cast(g, indices, torch.int64), g.const(planes, dtype=torch.int64)),
+                              g.op("Reshape", self, g.const(planes, dtype=torch.int64)), len(lead))
+    return g.op("Reshape", flat, g.const(lead + list(output_size), dtype=torch.int64))
+
+
+@register("aten::max_unpool2d.default")
+def aten_max_unpool2d(g, self, indices, output_size):
+    """max_unpool2d(Tensor self, Tensor indices, SymInt[2] output_size) -> Tensor"""
+    return max_unpool(g, self, indices, list(output_size))
+
+
+@register("aten::max_unpool3d.default")
+def aten_max_unpool3d(g, self, indices, output_size, stride, padding):
+    """max_unpool3d(Tensor self, Tensor indices, SymInt[3] output_size, int[3] stride, int[3] padding) -> Tensor"""
+    return max_unpool(g, self, indices, list(output_size))
