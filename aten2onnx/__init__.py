@@ -77,6 +77,7 @@ def export(
     output_names: list[str] | tuple[str, ...] | None = None,
     custom_symbolics: Mapping[str, Callable[..., Any]] | None = None,
     progress: bool | None = None,
+    exact: bool = False,
 ) -> ExportedModel:
     """Export `model` called on `args`/`kwargs` to ONNX at `opset`.
 
@@ -88,6 +89,8 @@ def export(
         warns; "error" raises one UnsupportedOperatorError listing every such op.
     custom_symbolics: {"aten::op.overload": fn} used for this export only, at every opset.
     progress: progress bars on stderr (capture, rewrite, translation); None: when stderr is a terminal.
+    exact: aten2onnx.runtime runs the model bitwise equal to eager PyTorch (README "Exact mode" gives the
+        conditions); the file is the same standard ONNX otherwise, with each op's ATen call in metadata.
     """
     from aten2onnx._backend import runtime_backend
     from aten2onnx.exporter import export_program
@@ -106,6 +109,7 @@ def export(
         custom_symbolics=dict(custom_symbolics) if custom_symbolics is not None else None,
         backend=runtime_backend(),
         progress=progress,
+        exact=exact,
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from aten2onnx import _aten_node
 from aten2onnx.exporter import Backend
 
 
@@ -16,8 +17,11 @@ def _session(model: Any, fallback_ops: list[str]) -> Any:
 
     namespaces = {"aten"} | {op.split("::", 1)[0] for op in fallback_ops}
     own = frozenset(fallback_ops)
+    # an exact export draws random numbers where eager would: from the process's generator
+    exact = any(p.key == _aten_node.EXACT_MODEL and p.value == "1" for p in model.metadata_props)
     return InferenceSession(model, allowed_aten_namespaces=tuple(sorted(namespaces)),
-                            allowed_aten_ops=lambda op: safety.is_safe(op) or safety.op_key(op) in own)
+                            allowed_aten_ops=lambda op: safety.is_safe(op) or safety.op_key(op) in own,
+                            rng="process" if exact else "private")
 
 
 def _evaluate(*args: Any) -> Any:

@@ -76,7 +76,7 @@ def export_traced(model: Any, args: tuple, kwargs: dict | None, **options: Any) 
 def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic_shapes: Any,
             fallback: str, input_names: list[str] | None, output_names: list[str] | None,
             custom_symbolics: dict[str, Callable] | None, backend: Backend, progress: bool | None = None,
-            pipeline: Sequence[passes.Pass] = passes.PIPELINE) -> Traced:
+            exact: bool = False, pipeline: Sequence[passes.Pass] = passes.PIPELINE) -> Traced:
     from aten2onnx import symbolic  # noqa: F401  (registers the built-in symbolics)
     from aten2onnx.symbolic import MAX_OPSET, MIN_OPSET
 
@@ -98,10 +98,12 @@ def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic
         program = passes.run(ep, pipeline)
     for note in program.notes:
         warn_user(note)
-    translator = Translator(program, opset=opset, fallback=fallback, overrides=overrides, evaluator=backend.evaluate)
+    translator = Translator(program, opset=opset, fallback=fallback, overrides=overrides, evaluator=backend.evaluate,
+                            exact=exact)
     with torch.no_grad(), stages.stage("translation", total=len(program.gm.graph.nodes) - 1, unit="node") as bar:
         translation = translator.run(input_names, advance=bar.update)
-    skeleton, weights, in_names, out_names = build_model(translation, opset=opset, output_names=output_names)
+    skeleton, weights, in_names, out_names = build_model(translation, opset=opset, output_names=output_names,
+                                                         exact=exact)
     dynamic.rename_dims(skeleton, names)
     # only fallbacks left in the graph count (one feeding only a dropped runtime assertion does not)
     translation.fallback_ops = sorted(set(translation.fallback_ops) & _aten_node.overload_keys(skeleton.graph))

@@ -15,6 +15,14 @@ def emit_aten_node(g: GraphBuilder, op: torch._ops.OpOverload, bound: dict[str, 
                    complex_outputs: list[int] | None = None) -> Any:
     """One ATen node computing `op` on the bound arguments; returns its output Value(s).
     complex_outputs: the positions of results that are complex (the node returns them as real pairs)."""
+    inputs, attrs = aten_call(g, op, bound, complex_outputs)
+    return g.op("ATen", *inputs, outputs=outputs, domain=_aten_node.DOMAIN, **attrs)
+
+
+def aten_call(g: GraphBuilder, op: torch._ops.OpOverload, bound: dict[str, Any],
+              complex_outputs: list[int] | None = None) -> tuple[list[Value | None], dict[str, Any]]:
+    """The inputs and attributes of an ATen node calling `op` on the bound arguments (constants and
+    int lists it needs are made in g)."""
     schema = op._schema
     namespace, name = schema.name.split("::", 1)
     inputs: list[Value | None] = []
@@ -29,6 +37,9 @@ def emit_aten_node(g: GraphBuilder, op: torch._ops.OpOverload, bound: dict[str, 
         kind, is_list, _ = _aten_node.schema_kind(arg)
         if value is None:
             continue
+        if kind in _ENUMS and type(value) is int and arg.has_default_value() and value == arg.default_value:
+            continue  # a default the schema gives as the enum's int (contiguous_format is 0): the op's own
+
         if kind == "Tensor" and not is_list and isinstance(value, (int, float)) and not isinstance(value, bool):
             # FX passes a Python number where the schema takes a tensor (x + 2.25): an attribute, so the
             # op gets the number, which promotes as a number (a 0-d float32 tensor would make a 0-d
@@ -53,7 +64,11 @@ def emit_aten_node(g: GraphBuilder, op: torch._ops.OpOverload, bound: dict[str, 
         attrs["complex_inputs"] = complex_inputs
     if complex_outputs:
         attrs["complex_outputs"] = list(complex_outputs)
-    return g.op("ATen", *inputs, outputs=outputs, domain=_aten_node.DOMAIN, **attrs)
+    return inputs, attrs
+
+
+# Enum arguments torch's schema reports defaults of as ints.
+_ENUMS = frozenset({"MemoryFormat", "ScalarType", "Layout"})
 
 
 def _encode_constant(kind: str, value: Any, is_list: bool, op: str, arg: str) -> Any:
