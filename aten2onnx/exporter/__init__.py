@@ -11,6 +11,7 @@ import torch
 from aten2onnx import _aten_node
 from aten2onnx.errors import ArgumentError, Aten2OnnxError, CaptureError, ExportError, InternalError, warn_user
 from aten2onnx.exporter import diagnose, dynamic, passes
+from aten2onnx.exporter import exact as exact_checks
 from aten2onnx.exporter.capture import capture
 from aten2onnx.exporter.model import ExportedModel, build_model
 from aten2onnx.exporter.progress import Progress
@@ -88,10 +89,15 @@ def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic
     overrides = {REGISTRY.validate(name, fn): fn for name, fn in (custom_symbolics or {}).items()}
     stages = Progress(progress)
     try:
+        if exact:
+            exact_checks.check_model(model)
+        inexact: list[str] = []
         with stages.stage("capture"), diagnose.guarded_globals(model):
-            ep = capture(model, args, kwargs, dynamic.normalize(dynamic_shapes))
+            ep = capture(model, args, kwargs, dynamic.normalize(dynamic_shapes), inexact)
     except CaptureError as e:
         raise diagnose.classify_capture_error(e) from e.__cause__
+    if exact:
+        exact_checks.check_traced(inexact)
     diagnose.warn_baked_globals(model)
     names = dynamic.dim_names(ep, model, args, kwargs, dynamic_shapes)
     with stages.stage("rewrite"):

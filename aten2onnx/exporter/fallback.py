@@ -37,8 +37,9 @@ def aten_call(g: GraphBuilder, op: torch._ops.OpOverload, bound: dict[str, Any],
         kind, is_list, _ = _aten_node.schema_kind(arg)
         if value is None:
             continue
-        if kind in _ENUMS and type(value) is int and arg.has_default_value() and value == arg.default_value:
-            continue  # a default the schema gives as the enum's int (contiguous_format is 0): the op's own
+        if kind in _ENUMS and type(value) is int:
+            # a default torch's schema binding gives as the enum's int (randint's dtype=4 is int64)
+            value = _ENUMS[kind][value]
 
         if kind == "Tensor" and not is_list and isinstance(value, (int, float)) and not isinstance(value, bool):
             # FX passes a Python number where the schema takes a tensor (x + 2.25): an attribute, so the
@@ -67,8 +68,14 @@ def aten_call(g: GraphBuilder, op: torch._ops.OpOverload, bound: dict[str, Any],
     return inputs, attrs
 
 
-# Enum arguments torch's schema reports defaults of as ints.
-_ENUMS = frozenset({"MemoryFormat", "ScalarType", "Layout"})
+# Enum arguments whose schema defaults torch reports as ints, by their c10 enum order.
+_ENUMS = {
+    "ScalarType": (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.float32,
+                   torch.float64, torch.complex32, torch.complex64, torch.complex128, torch.bool, torch.qint8,
+                   torch.quint8, torch.qint32, torch.bfloat16),
+    "MemoryFormat": (torch.contiguous_format, torch.preserve_format, torch.channels_last, torch.channels_last_3d),
+    "Layout": (torch.strided, torch.sparse_coo),
+}
 
 
 def _encode_constant(kind: str, value: Any, is_list: bool, op: str, arg: str) -> Any:

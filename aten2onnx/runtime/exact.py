@@ -18,6 +18,7 @@ from typing import Callable, Iterable
 import onnx
 
 from aten2onnx import _aten_node
+from aten2onnx._onnx_graphs import graphs
 from aten2onnx.errors import InvalidModelError
 
 
@@ -120,3 +121,17 @@ def _live(nodes: list[onnx.NodeProto], graph_outputs: Iterable[str],
         needed.add(i)
         stack.extend(producer[name] for name in reads(nodes[i]) if name in producer)
     return [node for i, node in enumerate(nodes) if i in needed]
+
+
+def call_keys(model: onnx.ModelProto) -> set[str]:
+    """The ATen overloads an exact export's calls run (calls that do not decode name none)."""
+    calls = onnx.GraphProto()
+    for graph in graphs(model.graph):
+        for node in graph.node:
+            text = _meta(node, _aten_node.EXACT_CALL)
+            if text is not None:
+                try:
+                    calls.node.append(_aten_node.decode_call(text))
+                except ValueError:
+                    pass
+    return _aten_node.overload_keys(calls)
