@@ -180,4 +180,6 @@ def _flatten(result: Any) -> list[Any]:
         return out
     if isinstance(result, torch.Tensor) or result is None:
         return [result]
-    return [torch.tensor(result)]
+    # a Python number is a double (or a 64-bit int, or a bool), as the exporter types it
+    dtype = torch.float64 if isinstance(result, float) else torch.complex128 if isinstance(result, complex) else None
+    return [torch.tensor(result, dtype=dtype)]
