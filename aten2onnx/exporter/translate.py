@@ -306,7 +306,7 @@ class Translator:
         """Exact mode: the node's ATen call, attached to the node that makes its first result, so the
         runtime runs the call in place of the nodes made for it; a result folded into a constant here
         is computed again by the call itself on the constants (ONNX's arithmetic may differ in the last
-        bit). Results passed through (an alias) or known without computing are left as they are."""
+        bit). A result known without computing (a number, a constant the node was given) is left as it is."""
         op = target if resolved.via_twin is None else _registry.functional_twin(target)
         leaves = _flat(result)
         made = {id(out) for n in self.g.nodes[first_new:] for out in n.outputs}
@@ -316,18 +316,17 @@ class Translator:
         if folded:
             result = self._recomputed(node, op, result, leaves, folded)
             leaves = _flat(result)
-        # a value passed through (contiguous, clone, a view to the same shape) stands for eager's result only
-        # where that has the input's layout: otherwise (contiguous of a transposed tensor) the call makes it
-        metas = {id(self.env[a]): a.meta.get("val") for a in node.all_input_nodes if isinstance(self.env.get(a), Value)}
+        # a value the handler passed through (contiguous, clone, a view to the same shape) gets a node of its
+        # own, so the call makes the result: eager's may differ from the input in strides or be a copy, and
+        # a handler that wrongly passes its input on cannot make the run differ from eager
         vals = _leaves(node.meta.get("val"))
-        passed = [i for i, v in enumerate(leaves) if isinstance(v, Value) and id(v) not in made and v.kind != "const"
-                  and not _same_layout(metas.get(id(v)), vals[i] if i < len(vals) else None)]
+        passed = [i for i, v in enumerate(leaves) if isinstance(v, Value) and id(v) not in made and v.kind != "const"]
         if passed:
             copies = list(leaves)
             for i in passed:
                 copies[i] = self.g.op("Identity", leaves[i])
                 made.add(id(copies[i]))
-                self._stamp(copies[i], vals[i], node.name, made)
+                self._stamp(copies[i], vals[i] if i < len(vals) else None, node.name, made)
             result = _unflat(result, iter(copies))
             leaves = copies
         computed = [v for v in leaves if isinstance(v, Value) and id(v) in made]
@@ -336,8 +335,7 @@ class Translator:
         bound = torch.fx.node.map_aggregate(bind(op._schema, node.args, node.kwargs), self._lookup)
         complex_outputs = [i for i, v in enumerate(leaves) if isinstance(v, Value) and v.complex]
         inputs, attrs = aten_call(self.g, op, bound, complex_outputs)
-        # a result the call makes but the graph takes from elsewhere (an input passed through, a
-        # number) is an output left unnamed
+        # a result the call makes but the graph has otherwise (a number, a constant) is an output left unnamed
         outputs = [v if isinstance(v, Value) and id(v) in made else None for v in leaves]
         carrier = computed[0].producer
         if carrier is None or carrier.call is not None:
@@ -587,18 +585,6 @@ def _as_bool_scalar(g: GraphBuilder, value: Any) -> Value:
     if value.shape != ():
         value = g.op("Reshape", value, g.const([], dtype=torch.int64))
     return value
-
-
-def _same_layout(a: Any, b: Any) -> bool:
-    """Whether two FX example values are tensors of one dtype, shape, strides and storage offset."""
-    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)) or a.layout != torch.strided \
-            or b.layout != torch.strided:
-        return False
-    try:
-        return bool(a.dtype == b.dtype and a.shape == b.shape and a.stride() == b.stride()
-                    and a.storage_offset() == b.storage_offset())
-    except Exception:  # symbolic sizes torch cannot compare without guarding
-        return False
 
 
 def _flat(result: Any) -> list[Any]:

@@ -112,7 +112,8 @@ class Kernel:
     since_version: ClassVar[int]
     until: ClassVar[int | None] = None
 
-    def __init__(self, ctx: SessionContext, node: onnx.NodeProto | None = None, **attrs: Any) -> None:
+    def __init__(self, ctx: SessionContext, node: onnx.NodeProto | None = None, /, **attrs: Any) -> None:
+        # positional-only: an ATen node's attributes are named after schema arguments, `self` among them
         self.ctx = ctx
         self.node = node
         self.setup(**attrs)

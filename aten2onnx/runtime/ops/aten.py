@@ -64,7 +64,7 @@ def _from_input(value: torch.Tensor | None, kind: str, is_list: bool) -> Any:
 
 @kernel("ATen", since=1, domain=_aten_node.DOMAIN)
 class ATen(Kernel):
-    def setup(self, operator: str, overload_name: str = "", namespace: str = "aten",
+    def setup(self, /, operator: str, overload_name: str = "", namespace: str = "aten",
               input_args: list[str] | None = None, complex_inputs: list[int] | None = None,
               complex_outputs: list[int] | None = None, complex_scalars: list[str] | None = None,
               **arguments: Any) -> None:
