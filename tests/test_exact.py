@@ -251,3 +251,17 @@ def test_verify_exact_passes_a_bitwise_model_and_names_the_first_op_that_is_not(
     d = report.first_divergence
     assert d is not None and d.aten_op == "aten::gelu.default" and "exact_models.py" in d.source
     assert aten2onnx.verify(model, x, runtimes=("aten2onnx",)).ok  # within the default tolerance
+
+
+def test_a_float_argument_reaches_the_aten_call_unrounded():
+    """An ONNX FLOAT attribute is float32: eps=1e-5 of a float64 layer_norm became 9.99999974e-06 in ATen
+    fallback nodes and exact calls alike (found by fuzz_models --exact); such floats are float64 tensors now."""
+    def refuse(g, input, normalized_shape, weight=None, bias=None, eps=1e-05, cudnn_enable=True):
+        raise NotImplementedError("force the fallback")
+
+    f = lambda x: torch.nn.functional.layer_norm(x, (4,), eps=1e-5) * 0.1  # noqa: E731
+    x = torch.randn(3, 4, dtype=torch.float64)
+    fallback = aten2onnx.export(f, (x,), custom_symbolics={"aten::layer_norm": refuse})
+    assert fallback.fallback_ops == ["aten::layer_norm.default"]
+    assert torch.equal(fallback.run(x), f(x))
+    assert torch.equal(aten2onnx.export(f, (x,), exact=True).run(x), f(x))

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
+
+import numpy as np
 
 import torch
 
@@ -45,7 +48,7 @@ def aten_call(g: GraphBuilder, op: torch._ops.OpOverload, bound: dict[str, Any],
             # FX passes a Python number where the schema takes a tensor (x + 2.25): an attribute, so the
             # op gets the number, which promotes as a number (a 0-d float32 tensor would make a 0-d
             # bfloat16 one float32)
-            attrs[arg.name] = value
+            attrs[arg.name] = _exact_floats(value)
         elif kind == "Tensor":
             items = list(value) if is_list else [value]
             # a bool, or a number inside a list: a constant input
@@ -55,10 +58,10 @@ def aten_call(g: GraphBuilder, op: torch._ops.OpOverload, bound: dict[str, Any],
             inputs.append(g.int_list(value) if is_list else value)
             input_args.append(arg.name)
         elif isinstance(value, complex):
-            attrs[arg.name] = [value.real, value.imag]
+            attrs[arg.name] = _exact_floats([value.real, value.imag])
             attrs.setdefault("complex_scalars", []).append(arg.name)
         else:
-            attrs[arg.name] = _encode_constant(kind, value, is_list, schema.name, arg.name)
+            attrs[arg.name] = _exact_floats(_encode_constant(kind, value, is_list, schema.name, arg.name))
     attrs["input_args"] = input_args
     complex_inputs = [i for i, v in enumerate(inputs) if v is not None and v.complex]
     if complex_inputs:
@@ -76,6 +79,17 @@ _ENUMS = {
     "MemoryFormat": (torch.contiguous_format, torch.preserve_format, torch.channels_last, torch.channels_last_3d),
     "Layout": (torch.strided, torch.sparse_coo),
 }
+
+
+def _exact_floats(value: Any) -> Any:
+    """A float (or list of floats) an ONNX FLOAT(S) attribute would round, as a float64 TENSOR attribute
+    (0-d, or 1-D for a list): eps=1e-5 of a float64 layer_norm must reach the op as 1e-5."""
+    items = value if isinstance(value, list) else [value]
+    if not any(isinstance(v, float) for v in items):
+        return value
+    if all(math.isnan(v) or float(np.float32(v)) == v for v in items):
+        return value
+    return torch.tensor(value, dtype=torch.float64)
 
 
 def _encode_constant(kind: str, value: Any, is_list: bool, op: str, arg: str) -> Any:

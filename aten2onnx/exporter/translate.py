@@ -296,7 +296,13 @@ class Translator:
                 return
             raise SymbolicError(message) from e
         if self.exact and resolved.schema is not None:
-            result = self._exact(node, target, resolved, result, first_new)
+            try:
+                result = self._exact(node, target, resolved, result, first_new)
+            except NotImplementedError as e:
+                # the call needs a node the opset cannot write (an Identity of a bfloat16 at opset 9): the
+                # node becomes an ATen node, exact as such (what the handler built is dead and removed)
+                self._unmapped(node, target, reason=str(e))
+                return
         self.env[node] = result
         if resolved.via_twin is not None:
             self._rebind_written(node, target, result)
