@@ -8,7 +8,8 @@
     input_args     STRINGS for each ONNX input, the schema argument it feeds; a list argument
                            (Tensor[], Tensor?[]) repeats its name once per element, "" inputs for None
     <argument>     one attribute per non-tensor argument, named as in the schema, typed by its value:
-                   int/bool/SymInt -> INT, float -> FLOAT, Scalar -> INT or FLOAT, int[] -> INTS,
+                   int/bool/SymInt -> INT, float -> FLOAT (a 0-d float64 TENSOR where float32 would
+                   round it; float[] likewise 1-D), Scalar -> INT or FLOAT, int[] -> INTS,
                    float[] -> FLOATS, str -> STRING, ScalarType -> STRING ("float32"),
                    Layout/Device/MemoryFormat -> STRING ("strided", "cpu", "contiguous_format").
                    An argument that is None is left out.
