@@ -77,6 +77,7 @@ def export(
     output_names: list[str] | tuple[str, ...] | None = None,
     custom_symbolics: Mapping[str, Callable[..., Any]] | None = None,
     progress: bool | None = None,
+    exact: bool = False,
 ) -> ExportedModel:
     """Export `model` called on `args`/`kwargs` to ONNX at `opset`.
 
@@ -88,6 +89,8 @@ def export(
         warns; "error" raises one UnsupportedOperatorError listing every such op.
     custom_symbolics: {"aten::op.overload": fn} used for this export only, at every opset.
     progress: progress bars on stderr (capture, rewrite, translation); None: when stderr is a terminal.
+    exact: aten2onnx.runtime runs the model bitwise equal to eager PyTorch (README "Exact mode" gives the
+        conditions); the file is the same standard ONNX otherwise, with each op's ATen call in metadata.
     """
     from aten2onnx._backend import runtime_backend
     from aten2onnx.exporter import export_program
@@ -106,6 +109,7 @@ def export(
         custom_symbolics=dict(custom_symbolics) if custom_symbolics is not None else None,
         backend=runtime_backend(),
         progress=progress,
+        exact=exact,
     )
 
 
@@ -122,6 +126,7 @@ def verify(
     dynamic_shapes: Mapping[str, Any] | tuple[Any, ...] | list[Any] | None = None,
     fallback: Literal["aten", "error"] = "aten",
     progress: bool | None = None,
+    exact: bool = False,
 ) -> VerificationReport:
     """Export `model` as `export` does, run the export in each runtime on `args`/`kwargs` and on each of
     `inputs` (more positional arguments: a tuple, or one tensor; the same kwargs), and compare every
@@ -129,6 +134,8 @@ def verify(
     dtype, NaN equal to NaN). When anything differs, `first_divergence` names the first FX node whose
     ONNX value differs from eager's value of it: the ONNX node, op type, ATen overload, the user's
     file:line and module. onnxruntime is skipped (and says why) for models it cannot run.
+    exact: export with exact=True and hold aten2onnx.runtime to bitwise equality (torch.equal; NaN equal
+        to NaN): the first divergence is then the first op whose value is not bitwise eager's.
     """
     from aten2onnx.verification import verify_export
 
@@ -137,7 +144,7 @@ def verify(
     return verify_export(model, args, dict(kwargs) if kwargs is not None else None, opset=opset,
                          runtimes=tuple(runtimes), inputs=list(inputs),
                          custom_symbolics=dict(custom_symbolics) if custom_symbolics is not None else None,
-                         dynamic_shapes=dynamic_shapes, fallback=fallback, progress=progress)[1]
+                         dynamic_shapes=dynamic_shapes, fallback=fallback, progress=progress, exact=exact)[1]
 
 
 @_checked

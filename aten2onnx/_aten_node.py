@@ -8,7 +8,8 @@
     input_args     STRINGS for each ONNX input, the schema argument it feeds; a list argument
                            (Tensor[], Tensor?[]) repeats its name once per element, "" inputs for None
     <argument>     one attribute per non-tensor argument, named as in the schema, typed by its value:
-                   int/bool/SymInt -> INT, float -> FLOAT, Scalar -> INT or FLOAT, int[] -> INTS,
+                   int/bool/SymInt -> INT, float -> FLOAT (a 0-d float64 TENSOR where float32 would
+                   round it; float[] likewise 1-D), Scalar -> INT or FLOAT, int[] -> INTS,
                    float[] -> FLOATS, str -> STRING, ScalarType -> STRING ("float32"),
                    Layout/Device/MemoryFormat -> STRING ("strided", "cpu", "contiguous_format").
                    An argument that is None is left out.
@@ -18,9 +19,16 @@
                            trailing axis of 2: real, imaginary); the op gets them as complex
     complex_outputs INTS   positions of outputs that are complex: the node returns them as real pairs
     complex_scalars STRINGS the arguments given as a complex number: FLOATS [real, imaginary]
+
+Exact mode (`export(..., exact=True)`) writes the same encoding into node metadata: the node that makes
+an FX node's result carries, under EXACT_CALL, that node's ATen call as a serialized ATen NodeProto
+(base64) whose inputs are the values the call reads and whose outputs are the FX node's results; the
+model says EXACT_MODEL = "1". aten2onnx.runtime then runs the call in place of the nodes made for it.
 """
 
 from __future__ import annotations
+
+import base64
 
 import torch
 
@@ -93,3 +101,27 @@ def overload_keys(graph) -> set[str]:
             if "operator" in text:
                 keys.add(f"{text.get('namespace', 'aten')}::{text['operator']}.{text.get('overload_name') or 'default'}")
     return keys
+
+
+EXACT_CALL = "exact_call"
+EXACT_MODEL = "aten2onnx.exact"
+EXACT_REQUIRES_GRAD = "aten2onnx.exact.requires_grad"  # JSON list of the initializers that require grad in eager
+
+
+def encode_call(proto) -> str:
+    """An ATen NodeProto as the text of an EXACT_CALL metadata entry."""
+    return base64.b64encode(proto.SerializeToString()).decode("ascii")
+
+
+def decode_call(text: str):
+    """The ATen NodeProto of an EXACT_CALL metadata entry (ValueError when it is not one)."""
+    import onnx
+
+    proto = onnx.NodeProto()
+    try:
+        proto.ParseFromString(base64.b64decode(text.encode("ascii"), validate=True))
+    except Exception as e:  # binascii.Error, UnicodeEncodeError, protobuf's DecodeError
+        raise ValueError(f"not a serialized node: {type(e).__name__}: {e}") from None
+    if proto.op_type != "ATen" or proto.domain != DOMAIN:
+        raise ValueError(f"an exact call must be an ATen node of domain {DOMAIN!r}, not {proto.domain!r}:{proto.op_type!r}")
+    return proto

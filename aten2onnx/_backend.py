@@ -12,12 +12,17 @@ from aten2onnx.exporter import Backend
 def _session(model: Any, fallback_ops: list[str]) -> Any:
     """A session of a model this process exported from the caller's own code: its own fallback ops
     run (a custom op included) besides what the safety rule admits."""
-    from aten2onnx.runtime import InferenceSession, safety
+    from aten2onnx.runtime import InferenceSession, exact as exact_mode, safety
 
-    namespaces = {"aten"} | {op.split("::", 1)[0] for op in fallback_ops}
-    own = frozenset(fallback_ops)
+    # an exact export runs its ops as the ATen calls the caller's own code made, trusted as its
+    # fallback ops are; and draws random numbers where eager would: from the process's generator
+    exact = exact_mode.is_exact(model)
+    calls = exact_mode.call_keys(model) if exact else set()
+    namespaces = {"aten"} | {op.split("::", 1)[0] for op in set(fallback_ops) | calls}
+    own = frozenset(fallback_ops) | calls
     return InferenceSession(model, allowed_aten_namespaces=tuple(sorted(namespaces)),
-                            allowed_aten_ops=lambda op: safety.is_safe(op) or safety.op_key(op) in own)
+                            allowed_aten_ops=lambda op: safety.is_safe(op) or safety.op_key(op) in own,
+                            rng="process" if exact else "private")
 
 
 def _evaluate(*args: Any) -> Any:

@@ -76,6 +76,8 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("--fallback", choices=("aten", "error"), default="aten",
                         help="ops without a symbolic: ATen nodes, or one error listing them")
     export.add_argument("--external-data", action="store_true", help="weights in a data file beside the model")
+    export.add_argument("--exact", action="store_true",
+                        help="exact mode: aten2onnx.runtime runs the model bit for bit like eager PyTorch")
     export.set_defaults(handler=_export)
 
     run = commands.add_parser("run", parents=[common], help="run an ONNX file on .npy inputs")
@@ -90,6 +92,8 @@ def _parser() -> argparse.ArgumentParser:
     verify.add_argument("--opset", type=int, default=18)
     verify.add_argument("--runtime", action="append", choices=RUNTIMES, help="a runtime to check (default: both)")
     verify.add_argument("--json", action="store_true", help="the report as JSON")
+    verify.add_argument("--exact", action="store_true",
+                        help="export in exact mode and hold aten2onnx.runtime to bitwise equality")
     verify.set_defaults(handler=_verify)
 
     info = commands.add_parser("info", parents=[common], help="what an ONNX file holds")
@@ -171,7 +175,7 @@ def _export(options: argparse.Namespace) -> int:
         dynamic.setdefault(name, {})[axis] = label
     exported, report = verify_export(model, args, kwargs, opset=options.opset, runtimes=RUNTIMES, inputs=(),
                                      custom_symbolics=None, dynamic_shapes=dynamic or None,
-                                     fallback=options.fallback, progress=None)
+                                     fallback=options.fallback, progress=None, exact=options.exact)
     exported.save(options.output, external_data=True if options.external_data else None)
     errors = {runtime: max((e[0] for e in per.values() if e[0] is not None), default=None)
               for runtime, per in report.max_errors().items()}
@@ -229,7 +233,8 @@ def _file_name(output: str) -> str:
 
 def _verify(options: argparse.Namespace) -> int:
     model, args, kwargs = load_spec(options.spec)
-    report = aten2onnx.verify(model, args, kwargs, opset=options.opset, runtimes=tuple(options.runtime or RUNTIMES))
+    report = aten2onnx.verify(model, args, kwargs, opset=options.opset, runtimes=tuple(options.runtime or RUNTIMES),
+                              exact=options.exact)
     print(report.to_json() if options.json else report.to_text())
     return 0 if report.ok else 1
 

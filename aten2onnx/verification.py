@@ -162,7 +162,7 @@ def errors(got: Any, expected: Any) -> tuple[float | None, float | None]:
 
 def verify_export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, runtimes: Sequence[str],
                   inputs: Sequence[Any], custom_symbolics: dict[str, Callable] | None, dynamic_shapes: Any,
-                  fallback: str, progress: bool | None) -> tuple[ExportedModel, VerificationReport]:
+                  fallback: str, progress: bool | None, exact: bool = False) -> tuple[ExportedModel, VerificationReport]:
     """Export once, check every run in every runtime, search the first divergence; see aten2onnx.verify."""
     unknown = [r for r in runtimes if r not in RUNTIMES]
     if unknown or not runtimes:
@@ -170,7 +170,7 @@ def verify_export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, r
     start = time.perf_counter()
     traced = export_traced(model, args, kwargs, opset=opset, dynamic_shapes=dynamic_shapes, fallback=fallback,
                            input_names=None, output_names=None, custom_symbolics=custom_symbolics,
-                           backend=runtime_backend(), progress=progress)
+                           backend=runtime_backend(), progress=progress, exact=exact)
     seconds = time.perf_counter() - start
     exported = traced.exported
     proto = exported.model_proto  # weights copied out before eager runs write (and restore) buffers
@@ -184,15 +184,23 @@ def verify_export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, r
     for run, (call_args, call_kwargs) in enumerate(calls):
         expected = _expected(exported, model, call_args, call_kwargs, run)
         for runtime in ran:
-            checks += _check_run(runtime, run, sessions[runtime], exported, call_args, call_kwargs, expected)
+            checks += _check_run(runtime, run, sessions[runtime], exported, call_args, call_kwargs, expected,
+                                 _tolerance(runtime, exact))
     failed = next((c for c in checks if not c.ok and c.output != WHOLE_RUN), None)
     divergence = None
     if failed is not None:
         call_args, call_kwargs = calls[failed.run]
-        divergence = first_divergence(traced, failed.runtime, failed.run, call_args, call_kwargs)
+        divergence = first_divergence(traced, failed.runtime, failed.run, call_args, call_kwargs,
+                                      _tolerance(failed.runtime, exact))
     report = VerificationReport(all(c.ok for c in checks), opset, seconds, node_counts(proto), list(exported.fallback_ops),
                                 checks, divergence, skipped)
     return exported, report
+
+
+def _tolerance(runtime: str, exact: bool) -> tuple[float | None, float | None]:
+    """(rtol, atol) a runtime's values are held to: none for aten2onnx.runtime on an exact export, else
+    DEFAULT_TOLERANCES (None)."""
+    return (0.0, 0.0) if exact and runtime == "aten2onnx" else (None, None)
 
 
 def _cloned(tree: Any) -> Any:
@@ -209,7 +217,9 @@ def _expected(exported: ExportedModel, model: Any, args: tuple, kwargs: dict, ru
     # an ExportedProgram's module runs as exported (it refuses train/eval switches); a user's module in eval mode
     mode = eval_mode(module) if isinstance(model, torch.nn.Module) else contextlib.nullcontext()
     try:
-        with torch.no_grad(), mode:
+        # random ops draw from seed 0, here and in the runtimes' runs (_run), without changing the caller's state
+        with torch.random.fork_rng(), torch.no_grad(), mode:
+            torch.manual_seed(0)
             out = module(*call_args, **call_kwargs)
         after = {name: b.detach().clone() for name, b in buffers.items()}
     except Exception as e:  # the user's model on the user's input: theirs to see
@@ -248,14 +258,16 @@ def _run(session: Any, feeds: dict[str, torch.Tensor]) -> dict[str, torch.Tensor
         raise session
     if hasattr(session, "run_torch"):
         session.reset_state()  # each run starts from the export's buffers, as the eager run does
-        return session.run_torch(feeds)
+        with torch.random.fork_rng(), torch.no_grad():  # as eager ran (_expected)
+            torch.manual_seed(0)
+            return session.run_torch(feeds)
     names = [o.name for o in session.get_outputs()]
     results = session.run(None, {k: v.detach().cpu().numpy() for k, v in feeds.items()})
     return {name: torch.from_numpy(np.asarray(r)) for name, r in zip(names, results)}
 
 
 def _check_run(runtime: str, run: int, session: Any, exported: ExportedModel, args: tuple, kwargs: dict,
-               expected: dict[str, Any]) -> list[OutputCheck]:
+               expected: dict[str, Any], tolerance: tuple[float | None, float | None]) -> list[OutputCheck]:
     call_args, call_kwargs = _cloned((args, kwargs))
     try:
         results = _run(session, exported.feeds(*call_args, **call_kwargs))
@@ -266,14 +278,15 @@ def _check_run(runtime: str, run: int, session: Any, exported: ExportedModel, ar
         got = results[name]
         if name in exported.complex_outputs:
             got = _dtypes.from_pairs(got)
-        detail = difference(got, want, None, None)
+        detail = difference(got, want, *tolerance)
         abs_err, rel_err = errors(got, want)
         checks.append(OutputCheck(runtime, run, name, abs_err, rel_err, detail is None, detail))
     return checks
 
 
 # -- the first diverging node -----------------------------------------------------------------------
-def first_divergence(traced: Traced, runtime: str, run: int, args: tuple, kwargs: dict) -> Divergence | None:
+def first_divergence(traced: Traced, runtime: str, run: int, args: tuple, kwargs: dict,
+                     tolerance: tuple[float | None, float | None] = (None, None)) -> Divergence | None:
     """Run the export keeping every value an FX node was translated to, then the FX graph node by node
     in eager PyTorch, and compare each node's two values in topological order; the first that differs."""
     exported = traced.exported
@@ -294,7 +307,7 @@ def first_divergence(traced: Traced, runtime: str, run: int, args: tuple, kwargs
             got = values[value.name]
             if value.complex:
                 got = _dtypes.from_pairs(got)
-            detail = difference(got, want, None, None)
+            detail = difference(got, want, *tolerance)
             if detail is not None:
                 onnx_node = producers[value.name]
                 meta = {p.key: p.value for p in onnx_node.metadata_props}

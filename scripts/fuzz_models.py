@@ -2,6 +2,7 @@
 opsets each and compared with eager PyTorch in onnxruntime and aten2onnx.runtime.
 
     python scripts/fuzz_models.py --n 3000 --seed 1
+    python scripts/fuzz_models.py --n 500 --exact     # exact=True exports, bitwise in aten2onnx.runtime
 
 Each failure is shrunk to a small program and printed as Python with the outcome; the last line is
 `N models, M exported, K mismatches` (exported: at least one opset exported; mismatches: programs with
@@ -34,6 +35,8 @@ def main() -> int:
     parser.add_argument("--timeout", type=int, default=120, help="seconds per program before it counts as a hang")
     parser.add_argument("--no-shrink", action="store_true", help="print failures as drawn")
     parser.add_argument("--refusals", action="store_true", help="also print why exports were refused")
+    parser.add_argument("--exact", action="store_true",
+                        help="export with exact=True and require aten2onnx.runtime to be bitwise equal to eager")
     args = parser.parse_args()
 
     warnings.simplefilter("ignore")
@@ -47,7 +50,7 @@ def main() -> int:
         program = generate(RandomDraw(args.seed + i), max_steps=args.max_steps)
         signal.alarm(args.timeout)
         try:
-            outcomes = examine(program)
+            outcomes = examine(program, exact=args.exact)
         except Hang:
             outcomes = None
         finally:
@@ -69,8 +72,8 @@ def main() -> int:
             bug = bugs[0]
             if not args.no_shrink:
                 program = shrink(program, lambda p: any(o.bug and o.status == bug.status
-                                                        for o in examine(p, opsets=[bug.opset])))
-                bug = next((o for o in examine(program, opsets=[bug.opset]) if o.bug), bug)
+                                                        for o in examine(p, opsets=[bug.opset], exact=args.exact)))
+                bug = next((o for o in examine(program, opsets=[bug.opset], exact=args.exact) if o.bug), bug)
             print(f"\n=== program {args.seed + i}: {bug.status} at opset {bug.opset}: {bug.detail}\n"
                   f"{program.describe()}", flush=True)
         if (i + 1) % 50 == 0:

@@ -100,6 +100,9 @@ def seeds() -> list[tuple]:
                 exported = aten2onnx.export(model, args, opset=opset)
                 feeds = {name: a.numpy() for name, a in zip(exported.input_names, args)}
                 found.append((exported.model_proto, feeds))
+            # exact exports: their call metadata is what the runtime runs (the "exact" mutations)
+            exported = aten2onnx.export(model, args, opset=max(opsets), exact=True)
+            found.append((exported.model_proto, {name: a.numpy() for name, a in zip(exported.input_names, args)}))
     return found
 
 

@@ -132,6 +132,35 @@ def short(e: BaseException, n: int = 600) -> str:
     return text[:n]
 
 
+def run_exact(ep, inputs: list, expected: list, opset: int) -> tuple[bool, list[str], bool]:
+    """(native, fallback ops, bitwise) for one sample exported with exact=True and run by
+    ExportedModel's own session (as `exported.run` runs it), or Failure."""
+    import torch
+
+    import aten2onnx
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            exported = aten2onnx.export(ep, tuple(inputs), opset=opset, fallback="aten", exact=True)
+    except Exception as e:
+        raise Failure("export error", short(e)) from e
+    feeds = dict(zip(exported.input_names, [t.clone() for t in inputs]))  # a run writes inputs the op writes
+    try:
+        session = exported.session()
+        torch.manual_seed(0)
+        with torch.no_grad():
+            got = session.run_torch(exported.carried_inputs(feeds))
+        got = carried_outputs(exported, [got[name] for name in exported.output_names])
+    except Exception as e:
+        raise Failure("runtime error", short(e)) from e
+    got = [torch.as_tensor(g) for g in got]
+    bitwise = len(got) == len(expected) and all(
+        g.dtype == w.dtype and same_values(g.reshape(w.shape) if g.numel() == w.numel() else g, w)
+        for g, w in zip(got, expected))
+    return not exported.fallback_ops, list(exported.fallback_ops), bitwise
+
+
 def run_sample(ep, inputs: list, expected: list, opset: int, dtype_name: str) -> tuple[bool, list[str]]:
     """(native, fallback ops) for one sample at one opset, or Failure."""
     import onnxruntime as ort
@@ -219,7 +248,7 @@ def _alarm(signum, frame):
 
 def sweep_op(task: tuple) -> dict:
     """Every sample x dtype x opset of one OpInfo; a dict for the report."""
-    index, opsets, dtype_names, n_samples, timeout = task
+    index, opsets, dtype_names, n_samples, timeout, exact = task
     import torch
     from torch.testing._internal.common_methods_invocations import op_db
 
@@ -237,6 +266,9 @@ def sweep_op(task: tuple) -> dict:
     signal.alarm(timeout)
     start = time.time()
     per_opset: dict[int, dict] = {o: {"status": "native", "fallback_ops": set()} for o in opsets}
+    if exact:
+        for entry in per_opset.values():
+            entry["bitwise"] = True
 
     def fail_all(category: str, detail: str) -> None:
         for o in opsets:
@@ -287,7 +319,11 @@ def sweep_op(task: tuple) -> dict:
                     if entry["status"] == "fail":
                         continue
                     try:
-                        native, fallback = run_sample(ep, inputs, eager, opset, str(dtype).split(".")[1])
+                        if exact:
+                            native, fallback, bitwise = run_exact(ep, inputs, eager, opset)
+                            entry["bitwise"] = entry["bitwise"] and bitwise
+                        else:
+                            native, fallback = run_sample(ep, inputs, eager, opset, str(dtype).split(".")[1])
                     except Timeout:
                         raise
                     except Failure as f:
@@ -325,6 +361,11 @@ def summarize(results: list[dict], opsets: list[int], top: int) -> str:
         native, fb, fail = counts["native"], counts["fallback"], counts["fail"]
         lines.append(f"opset {o:2d}: native {native}/{len(tested)} ({100 * native / n:.1f}%)  "
                      f"native+fallback {native + fb}/{len(tested)} ({100 * (native + fb) / n:.1f}%)  fail {fail}")
+        if any("bitwise" in r["opsets"][str(o)] for r in tested):
+            bitwise = [r for r in tested if r["opsets"][str(o)]["status"] == "native" and r["opsets"][str(o)]["bitwise"]]
+            lines.append(f"          exact: bitwise {len(bitwise)} of the {native} native; not bitwise: " + ", ".join(
+                r["name"] for r in tested if r["opsets"][str(o)]["status"] == "native"
+                and not r["opsets"][str(o)]["bitwise"]))
     last = str(max(opsets))
     fallback_ops = collections.Counter(op for r in tested for op in r["opsets"][last].get("fallback_ops", []))
     if fallback_ops:
@@ -362,6 +403,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", default="")
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("-v", "--verbose", action="store_true", help="print every non-native result")
+    parser.add_argument("--exact", action="store_true",
+                        help="export with exact=True and count the OpInfos whose outputs are bitwise equal to eager "
+                             "in aten2onnx.runtime (onnxruntime is not run)")
     args = parser.parse_args(argv)
 
     from torch.testing._internal.common_methods_invocations import op_db
@@ -378,7 +422,7 @@ def main(argv: list[str] | None = None) -> int:
     indices = [i for i, op in enumerate(op_db) if selected(op)]
     if args.limit:
         indices = indices[:args.limit]
-    tasks = [(i, opsets, args.dtypes.split(","), args.samples, args.timeout) for i in indices]
+    tasks = [(i, opsets, args.dtypes.split(","), args.samples, args.timeout, args.exact) for i in indices]
     start = time.time()
     results = []
     if args.jobs > 1 and len(tasks) > 1:
@@ -397,7 +441,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{time.time() - start:.0f}s")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"opsets": opsets, "dtypes": args.dtypes, "samples": args.samples, "results": results}, f, indent=1)
+            json.dump({"opsets": opsets, "dtypes": args.dtypes, "samples": args.samples, "exact": args.exact,
+                       "results": results}, f, indent=1)
     return 0
 
 

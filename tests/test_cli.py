@@ -140,6 +140,21 @@ def test_run_writes_each_output_as_npy(folder, runtime):
     torch.testing.assert_close(torch.from_numpy(got), net(folder)(x).detach())
 
 
+def test_export_exact_then_run_gives_eagers_bits_and_info_says_exact(folder):
+    assert cli(folder, "export", "spec.py:make", "-o", "net.onnx", "--exact").returncode == 0
+    x = torch.randn(5, 4)
+    np.save(folder / "x.npy", x.numpy())
+    done = cli(folder, "run", "net.onnx", "--input", "x=x.npy", "--output-dir", "outs")
+    assert done.returncode == 0, done.stderr
+    with torch.no_grad():
+        want = net(folder)(x)
+    assert torch.equal(torch.from_numpy(np.load(folder / "outs" / "output.npy")), want)
+    info = cli(folder, "info", "net.onnx")
+    assert "exact mode (aten2onnx.exact): yes" in info.stdout
+    verified = cli(folder, "verify", "spec.py:make", "--exact", "--json")
+    assert verified.returncode == 0 and json.loads(verified.stdout)["ok"], verified.stdout
+
+
 def test_verify_json_reports_the_match_and_a_wrong_symbolic_with_its_node(folder):
     done = cli(folder, "verify", "spec.py:make", "--json")
     assert done.returncode == 0, done.stderr

@@ -115,6 +115,31 @@ def test_programs_the_fuzzer_found_export_right(prog):
     check_program(prog, opsets=[9, 13, 18, 23])
 
 
+@settings(max_examples=int(os.environ.get("FUZZ_EXACT_EXAMPLES", "100")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(programs())
+def test_random_programs_exported_exactly_run_bitwise_or_raise_our_error(prog):
+    """exact=True: aten2onnx.runtime must give eager's bits (rtol=atol=0), onnxruntime its usual closeness."""
+    check_program(prog, exact=True)
+
+
+# Bugs `fuzz_models.py --exact` found, each fixed, pinned here.
+FOUND_EXACT = [
+    # a float64 layer_norm's eps reached the ATen call rounded to float32 (an ONNX FLOAT attribute)
+    program([("x0", (3, 4), torch.float64)], [("v0", "F.layer_norm(x0, (4,), eps=1e-5)")], ("v0",)),
+    # tile's repetitions were checked as dims by the runtime's argument checks
+    program([("x0", (2,), F32)], [("v0", "(x0 * 2).tile(2)")], ("v0",)),
+    # an exact call's Identity for a bfloat16 value at opset 9 escaped as NotImplementedError
+    program([("x0", (3,), BF16), ("x1", (), F32)], [(None, "x0.narrow(0, 0, 1)[...] = -1.0"),
+                                                   ("v0", "x1.reshape(-1)")], ("v0",)),
+]
+
+
+@pytest.mark.parametrize("prog", FOUND_EXACT, ids=[f"found_exact{i}" for i in range(len(FOUND_EXACT))])
+def test_programs_the_exact_fuzzer_found_run_bitwise(prog):
+    check_program(prog, opsets=[9, 13, 18, 23], exact=True)
+
+
 def test_programs_print_as_the_python_they_run():
     prog = generate(RandomDraw(3))
     source = prog.source()

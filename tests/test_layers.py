@@ -21,7 +21,7 @@ ALLOWED = {
     "_onnx_graphs": set(),
     "_aten_node": BASE,
     "registry": BASE,
-    "ir": BASE,
+    "ir": BASE | {"_aten_node"},
     "symbolic": BASE | {"registry", "ir"},
     "exporter": BASE | {"_aten_node", "registry", "ir", "symbolic"},
     "runtime": BASE | {"_aten_node"},

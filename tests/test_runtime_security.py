@@ -223,6 +223,9 @@ ARGUMENT_CHECKS = [
     (A.native_batch_norm.default, {"input": T, "running_mean": None, "running_var": None, "training": True}, None),
     (A.linalg_eigvals.default, {"self": torch.eye(3)}, None),
     (A.linalg_eigvals.default, {"self": torch.full((3, 3), float("inf"))}, "infinities or NaN"),
+    # tile's `dims` are repetitions, not dims: x.tile(5) of a 1-D x was refused (found by fuzz_models --exact)
+    (A.tile.default, {"self": torch.ones(3), "dims": [5]}, None),
+    (A.permute.default, {"self": T, "dims": [0, 5, 1]}, "outside the rank 3"),
 ]
 
 

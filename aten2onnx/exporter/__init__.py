@@ -11,6 +11,7 @@ import torch
 from aten2onnx import _aten_node
 from aten2onnx.errors import ArgumentError, Aten2OnnxError, CaptureError, ExportError, InternalError, warn_user
 from aten2onnx.exporter import diagnose, dynamic, passes
+from aten2onnx.exporter import exact as exact_checks
 from aten2onnx.exporter.capture import capture
 from aten2onnx.exporter.model import ExportedModel, build_model
 from aten2onnx.exporter.progress import Progress
@@ -76,7 +77,7 @@ def export_traced(model: Any, args: tuple, kwargs: dict | None, **options: Any) 
 def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic_shapes: Any,
             fallback: str, input_names: list[str] | None, output_names: list[str] | None,
             custom_symbolics: dict[str, Callable] | None, backend: Backend, progress: bool | None = None,
-            pipeline: Sequence[passes.Pass] = passes.PIPELINE) -> Traced:
+            exact: bool = False, pipeline: Sequence[passes.Pass] = passes.PIPELINE) -> Traced:
     from aten2onnx import symbolic  # noqa: F401  (registers the built-in symbolics)
     from aten2onnx.symbolic import MAX_OPSET, MIN_OPSET
 
@@ -88,20 +89,27 @@ def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic
     overrides = {REGISTRY.validate(name, fn): fn for name, fn in (custom_symbolics or {}).items()}
     stages = Progress(progress)
     try:
+        if exact:
+            exact_checks.check_model(model)
+        inexact: list[str] = []
         with stages.stage("capture"), diagnose.guarded_globals(model):
-            ep = capture(model, args, kwargs, dynamic.normalize(dynamic_shapes))
+            ep = capture(model, args, kwargs, dynamic.normalize(dynamic_shapes), inexact)
     except CaptureError as e:
         raise diagnose.classify_capture_error(e) from e.__cause__
+    if exact:
+        exact_checks.check_traced(inexact)
     diagnose.warn_baked_globals(model)
     names = dynamic.dim_names(ep, model, args, kwargs, dynamic_shapes)
     with stages.stage("rewrite"):
         program = passes.run(ep, pipeline)
     for note in program.notes:
         warn_user(note)
-    translator = Translator(program, opset=opset, fallback=fallback, overrides=overrides, evaluator=backend.evaluate)
+    translator = Translator(program, opset=opset, fallback=fallback, overrides=overrides, evaluator=backend.evaluate,
+                            exact=exact)
     with torch.no_grad(), stages.stage("translation", total=len(program.gm.graph.nodes) - 1, unit="node") as bar:
         translation = translator.run(input_names, advance=bar.update)
-    skeleton, weights, in_names, out_names = build_model(translation, opset=opset, output_names=output_names)
+    skeleton, weights, in_names, out_names = build_model(translation, opset=opset, output_names=output_names,
+                                                         exact=exact)
     dynamic.rename_dims(skeleton, names)
     # only fallbacks left in the graph count (one feeding only a dropped runtime assertion does not)
     translation.fallback_ops = sorted(set(translation.fallback_ops) & _aten_node.overload_keys(skeleton.graph))

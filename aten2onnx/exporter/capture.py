@@ -127,7 +127,7 @@ def _suggested_fixes(e: BaseException) -> list[str]:
 
 
 def _refined(module: torch.nn.Module, args: tuple, kwargs: dict | None, dynamic_shapes: Any,
-             e: BaseException) -> tuple[ExportedProgram, list[str]] | None:
+             e: BaseException, inexact: list[str]) -> tuple[ExportedProgram, list[str]] | None:
     """When torch.export rejected declared dynamic dims and offered fixes (a narrower range, a
     relation, a constant), the non-strict export again with the fixes applied, and the fixes."""
     fixes = _suggested_fixes(e)
@@ -136,7 +136,7 @@ def _refined(module: torch.nn.Module, args: tuple, kwargs: dict | None, dynamic_
     try:
         # torch's parser reads every line after the heading as a fix; its closing hints are not
         refined = refine_dynamic_shapes_from_suggested_fixes("Suggested fixes:\n" + "\n".join(fixes), dynamic_shapes)
-        with DataDependentChecks():
+        with DataDependentChecks(inexact):
             return torch.export.export(module, args, kwargs, dynamic_shapes=refined, strict=False), fixes
     except Exception:  # the fixes did not apply: the original failure is reported
         return None
@@ -173,7 +173,10 @@ def _every_argument(module: torch.nn.Module, args: tuple, kwargs: dict | None, d
     return {name: dynamic_shapes.get(name) for name in bound.arguments}
 
 
-def capture(model: Any, args: tuple, kwargs: dict | None, dynamic_shapes: Any) -> ExportedProgram:
+def capture(model: Any, args: tuple, kwargs: dict | None, dynamic_shapes: Any,
+            inexact: list[str] | None = None) -> ExportedProgram:
+    """The model as an ExportedProgram. inexact, when given, collects the calls traced as a formula
+    of aten2onnx's own (passes/tracing.py), whose rounding may differ from eager's kernel."""
     if isinstance(model, ExportedProgram):
         return model
     module = model if isinstance(model, torch.nn.Module) else _function_module(model)
@@ -186,16 +189,23 @@ def capture(model: Any, args: tuple, kwargs: dict | None, dynamic_shapes: Any) -
             try:
                 # torch.export prints a failed trace's partial graph to stderr: kept, and given back
                 # only when the attempt succeeds (then it is the model's own output)
-                with contextlib.redirect_stderr(printed), (contextlib.nullcontext() if strict else DataDependentChecks()):
+                traced: list[str] = []
+                with contextlib.redirect_stderr(printed), \
+                        (contextlib.nullcontext() if strict else DataDependentChecks(traced)):
                     ep = torch.export.export(module, args, kwargs, dynamic_shapes=dynamic_shapes, strict=strict)
                 sys.stderr.write(printed.getvalue())
+                if inexact is not None:
+                    inexact.extend(traced)
                 return ep
             except Exception as e:  # torch.export raises many types; all are reported below
                 recorder.printed.append(printed.getvalue())
                 failures.append(("non-strict" if not strict else "strict", e))
-                refined = None if strict else _refined(module, args, kwargs, dynamic_shapes, e)
+                traced = []
+                refined = None if strict else _refined(module, args, kwargs, dynamic_shapes, e, traced)
                 if refined is not None:
                     ep, fixes = refined
+                    if inexact is not None:
+                        inexact.extend(traced)
                     warn_user(f"torch.export narrowed the dynamic dims you declared, applying its suggested fixes: "
                               f"{'; '.join(fixes)}. The exported model accepts {', '.join(_accepted_ranges(ep)) or 'static shapes only'}. "
                               "Declare the dims so in dynamic_shapes to silence this warning.")

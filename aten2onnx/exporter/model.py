@@ -15,7 +15,7 @@ import torch
 import torch.utils._pytree as pytree
 from onnx import helper
 
-from aten2onnx import _dtypes
+from aten2onnx import _aten_node, _dtypes
 from aten2onnx.errors import ArgumentError, ExportError, InvalidInputError
 from aten2onnx.ir.builder import GraphBuilder, Node, Subgraph, Value, fill_tensor_proto, live_nodes, node_inputs, tensor_view, value_info
 from aten2onnx.ir import op_types
@@ -37,7 +37,7 @@ def _as_number(result: Any, like: bool | int | float) -> bool | int | float:
     return type(like)(torch.as_tensor(result).item())
 
 
-def build_model(t: Translation, *, opset: int, output_names: list[str] | None
+def build_model(t: Translation, *, opset: int, output_names: list[str] | None, exact: bool = False
                 ) -> tuple[onnx.ModelProto, list[tuple[str, torch.Tensor]], list[str], list[str]]:
     """The model without its weights, and the weights: they are written into protobuf only when
     the model is first needed whole (`model_proto`, `save`), and straight to a file for external data."""
@@ -98,6 +98,13 @@ def build_model(t: Translation, *, opset: int, output_names: list[str] | None
     if carried["inputs"] or carried["outputs"]:
         entry = model.metadata_props.add()
         entry.key, entry.value = COMPLEX_KEY, json.dumps(carried)
+    if exact:
+        entry = model.metadata_props.add()
+        entry.key, entry.value = _aten_node.EXACT_MODEL, "1"
+        # ATen picks some kernels by whether an argument requires grad (matmul folds a batch into one
+        # GEMM only when it may): the weights eager has requiring grad require it in the runtime too
+        entry = model.metadata_props.add()
+        entry.key, entry.value = _aten_node.EXACT_REQUIRES_GRAD, json.dumps(sorted(v.name for v in t.requires_grad if v.name in used))
     return model, weights, [v.name for v in g.inputs], names
 
 

@@ -17,7 +17,8 @@ from aten2onnx import _dtypes, registry as _registry
 from aten2onnx.errors import ArgumentError, ExportError, SymbolicError, UnsupportedOp, UnsupportedOperatorError, warn_user
 from aten2onnx.ir import op_types
 from aten2onnx.ir import GraphBuilder, Node, Subgraph, Value, body_output, dim_of, graph_type
-from aten2onnx.exporter.fallback import emit_aten_node
+from aten2onnx.ir.builder import ExactCall
+from aten2onnx.exporter.fallback import aten_call, emit_aten_node
 from aten2onnx.exporter.provenance import module_of, source_of
 from aten2onnx.registry import REGISTRY, bind
 from aten2onnx.exporter.passes import Program
@@ -53,22 +54,25 @@ class Translation:
     states: list[StateSlot]
     fallback_ops: list[str]
     values: dict[str, Any]  # per top-level FX node by name: what it was translated to (Values or numbers)
+    requires_grad: list[Value] = dataclasses.field(default_factory=list)  # weights that require grad in eager
 
 
 class Translator:
     def __init__(self, program: Program, *, opset: int, fallback: str,
-                 overrides: dict[str, Callable], evaluator: Callable | None) -> None:
+                 overrides: dict[str, Callable], evaluator: Callable | None, exact: bool = False) -> None:
         self.ep = program.ep
         self.gm = program.gm
         self.roles = program.roles
         self.opset = opset
         self.fallback = fallback
         self.resolver = _registry.Resolver(REGISTRY, opset, overrides)
-        self.g = GraphBuilder(opset, evaluator=evaluator, resolve=self.resolver)
+        self.exact = exact
+        self.g = GraphBuilder(opset, evaluator=evaluator, resolve=self.resolver, exact=exact)
         self.env: dict[torch.fx.Node, Any] = {}
         self.state_values: dict[tuple[str, str], Value] = {}  # ("buffer", key) / ("input", name) -> Value
         self.unsupported: list[UnsupportedOp] = []
         self.fallback_ops: set[str] = set()
+        self.requires_grad: list[Value] = []
 
     # -- entry ----------------------------------------------------------------------------------
     def run(self, input_names: list[str] | None, advance: Callable[[], Any] | None = None) -> Translation:
@@ -80,7 +84,8 @@ class Translator:
         outputs, states = self._collect_outputs(results)
         values = {node.name: self.env[node] for node in self.gm.graph.nodes
                   if node.op == "call_function" and node in self.env}
-        return Translation(self.g, self.g.nodes, user_inputs, outputs, states, sorted(self.fallback_ops), values)
+        return Translation(self.g, self.g.nodes, user_inputs, outputs, states, sorted(self.fallback_ops), values,
+                           self.requires_grad)
 
     # -- placeholders -----------------------------------------------------------------------------
     def _bind_placeholders(self, input_names: list[str] | None) -> list[Value | None]:
@@ -104,6 +109,8 @@ class Translator:
                     tensor = self.ep.constants[spec.target]
                 self.env[node] = self.g.initializer(spec.target, tensor, state=spec.target in written)
                 self.state_values[("buffer", spec.target)] = self.env[node]
+                if tensor.requires_grad:
+                    self.requires_grad.append(self.env[node])
             elif spec.kind == InputKind.USER_INPUT:
                 val = node.meta.get("val")
                 if isinstance(val, torch.Tensor):
@@ -288,9 +295,90 @@ class Translator:
                 self._unmapped(node, target)
                 return
             raise SymbolicError(message) from e
+        if self.exact and resolved.schema is not None:
+            try:
+                result = self._exact(node, target, resolved, result, first_new)
+            except NotImplementedError as e:
+                # the call needs a node the opset cannot write (an Identity of a bfloat16 at opset 9): the
+                # node becomes an ATen node, exact as such (what the handler built is dead and removed)
+                self._unmapped(node, target, reason=str(e))
+                return
         self.env[node] = result
         if resolved.via_twin is not None:
             self._rebind_written(node, target, result)
+
+    # -- exact mode ---------------------------------------------------------------------------------
+    def _exact(self, node: torch.fx.Node, target: Any, resolved: _registry.Resolved, result: Any,
+               first_new: int) -> Any:
+        """Exact mode: the node's ATen call, attached to the node that makes its first result, so the
+        runtime runs the call in place of the nodes made for it; a result folded into a constant here
+        is computed again by the call itself on the constants (ONNX's arithmetic may differ in the last
+        bit). A result known without computing (a number, a constant the node was given) is left as it is."""
+        op = target if resolved.via_twin is None else _registry.functional_twin(target)
+        leaves = _flat(result)
+        made = {id(out) for n in self.g.nodes[first_new:] for out in n.outputs}
+        read = {id(v) for v in pytree.tree_leaves(torch.fx.node.map_aggregate((node.args, node.kwargs), self._lookup))}
+        folded = [i for i, v in enumerate(leaves) if isinstance(v, Value) and id(v) not in made
+                  and v.kind == "const" and id(v) not in read]
+        if folded:
+            result = self._recomputed(node, op, result, leaves, folded)
+            leaves = _flat(result)
+        # a value the handler passed through (contiguous, clone, a view to the same shape) gets a node of its
+        # own, so the call makes the result: eager's may differ from the input in strides or be a copy, and
+        # a handler that wrongly passes its input on cannot make the run differ from eager
+        vals = _leaves(node.meta.get("val"))
+        passed = [i for i, v in enumerate(leaves) if isinstance(v, Value) and id(v) not in made and v.kind != "const"]
+        if passed:
+            copies = list(leaves)
+            for i in passed:
+                copies[i] = self.g.op("Identity", leaves[i])
+                made.add(id(copies[i]))
+                self._stamp(copies[i], vals[i] if i < len(vals) else None, node.name, made)
+            result = _unflat(result, iter(copies))
+            leaves = copies
+        computed = [v for v in leaves if isinstance(v, Value) and id(v) in made]
+        if not computed:
+            return result
+        bound = torch.fx.node.map_aggregate(bind(op._schema, node.args, node.kwargs), self._lookup)
+        complex_outputs = [i for i, v in enumerate(leaves) if isinstance(v, Value) and v.complex]
+        inputs, attrs = aten_call(self.g, op, bound, complex_outputs)
+        # a result the call makes but the graph has otherwise (a number, a constant) is an output left unnamed
+        outputs = [v if isinstance(v, Value) and id(v) in made else None for v in leaves]
+        carrier = computed[0].producer
+        if carrier is None or carrier.call is not None:
+            raise ExportError(f"exact mode: the nodes made for {node.name!r} ({_registry.overload_key(op)}) at "
+                              f"{source_of(node) or '?'} have no one node to carry its ATen call; export without "
+                              "exact=True, or report this")
+        carrier.call = ExactCall(inputs, outputs, attrs)
+        return result
+
+    def _recomputed(self, node: torch.fx.Node, op: torch._ops.OpOverload, result: Any, leaves: list[Any],
+                    folded: list[int]) -> Any:
+        """result with its folded leaves replaced by what the ATen call computes from the constants."""
+        def concrete(arg: Any) -> Any:
+            if not isinstance(arg, torch.fx.Node):
+                return arg
+            value = self.env[arg]
+            if not isinstance(value, Value):
+                return value
+            if value.const is not None:
+                return _dtypes.from_pairs(value.const) if value.complex else value.const
+            val = arg.meta.get("val")
+            if isinstance(val, torch.Tensor) and all(isinstance(d, int) for d in val.shape):
+                # the fold did not read this input's data (only its shape): any data gives the same result
+                return torch.zeros(tuple(val.shape), dtype=val.dtype)
+            raise ExportError(f"exact mode: {node.name!r} ({_registry.overload_key(op)}) at {source_of(node) or '?'} "
+                              f"was folded into a constant from {arg.name!r}, whose shape is dynamic, so the fold "
+                              "cannot be checked against the ATen call; export without exact=True")
+
+        args, kwargs = torch.fx.node.map_aggregate((node.args, node.kwargs), concrete)
+        eager = _flat(op(*args, **kwargs))
+        replaced = list(leaves)
+        for i in folded:
+            if not isinstance(eager[i], torch.Tensor):
+                continue
+            replaced[i] = self.g.const(eager[i])
+        return _unflat(result, iter(replaced))
 
     def _check_result_dtypes(self, node: torch.fx.Node, target: Any, source: str) -> None:
         """A result no ONNX element type can hold (quantized, bits) cannot be exported,
@@ -494,6 +582,19 @@ def _as_bool_scalar(g: GraphBuilder, value: Any) -> Value:
     if value.shape != ():
         value = g.op("Reshape", value, g.const([], dtype=torch.int64))
     return value
+
+
+def _flat(result: Any) -> list[Any]:
+    """The leaves of a handler's result (a Value, number, or nested tuple/list of them), in order."""
+    if isinstance(result, (tuple, list)):
+        return [leaf for item in result for leaf in _flat(item)]
+    return [result]
+
+
+def _unflat(like: Any, leaves: Any) -> Any:
+    if isinstance(like, (tuple, list)):
+        return type(like)(_unflat(item, leaves) for item in like)
+    return next(leaves)
 
 
 def _is_complex(val: Any) -> bool:

@@ -25,7 +25,7 @@ import onnx
 import torch
 from onnx import AttributeProto, helper
 
-from aten2onnx import _dtypes
+from aten2onnx import _aten_node, _dtypes
 from aten2onnx.ir import op_types
 from aten2onnx.ir.emitters import Emitters
 
@@ -72,8 +72,21 @@ class Value:
         return f"Value({self.name!r}, {self.dtype}, {self.shape}{', complex' if self.complex else ''})"
 
 
+class ExactCall:
+    """The ATen call an FX node was (exact mode): an ATen node's inputs and attributes in the fallback
+    encoding (_aten_node.py), and the values it makes. Written into the metadata of the node that
+    makes the first of them; its inputs count as read by that node, so they stay in the graph."""
+
+    __slots__ = ("inputs", "outputs", "attrs")
+
+    def __init__(self, inputs: list[Value | None], outputs: list[Value | None], attrs: dict[str, Any]) -> None:
+        self.inputs = inputs
+        self.outputs = outputs
+        self.attrs = attrs
+
+
 class Node:
-    __slots__ = ("op_type", "inputs", "outputs", "attrs", "domain", "name", "meta")
+    __slots__ = ("op_type", "inputs", "outputs", "attrs", "domain", "name", "meta", "call")
 
     def __init__(self, op_type: str, inputs: list[Value | None], outputs: list[Value], attrs: dict[str, Any],
                  domain: str, name: str, meta: dict[str, str]) -> None:
@@ -84,6 +97,7 @@ class Node:
         self.domain = domain
         self.name = name
         self.meta = meta
+        self.call: ExactCall | None = None
 
 
 class Subgraph:
@@ -131,6 +145,8 @@ def node_inputs(nodes: list[Node]):
     """Every value the nodes read, bodies of control-flow nodes included."""
     for node in nodes:
         yield from (v for v in node.inputs if v is not None)
+        if node.call is not None:
+            yield from (v for v in node.call.inputs if v is not None)
         for attr in node.attrs.values():
             if isinstance(attr, Subgraph):
                 yield from attr.outer_refs()
@@ -232,11 +248,13 @@ class GraphBuilder(Emitters):
 
     def __init__(self, opset: int, *, evaluator: Callable[..., tuple[torch.Tensor, ...]] | None = None,
                  resolve: Callable[[str], Callable[..., Any] | None] | None = None,
-                 parent: GraphBuilder | None = None) -> None:
+                 parent: GraphBuilder | None = None, exact: bool = False) -> None:
         self.opset = opset
         # The exporter's dispatch (registry.Resolver): the translation of an overload key at this opset,
         # for handlers that build on another op's (symbolic/_carrier.real_symbolic); None outside an export.
         self.resolve = parent.resolve if parent is not None else resolve
+        # exact mode: weights are not stored pre-transposed (the ATen calls read them as the model has them)
+        self.exact = exact if parent is None else parent.exact
         self.nodes: list[Node] = []
         self.inputs: list[Value] = []
         self.parent = parent
@@ -463,12 +481,14 @@ class GraphBuilder(Emitters):
         return self.op("Cast", self.op(op_type, *inputs, **attributes), to=_dtypes.to_onnx(made))
 
     def _try_fold(self, op_type: str, inputs: tuple, attrs: dict, outputs: int, domain: str) -> Any:
-        if op_type == "Transpose" and not domain and inputs[0].kind == "initializer":
+        if op_type == "Transpose" and not domain and inputs[0].kind == "initializer" and not self.exact:
             return self._transposed_weight(inputs[0], attrs.get("perm"))
         if self._evaluator is None or domain or not inputs:
             return None
-        # Small weights fold too (a slice of a position-ids buffer); large ones stay initializers.
-        if any(v is not None and v.kind not in ("const", "initializer") for v in inputs):
+        # Small weights fold too (a slice of a position-ids buffer); large ones stay initializers. In exact
+        # mode weights do not: the ATen calls read them, so a folded copy would only double them.
+        foldable = ("const",) if self.exact else ("const", "initializer")
+        if any(v is not None and v.kind not in foldable for v in inputs):
             return None
         if sum(v.const.numel() for v in inputs if v is not None) > FOLD_LIMIT:
             return None
@@ -526,6 +546,7 @@ class GraphBuilder(Emitters):
     # -- serialization ------------------------------------------------------------------------
     def node_protos(self, nodes: list[Node]) -> list[onnx.NodeProto]:
         protos = []
+        made = {id(out) for node in nodes for out in node.outputs}
         for node in nodes:
             proto = onnx.NodeProto()
             proto.op_type = node.op_type
@@ -545,8 +566,22 @@ class GraphBuilder(Emitters):
                 entry = proto.metadata_props.add()
                 entry.key = key
                 entry.value = value
+            if node.call is not None:
+                entry = proto.metadata_props.add()
+                entry.key, entry.value = _aten_node.EXACT_CALL, _aten_node.encode_call(self._call_proto(node.call, made))
             protos.append(proto)
         return protos
+
+
+    @staticmethod
+    def _call_proto(call: ExactCall, made: set[int]) -> onnx.NodeProto:
+        """The call as an ATen node; a result no live node makes (nothing reads it) is left unnamed."""
+        proto = onnx.NodeProto()
+        proto.op_type, proto.domain = "ATen", _aten_node.DOMAIN
+        proto.input.extend("" if v is None else v.name for v in call.inputs)
+        proto.output.extend("" if v is None or id(v) not in made else v.name for v in call.outputs)
+        proto.attribute.extend(make_attribute(k, v) for k, v in sorted(call.attrs.items()))
+        return proto
 
 
 def carrier(tensor: torch.Tensor) -> tuple[torch.Tensor, bool]:

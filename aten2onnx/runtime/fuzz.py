@@ -6,7 +6,8 @@ dtypes, wiring, deleted nodes, metadata, flipped bytes), each run in a worker pr
 
 An escape is what a model file must never cause: a crash (the worker died of a signal), a hang (no
 answer within the hard time limit although each run has a timeout), an exception that is not
-aten2onnx's own, or a wrong answer. The comparison rule for answers: where onnxruntime runs a mutant,
+aten2onnx's own, or a wrong answer (not judged for exact exports, whose ATen call metadata, not
+their ONNX nodes, says what our runtime computes: "exact" mutations forge those calls). The comparison rule for answers: where onnxruntime runs a mutant,
 our runtime must give the same outputs (same count, dtypes and shapes, values within tolerance,
 NaN equal to NaN) or raise our error. onnxruntime is not the truth, though: it accepts some models
 the spec forbids and deviates from it in places. So when the two disagree, onnx's reference evaluator
@@ -365,8 +366,60 @@ def synthesize_aten(model: onnx.ModelProto, rng: random.Random) -> str | None:
     return f"ATen {schema.name}.{schema.overload_name or 'default'}({', '.join(input_args)}; {attrs})"[:240]
 
 
+def mutate_exact(model: onnx.ModelProto, rng: random.Random) -> str | None:
+    """An exact export's call metadata (an ATen call the runtime runs in place of a node group): garbled,
+    re-aimed at any overload the safety rule admits with forged arguments, rewired to other values, or
+    moved to another node."""
+    from aten2onnx._aten_node import EXACT_CALL, decode_call, encode_call
+
+    stamped = [(g, n) for g, n in _nodes(model) if any(p.key == EXACT_CALL for p in n.metadata_props)]
+    if not stamped:
+        return None
+    graph, node = rng.choice(stamped)
+    prop = next(p for p in node.metadata_props if p.key == EXACT_CALL)
+    how = rng.randrange(4)
+    if how == 0:
+        prop.value = rng.choice(["", "AAAA", "%%%", prop.value[:len(prop.value) // 2], prop.value[::-1]])
+        return f"exact call of {node.name!r} garbled"
+    try:
+        call = decode_call(prop.value)
+    except ValueError:  # garbled by an earlier mutation
+        return None
+    values = [i.name for i in graph.input] + [t.name for t in model.graph.initializer] + \
+        [o for n in graph.node for o in n.output if o]
+    if how == 1:
+        op = rng.choice(_admitted_overloads())
+        inputs, input_args, attrs = [], [], {}
+        for arg in op._schema.arguments:
+            picked = _aten_argument(arg, values, rng)
+            if picked is None:
+                continue
+            names, attr = picked
+            inputs += names
+            input_args += [arg.name] * len(names)
+            if not names:
+                attrs[arg.name] = attr
+        outputs = (list(call.output) + [""] * len(op._schema.returns))[:max(1, len(op._schema.returns))]
+        forged = helper.make_node("ATen", inputs, outputs, domain=call.domain, operator=op._schema.name.split("::")[1],
+                                  overload_name=op._schema.overload_name,
+                                  **({"input_args": input_args} if input_args else {}), **attrs)
+        prop.value = encode_call(forged)
+        return f"exact call of {node.name!r} made {op._schema.name}.{op._schema.overload_name or 'default'}"[:240]
+    if how == 2 and values:
+        field = call.input if (call.input and rng.random() < 0.5) else call.output
+        if field:
+            field[rng.randrange(len(field))] = rng.choice(values + [""])
+        prop.value = encode_call(call)
+        return f"exact call of {node.name!r} rewired"
+    other = rng.choice([n for _, n in _nodes(model)])
+    entry = other.metadata_props.add()
+    entry.key, entry.value = EXACT_CALL, prop.value
+    return f"exact call of {node.name!r} copied to {other.name!r}"
+
+
 STRUCTURED: dict[str, Callable[[onnx.ModelProto, random.Random], str | None]] = {
     "aten": synthesize_aten,
+    "exact": mutate_exact,
     "attribute": mutate_attribute,
     "attribute set": add_or_drop_attribute,
     "initializer": mutate_initializer,
@@ -679,7 +732,9 @@ class Verdict:
     note: str | None = None
 
 
-def judge(stages: list[Stage], failure: str | None) -> Verdict:
+def judge(stages: list[Stage], failure: str | None, exact: bool = False) -> Verdict:
+    """exact: the mutant is an exact export, whose ATen calls define what our runtime computes (not its
+    ONNX nodes, which onnxruntime runs): answers are not compared, crashes and exceptions still are."""
     by = {s.name: s for s in stages}
     ours, unfused, ort_stage, ref = (by.get(k) for k in ("ours", "unfused", "ort", "reference"))
     if failure is not None and (ours is None or unfused is None):
@@ -689,6 +744,8 @@ def judge(stages: list[Stage], failure: str | None) -> Verdict:
             return Verdict(escape=f"foreign exception ({stage.name}): {stage.detail}")
     if failure is not None:
         return Verdict(note=f"onnxruntime or the reference: {failure}")
+    if exact:
+        return Verdict(note="exact model: its calls, not its ONNX nodes, give our answer")
     if ort_stage is None or ort_stage.kind != "ok":
         return Verdict()
     verdict = Verdict()
@@ -736,6 +793,17 @@ class Report:
         return "\n".join(lines)
 
 
+def _exact_model(data: bytes) -> bool:
+    from aten2onnx.runtime.exact import is_exact
+
+    model = onnx.ModelProto()
+    try:
+        model.ParseFromString(data)
+    except Exception:  # flipped bytes: not a model at all
+        return False
+    return is_exact(model)
+
+
 def fuzz(seeds: list[Seed], n: int, seed: int = 0, *, progress: Callable[[Report], None] | None = None,
          timeout: float = HARD_TIMEOUT, kinds: tuple[str, ...] = ()) -> Report:
     """Run n mutants of the seeds (chosen in turn, mutated by a Random seeded with `seed`; only the
@@ -749,7 +817,7 @@ def fuzz(seeds: list[Seed], n: int, seed: int = 0, *, progress: Callable[[Report
             model, example = seeds[i % len(seeds)]
             data, mutations = mutant(model, rng, kinds)
             stages, failure = worker.run(data, feeds_for(data, example, rng), timeout)
-            verdict = judge(stages, failure)
+            verdict = judge(stages, failure, _exact_model(data))
             report.tried += 1
             report.outcomes[" ".join(f"{s.name}:{s.kind}" for s in stages if s.name != "unfused") + (f" {failure}" if failure else "")] += 1
             if verdict.escape:

@@ -44,8 +44,11 @@ class SessionContext:
 
     def __init__(self, device: torch.device, opsets: dict[str, int], allowed_aten_namespaces: tuple[str, ...],
                  compile_graph: Callable[[onnx.GraphProto], Subgraph] | None = None, fuse: bool = False,
-                 allowed_aten_ops: AllowedOps = None) -> None:
+                 allowed_aten_ops: AllowedOps = None, exact: bool = False, process_rng: bool = False) -> None:
         self.device = device
+        self.exact = exact  # run an exact export's ATen calls (runtime/exact.py)
+        self.process_rng = process_rng  # random ops draw from torch's default generators
+        self.requires_grad: frozenset[str] = frozenset()  # exact mode: initializers eager has requiring grad
         self.opsets = opsets
         self.allowed_aten_namespaces = allowed_aten_namespaces
         self.allowed_aten_ops = allowed_aten_ops
@@ -69,7 +72,11 @@ class SessionContext:
     @contextlib.contextmanager
     def private_rng(self):
         """Torch's default generators hold this session's state for the block, and the process's own
-        state again after it: a random op a model runs neither reads nor advances the caller's."""
+        state again after it: a random op a model runs neither reads nor advances the caller's. A session
+        made with rng="process" draws from the process's generators instead, as eager PyTorch does."""
+        if self.process_rng:
+            yield
+            return
         with self._rng_lock:
             if self._rng_states is None:
                 self._rng_states = {kind: _fresh_rng_state(kind) for kind in {"cpu", self.device.type}}
@@ -105,7 +112,8 @@ class Kernel:
     since_version: ClassVar[int]
     until: ClassVar[int | None] = None
 
-    def __init__(self, ctx: SessionContext, node: onnx.NodeProto | None = None, **attrs: Any) -> None:
+    def __init__(self, ctx: SessionContext, node: onnx.NodeProto | None = None, /, **attrs: Any) -> None:
+        # positional-only: an ATen node's attributes are named after schema arguments, `self` among them
         self.ctx = ctx
         self.node = node
         self.setup(**attrs)

@@ -69,6 +69,8 @@ FINITE_INPUTS = re.compile(r"::_?linalg_eigvals$")
 # Internal ops whose kernels index with `dim` as given, where the public op they serve has wrapped and
 # checked it: a negative or repeated dim reads out of bounds (aten::_fft_r2c at dim=[-2] segfaults).
 NORMALIZED_DIMS = re.compile(r"::_fft_")
+# Ops whose argument named `dims` holds counts, not dims (tile's repetitions): not checked against the rank.
+DIMS_ARE_COUNTS = frozenset({"aten::tile"})
 
 
 def argument_problem(op: torch._ops.OpOverload, arguments: dict[str, Any]) -> str | None:
@@ -80,7 +82,7 @@ def argument_problem(op: torch._ops.OpOverload, arguments: dict[str, Any]) -> st
     if tensors:
         rank = tensors[0].dim()
         normalized = NORMALIZED_DIMS.search(op._schema.name)
-        for name in ("dim", "dims"):
+        for name in ("dim",) if op._schema.name in DIMS_ARE_COUNTS else ("dim", "dims"):
             dims = arguments.get(name)
             listed = dims if isinstance(dims, list) else [dims]
             for d in listed:

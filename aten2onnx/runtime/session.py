@@ -19,6 +19,7 @@ from aten2onnx.runtime.external_data import external_tensors, load_external_data
 from aten2onnx.runtime.kernel import (Kernel, SessionContext, decode_attribute, find_kernel, from_numpy, op_schema,
                                       runtime_dtype, tensor_from_proto, to_numpy)
 from aten2onnx.runtime.ops import MAX_OPSET
+from aten2onnx.runtime.exact import exact_calls, is_exact, requires_grad
 from aten2onnx.runtime.optimize import DOMAIN as FUSED_DOMAIN, fuse_exported_ops
 from aten2onnx.runtime.results import ResultCheck
 from aten2onnx.runtime.safety import AllowedOps, permits
@@ -85,6 +86,16 @@ class _Step:
         self.check = check
 
 
+def _aligned(value: Any) -> Any:
+    """value in memory aligned as torch allocates it (64 bytes), copied if it is not (numpy arrays and
+    weights read from a file may start anywhere): BLAS kernels may round differently by alignment, and
+    eager PyTorch computes on torch's own allocations. A view into a tensor is left as it is."""
+    if isinstance(value, torch.Tensor) and value.layout == torch.strided and value.storage_offset() == 0 \
+            and value.numel() and value.data_ptr() % 64:
+        return value.clone()
+    return value
+
+
 class GraphRunner:
     """A planned graph. The session runs the main graph with one; If, Loop and Scan run their
     bodies with others, passing the enclosing scope's values as `outer`."""
@@ -104,11 +115,20 @@ class GraphRunner:
                 _reraise_signal(e)
                 raise InvalidModelError(f"initializer {init.name!r} cannot be read: {e}") from e
             slot = self._new_slot(init.name)
-            self._initial[slot] = tensor.to(ctx.device) if ctx.device.type != "cpu" else tensor
+            tensor = tensor.to(ctx.device) if ctx.device.type != "cpu" else tensor
+            if ctx.exact:
+                # a tensor of its own, as eager's weights are: ATen treats a view of a buffer that requires
+                # grad differently from a leaf that does (matmul's batch folding)
+                tensor = tensor.clone() if tensor._base is not None else _aligned(tensor)
+                if init.name in ctx.requires_grad and (tensor.is_floating_point() or tensor.is_complex()):
+                    tensor.requires_grad_(True)
+            self._initial[slot] = tensor
         self._input_slots = [self._new_slot(name) for name in self.input_names]
         self._outer_slots = [(name, self._new_slot(name)) for name in outer_names if name not in self._slot]
         nodes = list(graph.node)
-        if ctx.fuse:
+        if ctx.exact:
+            nodes = exact_calls(nodes, self.output_names, lambda node: list(node.input) + sorted(_implicit_names(node)))
+        elif ctx.fuse:
             constants = {i.name: i for i in graph.initializer if i.name not in self.input_names}
             nodes = fuse_exported_ops(nodes, set(self.output_names), constants,
                                       lambda key: permits(ctx.allowed_aten_ops, key))
@@ -213,7 +233,7 @@ class GraphRunner:
         values = list(self._initial)
         for slot, value in zip(self._input_slots, inputs):
             if value is not DEFAULT:
-                values[slot] = value
+                values[slot] = _aligned(value) if self.ctx.exact else value
         if self._outer_slots:
             for name, slot in self._outer_slots:
                 values[slot] = outer[name]
@@ -284,21 +304,34 @@ class InferenceSession:
         keys ("aten::add.Tensor") runs exactly those. Widening it lets the model run that code: allow
         only ops you would let the model's author call in your process.
     timeout: seconds a run may take (checked between kernels and loop iterations); None: no limit.
+    exact: run an exact export's ops as their ATen calls (runtime/exact.py); None: when the model says it
+        is one (metadata `aten2onnx.exact`).
+    rng: where random ops draw from: "private", the session's own generator (a model neither reads nor
+        advances the caller's); "process", torch's default generators, as eager PyTorch does (an exact
+        export then draws what eager draws after the same torch.manual_seed).
     Anything refused is refused here, before any run, with InvalidModelError.
     """
 
     def __init__(self, model: str | os.PathLike | bytes | onnx.ModelProto, *, device: str | torch.device = "cpu",
                  allowed_aten_namespaces: Sequence[str] = ("aten",), allowed_aten_ops: AllowedOps = None,
-                 fuse: bool = True, base_dir: str | os.PathLike | None = None, timeout: float | None = None) -> None:
+                 fuse: bool = True, base_dir: str | os.PathLike | None = None, timeout: float | None = None,
+                 exact: bool | None = None, rng: str = "private") -> None:
         proto = _load(model, None if base_dir is None else os.fspath(base_dir))
+        if rng not in ("private", "process"):
+            raise ValueError(f"rng must be 'private' or 'process', not {rng!r}")
         self.device = torch.device(device)
         if self.device.type == "cuda" and not torch.cuda.is_available():
             raise InvalidModelError("device='cuda' was asked for but torch sees no CUDA device")
         validate_model(proto, MAX_OPSET)
         opsets = {("" if o.domain in ("", "ai.onnx") else o.domain): o.version for o in proto.opset_import}
         # fuse: run node groups that aten2onnx exported for one ATen op (gelu, silu) as that op again.
+        exact = is_exact(proto) if exact is None else exact
+        if exact:  # the calls are ATen nodes, whatever domains the model imports
+            opsets.setdefault(ATEN_DOMAIN, 1)
         self._ctx = SessionContext(self.device, {**opsets, FUSED_DOMAIN: 1}, tuple(allowed_aten_namespaces), fuse=fuse,
-                                   allowed_aten_ops=allowed_aten_ops, compile_graph=self._compile_subgraph)
+                                   allowed_aten_ops=allowed_aten_ops, compile_graph=self._compile_subgraph,
+                                   exact=exact, process_rng=rng == "process")
+        self._ctx.requires_grad = requires_grad(proto) if exact else frozenset()
         self.timeout = timeout
         initializers = {i.name for i in proto.graph.initializer}
         self._inputs = [_node_arg(i) for i in proto.graph.input if i.name not in initializers]
@@ -356,8 +389,12 @@ class InferenceSession:
         limit = self.timeout if timeout is None else timeout
         self._ctx.deadline = None if limit is None else time.monotonic() + limit
         try:
-            with torch.inference_mode():
-                results = self._runner.run(inputs)
+            if self._ctx.exact:
+                # as eager runs: in the caller's grad mode (some ATen kernels choose by requires_grad)
+                results = [r.detach() if isinstance(r, torch.Tensor) else r for r in self._runner.run(inputs)]
+            else:
+                with torch.inference_mode():
+                    results = self._runner.run(inputs)
         finally:
             self._ctx.deadline = None
         by_name = _unshared(dict(zip(self._runner.output_names, results)), self._written_feeds(feeds))

@@ -743,10 +743,11 @@ class ProgramMismatch(AssertionError):
 
 
 def check_program(program: Program, *, opsets: Sequence[int] | None = None, runs: int = 3,
-                  runtimes: Sequence[str] = ("onnxruntime", "aten2onnx")) -> list[Outcome]:
+                  runtimes: Sequence[str] = ("onnxruntime", "aten2onnx"), exact: bool = False) -> list[Outcome]:
     """Export the program at each opset (default: 18 and one the program's seed picks) and compare;
-    raises ProgramMismatch for the first bug, else returns the outcomes."""
-    outcomes = examine(program, opsets=opsets, runs=runs, runtimes=runtimes)
+    raises ProgramMismatch for the first bug, else returns the outcomes. exact: export with exact=True
+    and hold aten2onnx.runtime to bitwise equality with eager."""
+    outcomes = examine(program, opsets=opsets, runs=runs, runtimes=runtimes, exact=exact)
     for outcome in outcomes:
         if outcome.bug:
             raise ProgramMismatch(program, outcome)
@@ -754,14 +755,14 @@ def check_program(program: Program, *, opsets: Sequence[int] | None = None, runs
 
 
 def examine(program: Program, *, opsets: Sequence[int] | None = None, runs: int = 3,
-            runtimes: Sequence[str] = ("onnxruntime", "aten2onnx")) -> list[Outcome]:
+            runtimes: Sequence[str] = ("onnxruntime", "aten2onnx"), exact: bool = False) -> list[Outcome]:
     """The outcome of exporting the program at each opset, without raising."""
     if opsets is None:
         opsets = sorted({18, OPSETS[program.seed % len(OPSETS)]})
-    return [_examine_at(program, opset, runs, runtimes) for opset in opsets]
+    return [_examine_at(program, opset, runs, runtimes, exact) for opset in opsets]
 
 
-def _examine_at(program: Program, opset: int, runs: int, runtimes: Sequence[str]) -> Outcome:
+def _examine_at(program: Program, opset: int, runs: int, runtimes: Sequence[str], exact: bool = False) -> Outcome:
     module = program.build()
     before = {k: v.clone() for k, v in module.state_dict().items()}
     example = program.tensors()
@@ -769,7 +770,7 @@ def _examine_at(program: Program, opset: int, runs: int, runtimes: Sequence[str]
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             exported = aten2onnx.export(module, tuple(t.clone() for t in example), opset=opset,
-                                        dynamic_shapes=program.dynamic_shapes())
+                                        dynamic_shapes=program.dynamic_shapes(), exact=exact)
     except aten2onnx.InternalError as e:
         return Outcome(opset, "escape", f"{str(e).splitlines()[0]}")
     except aten2onnx.Aten2OnnxError as e:
@@ -787,7 +788,7 @@ def _examine_at(program: Program, opset: int, runs: int, runtimes: Sequence[str]
     except Exception as e:
         return Outcome(opset, "invalid", f"onnx.checker: {e}")
     try:
-        return _compare_runs(program, module, exported, opset, runs, runtimes)
+        return _compare_runs(program, module, exported, opset, runs, runtimes, exact)
     except _Bug as bug:
         return Outcome(opset, bug.status, str(bug))
 
@@ -799,7 +800,7 @@ class _Bug(Exception):
 
 
 def _compare_runs(program: Program, module: torch.nn.Module, exported: aten2onnx.ExportedModel, opset: int,
-                  runs: int, runtimes: Sequence[str]) -> Outcome:
+                  runs: int, runtimes: Sequence[str], exact: bool = False) -> Outcome:
     from aten2onnx.runtime import InferenceSession
 
     eager = copy.deepcopy(module)
@@ -828,12 +829,13 @@ def _compare_runs(program: Program, module: torch.nn.Module, exported: aten2onnx
         if ours is not None:
             ours_feeds = {k: v.clone() for k, v in feeds.items()}
             try:
-                results = ours.run_torch(ours_feeds)
+                with torch.no_grad():  # as eager ran: exact mode follows the caller's grad mode
+                    results = ours.run_torch(ours_feeds)
             except Exception as e:
                 raise _Bug("mismatch", f"run {run}: aten2onnx.runtime raised {type(e).__name__}: {e}") from e
             try:
                 _match(f"run {run}: aten2onnx.runtime", exported, results, expected, updates, ours_feeds, state, written,
-                       tolerance)
+                       tolerance, bitwise=exact)
             except _Bug as bug:
                 return _deviation(bug, opset, program, precision, _EAGER_NONFINITE,
                                   "eager's fused kernel departs from its math on NaN or inf")
@@ -918,7 +920,7 @@ class _Precisions(TorchFunctionMode):
 
 def _match(where: str, exported: aten2onnx.ExportedModel, results: dict[str, Any], expected: list[torch.Tensor],
            updates: list[dict], feeds: dict[str, torch.Tensor], state: dict[str, torch.Tensor],
-           written: dict[str, torch.Tensor], tolerance: tuple[float, float] | None) -> None:
+           written: dict[str, torch.Tensor], tolerance: tuple[float, float] | None, bitwise: bool = False) -> None:
     got = pytree.tree_leaves(exported.structure_outputs(results))
     if len(got) != len(expected):
         raise _Bug("mismatch", f"{where} returned {len(got)} outputs, eager {len(expected)}")
@@ -932,7 +934,7 @@ def _match(where: str, exported: aten2onnx.ExportedModel, results: dict[str, Any
     for what, g, e in pairs:
         rtol, atol = (None, None)
         if isinstance(e, torch.Tensor) and e.dtype.is_floating_point:
-            rtol, atol = max(TOLERANCES.get(e.dtype, (0, 0)), tolerance or (0, 0))
+            rtol, atol = (0.0, 0.0) if bitwise else max(TOLERANCES.get(e.dtype, (0, 0)), tolerance or (0, 0))
         problem = difference(torch.as_tensor(g) if not isinstance(g, torch.Tensor) and isinstance(e, torch.Tensor)
                              else g, e, rtol, atol)
         if problem is not None:

@@ -213,6 +213,11 @@ class DataDependentChecks(TorchFunctionMode):
     where torch.export does not see it: the start becomes a symbolic int. ctc_loss sizes its work by
     the longest target: it becomes the forward algorithm over a static bound of it."""
 
+    def __init__(self, inexact: list[str] | None = None) -> None:
+        super().__init__()
+        # the calls traced as a formula of their own, which may round differently from eager's kernel
+        self.inexact = inexact if inexact is not None else []
+
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if func in (torch.equal, torch.Tensor.equal):
@@ -235,13 +240,17 @@ class DataDependentChecks(TorchFunctionMode):
             x, indices, *rest = args
             return func(x, indices.tolist(), *rest, **kwargs)
         if func in (torch.cov, torch.Tensor.cov):
+            self.inexact.append("torch.cov")
             return _cov(*args, **kwargs)
         if func in (torch.corrcoef, torch.Tensor.corrcoef):
+            self.inexact.append("torch.corrcoef")
             return _corrcoef(*args, **kwargs)
         if func is torch.nn.functional.gaussian_nll_loss and _floating_var(args, kwargs):
+            self.inexact.append("torch.nn.functional.gaussian_nll_loss")
             return _gaussian_nll_loss(*args, **kwargs)
         if func in (torch.narrow, torch.Tensor.narrow) and _tensor_start(args, kwargs):
             return _narrow(*args, **kwargs)
         if func is torch.nn.functional.ctc_loss:
+            self.inexact.append("torch.nn.functional.ctc_loss")
             return _ctc_loss(*args, **kwargs)
         return func(*args, **kwargs)

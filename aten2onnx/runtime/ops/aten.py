@@ -30,6 +30,8 @@ def _lookup(namespace: str, operator: str, overload_name: str) -> torch._ops.OpO
 
 
 def _from_attribute(value: Any, kind: str, is_list: bool, device: torch.device) -> Any:
+    if isinstance(value, torch.Tensor):  # a float FLOAT would round, held exactly in a float64 tensor
+        value = _exact_floats(value, is_list)
     if kind == "bool":
         return [bool(v) for v in value] if is_list else bool(value)
     if kind in ("int", "SymInt"):
@@ -52,6 +54,13 @@ def _from_attribute(value: Any, kind: str, is_list: bool, device: torch.device) 
     return value  # Scalar ("number"), str, and anything already in its Python form
 
 
+def _exact_floats(value: torch.Tensor, is_list: bool) -> float | list[float]:
+    if value.dtype != torch.float64 or value.dim() != int(is_list) or value.numel() > 1 << 16:
+        raise InvalidModelError(f"a tensor attribute of an ATen node must be a float64 {'1-D' if is_list else '0-d'} "
+                                f"tensor holding its floats exactly, not {value.dtype} of shape {list(value.shape)}")
+    return value.tolist() if is_list else value.item()
+
+
 def _from_input(value: torch.Tensor | None, kind: str, is_list: bool) -> Any:
     """A non-tensor argument known only at run time arrives as a tensor: 0-d for a scalar, 1-D for a list."""
     if value is None:
@@ -64,7 +73,7 @@ def _from_input(value: torch.Tensor | None, kind: str, is_list: bool) -> Any:
 
 @kernel("ATen", since=1, domain=_aten_node.DOMAIN)
 class ATen(Kernel):
-    def setup(self, operator: str, overload_name: str = "", namespace: str = "aten",
+    def setup(self, /, operator: str, overload_name: str = "", namespace: str = "aten",
               input_args: list[str] | None = None, complex_inputs: list[int] | None = None,
               complex_outputs: list[int] | None = None, complex_scalars: list[str] | None = None,
               **arguments: Any) -> None:
@@ -104,7 +113,8 @@ class ATen(Kernel):
                     payload = ("value", positions[0], kind, is_list)
                 self.plan.append((arg.name, arg.kwarg_only, "input", payload))
             elif arg.name in (complex_scalars or ()):
-                real, imag = arguments[arg.name]
+                pair = arguments[arg.name]
+                real, imag = _exact_floats(pair, True) if isinstance(pair, torch.Tensor) else pair
                 self.plan.append((arg.name, arg.kwarg_only, "const", complex(real, imag)))
             elif arg.name in arguments:
                 value = _from_attribute(arguments[arg.name], kind, is_list, self.ctx.device)
@@ -180,4 +190,6 @@ def _flatten(result: Any) -> list[Any]:
         return out
     if isinstance(result, torch.Tensor) or result is None:
         return [result]
-    return [torch.tensor(result)]
+    # a Python number is a double (or a 64-bit int, or a bool), as the exporter types it
+    dtype = torch.float64 if isinstance(result, float) else torch.complex128 if isinstance(result, complex) else None
+    return [torch.tensor(result, dtype=dtype)]

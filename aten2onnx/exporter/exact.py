@@ -1,0 +1,35 @@
+"""What exact mode (`export(..., exact=True)`) refuses before translating: paths eager takes that the
+exported graph cannot follow, each an ExportError naming the cause and what to do. The mechanism itself
+(each op's ATen call in metadata) is in translate.py (`Translator._exact`) and runtime/exact.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from aten2onnx.errors import ExportError
+
+# Modules whose eager forward takes a fused "fast path" kernel (in eval mode, without grad) that a trace
+# does not take: torch.export records the standard path, which rounds differently.
+_FAST_PATHS = (torch.nn.MultiheadAttention, torch.nn.TransformerEncoderLayer, torch.nn.TransformerEncoder)
+
+
+def check_model(model: Any) -> None:
+    if not isinstance(model, torch.nn.Module) or not torch.backends.mha.get_fastpath_enabled():
+        return
+    fast = sorted({f"{name or '<root>'} ({type(m).__name__})" for name, m in model.named_modules()
+                   if isinstance(m, _FAST_PATHS)})
+    if fast:
+        raise ExportError(f"exact mode: eager PyTorch runs {', '.join(fast)} through a fused fast-path kernel in "
+                          "eval mode without grad, which a traced graph cannot follow, so no export can match it "
+                          "bit for bit. Call torch.backends.mha.set_fastpath_enabled(False) (eager then runs the "
+                          "path the graph records) and export again, or export without exact=True")
+
+
+def check_traced(inexact: list[str]) -> None:
+    if inexact:
+        calls = ", ".join(sorted(set(inexact)))
+        raise ExportError(f"exact mode: {calls} cannot be captured as eager runs it (its kernel reads tensor values "
+                          "into Python); aten2onnx traces an equivalent formula, which rounds differently from "
+                          "eager's kernel. Export without exact=True")
