@@ -248,7 +248,8 @@ def _alarm(signum, frame):
 
 def sweep_op(task: tuple) -> dict:
     """Every sample x dtype x opset of one OpInfo; a dict for the report."""
-    index, opsets, dtype_names, n_samples, timeout, exact = task
+    index, opsets, dtype_names, n_samples, timeout, *rest = task
+    exact = bool(rest and rest[0])  # tests/optable.py passes the first five
     import torch
     from torch.testing._internal.common_methods_invocations import op_db
 
