@@ -272,8 +272,8 @@ def mutate_metadata(model: onnx.ModelProto, rng: random.Random) -> str | None:
             value = json.loads(entry.value)
         except ValueError:
             value = None
-        if isinstance(value, list) and value and isinstance(value[0], dict):
-            item = rng.choice(value)
+        if isinstance(value, list) and value and isinstance(value[0], dict) and value[0]:
+            item = value[0] if len(value) == 1 else rng.choice([v for v in value if isinstance(v, dict) and v] or [value[0]])
             key = rng.choice(list(item))
             item[key] = rng.choice(["output", "buffer", "input", "x", "nope", 3, None])
             entry.value = json.dumps(value)
