@@ -84,7 +84,7 @@ def joint_program(ep: ExportedProgram) -> tuple[ExportedProgram, list[str]]:
     """The loss module's program as torch's joint forward-backward program (outputs: written buffers,
     the loss, a gradient per trainable parameter), its state named by the model's own state_dict keys;
     and notes for the user. ep is the one capture just made, and is consumed."""
-    from torch.export.experimental import _export_forward_backward
+    from torch.export.exported_program import _decompose_exported_program
 
     out = ep.graph.output_node().args[0]
     loss = out[-1].meta.get("val") if out else None
@@ -94,7 +94,12 @@ def joint_program(ep: ExportedProgram) -> tuple[ExportedProgram, list[str]]:
                             "loss_fn that reduces the model's output, or return the loss from the model")
     ep, notes = _own_names(ep)
     try:
-        joint = _export_forward_backward(ep)
+        # torch.export.experimental._export_forward_backward with no decomposition table: the backward
+        # keeps the ATen ops autograd's formulas call (convolution_backward, native_batch_norm_backward,
+        # _log_softmax_backward_data, ...), so it computes as eager's backward does (bitwise under exact
+        # mode), where the core decompositions would spell each one out in other arithmetic
+        joint = _decompose_exported_program(ep, cia_to_decomp={}, python_decomp_table={}, joint_loss_index=0,
+                                            decompose_custom_triton_ops=False)
     except Exception as e:  # torch's joint export raises whatever its tracing raises
         raise ExportError(f"torch's joint forward-backward export failed on the model: {type(e).__name__}: "
                           f"{str(e).strip().splitlines()[0] if str(e).strip() else ''}") from e
@@ -113,22 +118,26 @@ def _own_names(ep: ExportedProgram) -> tuple[ExportedProgram, list[str]]:
 
     gm = ep.graph_module
     placeholders = {n.name: n for n in gm.graph.nodes if n.op == "placeholder"}
-    read_by: dict[int, str] = {}  # id of a parameter tensor -> the name the graph reads it by
-    for spec in ep.graph_signature.input_specs:
-        if spec.kind == InputKind.PARAMETER and placeholders[spec.arg.name].users:
-            read_by.setdefault(id(ep.state_dict[spec.target]), own(spec.target))
-    inputs, dropped, notes = [], set(), []
-    for spec in ep.graph_signature.input_specs:
+    params = [spec for spec in ep.graph_signature.input_specs if spec.kind == InputKind.PARAMETER]
+    first: dict[int, InputSpec] = {}  # id of a parameter tensor -> its first spec, in state_dict order
+    notes = []
+    for spec in params:
+        kept = first.setdefault(id(ep.state_dict[spec.target]), spec)
+        if kept is not spec:  # a tied name: its readers read the first name's input, as eager's one tensor
+            placeholders[spec.arg.name].replace_all_uses_with(placeholders[kept.arg.name])
+            notes.append(f"parameter {own(spec.target)!r} is tied to {own(kept.target)!r}: one gradient, "
+                         f"{own(kept.target)}.grad")
+    dropped = set()
+    for spec in params:
         node = placeholders[spec.arg.name]
-        if spec.kind == InputKind.PARAMETER and not node.users:
-            tied = read_by.get(id(ep.state_dict[spec.target]))
-            notes.append(f"parameter {own(spec.target)!r} is tied to {tied!r}: one gradient, {tied}.grad" if tied
-                         else f"parameter {own(spec.target)!r} does not reach the loss: no gradient (eager leaves "
-                              ".grad None)")
+        if not node.users:
+            if first[id(ep.state_dict[spec.target])] is spec:
+                notes.append(f"parameter {own(spec.target)!r} does not reach the loss: no gradient (eager leaves "
+                             ".grad None)")
             gm.graph.erase_node(node)
             dropped.add(spec.target)
-            continue
-        inputs.append(InputSpec(spec.kind, spec.arg, own(spec.target), spec.persistent))
+    inputs = [InputSpec(spec.kind, spec.arg, own(spec.target), spec.persistent)
+              for spec in ep.graph_signature.input_specs if spec.target not in dropped]
     outputs = [OutputSpec(spec.kind, spec.arg, own(spec.target)) for spec in ep.graph_signature.output_specs]
     gm.recompile()
     state_dict = {own(k): v for k, v in ep.state_dict.items() if k not in dropped}
