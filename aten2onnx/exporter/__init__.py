@@ -93,8 +93,8 @@ def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic
     stages = Progress(progress)
     notes: list[str] = []
     try:
-        if exact and not training:  # the fast paths are taken in eval mode only
-            exact_checks.check_model(model)
+        if exact:  # the fast paths are taken in eval mode only; training has paths of its own
+            (exact_checks.check_training_model if training else exact_checks.check_model)(model)
         inexact: list[str] = []
         with stages.stage("capture"), diagnose.guarded_globals(model):
             ep = capture(model, args, kwargs, dynamic.normalize(dynamic_shapes), inexact, training=training)
