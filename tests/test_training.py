@@ -256,3 +256,56 @@ def test_plain_export_still_refuses_a_joint_program():
     joint = _export_forward_backward(torch.export.export(Loss(), (torch.randn(4, 3),)))
     with pytest.raises(ExportError, match="export_training"):
         aten2onnx.export(joint)
+
+
+def test_dynamic_batch_and_keyword_arguments():
+    class Scaled(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 2)
+            self.bn = torch.nn.BatchNorm1d(2)
+
+        def forward(self, x, *, scale):
+            return self.bn(self.fc(x)) * scale
+
+    torch.manual_seed(0)
+    model, scale = Scaled(), torch.tensor(2.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trained = aten2onnx.export_training(model, (torch.randn(5, 4),), {"scale": scale},
+                                            targets=(torch.randn(5, 2),), loss_fn=F.mse_loss,
+                                            dynamic_shapes={"x": {0: "batch"}, "target": {0: "batch"}, "scale": None})
+    assert trained.input_names == ["x", "target", "scale"]
+    assert trained.model_proto.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "batch"
+    # batch norm's training symbolics take static shapes only (the element count divides the variance):
+    # with a dynamic batch they are ATen nodes, which our runtime runs and onnxruntime does not
+    assert set(trained.fallback_ops) == {"aten::_native_batch_norm_legit_functional.default",
+                                         "aten::native_batch_norm_backward.default"}
+    for rows in (3, 9):  # buffers carried between the runs, as in eager's two steps
+        x, target = torch.randn(rows, 4), torch.randn(rows, 2)
+        loss, grads = trained.run(x, target, scale=scale)
+        reference = copy.deepcopy(model).train()
+        expected = F.mse_loss(reference(x, scale=scale), target)
+        expected.backward()
+        model.bn.load_state_dict(reference.bn.state_dict())  # eager's model one step on
+        torch.testing.assert_close(loss, expected.detach(), rtol=1e-4, atol=1e-5)
+        for name, p in reference.named_parameters():
+            torch.testing.assert_close(grads[name], p.grad, rtol=1e-4, atol=1e-5)
+
+
+def test_saved_file_runs_in_onnxruntime(tmp_path):
+    ort = pytest.importorskip("onnxruntime")
+    case = CASES[1]
+    model, args, targets = made(case)
+    trained = export(model, case, args, targets)
+    path = tmp_path / "step.onnx"
+    trained.save(path)
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    loss, grads = trained.structure_outputs(session.run(None, {n: t.numpy() for n, t in
+                                                               zip(trained.input_names, (*args, *targets))}))
+    want_loss, want_grads, _ = eager_step(model, case, args, targets)
+    torch.testing.assert_close(torch.from_numpy(loss), want_loss, rtol=1e-4, atol=1e-5)
+    for name, want in want_grads.items():
+        torch.testing.assert_close(torch.from_numpy(grads[name]), want, rtol=1e-4, atol=1e-5)
