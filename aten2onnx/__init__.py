@@ -122,7 +122,7 @@ def export_training(
     args: tuple[Any, ...] | torch.Tensor = (),
     kwargs: Mapping[str, Any] | None = None,
     *,
-    targets: tuple[Any, ...] | list[Any] = (),
+    targets: tuple[Any, ...] | list[Any] | torch.Tensor = (),
     loss_fn: Callable[..., Any] | None = None,
     opset: int = 18,
     dynamic_shapes: Mapping[str, Any] | tuple[Any, ...] | list[Any] | None = None,
@@ -155,6 +155,8 @@ def export_training(
                             "gradients TrainingModel.run returns, or pass optimizer=None")
     if isinstance(args, torch.Tensor):
         args = (args,)
+    if isinstance(targets, torch.Tensor):
+        targets = (targets,)
     kwargs = dict(kwargs) if kwargs is not None else None
     module = loss_module(model, args, kwargs, tuple(targets), loss_fn)
     return export_traced(

@@ -188,8 +188,8 @@ def test_outputs_inputs_and_names():
         ["loss"] + [f"{p}.grad" for p in params] + [f"{b}.updated" for b in buffers])
     assert trained.parameter_names == params
     lm = LanguageModel()
-    tied = aten2onnx.export_training(lm, (torch.randint(0, 11, (2, 5)),), targets=(torch.randint(0, 11, (2, 5)),),
-                                     loss_fn=lm_loss)
+    tied = aten2onnx.export_training(lm, torch.randint(0, 11, (2, 5)), targets=torch.randint(0, 11, (2, 5)),
+                                     loss_fn=lm_loss)  # one tensor for args or targets is a tuple of one
     assert trained.parameter_names == params
     assert tied.parameter_names == ["embed.weight", "hidden.weight", "hidden.bias"]
     assert any("'head.weight' is tied to 'embed.weight'" in note for note in tied.notes)
