@@ -31,13 +31,16 @@ from aten2onnx.errors import (
 )
 from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.exporter.model import ExportedModel
+from aten2onnx.exporter.training import TrainingModel
 from aten2onnx.registry import REGISTRY
 from aten2onnx.verification import Divergence, OutputCheck, VerificationReport
 
 __all__ = [
     "export",
+    "export_training",
     "verify",
     "ExportedModel",
+    "TrainingModel",
     "VerificationReport",
     "OutputCheck",
     "Divergence",
@@ -111,6 +114,66 @@ def export(
         progress=progress,
         exact=exact,
     )
+
+
+@_checked
+def export_training(
+    model: torch.nn.Module,
+    args: tuple[Any, ...] | torch.Tensor = (),
+    kwargs: Mapping[str, Any] | None = None,
+    *,
+    targets: tuple[Any, ...] | list[Any] | torch.Tensor = (),
+    loss_fn: Callable[..., Any] | None = None,
+    opset: int = 18,
+    dynamic_shapes: Mapping[str, Any] | tuple[Any, ...] | list[Any] | None = None,
+    exact: bool = False,
+    optimizer: Any = None,
+    fallback: Literal["aten", "error"] = "aten",
+    custom_symbolics: Mapping[str, Callable[..., Any]] | None = None,
+    progress: bool | None = None,
+) -> TrainingModel:
+    """Export one training step's forward and backward: the loss `loss_fn(model(*args, **kwargs),
+    *targets)`, or without loss_fn the model's own output (a scalar, or its first output), and its
+    gradient with respect to each trainable parameter, captured in train mode (dropout and batch norm
+    as `model.train()` runs them). The model is left as it was (training flags, requires_grad, .grad,
+    buffers).
+
+    The graph's inputs are args then targets (kwargs after them); its outputs `loss`, `<name>.grad`
+    per trainable parameter (state_dict names; tied parameters one gradient), then `<buffer>.updated`
+    per buffer the forward writes. `TrainingModel.run(*args, *targets)` returns (loss, {name: grad}).
+    dynamic_shapes: by the graph's input names (the model's argument names, then `target` or
+        `target_<i>`). exact, fallback, custom_symbolics, progress: as for `export`.
+    optimizer: not exported yet; anything but None is an ArgumentError.
+    """
+    from aten2onnx._backend import runtime_backend
+    from aten2onnx.exporter import export_traced
+    from aten2onnx.exporter.training import loss_module
+
+    if optimizer is not None:
+        raise ArgumentError(f"optimizer={type(optimizer).__name__}: optimizer steps are not exported yet (a later "
+                            "version); export_training exports the loss and the gradients. Apply the update to the "
+                            "gradients TrainingModel.run returns, or pass optimizer=None")
+    if isinstance(args, torch.Tensor):
+        args = (args,)
+    if isinstance(targets, torch.Tensor):
+        targets = (targets,)
+    kwargs = dict(kwargs) if kwargs is not None else None
+    module = loss_module(model, args, kwargs, tuple(targets), loss_fn)
+    return export_traced(
+        module,
+        (*args, *targets),
+        kwargs,
+        opset=opset,
+        dynamic_shapes=dynamic_shapes,
+        fallback=fallback,
+        input_names=None,
+        output_names=None,
+        custom_symbolics=dict(custom_symbolics) if custom_symbolics is not None else None,
+        backend=runtime_backend(),
+        progress=progress,
+        exact=exact,
+        training=True,
+    ).exported
 
 
 @_checked

@@ -11,6 +11,7 @@ import torch
 from aten2onnx import _aten_node
 from aten2onnx.errors import ArgumentError, Aten2OnnxError, CaptureError, ExportError, InternalError, warn_user
 from aten2onnx.exporter import diagnose, dynamic, passes
+from aten2onnx.exporter import training as training_export
 from aten2onnx.exporter import exact as exact_checks
 from aten2onnx.exporter.capture import capture
 from aten2onnx.exporter.model import ExportedModel, build_model
@@ -77,7 +78,9 @@ def export_traced(model: Any, args: tuple, kwargs: dict | None, **options: Any) 
 def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic_shapes: Any,
             fallback: str, input_names: list[str] | None, output_names: list[str] | None,
             custom_symbolics: dict[str, Callable] | None, backend: Backend, progress: bool | None = None,
-            exact: bool = False, pipeline: Sequence[passes.Pass] = passes.PIPELINE) -> Traced:
+            exact: bool = False, pipeline: Sequence[passes.Pass] = passes.PIPELINE, training: bool = False) -> Traced:
+    """training: model is a training.LossModule, captured in train mode as its joint forward-backward
+    program; the export is a TrainingModel."""
     from aten2onnx import symbolic  # noqa: F401  (registers the built-in symbolics)
     from aten2onnx.symbolic import MAX_OPSET, MIN_OPSET
 
@@ -88,14 +91,21 @@ def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic
     _check_names(input_names, output_names)
     overrides = {REGISTRY.validate(name, fn): fn for name, fn in (custom_symbolics or {}).items()}
     stages = Progress(progress)
+    notes: list[str] = []
     try:
-        if exact:
-            exact_checks.check_model(model)
+        if exact:  # the fast paths are taken in eval mode only; training has paths of its own
+            (exact_checks.check_training_model if training else exact_checks.check_model)(model)
         inexact: list[str] = []
         with stages.stage("capture"), diagnose.guarded_globals(model):
-            ep = capture(model, args, kwargs, dynamic.normalize(dynamic_shapes), inexact)
+            ep = capture(model, args, kwargs, dynamic.normalize(dynamic_shapes), inexact, training=training)
+            if training:
+                ep, notes = training_export.joint_program(ep)
     except CaptureError as e:
         raise diagnose.classify_capture_error(e) from e.__cause__
+    if passes.is_joint(ep) and not training:
+        raise ExportError("the program is a joint forward-backward graph (its outputs include a loss and "
+                          "gradients), which aten2onnx.export does not take; export the forward program (before "
+                          "_export_forward_backward) instead, or the model with aten2onnx.export_training")
     if exact:
         exact_checks.check_traced(inexact)
     diagnose.warn_baked_globals(model)
@@ -121,7 +131,7 @@ def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic
     out_iter = iter(out_names)
     outputs = [(next(out_iter) if slot.value is not None else None, slot.constant) for slot in translation.outputs]
     call_spec = getattr(ep, "call_spec", None)
-    exported = ExportedModel(
+    exported = (training_export.TrainingModel if training else ExportedModel)(
         skeleton,
         weights,
         input_names=in_names,
@@ -133,6 +143,6 @@ def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic
         outputs=outputs,
         opset=opset,
         session_factory=backend.session,
-        notes=list(program.notes),
+        notes=notes + list(program.notes),  # a training export's notes are facts (tied weights), not warnings
     )
     return Traced(exported, program, translation.values)

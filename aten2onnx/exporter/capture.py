@@ -59,13 +59,21 @@ def _function_module(fn: Callable) -> torch.nn.Module:
 def eval_mode(model: torch.nn.Module) -> Iterator[None]:
     """Export in eval mode, then put back every module's training flag and every parameter's
     requires_grad exactly as they were."""
-    training = {m: m.training for m in model.modules()}
+    with training_mode(model, training=False):
+        yield
+
+
+@contextlib.contextmanager
+def training_mode(model: torch.nn.Module, *, training: bool) -> Iterator[None]:
+    """Export in train or eval mode (`model.train(training)`), then put back every module's training
+    flag and every parameter's requires_grad exactly as they were."""
+    training_flags = {m: m.training for m in model.modules()}
     requires_grad = {p: p.requires_grad for p in model.parameters()}
     try:
-        model.eval()
+        model.train(training)
         yield
     finally:
-        for module, flag in training.items():
+        for module, flag in training_flags.items():
             module.training = flag
         for param, flag in requires_grad.items():
             param.requires_grad_(flag)
@@ -174,16 +182,17 @@ def _every_argument(module: torch.nn.Module, args: tuple, kwargs: dict | None, d
 
 
 def capture(model: Any, args: tuple, kwargs: dict | None, dynamic_shapes: Any,
-            inexact: list[str] | None = None) -> ExportedProgram:
-    """The model as an ExportedProgram. inexact, when given, collects the calls traced as a formula
-    of aten2onnx's own (passes/tracing.py), whose rounding may differ from eager's kernel."""
+            inexact: list[str] | None = None, *, training: bool = False) -> ExportedProgram:
+    """The model as an ExportedProgram, captured in eval mode, or in train mode with training=True.
+    inexact, when given, collects the calls traced as a formula of aten2onnx's own
+    (passes/tracing.py), whose rounding may differ from eager's kernel."""
     if isinstance(model, ExportedProgram):
         return model
     module = model if isinstance(model, torch.nn.Module) else _function_module(model)
     dynamic_shapes = _every_argument(module, args, kwargs, dynamic_shapes)
     failures: list[tuple[str, BaseException]] = []
     recorder = _Recorder()
-    with eval_mode(module), causal_masks_taken_as_given(), _quiet_torch(recorder):
+    with training_mode(module, training=training), causal_masks_taken_as_given(), _quiet_torch(recorder):
         for strict in (False, True):
             printed = io.StringIO()
             try:

@@ -43,18 +43,23 @@ def build_model(t: Translation, *, opset: int, output_names: list[str] | None, e
     the model is first needed whole (`model_proto`, `save`), and straight to a file for external data."""
     g = t.graph
     nodes = list(g.nodes)
-    graph_outputs = [slot.value for slot in t.outputs if slot.value is not None]
+    slots = [slot for slot in t.outputs if slot.value is not None]
+    graph_outputs = [slot.value for slot in slots]
     if not graph_outputs and not t.states:
         raise ExportError("the model returns no tensors and no numbers, so the ONNX graph would have no outputs "
                           "(ONNX requires one); return what you need from forward()")
     if output_names is not None and len(output_names) != len(graph_outputs):
         raise ExportError(f"output_names has {len(output_names)} names but the model has {len(graph_outputs)} tensor outputs")
-    names = list(output_names) if output_names is not None else (
-        ["output"] if len(graph_outputs) == 1 else [f"output_{i}" for i in range(len(graph_outputs))])
+    unnamed = sum(slot.name is None for slot in slots)
+    defaults = iter(["output"] if unnamed == 1 else [f"output_{i}" for i in range(unnamed)])
+    names = list(output_names) if output_names is not None else [
+        slot.name if slot.name is not None else next(defaults) for slot in slots]
+    # names the user chose, or the roles of a joint program gave ("loss", "<parameter>.grad"), are kept
+    chosen = [output_names is not None or slot.name is not None for slot in slots]
     # A written buffer or input: its new value is an output named "<state>.updated"; a buffer is
     # also an input whose initializer is the default, so callers can carry state between runs.
     state_names = [f"{state.state.name}.updated" for state in t.states]
-    names = _free_output_names(g, nodes, names, state_names, chosen=output_names is not None)
+    names = _free_output_names(g, nodes, names, state_names, chosen=chosen)
     final: list[Value] = []
     seen: set[int] = set()
     for value, name in zip(graph_outputs + [state.value for state in t.states], names + state_names):
@@ -109,19 +114,20 @@ def build_model(t: Translation, *, opset: int, output_names: list[str] | None, e
 
 
 def _free_output_names(g: GraphBuilder, nodes: list[Node], names: list[str], state_names: list[str], *,
-                       chosen: bool) -> list[str]:
+                       chosen: list[bool]) -> list[str]:
     """Output names that no other value of the graph has (ONNX names each value once). Inputs and
-    weights keep their names: a chosen output name equal to one is an error, a default one is made
-    unique. An intermediate value or a constant with an output's name is renamed out of the way."""
+    weights keep their names: a chosen output name (per name, `chosen`) equal to one is an error, a
+    default one is made unique. An intermediate value or a constant with an output's name is renamed
+    out of the way."""
     fixed = {v.name: "input" for v in g.inputs}
     fixed |= {name: "weight" for name, v in g.initializers.items() if v.kind != "const"}
     fixed |= {name: "state update" for name in state_names}
     free = []
-    for name in names:
+    for name, kept in zip(names, chosen):
         if name in fixed:
-            if chosen:
+            if kept:
                 raise ArgumentError(f"output name {name!r} is already the name of a graph {fixed[name]}; choose "
-                                    "another in output_names")
+                                    "another in output_names (or, for a training export, other input names)")
             name = g.fresh_name(name)
         free.append(name)
     taken = set(free)
@@ -179,7 +185,7 @@ class ExportedModel:
         self.complex_outputs: list[str] = carried.get("outputs", [])
 
     def __repr__(self) -> str:
-        return (f"ExportedModel(opset={self.opset}, nodes={len(self._skeleton.graph.node)}, "
+        return (f"{type(self).__name__}(opset={self.opset}, nodes={len(self._skeleton.graph.node)}, "
                 f"inputs={self.input_names}, outputs={self.output_names}, fallback_ops={self.fallback_ops})")
 
     def _checked_weights(self) -> list[tuple[str, torch.Tensor]]:

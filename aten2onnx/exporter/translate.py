@@ -30,10 +30,12 @@ _CONTROL_FLOW = {"cond": "_cond", "while_loop": "_while_loop", "scan": "_scan"}
 
 @dataclasses.dataclass
 class OutputSlot:
-    """One entry of the flattened user output: a graph output, or a constant torch.export baked."""
+    """One entry of the flattened user output: a graph output, or a constant torch.export baked.
+    name: the output's name where its role gives one (a joint program's "loss", "<parameter>.grad")."""
 
     value: Value | None
     constant: Any = None
+    name: str | None = None
 
 
 @dataclasses.dataclass
@@ -520,6 +522,10 @@ class Translator:
                     slots.append(OutputSlot(self.g.const(value), value))
                 else:
                     slots.append(OutputSlot(None, value))
+            elif role.kind == "loss":
+                slots.append(OutputSlot(value, name="loss"))
+            elif role.kind == "grad":
+                slots.append(OutputSlot(value, name=f"{role.name}.grad"))
             else:
                 states.append(StateSlot(role.kind, self.state_values[(role.kind, role.name)], value))
         return slots, states

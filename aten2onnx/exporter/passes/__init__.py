@@ -22,9 +22,9 @@ from torch.export import ExportedProgram
 
 from aten2onnx.exporter.passes.dead_code import drop_unused
 from aten2onnx.exporter.passes.functionalize import functionalize
-from aten2onnx.exporter.passes.program import OutputRole, Program
+from aten2onnx.exporter.passes.program import OutputRole, Program, is_joint
 
-__all__ = ["PIPELINE", "OutputRole", "Pass", "Program", "run"]
+__all__ = ["PIPELINE", "OutputRole", "Pass", "Program", "is_joint", "run"]
 
 
 @dataclasses.dataclass(frozen=True)

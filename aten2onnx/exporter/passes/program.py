@@ -14,10 +14,11 @@ from aten2onnx.errors import ExportError
 
 @dataclasses.dataclass(frozen=True)
 class OutputRole:
-    """What one entry of the graph's output node is: a user output, or the new value of a buffer
-    (named by its state_dict key) or of a user input (named by its placeholder)."""
+    """What one entry of the graph's output node is: a user output, the loss or the gradient of a
+    parameter (named by its state_dict key) of a joint forward-backward program, or the new value of a
+    buffer (named by its state_dict key) or of a user input (named by its placeholder)."""
 
-    kind: str  # "output", "buffer" or "input"
+    kind: str  # "output", "loss", "grad", "buffer" or "input"
     name: str | None = None
 
 
@@ -39,6 +40,11 @@ class Program:
         return Program(ep, ep.graph_module, tuple(roles_from_signature(ep)))
 
 
+def is_joint(ep: ExportedProgram) -> bool:
+    """Whether ep is a joint forward-backward program (torch's _export_forward_backward makes them)."""
+    return any(spec.kind == OutputKind.LOSS_OUTPUT for spec in ep.graph_signature.output_specs)
+
+
 def roles_from_signature(ep: ExportedProgram) -> list[OutputRole]:
     roles = []
     for spec in ep.graph_signature.output_specs:
@@ -48,10 +54,10 @@ def roles_from_signature(ep: ExportedProgram) -> list[OutputRole]:
             roles.append(OutputRole("buffer", spec.target))
         elif spec.kind == OutputKind.USER_INPUT_MUTATION:
             roles.append(OutputRole("input", spec.target))
-        elif spec.kind in (OutputKind.LOSS_OUTPUT, OutputKind.GRADIENT_TO_PARAMETER, OutputKind.GRADIENT_TO_USER_INPUT):
-            raise ExportError(f"output {spec.arg.name!r} is a {spec.kind.name}: the program is a joint forward-backward "
-                              "graph, which aten2onnx.export does not take; export the forward program (before "
-                              "_export_forward_backward) instead")
+        elif spec.kind == OutputKind.LOSS_OUTPUT:
+            roles.append(OutputRole("loss"))
+        elif spec.kind == OutputKind.GRADIENT_TO_PARAMETER:
+            roles.append(OutputRole("grad", spec.target))
         else:
             raise ExportError(f"output {spec.arg.name!r} is a {spec.kind.name}, which aten2onnx does not export")
     return roles

@@ -1,0 +1,171 @@
+"""Training graphs (`aten2onnx.export_training`): the loss of a model as a module that capture takes in
+train mode, its joint forward-backward program (torch's own joint export), and TrainingModel."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable, Mapping, Sequence
+
+import torch
+import torch.utils._pytree as pytree
+from torch.export import ExportedProgram
+from torch.export.graph_signature import ExportGraphSignature, InputKind, InputSpec, OutputSpec
+
+from aten2onnx.errors import ArgumentError, ExportError, InvalidInputError
+from aten2onnx.exporter.model import ExportedModel
+
+# The loss module holds the user's model under this name; the joint program's state is renamed back to
+# the model's own state_dict keys.
+_MODEL = "model"
+
+
+class LossModule(torch.nn.Module):
+    """`loss_fn(model(*args, **kwargs), *targets)`, or without loss_fn the model's own output (a
+    scalar, or its first output), as one module: what torch.export captures for a training export.
+    Its forward takes the args then the targets, named after the model's forward where it can."""
+
+    def __init__(self, model: torch.nn.Module, loss_fn: Callable[..., Any] | None, n_args: int) -> None:
+        super().__init__()
+        self.model = model
+        # a plain attribute, not a submodule: a loss module's own tensors (class weights) are constants
+        object.__setattr__(self, "loss_fn", loss_fn)
+        self.n_args = n_args
+
+    def forward(self, *inputs: Any, **kwargs: Any) -> torch.Tensor:
+        out = self.model(*inputs[:self.n_args], **kwargs)
+        if self.loss_fn is not None:
+            return self.loss_fn(out, *inputs[self.n_args:])
+        return out if isinstance(out, torch.Tensor) else pytree.tree_leaves(out)[0]
+
+
+def loss_module(model: torch.nn.Module, args: tuple, kwargs: dict | None, targets: tuple,
+                loss_fn: Callable[..., Any] | None) -> LossModule:
+    """The loss module, its forward given a signature that names the graph's inputs: the model's own
+    parameter names for args (input_<i> where they are not plain parameters), then `target` (or
+    `target_<i>` for several), then the model's keyword arguments."""
+    if loss_fn is None and targets:
+        raise ArgumentError("targets were given without a loss_fn; the model's own output is the loss only "
+                            "when there is no loss_fn, and then it takes no targets (pass them in args)")
+    module = LossModule(model, loss_fn, len(args))
+    names = _argument_names(model, args, kwargs)
+    target_names = ["target"] if len(targets) == 1 else [f"target_{i}" for i in range(len(targets))]
+    if set(target_names) & set(names):
+        target_names = [f"loss_{name}" for name in target_names]
+    P = inspect.Parameter
+    params = [P("self", P.POSITIONAL_OR_KEYWORD)]
+    params += [P(name, P.POSITIONAL_OR_KEYWORD) for name in names + target_names]
+    params += [P(name, P.KEYWORD_ONLY) for name in (kwargs or {})]
+
+    def forward(self: LossModule, *inputs: Any, **kw: Any) -> torch.Tensor:
+        return LossModule.forward(self, *inputs, **kw)
+
+    forward.__signature__ = inspect.Signature(params)
+    # a class of its own, as capture.py's _function_module: torch.export reads the class's forward
+    module.__class__ = type("Loss", (LossModule,), {"forward": forward})
+    return module
+
+
+def _argument_names(model: torch.nn.Module, args: tuple, kwargs: dict | None) -> list[str]:
+    generic = [f"input_{i}" for i in range(len(args))]
+    try:
+        bound = inspect.signature(model.forward).bind(*args, **(kwargs or {}))
+    except (TypeError, ValueError):
+        return generic
+    params = inspect.signature(model.forward).parameters
+    names = [name for name in bound.arguments if params[name].kind in (inspect.Parameter.POSITIONAL_ONLY,
+                                                                       inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    names = names[:len(args)]
+    if len(names) != len(args) or set(names) & set(kwargs or {}):
+        return generic
+    return names
+
+
+def joint_program(ep: ExportedProgram) -> tuple[ExportedProgram, list[str]]:
+    """The loss module's program as torch's joint forward-backward program (outputs: written buffers,
+    the loss, a gradient per trainable parameter), its state named by the model's own state_dict keys;
+    and notes for the user. ep is the one capture just made, and is consumed."""
+    from torch.export.exported_program import _decompose_exported_program
+
+    out = ep.graph.output_node().args[0]
+    loss = out[-1].meta.get("val") if out else None
+    if not isinstance(loss, torch.Tensor) or loss.dim() != 0 or not loss.dtype.is_floating_point:
+        what = f"a {loss.dtype} tensor of shape {tuple(loss.shape)}" if isinstance(loss, torch.Tensor) else repr(loss)
+        raise ArgumentError(f"the loss is {what}; a training export needs a floating-point scalar loss: pass a "
+                            "loss_fn that reduces the model's output, or return the loss from the model")
+    ep, notes = _own_names(ep)
+    try:
+        # torch.export.experimental._export_forward_backward with no decomposition table: the backward
+        # keeps the ATen ops autograd's formulas call (convolution_backward, native_batch_norm_backward,
+        # _log_softmax_backward_data, ...), so it computes as eager's backward does (bitwise under exact
+        # mode), where the core decompositions would spell each one out in other arithmetic
+        joint = _decompose_exported_program(ep, cia_to_decomp={}, python_decomp_table={}, joint_loss_index=0,
+                                            decompose_custom_triton_ops=False)
+    except Exception as e:  # torch's joint export raises whatever its tracing raises
+        raise ExportError(f"torch's joint forward-backward export failed on the model: {type(e).__name__}: "
+                          f"{str(e).strip().splitlines()[0] if str(e).strip() else ''}") from e
+    return joint, notes
+
+
+def _own_names(ep: ExportedProgram) -> tuple[ExportedProgram, list[str]]:
+    """ep with its state named by the model's state_dict keys (without the loss module's `model.`),
+    and without the parameter inputs the graph never reads: the second name of a tied parameter
+    (torch.export lifts both, reads one) and parameters the loss does not use, for which eager leaves
+    .grad None and torch's joint export fails."""
+    prefix = _MODEL + "."
+
+    def own(target: str | None) -> str | None:
+        return target[len(prefix):] if target is not None and target.startswith(prefix) else target
+
+    gm = ep.graph_module
+    placeholders = {n.name: n for n in gm.graph.nodes if n.op == "placeholder"}
+    params = [spec for spec in ep.graph_signature.input_specs if spec.kind == InputKind.PARAMETER]
+    first: dict[int, InputSpec] = {}  # id of a parameter tensor -> its first spec, in state_dict order
+    notes = []
+    for spec in params:
+        kept = first.setdefault(id(ep.state_dict[spec.target]), spec)
+        if kept is not spec:  # a tied name: its readers read the first name's input, as eager's one tensor
+            placeholders[spec.arg.name].replace_all_uses_with(placeholders[kept.arg.name])
+            notes.append(f"parameter {own(spec.target)!r} is tied to {own(kept.target)!r}: one gradient, "
+                         f"{own(kept.target)}.grad")
+    dropped = set()
+    for spec in params:
+        node = placeholders[spec.arg.name]
+        if not node.users:
+            if first[id(ep.state_dict[spec.target])] is spec:
+                notes.append(f"parameter {own(spec.target)!r} does not reach the loss: no gradient (eager leaves "
+                             ".grad None)")
+            gm.graph.erase_node(node)
+            dropped.add(spec.target)
+    inputs = [InputSpec(spec.kind, spec.arg, own(spec.target), spec.persistent)
+              for spec in ep.graph_signature.input_specs if spec.target not in dropped]
+    outputs = [OutputSpec(spec.kind, spec.arg, own(spec.target)) for spec in ep.graph_signature.output_specs]
+    gm.recompile()
+    state_dict = {own(k): v for k, v in ep.state_dict.items() if k not in dropped}
+    constants = {own(k): v for k, v in ep.constants.items()}
+    return ep._update(gm, ExportGraphSignature(inputs, outputs), state_dict=state_dict, constants=constants), notes
+
+
+class TrainingModel(ExportedModel):
+    """A training export: `run(*args, *targets) -> (loss, grads)`, grads a dict by parameter name.
+    The graph's outputs are `loss`, `<parameter>.grad` per trainable parameter, then `<buffer>.updated`
+    per buffer the forward writes, which the session carries to the next run."""
+
+    @property
+    def parameter_names(self) -> list[str]:
+        """The parameters with a gradient output, by state_dict key, in the graph's order."""
+        return [name[:-len(".grad")] for name in self.output_names if name.endswith(".grad")]
+
+    def run(self, *args: Any, **kwargs: Any) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """One forward and backward in aten2onnx.runtime on the args then the targets; buffers the
+        forward writes (batch norm's running statistics) carry over to the next call."""
+        return super().run(*args, **kwargs)
+
+    def structure_outputs(self, results: Mapping[str, Any] | Sequence[Any]) -> tuple[Any, dict[str, Any]]:
+        """(loss, {parameter name: gradient}) from a runtime's outputs: a dict by output name, or a
+        list in output order (onnxruntime's run(None, feeds))."""
+        if not isinstance(results, Mapping):
+            results = dict(zip(self.output_names, results))
+        missing = [name for name in self.output_names if name not in results]
+        if missing:
+            raise InvalidInputError(f"outputs {missing} are missing; the model's outputs are {self.output_names}")
+        return results["loss"], {name: results[f"{name}.grad"] for name in self.parameter_names}
