@@ -252,22 +252,6 @@ def test_refusals(options, error, match):
         aten2onnx.export_training(model, (torch.randn(4, 3),), targets=(torch.randn(4, 2),), **options)
 
 
-def test_plain_export_still_refuses_a_joint_program():
-    from torch.export.experimental import _export_forward_backward
-
-    class Loss(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.linear = torch.nn.Linear(3, 1)
-
-        def forward(self, x):
-            return (self.linear(x) ** 2).sum()
-
-    joint = _export_forward_backward(torch.export.export(Loss(), (torch.randn(4, 3),)))
-    with pytest.raises(ExportError, match="export_training"):
-        aten2onnx.export(joint)
-
-
 def test_dynamic_batch_and_keyword_arguments():
     class Scaled(torch.nn.Module):
         def __init__(self):
