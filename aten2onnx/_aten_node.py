@@ -108,6 +108,11 @@ EXACT_MODEL = "aten2onnx.exact"
 EXACT_REQUIRES_GRAD = "aten2onnx.exact.requires_grad"  # JSON list of the initializers that require grad in eager
 
 
+def is_exact(model) -> bool:
+    """Whether a ModelProto says it is an exact export."""
+    return any(p.key == EXACT_MODEL and p.value == "1" for p in model.metadata_props)
+
+
 def encode_call(proto) -> str:
     """An ATen NodeProto as the text of an EXACT_CALL metadata entry."""
     return base64.b64encode(proto.SerializeToString()).decode("ascii")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from aten2onnx import _aten_node
 from aten2onnx.exporter import Backend
 
 
@@ -16,7 +17,7 @@ def _session(model: Any, fallback_ops: list[str]) -> Any:
 
     # an exact export runs its ops as the ATen calls the caller's own code made, trusted as its
     # fallback ops are; and draws random numbers where eager would: from the process's generator
-    exact = exact_mode.is_exact(model)
+    exact = _aten_node.is_exact(model)
     calls = exact_mode.call_keys(model) if exact else set()
     namespaces = {"aten"} | {op.split("::", 1)[0] for op in set(fallback_ops) | calls}
     own = frozenset(fallback_ops) | calls

@@ -10,7 +10,7 @@ from typing import Iterator
 
 import onnx
 
-from aten2onnx._aten_node import DOMAIN as ATEN_DOMAIN, EXACT_CALL, EXACT_MODEL, EXACT_REQUIRES_GRAD, overload_keys
+from aten2onnx._aten_node import DOMAIN as ATEN_DOMAIN, EXACT_CALL, EXACT_MODEL, EXACT_REQUIRES_GRAD, is_exact, overload_keys
 from aten2onnx._onnx_graphs import graphs
 from aten2onnx.exporter.model import COMPLEX_KEY, STATE_KEY
 
@@ -112,7 +112,7 @@ def _our_metadata(model: onnx.ModelProto) -> list[str]:
     lines.append(f"  complex carriers ({COMPLEX_KEY}): " + (
         f"inputs {carried.get('inputs', [])}, outputs {carried.get('outputs', [])}" if isinstance(carried, dict)
         else "none"))
-    exact = any(p.key == EXACT_MODEL and p.value == "1" for p in model.metadata_props)
+    exact = is_exact(model)
     calls = sum(any(p.key == EXACT_CALL for p in n.metadata_props) for n in every)
     lines.append(f"  exact mode ({EXACT_MODEL}): " + (f"yes, {calls} ATen calls (aten2onnx.runtime runs them bit "
                                                        "for bit like eager)" if exact else "no"))

@@ -12,14 +12,13 @@ take turns within each round and the order rotates, so a noisy machine slows the
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 from collections.abc import Callable
 
 import torch
 
 # The sibling script (on sys.path as this file's folder): the same models and the same table cells.
-from export_speed import BATCH, SEQ, VOCAB, _cell, _format, build
+from export_speed import BATCH, SEQ, VOCAB, _format, build
+from runtime_speed import measure  # interleaved, rotating rounds; medians
 
 import aten2onnx
 
@@ -41,20 +40,6 @@ def runners(model: torch.nn.Module, ids: torch.Tensor, opset: int) -> dict[str, 
     return {"eager": eager, "default": run(default), "exact": run(exact)}
 
 
-def measure(calls: dict[str, Callable[[], torch.Tensor]], rounds: int) -> tuple[dict, dict]:
-    """Medians in seconds and first outputs, per runner. One warm-up call each gives the outputs."""
-    outputs = {name: call() for name, call in calls.items()}
-    times: dict[str, list[float]] = {name: [] for name in calls}
-    names = list(calls)
-    for r in range(rounds):
-        shift = r % len(names)
-        for name in names[shift:] + names[:shift]:
-            start = time.perf_counter()
-            calls[name]()
-            times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(t) for name, t in times.items()}, outputs
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=15)
@@ -71,7 +56,7 @@ def main() -> None:
     for name in options.models.split(","):
         model = build(name, options.layers).eval()
         ids = torch.randint(0, VOCAB, (BATCH, SEQ))
-        latency, outputs = measure(runners(model, ids, options.opset), options.rounds)
+        latency, outputs = measure(runners(model, ids, options.opset), options.rounds, reference_runs=0)
         row = {"model": name}
         row.update({f"{runner} ms": t * 1e3 for runner, t in latency.items()})
         row["exact/eager"] = latency["exact"] / latency["eager"]

@@ -317,14 +317,14 @@ class Translator:
         is computed again by the call itself on the constants (ONNX's arithmetic may differ in the last
         bit). A result known without computing (a number, a constant the node was given) is left as it is."""
         op = target if resolved.via_twin is None else _registry.functional_twin(target)
-        leaves = _flat(result)
+        leaves = _leaves(result)
         made = {id(out) for n in self.g.nodes[first_new:] for out in n.outputs}
         read = {id(v) for v in pytree.tree_leaves(torch.fx.node.map_aggregate((node.args, node.kwargs), self._lookup))}
         folded = [i for i, v in enumerate(leaves) if isinstance(v, Value) and id(v) not in made
                   and v.kind == "const" and id(v) not in read]
         if folded:
             result = self._recomputed(node, op, result, leaves, folded)
-            leaves = _flat(result)
+            leaves = _leaves(result)
         # a value the handler passed through (contiguous, clone, a view to the same shape) gets a node of its
         # own, so the call makes the result: eager's may differ from the input in strides or be a copy, and
         # a handler that wrongly passes its input on cannot make the run differ from eager
@@ -374,7 +374,7 @@ class Translator:
                               "cannot be checked against the ATen call; export without exact=True")
 
         args, kwargs = torch.fx.node.map_aggregate((node.args, node.kwargs), concrete)
-        eager = _flat(op(*args, **kwargs))
+        eager = _leaves(op(*args, **kwargs))
         replaced = list(leaves)
         for i in folded:
             if not isinstance(eager[i], torch.Tensor):
@@ -588,13 +588,6 @@ def _as_bool_scalar(g: GraphBuilder, value: Any) -> Value:
     if value.shape != ():
         value = g.op("Reshape", value, g.const([], dtype=torch.int64))
     return value
-
-
-def _flat(result: Any) -> list[Any]:
-    """The leaves of a handler's result (a Value, number, or nested tuple/list of them), in order."""
-    if isinstance(result, (tuple, list)):
-        return [leaf for item in result for leaf in _flat(item)]
-    return [result]
 
 
 def _unflat(like: Any, leaves: Any) -> Any:

@@ -20,18 +20,11 @@ import onnx
 from aten2onnx import _aten_node
 from aten2onnx._onnx_graphs import graphs
 from aten2onnx.errors import InvalidModelError
-
-
-def _meta(node: onnx.NodeProto, key: str) -> str | None:
-    return next((p.value for p in node.metadata_props if p.key == key), None)
+from aten2onnx.runtime.optimize import meta
 
 
 def _scope(node: onnx.NodeProto) -> str | None:
     return node.name.split("/", 1)[0] if "/" in node.name else None
-
-
-def is_exact(model: onnx.ModelProto) -> bool:
-    return any(p.key == _aten_node.EXACT_MODEL and p.value == "1" for p in model.metadata_props)
 
 
 def requires_grad(model: onnx.ModelProto) -> frozenset[str]:
@@ -52,7 +45,7 @@ def exact_calls(nodes: list[onnx.NodeProto], graph_outputs: Iterable[str],
     does not replace values of its own group). reads(node): every name a node reads, bodies included."""
     calls: list[tuple[int, onnx.NodeProto]] = []
     for i, node in enumerate(nodes):
-        text = _meta(node, _aten_node.EXACT_CALL)
+        text = meta(node, _aten_node.EXACT_CALL)
         if text is None:
             continue
         try:
@@ -128,7 +121,7 @@ def call_keys(model: onnx.ModelProto) -> set[str]:
     calls = onnx.GraphProto()
     for graph in graphs(model.graph):
         for node in graph.node:
-            text = _meta(node, _aten_node.EXACT_CALL)
+            text = meta(node, _aten_node.EXACT_CALL)
             if text is not None:
                 try:
                     calls.node.append(_aten_node.decode_call(text))

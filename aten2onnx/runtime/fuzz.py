@@ -333,6 +333,28 @@ def _aten_argument(arg, values: list[str], rng: random.Random) -> tuple[list[str
     return [], picked if is_list else picked[0]
 
 
+def _forged_call(op, values: list[str], outputs: list[str], rng: random.Random) -> tuple[onnx.NodeProto, list[str], dict]:
+    """An ATen node calling op on the graph's values and arguments drawn from edge cases (_aten_argument),
+    with its input_args and attributes."""
+    from aten2onnx._aten_node import DOMAIN
+
+    schema = op._schema
+    inputs, input_args, attrs = [], [], {}
+    for arg in schema.arguments:
+        picked = _aten_argument(arg, values, rng)
+        if picked is None:
+            continue
+        names, attr = picked
+        inputs += names
+        input_args += [arg.name] * len(names)
+        if not names:
+            attrs[arg.name] = attr
+    node = helper.make_node("ATen", inputs, outputs, domain=DOMAIN, operator=schema.name.split("::")[1],
+                            overload_name=schema.overload_name, **({"input_args": input_args} if input_args else {}),
+                            **attrs)
+    return node, input_args, attrs
+
+
 def synthesize_aten(model: onnx.ModelProto, rng: random.Random) -> str | None:
     """A new ATen node calling any overload the safety rule admits, on the graph's own values and
     arguments drawn from edge cases: the rule's promise is that whatever it admits is safe to call."""
@@ -345,20 +367,8 @@ def synthesize_aten(model: onnx.ModelProto, rng: random.Random) -> str | None:
         return None
     op = rng.choice(_admitted_overloads())
     schema = op._schema
-    inputs, input_args, attrs = [], [], {}
-    for arg in schema.arguments:
-        picked = _aten_argument(arg, values, rng)
-        if picked is None:
-            continue
-        names, attr = picked
-        inputs += names
-        input_args += [arg.name] * len(names)
-        if not names:
-            attrs[arg.name] = attr
     outputs = [f"aten_fuzz_{k}" for k in range(len(schema.returns))]
-    node = helper.make_node("ATen", inputs, outputs, domain=DOMAIN, operator=schema.name.split("::")[1],
-                            overload_name=schema.overload_name, **({"input_args": input_args} if input_args else {}),
-                            **attrs)
+    node, input_args, attrs = _forged_call(op, values, outputs, rng)
     graph.node.append(node)
     graph.output.extend(helper.make_empty_tensor_value_info(o) for o in outputs)
     if not any(o.domain == DOMAIN for o in model.opset_import):
@@ -389,21 +399,8 @@ def mutate_exact(model: onnx.ModelProto, rng: random.Random) -> str | None:
         [o for n in graph.node for o in n.output if o]
     if how == 1:
         op = rng.choice(_admitted_overloads())
-        inputs, input_args, attrs = [], [], {}
-        for arg in op._schema.arguments:
-            picked = _aten_argument(arg, values, rng)
-            if picked is None:
-                continue
-            names, attr = picked
-            inputs += names
-            input_args += [arg.name] * len(names)
-            if not names:
-                attrs[arg.name] = attr
         outputs = (list(call.output) + [""] * len(op._schema.returns))[:max(1, len(op._schema.returns))]
-        forged = helper.make_node("ATen", inputs, outputs, domain=call.domain, operator=op._schema.name.split("::")[1],
-                                  overload_name=op._schema.overload_name,
-                                  **({"input_args": input_args} if input_args else {}), **attrs)
-        prop.value = encode_call(forged)
+        prop.value = encode_call(_forged_call(op, values, outputs, rng)[0])
         return f"exact call of {node.name!r} made {op._schema.name}.{op._schema.overload_name or 'default'}"[:240]
     if how == 2 and values:
         field = call.input if (call.input and rng.random() < 0.5) else call.output
@@ -794,7 +791,7 @@ class Report:
 
 
 def _exact_model(data: bytes) -> bool:
-    from aten2onnx.runtime.exact import is_exact
+    from aten2onnx._aten_node import is_exact
 
     model = onnx.ModelProto()
     try:

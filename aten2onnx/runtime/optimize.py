@@ -167,7 +167,8 @@ PATTERNS: dict[str, Recogniser] = {
 }
 
 
-def _meta(node: onnx.NodeProto, key: str) -> str | None:
+def meta(node: onnx.NodeProto, key: str) -> str | None:
+    """A node's metadata value for key (None when it has none)."""
     return next((p.value for p in node.metadata_props if p.key == key), None)
 
 
@@ -178,7 +179,7 @@ def fuse_exported_ops(nodes: list[onnx.NodeProto], graph_outputs: set[str], cons
     ATen overload (the fused kernel runs it)."""
     groups: dict[tuple[str, str], list[int]] = collections.defaultdict(list)
     for i, node in enumerate(nodes):
-        op = _meta(node, "aten_op")
+        op = meta(node, "aten_op")
         if op in PATTERNS and "/" in node.name and not node.domain:
             groups[(node.name.split("/", 1)[0], op)].append(i)
     groups = {key: members for key, members in groups.items() if allowed(key[1])}

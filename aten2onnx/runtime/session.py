@@ -12,14 +12,14 @@ import numpy as np
 import onnx
 import torch
 
-from aten2onnx._aten_node import DOMAIN as ATEN_DOMAIN
+from aten2onnx._aten_node import DOMAIN as ATEN_DOMAIN, is_exact
 from aten2onnx._onnx_graphs import bodies
 from aten2onnx.errors import InvalidInputError, InvalidModelError, KernelError, RunError, RunTimeoutError
 from aten2onnx.runtime.external_data import external_tensors, load_external_data
 from aten2onnx.runtime.kernel import (Kernel, SessionContext, decode_attribute, find_kernel, from_numpy, op_schema,
                                       runtime_dtype, tensor_from_proto, to_numpy)
 from aten2onnx.runtime.ops import MAX_OPSET
-from aten2onnx.runtime.exact import exact_calls, is_exact, requires_grad
+from aten2onnx.runtime.exact import exact_calls, requires_grad
 from aten2onnx.runtime.optimize import DOMAIN as FUSED_DOMAIN, fuse_exported_ops
 from aten2onnx.runtime.results import ResultCheck
 from aten2onnx.runtime.safety import AllowedOps, permits
