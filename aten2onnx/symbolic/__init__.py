@@ -7,6 +7,7 @@ Importing this package registers them all.
 from aten2onnx.symbolic import (  # noqa: F401  (imported to register)
     opset9,
     opset9_attention,
+    opset9_attention_backward,
     opset9_bessel,
     opset9_complex,
     opset9_complex_fft,
@@ -38,6 +39,7 @@ from aten2onnx.symbolic import (  # noqa: F401  (imported to register)
     opset9_special,
     opset10,
     opset11,
+    opset11_attention_backward,
     opset11_data,
     opset11_sort,
     opset11_scatter,

@@ -40,15 +40,30 @@ def no_attention_dropout(dropout_p: float) -> None:
 def attention(g: GraphBuilder, query: Value, key: Value, value: Value, attn_mask, is_causal: bool,
               scale, enable_gqa: bool, *, has_range: bool) -> Value:
     """softmax(q k^T * scale + mask) v, the math of torch's reference implementation."""
-    rank = key.rank
-    head_dim = query.shape[-1]
-    if scale is None:
-        if not isinstance(head_dim, int):
-            raise NotImplementedError("scaled_dot_product_attention needs a static head dim when scale is None")
-        scale = 1.0 / math.sqrt(head_dim)
     if enable_gqa and query.shape[-3] != key.shape[-3]:
         repeats = query.shape[-3] // key.shape[-3]
         key, value = (repeat_heads(g, t, repeats) for t in (key, value))
+    scores = attention_scores(g, query, key, attn_mask, is_causal, scale, has_range=has_range)
+    weights = g.op("Softmax", scores, axis=query.rank - 1)
+    return g.op("MatMul", weights, value)
+
+
+def default_scale(query: Value, scale) -> float:
+    """The scale attention applies: scale, or 1 / sqrt(head dim) when it is None."""
+    if scale is not None:
+        return scale
+    head_dim = query.shape[-1]
+    if not isinstance(head_dim, int):
+        raise NotImplementedError("scaled_dot_product_attention needs a static head dim when scale is None")
+    return 1.0 / math.sqrt(head_dim)
+
+
+def attention_scores(g: GraphBuilder, query: Value, key: Value, attn_mask, is_causal: bool, scale, *,
+                     has_range: bool) -> Value:
+    """q k^T * scale, -inf where is_causal or a bool attn_mask masks, plus a float attn_mask: the scores
+    attention takes the softmax of (key with as many heads as query)."""
+    rank = query.rank
+    scale = default_scale(query, scale)
     key_t = g.op("Transpose", key, perm=transpose_perm(rank, rank - 2, rank - 1))
     scores = g.op("Mul", g.op("MatMul", query, key_t), g.const(scale, like=query))
     if is_causal:
@@ -59,8 +74,7 @@ def attention(g: GraphBuilder, query: Value, key: Value, value: Value, attn_mask
             scores = g.op("Where", attn_mask, scores, g.const(float("-inf"), like=scores))
         else:
             scores = g.op("Add", scores, cast(g, attn_mask, scores.dtype))
-    weights = g.op("Softmax", scores, axis=rank - 1)
-    return g.op("MatMul", weights, value)
+    return scores
 
 
 def repeat_heads(g: GraphBuilder, x: Value, repeats: int) -> Value:
@@ -68,7 +82,9 @@ def repeat_heads(g: GraphBuilder, x: Value, repeats: int) -> Value:
     b, h, s, e = x.shape
     expanded = g.op("Expand", unsqueeze_static(g, x, 2),
                     g.int_list([dim_size(g, x, 0), h, repeats, dim_size(g, x, 2), e]))
-    return reshape(g, expanded, [0, h * repeats, -1, e])
+    out = reshape(g, expanded, [0, h * repeats, -1, e])
+    out.shape = out.shape or (x.shape[0], h * repeats, x.shape[2], e)  # causal_mask reads the key's length
+    return out
 
 
 @register("aten::softmax.int")

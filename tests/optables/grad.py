@@ -101,6 +101,55 @@ def conv_backward(stride, padding, dilation, groups, mask=(True, True, True), tr
     return fn
 
 
+FLASH = aten._scaled_dot_product_flash_attention_for_cpu
+FLASH_KEY = "aten::_scaled_dot_product_flash_attention_for_cpu.default"
+FLASH_BACKWARD_KEY = "aten::_scaled_dot_product_flash_attention_for_cpu_backward.default"
+
+
+def flash_args(heads=3, kv_heads=3, length=5, source=6, mask=None, causal=False, scale=None):
+    """(q, k, v[, mask]) and, for the backward, (grad, q, k, v, out, logsumexp[, mask]) from eager's forward.
+    mask: None, "float" (broadcast over heads, random) or "masked_row" (also -inf over a whole row,
+    where ATen's kernel gives output 0 and logsumexp 0)."""
+    def tensors(dtype):
+        q = torch.randn(2, heads, length, 4, dtype=dtype)
+        k, v = torch.randn(2, kv_heads, source, 4, dtype=dtype), torch.randn(2, kv_heads, source, 4, dtype=dtype)
+        m = () if mask is None else (torch.randn(2, 1, length, source, dtype=dtype),)
+        if mask == "masked_row":
+            m[0][:, :, 1] = float("-inf")
+        return (q, k, v) + m
+
+    def forward(dtype):
+        return tensors(dtype)
+
+    def backward(dtype):
+        q, k, v, *m = tensors(dtype)
+        out, lse = FLASH(q, k, v, is_causal=causal, attn_mask=m[0] if m else None, scale=scale)
+        return (torch.randn_like(out), q, k, v, out, lse) + tuple(m)
+    return forward, backward
+
+
+def flash(causal=False, scale=None):
+    def fn(q, k, v, mask=None):
+        return FLASH(q, k, v, is_causal=causal, attn_mask=mask, scale=scale)
+    return fn
+
+
+def flash_backward(causal=False, scale=None):
+    def fn(grad, q, k, v, out, lse, mask=None):
+        return aten._scaled_dot_product_flash_attention_for_cpu_backward(grad, q, k, v, out, lse, 0.0, causal,
+                                                                        attn_mask=mask, scale=scale)
+    return fn
+
+
+FLASH_CASES = {  # name: (flash_args options, causal, scale)
+    "plain": ({}, False, None),
+    "causal": ({"causal": True}, True, None),
+    "scaled_float_mask": ({"mask": "float", "scale": 0.3}, False, 0.3),
+    "masked_row": ({"mask": "masked_row"}, False, None),
+    "grouped_query_causal": ({"kv_heads": 1, "causal": True}, True, None),
+}
+
+
 # One translation serves every opset but for log_softmax's axes (13) and the embedding's scatter (16).
 E = functools.partial(Entry, opsets=(9, 18))
 
@@ -164,6 +213,11 @@ TABLE = [
     E("log_softmax_backward", lambda g, x: aten._log_softmax_backward_data(g, torch.log_softmax(x, 1), 1, x.dtype),
       [gx(3, 4, 2)], FLOATS, opsets=(9, 13, 18, 26),
       keys=("aten::_log_softmax_backward_data.default", "aten::log_softmax.int")),
+    # -- attention: ATen's CPU flash attention (output, logsumexp) and its backward, as training graphs keep them
+    *[E(f"flash_attention_{name}", flash(causal, scale), [flash_args(**options)[0]], FLOATS, opsets=(9, 11, 18, 26),
+        keys=(FLASH_KEY,)) for name, (options, causal, scale) in FLASH_CASES.items()],
+    *[E(f"flash_attention_backward_{name}", flash_backward(causal, scale), [flash_args(**options)[1]], FLOATS,
+        opsets=(9, 11, 18, 26), keys=(FLASH_BACKWARD_KEY,)) for name, (options, causal, scale) in FLASH_CASES.items()],
     # -- losses: mean, sum and none
     E("mse_loss_backward", lambda g, x, t: (aten.mse_loss_backward(g, x, t, 1), aten.mse_loss_backward(g, x, t, 2)),
       [loss_args(3, 4)], FLOATS, keys=("aten::mse_loss_backward.default",)),

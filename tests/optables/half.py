@@ -28,6 +28,12 @@ def scatter_sample(dtype):
     return torch.randn(3, 5, dtype=dtype) * 3, torch.randint(0, 5, (3, 40)), torch.randn(3, 40, dtype=dtype) * 3
 
 
+def flash_backward(q, k, v):
+    """The CPU flash attention's gradients with respect to q, k and v, for a gradient of v's values."""
+    out, lse = aten._scaled_dot_product_flash_attention_for_cpu(q, k, v)
+    return aten._scaled_dot_product_flash_attention_for_cpu_backward(v, q, k, v, out, lse, 0.0, False)
+
+
 def entries(dtypes: tuple, ort: bool) -> list[Entry]:
     tag = str(dtypes[0]).split(".")[1]
     table = [
@@ -82,6 +88,12 @@ TABLE = entries(HALF, ort=True) + entries(BF16, ort=False) + [
     Entry("attention_half", lambda q: F.scaled_dot_product_attention(q, q, q, is_causal=True),
           [lambda d: ((torch.randint(-16, 17, (3, 2, 4, 2)) * 1.25).to(d),)], HALF + BF16, opsets=(18, 23), ort=False,
           keys=("aten::scaled_dot_product_attention.default",)),
+    # ATen's CPU flash attention (training graphs) computes half types in float32, its logsumexp float32
+    Entry("flash_attention_half", lambda q, k, v: (aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, is_causal=True),
+                                                   flash_backward(q, k, v)),
+          [lambda d: tuple(torch.randn(2, 3, 5, 4, dtype=d) for _ in range(3))], HALF + BF16, opsets=(13, 18), ort=False,
+          keys=("aten::_scaled_dot_product_flash_attention_for_cpu.default",
+                "aten::_scaled_dot_product_flash_attention_for_cpu_backward.default")),
     Entry("smooth_l1_loss_bf16", lambda a, b: F.smooth_l1_loss(a, b, reduction="none", beta=0.3),
           [lambda d: (torch.randn(40, dtype=d) * 4, torch.randn(40, dtype=d) * 4)], BF16, opsets=(13, 18), ort=False,
           keys=("aten::broadcast_tensors.default", "aten::smooth_l1_loss.default")),

@@ -210,4 +210,9 @@ TABLE = [
     Entry("gather", lambda x, i: (x.gather(1, i), x.gather(0, i), x.gather(-1, i[:, :1])),
           [lambda d: (torch.randn(4, 5).to(d), torch.tensor([[0, 3, 1], [3, 3, 2]]))], NUMERIC,
           opsets=(9, 10, 11, 18), keys=("aten::gather.default", "aten::slice.Tensor")),
+    # grouped-query attention with a causal mask: the mask reads the repeated key's length
+    Entry("sdpa_grouped_query_causal",
+          lambda q, k, v: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True),
+          [lambda d: (torch.randn(2, 4, 5, 8).to(d), torch.randn(2, 2, 5, 8).to(d), torch.randn(2, 2, 5, 8).to(d))],
+          opsets=(9, 11, 18, 23), keys=("aten::scaled_dot_product_attention.default",)),
 ]
