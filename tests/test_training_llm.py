@@ -77,10 +77,13 @@ def eager_step(model: torch.nn.Module, kwargs: dict) -> tuple[torch.Tensor, dict
     return loss.detach(), {name: p.grad for name, p in reference.named_parameters() if p.grad is not None}
 
 
-def export(model: torch.nn.Module, kwargs: dict, **options) -> aten2onnx.TrainingModel:
+def export(model: torch.nn.Module, args: tuple | dict, **options) -> aten2onnx.TrainingModel:
+    """A training export that fails on any op without a symbolic; args a tuple, or a dict of keyword arguments."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return aten2onnx.export_training(model, (), kwargs, fallback="error", **options)
+        if isinstance(args, dict):
+            return aten2onnx.export_training(model, (), args, fallback="error", **options)
+        return aten2onnx.export_training(model, args, fallback="error", **options)
 
 
 def assert_close(loss, grads, want_loss, want_grads, runtime: str) -> None:
@@ -118,3 +121,30 @@ def test_exact_mode_is_bitwise_autograd_with_dropout(case):
     assert not unequal, f"gradients not bitwise autograd's: {unequal}"
     torch.manual_seed(2)  # another draw of the dropout masks: a different loss, so dropout is really on
     assert not torch.equal(trained.run(**kwargs)[0], want_loss)
+
+
+class CausalSelfAttention(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.qkv = torch.nn.Linear(16, 48)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, n, _ = x.shape
+        q, k, v = self.qkv(x).view(b, n, 3, 4, 4).permute(2, 0, 3, 1, 4)
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+def test_causal_attention_with_a_dynamic_length():
+    """The flash attention's causal mask built at run time (Range, opset 11): a longer sequence than the
+    example's, in both runtimes."""
+    model = CausalSelfAttention()
+    loss_fn = lambda out: out.square().mean()  # noqa: E731
+    seq = torch.export.Dim("seq", min=2, max=64)
+    trained = export(model, (torch.randn(2, 5, 16),), loss_fn=loss_fn, opset=11, dynamic_shapes={"x": {1: seq}})
+    x = torch.randn(2, 9, 16)
+    reference = copy.deepcopy(model)
+    loss = loss_fn(reference(x))
+    loss.backward()
+    want = {name: p.grad for name, p in reference.named_parameters()}
+    assert_close(*trained.run(x), loss.detach(), want, "aten2onnx.runtime")
+    assert_close(*trained.structure_outputs(run_ort(trained.model_proto, {"x": x})), loss.detach(), want, "onnxruntime")

@@ -22,9 +22,12 @@ def _transposed(g: GraphBuilder, x: Value) -> Value:
 def _heads(g: GraphBuilder, query: Value, key: Value, value: Value) -> tuple[Value, Value, int]:
     """key and value with query's head count (grouped-query attention repeats each kv head in place),
     and how many times each was repeated."""
-    repeats = query.shape[1] // key.shape[1] if query.shape[1] != key.shape[1] else 1
-    if repeats == 1:
+    heads, kv_heads = query.shape[1], key.shape[1]
+    if heads == kv_heads:
         return key, value, 1
+    if not (isinstance(heads, int) and isinstance(kv_heads, int)):
+        raise NotImplementedError("grouped-query flash attention needs static head counts")
+    repeats = heads // kv_heads
     return repeat_heads(g, key, repeats), repeat_heads(g, value, repeats), repeats
 
 
@@ -40,7 +43,7 @@ def _ungrouped(g: GraphBuilder, grad: Value, like: Value, repeats: int) -> Value
 def fused_attention(g: GraphBuilder, query: Value, key: Value, value: Value, attn_mask, is_causal: bool, scale, *,
                     has_range: bool) -> tuple[Value, Value]:
     """(softmax(S) v, logsumexp(S) over each row) for S = q k^T * scale + mask, in ATen's accumulation
-    type. As ATen's CPU kernel, a row every key is masked out of gives output 0 and logsumexp 0 (not NaN
+    type. As in ATen's CPU kernel, a row every key is masked out of gives output 0 and logsumexp 0 (not NaN
     and -inf), so the backward's exp(S - logsumexp) is 0 there."""
     dtype, acc = query.dtype, opmath(query.dtype)
     query, key, value = (cast(g, x, acc) for x in (query, key, value))
