@@ -143,16 +143,22 @@ def export_training(
     per buffer the forward writes. `TrainingModel.run(*args, *targets)` returns (loss, {name: grad}).
     dynamic_shapes: by the graph's input names (the model's argument names, then `target` or
         `target_<i>`). exact, fallback, custom_symbolics, progress: as for `export`.
-    optimizer: not exported yet; anything but None is an ArgumentError.
+    optimizer: a torch.optim.SGD (momentum, dampening, nesterov, weight decay, maximize), Adam or AdamW
+        (weight decay, amsgrad, maximize) instance built on the model's parameters (param groups with
+        their own hyperparameters too): the graph then also applies its update, spelled as eager's
+        single-tensor implementation, and writes each updated parameter and optimizer state as
+        `<name>.updated` (`<param>.momentum_buffer`, `<param>.exp_avg`, `<param>.exp_avg_sq`,
+        `<param>.max_exp_avg_sq`, `<param>.step`), these being inputs whose initializers are their current
+        values (the optimizer's state if it has stepped); hyperparameters are constants, recorded in the
+        metadata `aten2onnx.optimizer`. `TrainingModel.step(*args, *targets)` trains in our runtime;
+        onnxruntime trains when fed each `.updated` output back as its input.
     """
     from aten2onnx._backend import runtime_backend
     from aten2onnx.exporter import export_traced
+    from aten2onnx.exporter.optimizer import plan as optimizer_plan
     from aten2onnx.exporter.training import loss_module
 
-    if optimizer is not None:
-        raise ArgumentError(f"optimizer={type(optimizer).__name__}: optimizer steps are not exported yet (a later "
-                            "version); export_training exports the loss and the gradients. Apply the update to the "
-                            "gradients TrainingModel.run returns, or pass optimizer=None")
+    plan = optimizer_plan(optimizer, model) if optimizer is not None else None
     if isinstance(args, torch.Tensor):
         args = (args,)
     if isinstance(targets, torch.Tensor):
@@ -173,6 +179,7 @@ def export_training(
         progress=progress,
         exact=exact,
         training=True,
+        optimizer=plan,
     ).exported
 
 
