@@ -270,3 +270,22 @@ def test_step_needs_an_optimizer():
     with pytest.raises(ArgumentError, match="no optimizer step"):
         trained.step(*data(case, 0))
     assert trained.optimizer is None and trained.optimizer_state() == {}
+
+
+def test_dropout_steps_replay_torchs_generator_under_exact_mode():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(6, 32), torch.nn.ReLU(), torch.nn.Dropout(0.4), torch.nn.Linear(32, 4))
+    case = Case("dropout", lambda p: torch.optim.Adam(p, lr=0.01))
+    trained = exported(model, case.optimizer(model.parameters()), case, exact=True)
+    reference = copy.deepcopy(model)
+    reference_optimizer = case.optimizer(reference.parameters())
+    for i in range(3):
+        torch.manual_seed(100 + i)
+        loss = trained.step(*data(case, i))
+        torch.manual_seed(100 + i)
+        reference_optimizer.zero_grad()
+        want = F.cross_entropy(reference(data(case, i)[0]), data(case, i)[1])
+        want.backward()
+        reference_optimizer.step()
+        assert torch.equal(loss, want.detach()), i
+    assert_same(trained.state_dict(), reference.state_dict(), True, "state_dict")
