@@ -9,6 +9,7 @@ what it exports.
 
 from __future__ import annotations
 
+import os
 from typing import Any, Callable, Literal, Mapping
 
 import torch
@@ -38,6 +39,7 @@ from aten2onnx.verification import Divergence, OutputCheck, VerificationReport
 __all__ = [
     "export",
     "export_training",
+    "export_llm",
     "verify",
     "ExportedModel",
     "TrainingModel",
@@ -143,16 +145,22 @@ def export_training(
     per buffer the forward writes. `TrainingModel.run(*args, *targets)` returns (loss, {name: grad}).
     dynamic_shapes: by the graph's input names (the model's argument names, then `target` or
         `target_<i>`). exact, fallback, custom_symbolics, progress: as for `export`.
-    optimizer: not exported yet; anything but None is an ArgumentError.
+    optimizer: a torch.optim.SGD (momentum, dampening, nesterov, weight decay, maximize), Adam or AdamW
+        (weight decay, amsgrad, maximize) instance built on the model's parameters (param groups with
+        their own hyperparameters too): the graph then also applies its update, spelled as eager's
+        single-tensor implementation, and writes each updated parameter and optimizer state as
+        `<name>.updated` (`<param>.momentum_buffer`, `<param>.exp_avg`, `<param>.exp_avg_sq`,
+        `<param>.max_exp_avg_sq`, `<param>.step`), these being inputs whose initializers are their current
+        values (the optimizer's state if it has stepped); hyperparameters are constants, recorded in the
+        metadata `aten2onnx.optimizer`. `TrainingModel.step(*args, *targets)` trains in our runtime;
+        onnxruntime trains when fed each `.updated` output back as its input.
     """
     from aten2onnx._backend import runtime_backend
     from aten2onnx.exporter import export_traced
+    from aten2onnx.exporter.optimizer import plan as optimizer_plan
     from aten2onnx.exporter.training import loss_module
 
-    if optimizer is not None:
-        raise ArgumentError(f"optimizer={type(optimizer).__name__}: optimizer steps are not exported yet (a later "
-                            "version); export_training exports the loss and the gradients. Apply the update to the "
-                            "gradients TrainingModel.run returns, or pass optimizer=None")
+    plan = optimizer_plan(optimizer, model) if optimizer is not None else None
     if isinstance(args, torch.Tensor):
         args = (args,)
     if isinstance(targets, torch.Tensor):
@@ -173,7 +181,70 @@ def export_training(
         progress=progress,
         exact=exact,
         training=True,
+        optimizer=plan,
     ).exported
+
+
+@_checked
+def export_llm(
+    model: Any,
+    out_dir: str | os.PathLike,
+    *,
+    opset: int = 18,
+    optimize: Literal["onnxruntime"] | None = None,
+    dtype: torch.dtype | None = None,
+    max_length: int | None = None,
+    progress: bool | None = None,
+) -> str:
+    """Export a decoder-only transformers LLM with its KV cache into out_dir, as onnxruntime-genai runs
+    it: `model.onnx` (weights in `model.onnx.data` when large), `genai_config.json`, and the tokenizer
+    files of a model folder. Returns the path of model.onnx.
+
+    model: a transformers causal LM, or a local folder AutoModelForCausalLM.from_pretrained loads (no
+        downloads). The model is left as it was.
+    The ONNX model's inputs are input_ids [batch_size, sequence_length], attention_mask [batch_size,
+    total_sequence_length], position_ids [batch_size, sequence_length] where the architecture takes
+    them, and past_key_values.<i>.key/value [batch_size, kv_heads, past_sequence_length, head_size];
+    its outputs logits and present.<i>.key/value. Every such dim is symbolic: one model runs prefill
+    from an empty cache (past_sequence_length 0) and each decode step.
+    dtype: export the model in this dtype (a copy is cast; None keeps the model's).
+    max_length: genai's context_length and search max_length (default: the model's max positions).
+    optimize: None (standard ONNX); "onnxruntime" (fused contrib ops) is not there yet.
+    """
+    import copy
+    import json
+    import tempfile
+
+    from aten2onnx._backend import runtime_backend
+    from aten2onnx.exporter import export_program
+    from aten2onnx.exporter import llm
+
+    if optimize is not None:
+        raise ArgumentError(f"optimize={optimize!r}: onnxruntime's fused contrib ops are not emitted yet; pass "
+                            "optimize=None for a standard ONNX model that onnxruntime-genai runs")
+    source = model
+    model = llm.causal_lm(model)
+    if dtype is not None and any(p.dtype != dtype for p in model.parameters() if p.is_floating_point()):
+        model = copy.deepcopy(model).to(dtype)
+    layout = llm.cache_layout(model)
+    position_ids = llm.takes_position_ids(model)
+    args, shapes = llm.example_inputs(model, layout, position_ids)
+    names = llm.input_names(layout, position_ids)
+    exported = export_program(llm.cache_module(model, layout, position_ids), args, None, opset=opset,
+                              dynamic_shapes=shapes, fallback="aten", input_names=names,
+                              output_names=llm.output_names(layout), custom_symbolics=None,
+                              backend=runtime_backend(), progress=progress, exact=False)
+    llm.check_symbolic(exported.model_proto, names)
+    out_dir = os.fspath(out_dir)
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, "model.onnx")
+    exported.save(path)
+    config = llm.genai_config(model, layout, position_ids, "model.onnx", max_length)
+    with tempfile.NamedTemporaryFile("w", dir=out_dir, suffix=".tmp", delete=False) as f:
+        json.dump(config, f, indent=4)
+    os.replace(f.name, os.path.join(out_dir, "genai_config.json"))
+    llm.copy_tokenizer(source, out_dir)
+    return path
 
 
 @_checked

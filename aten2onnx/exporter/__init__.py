@@ -7,10 +7,12 @@ import dataclasses
 from typing import Any, Callable, Sequence
 
 import torch
+from torch.export.graph_signature import InputKind
 
 from aten2onnx import _aten_node
 from aten2onnx.errors import ArgumentError, Aten2OnnxError, CaptureError, ExportError, InternalError, warn_user
 from aten2onnx.exporter import diagnose, dynamic, passes
+from aten2onnx.exporter import optimizer as optimizer_export
 from aten2onnx.exporter import training as training_export
 from aten2onnx.exporter import exact as exact_checks
 from aten2onnx.exporter.capture import capture
@@ -78,9 +80,11 @@ def export_traced(model: Any, args: tuple, kwargs: dict | None, **options: Any) 
 def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic_shapes: Any,
             fallback: str, input_names: list[str] | None, output_names: list[str] | None,
             custom_symbolics: dict[str, Callable] | None, backend: Backend, progress: bool | None = None,
-            exact: bool = False, pipeline: Sequence[passes.Pass] = passes.PIPELINE, training: bool = False) -> Traced:
+            exact: bool = False, pipeline: Sequence[passes.Pass] = passes.PIPELINE, training: bool = False,
+            optimizer: optimizer_export.OptimizerPlan | None = None) -> Traced:
     """training: model is a training.LossModule, captured in train mode as its joint forward-backward
-    program; the export is a TrainingModel."""
+    program; the export is a TrainingModel. optimizer: the update a training export applies after the
+    gradients."""
     from aten2onnx import symbolic  # noqa: F401  (registers the built-in symbolics)
     from aten2onnx.symbolic import MAX_OPSET, MIN_OPSET
 
@@ -100,6 +104,8 @@ def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic
             ep = capture(model, args, kwargs, dynamic.normalize(dynamic_shapes), inexact, training=training)
             if training:
                 ep, notes = training_export.joint_program(ep)
+                if optimizer is not None:
+                    ep = optimizer_export.apply(ep, optimizer)
     except CaptureError as e:
         raise diagnose.classify_capture_error(e) from e.__cause__
     if passes.is_joint(ep) and not training:
@@ -121,6 +127,9 @@ def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic
     skeleton, weights, in_names, out_names = build_model(translation, opset=opset, output_names=output_names,
                                                          exact=exact)
     dynamic.rename_dims(skeleton, names)
+    if optimizer is not None:
+        entry = skeleton.metadata_props.add()
+        entry.key, entry.value = optimizer_export.OPTIMIZER_KEY, optimizer.metadata()
     # only fallbacks left in the graph count (one feeding only a dropped runtime assertion does not)
     translation.fallback_ops = sorted(set(translation.fallback_ops) & _aten_node.overload_keys(skeleton.graph))
     if translation.fallback_ops:
@@ -131,6 +140,11 @@ def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic
     out_iter = iter(out_names)
     outputs = [(next(out_iter) if slot.value is not None else None, slot.constant) for slot in translation.outputs]
     call_spec = getattr(ep, "call_spec", None)
+    extra = {}
+    if training:  # the model's own parameters and buffers (not the optimizer's states)
+        extra["model_state"] = [spec.target for spec in ep.graph_signature.input_specs
+                                if spec.kind in (InputKind.PARAMETER, InputKind.BUFFER)
+                                and not (optimizer is not None and optimizer.holds(spec.target))]
     exported = (training_export.TrainingModel if training else ExportedModel)(
         skeleton,
         weights,
@@ -144,5 +158,6 @@ def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic
         opset=opset,
         session_factory=backend.session,
         notes=notes + list(program.notes),  # a training export's notes are facts (tied weights), not warnings
+        **extra,
     )
     return Traced(exported, program, translation.values)

@@ -4,6 +4,7 @@ train mode, its joint forward-backward program (torch's own joint export), and T
 from __future__ import annotations
 
 import inspect
+import json
 from typing import Any, Callable, Mapping, Sequence
 
 import torch
@@ -11,8 +12,10 @@ import torch.utils._pytree as pytree
 from torch.export import ExportedProgram
 from torch.export.graph_signature import ExportGraphSignature, InputKind, InputSpec, OutputSpec
 
+from aten2onnx import _aten_node
 from aten2onnx.errors import ArgumentError, ExportError, InvalidInputError
-from aten2onnx.exporter.model import ExportedModel
+from aten2onnx.exporter.model import STATE_KEY, ExportedModel
+from aten2onnx.exporter.optimizer import OPTIMIZER_KEY
 
 # The loss module holds the user's model under this name; the joint program's state is renamed back to
 # the model's own state_dict keys.
@@ -146,9 +149,27 @@ def _own_names(ep: ExportedProgram) -> tuple[ExportedProgram, list[str]]:
 
 
 class TrainingModel(ExportedModel):
-    """A training export: `run(*args, *targets) -> (loss, grads)`, grads a dict by parameter name.
-    The graph's outputs are `loss`, `<parameter>.grad` per trainable parameter, then `<buffer>.updated`
-    per buffer the forward writes, which the session carries to the next run."""
+    """A training export: `run(*args, *targets) -> (loss, grads)`, grads a dict by parameter name, and
+    with an optimizer `step(*args, *targets) -> loss`. The graph's outputs are `loss`, `<parameter>.grad`
+    per trainable parameter, then `<state>.updated` per state the graph writes: buffers the forward
+    writes (batch norm's running statistics) and, with an optimizer, the parameters and the optimizer's
+    states. The model keeps that state between calls (`state_dict()`, `optimizer_state()`); a runtime
+    that runs the file feeds each `<state>.updated` back as the input `<state>`."""
+
+    def __init__(self, *args: Any, model_state: Sequence[str] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        meta = {e.key: e.value for e in self._skeleton.metadata_props}
+        self._updates = {u["input"]: u["output"] for u in json.loads(meta.get(STATE_KEY, "[]")) if u["kind"] == "buffer"}
+        optimizer = json.loads(meta.get(OPTIMIZER_KEY, "null"))
+        self.optimizer: str | None = optimizer["optimizer"] if optimizer else None
+        self._optimizer_states = {param: entry["states"] for param, entry in (optimizer or {}).get("parameters", {}).items()}
+        stepped = {name for states in self._optimizer_states.values() for name in states.values()}
+        stepped |= set(self._optimizer_states)
+        self._stepped = stepped & set(self._updates)  # what only step() advances
+        self._model_state = list(model_state)
+        self._state: dict[str, torch.Tensor] | None = None
+        # exact mode: eager's parameters require grad, and ATen picks some kernels by it (matmul)
+        self._requires_grad = set(json.loads(meta.get(_aten_node.EXACT_REQUIRES_GRAD, "[]")))
 
     @property
     def parameter_names(self) -> list[str]:
@@ -156,9 +177,51 @@ class TrainingModel(ExportedModel):
         return [name[:-len(".grad")] for name in self.output_names if name.endswith(".grad")]
 
     def run(self, *args: Any, **kwargs: Any) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """One forward and backward in aten2onnx.runtime on the args then the targets; buffers the
-        forward writes (batch norm's running statistics) carry over to the next call."""
-        return super().run(*args, **kwargs)
+        """One forward and backward in aten2onnx.runtime on the args then the targets, at the current
+        parameters; buffers the forward writes (batch norm's running statistics) carry over to the next
+        call. The optimizer's update is not applied: step() does that."""
+        return self.structure_outputs(self._run(args, kwargs, stepping=False))
+
+    def step(self, *args: Any, **kwargs: Any) -> torch.Tensor:
+        """One training step in aten2onnx.runtime: forward, backward and the optimizer's update, which the
+        model keeps (state_dict(), optimizer_state()) for the next call. Returns the loss."""
+        if self.optimizer is None:
+            raise ArgumentError("this training export has no optimizer step: export it with "
+                                "export_training(..., optimizer=torch.optim.SGD/Adam/AdamW(model.parameters(), ...)), "
+                                "or apply the update to the gradients run() returns")
+        return self._run(args, kwargs, stepping=True)["loss"]
+
+    def _run(self, args: tuple, kwargs: dict, *, stepping: bool) -> dict[str, torch.Tensor]:
+        if self._session is None:
+            self._session = self.session()
+        state = self._current_state()
+        results = self._session.run_torch({**self.feeds(*args, **kwargs), **state}, carry=False)
+        for name, output in self._updates.items():
+            if stepping or name not in self._stepped:
+                value = results[output]
+                if name in self._requires_grad and value.is_floating_point():
+                    value = value.detach().requires_grad_(True)
+                state[name] = value
+        return results
+
+    def _current_state(self) -> dict[str, torch.Tensor]:
+        if self._state is None:
+            self._state = {name: tensor for name, tensor in self._checked_weights() if name in self._updates}
+        return self._state
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """The model's parameters and buffers as the training steps so far left them (copies), by
+        state_dict key: those the graph holds."""
+        state = {**dict(self._checked_weights()), **self._current_state()}
+        return {name: state[name].detach().clone() for name in self._model_state if name in state}
+
+    def optimizer_state(self) -> dict[str, dict[str, torch.Tensor]]:
+        """Per parameter, the optimizer's state (copies) as the steps so far left it: torch.optim's state
+        names (`momentum_buffer`; `exp_avg`, `exp_avg_sq`, `max_exp_avg_sq`, `step`); SGD's `step` counts
+        this export's steps (torch keeps none), with its first step taking the gradient as the buffer."""
+        state = {**dict(self._checked_weights()), **self._current_state()}
+        return {param: {key: state[name].detach().clone() for key, name in states.items()}
+                for param, states in self._optimizer_states.items() if states}
 
     def structure_outputs(self, results: Mapping[str, Any] | Sequence[Any]) -> tuple[Any, dict[str, Any]]:
         """(loss, {parameter name: gradient}) from a runtime's outputs: a dict by output name, or a

@@ -377,9 +377,11 @@ class InferenceSession:
         return [_to_numpy(t, self._output_types[name]) for name, t in results.items()]
 
     def run_torch(self, feeds: dict[str, torch.Tensor], output_names: Sequence[str] | None = None, *,
-                  timeout: float | None = None) -> dict[str, torch.Tensor]:
+                  timeout: float | None = None, carry: bool = True) -> dict[str, torch.Tensor]:
         """torch tensors in and out; inputs are used as given (no copies on the session's device).
-        timeout: seconds this run may take (the session's timeout when None); RunTimeoutError after."""
+        timeout: seconds this run may take (the session's timeout when None); RunTimeoutError after.
+        carry: whether buffers the model writes carry over to the next run (False: the caller keeps
+        the state and feeds it each run, as TrainingModel does)."""
         names = [o.name for o in self._outputs] if output_names is None else list(output_names)
         unknown_out = [n for n in names if n not in {o.name for o in self._outputs}]
         if unknown_out:
@@ -398,7 +400,7 @@ class InferenceSession:
         finally:
             self._ctx.deadline = None
         by_name = _unshared(dict(zip(self._runner.output_names, results)), self._written_feeds(feeds))
-        self._write_back(feeds, by_name)
+        self._write_back(feeds, by_name, carry)
         return {n: by_name[n] for n in names}
 
     def _written_feeds(self, feeds: dict[str, Any]) -> list[torch.Tensor]:
@@ -406,7 +408,7 @@ class InferenceSession:
         return [feeds[name] for _, kind, name in self._state_updates
                 if kind == "input" and isinstance(feeds.get(name), torch.Tensor)]
 
-    def _write_back(self, feeds: dict[str, Any], results: dict[str, Any]) -> None:
+    def _write_back(self, feeds: dict[str, Any], results: dict[str, Any], carry: bool = True) -> None:
         """Apply the model's state updates, as eager PyTorch would have done in place: a buffer's
         new value is carried to the next run; a written input is updated in the caller's tensor.
         Each new value must fit its input as the model declares it (the metadata is untrusted)."""
@@ -418,7 +420,8 @@ class InferenceSession:
                 raise InvalidModelError(f"state update {output!r} gives a value its input {name!r} does not "
                                         f"accept: {e}") from e
             if kind == "buffer":
-                self._state[name] = new.clone() if new.is_inference() else new
+                if carry:
+                    self._state[name] = new.clone() if new.is_inference() else new
             elif isinstance(feeds.get(name), torch.Tensor):
                 _write_input(name, feeds[name], new)
 

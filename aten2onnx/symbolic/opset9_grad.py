@@ -14,6 +14,7 @@ from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic import opset9_gamma as gamma, opset9_loss as loss_ops
 from aten2onnx.symbolic._helpers import as_value, cast, fill, norm_dim, promote, reshape, scalar_type, transpose_perm
 from aten2onnx.symbolic.opset9 import static_dim
+from aten2onnx.symbolic import opset9_norm as norm_ops
 from aten2onnx.symbolic.opset9_norm import static_shape
 
 register = functools.partial(registry.register, opset=9)
@@ -416,14 +417,12 @@ def nll_backward(g: GraphBuilder, grad_output: Value, self: Value, target: Value
     classes = static_dim(self, 0 if rank == 1 else 1, "nll_loss_backward")
     t = cast(g, target, torch.int64)
     if rank > 1:
-        t_shape = static_shape(target, "nll_loss_backward")
-        t = reshape(g, t, t_shape[:1] + [1] + t_shape[1:])
+        t = g.unsqueeze(t, [1])
     hot = g.op("Equal", t, g.const(torch.arange(classes).reshape([classes] + lay)))
     kept = g.op("And", hot, g.op("Not", g.op("Equal", t, g.const(ignore_index, dtype=torch.int64))))
     grad = g.op("Neg", cast(g, grad_output, self.dtype))
     if reduction == NONE and rank > 1:
-        g_shape = static_shape(grad_output, "nll_loss_backward")
-        grad = reshape(g, grad, g_shape[:1] + [1] + g_shape[1:])
+        grad = g.unsqueeze(grad, [1])
     elif reduction == MEAN:
         grad = g.op("Div", grad, cast(g, total_weight, self.dtype))
     if weight is not None:
@@ -505,20 +504,29 @@ def aten_avg_pool2d_backward(g, grad_output, self, kernel_size, stride, padding,
 # -- convolution -------------------------------------------------------------------------------------------
 
 
+def batched_shape(x: Value) -> list[int]:
+    """The shape of a batched convolution operand after its batch dim, which must be static (the batch
+    dim may be symbolic)."""
+    if x.shape is None or not all(isinstance(d, int) for d in x.shape[1:]):
+        raise NotImplementedError("convolution_backward with symbolic channel or spatial sizes")
+    return list(x.shape[1:])
+
+
 def conv_weight_grad(g: GraphBuilder, input: Value, grad: Value, stride: list[int], padding: list[int],
                      dilation: list[int], groups: int, kernel: list[int]) -> Value:
     """The weight gradient [O, C/groups, *kernel] of a convolution of input [N, C, *] giving grad [N, O, *]:
     a correlation of input with grad over the batch, i.e. one grouped Conv with batch and channels
     swapped, stride and dilation exchanged, cropped to the kernel."""
-    n, ch, *sizes = static_shape(input, "convolution_backward")
-    _, out_ch, *outs = static_shape(grad, "convolution_backward")
+    ch, *sizes = batched_shape(input)
+    out_ch, *outs = batched_shape(grad)
     spatial = len(sizes)
     cg, og = ch // groups, out_ch // groups
     rest = list(range(3, 3 + spatial))
-    x = g.op("Transpose", reshape(g, input, [n, groups, cg] + sizes), perm=[2, 1, 0] + rest)
-    x = reshape(g, x, [cg, groups * n] + sizes)
-    w = g.op("Transpose", reshape(g, grad, [n, groups, og] + outs), perm=[1, 2, 0] + rest)
-    w = reshape(g, w, [out_ch, n] + outs)
+    # the batch size may be symbolic: -1 stands for it
+    x = g.op("Transpose", reshape(g, input, [-1, groups, cg] + sizes), perm=[2, 1, 0] + rest)
+    x = reshape(g, x, [cg, -1] + sizes)
+    w = g.op("Transpose", reshape(g, grad, [-1, groups, og] + outs), perm=[1, 2, 0] + rest)
+    w = reshape(g, w, [out_ch, -1] + outs)
     out = g.op("Conv", x, w, strides=list(dilation), dilations=list(stride), pads=list(padding) * 2, group=groups,
                kernel_shape=outs)
     for i in range(spatial):
@@ -545,8 +553,8 @@ def aten_convolution_backward(g, grad_output, input, weight, bias_sizes, stride,
     kernel = static_shape(weight, "convolution_backward")[2:]
     spatial = len(kernel)
     stride, padding, dilation = per_axis(stride, spatial), per_axis(padding, spatial), per_axis(dilation, spatial)
-    sizes = static_shape(input, "convolution_backward")[2:]
-    outs = static_shape(grad_output, "convolution_backward")[2:]
+    sizes = batched_shape(input)[1:]
+    outs = batched_shape(grad_output)[1:]
     groups = int(groups)
     grad = cast(g, grad_output, input.dtype)
 
@@ -569,7 +577,10 @@ def aten_convolution_backward(g, grad_output, input, weight, bias_sizes, stride,
         return conv_weight_grad(g, input, grad, stride, padding, dilation, groups, kernel)
 
     def grad_bias():
-        out = channel_sum(g, grad, static_shape(grad_output, "convolution_backward"))
+        if grad.is_static:
+            out = channel_sum(g, grad, list(grad.shape))
+        else:
+            out = g.reduce("ReduceSum", grad, [0] + list(range(2, grad.rank)), keepdims=False)
         return reshape(g, out, list(bias_sizes)) if bias_sizes is not None else out
 
     return masked(output_mask, grad_input, grad_weight, grad_bias)
@@ -689,12 +700,25 @@ def aten_native_group_norm_backward(g, grad_out, input, mean, rstd, weight, N, C
 def batch_norm_backward(g: GraphBuilder, grad_out: Value, input: Value, weight, running_mean, running_var, save_mean,
                         save_invstd, train: bool, eps: float, output_mask: list[bool]) -> tuple:
     """With batch statistics (train) the gradient also flows through the mean and variance;
-    with running statistics it is grad * invstd * weight."""
-    shape = static_shape(input, "native_batch_norm_backward")
-    channels, rank = shape[1], len(shape)
-    count = math.prod(shape) // max(channels, 1)
+    with running statistics it is grad * invstd * weight. Symbolic sizes sum by ReduceSum and take
+    the element count from the shape."""
+    rank = input.rank
     dtype, acc = input.dtype, acc_dtype(input.dtype)
     x, dy = cast(g, input, acc), cast(g, grad_out, acc)
+    if input.is_static:
+        shape = list(input.shape)
+        channels = shape[1]
+        count: int | Value = math.prod(shape) // max(channels, 1)
+
+        def sum_channels(v: Value) -> Value:
+            return channel_sum(g, v, shape)
+    else:
+        axes = [0] + list(range(2, rank))
+        channels = -1
+        count = norm_ops.element_count(g, input, axes, acc)
+
+        def sum_channels(v: Value) -> Value:
+            return g.reduce("ReduceSum", v, axes, keepdims=False)
 
     def laid(p: Value) -> Value:
         return reshape(g, p, [channels] + [1] * (rank - 2))
@@ -704,16 +728,22 @@ def batch_norm_backward(g: GraphBuilder, grad_out: Value, input: Value, weight, 
     else:
         mean = cast(g, running_mean, acc)
         invstd = g.op("Reciprocal", g.op("Sqrt", g.op("Add", cast(g, running_var, acc), g.const(eps, dtype=acc))))
-    w = cast(g, weight, acc) if weight is not None else g.const(torch.ones(channels, dtype=acc))
+    if weight is not None:
+        w = cast(g, weight, acc)
+    elif channels != -1:
+        w = g.const(torch.ones(channels, dtype=acc))
+    else:
+        w = g.const(1.0, dtype=acc)
     centered = g.op("Sub", x, laid(mean))
-    sum_dy = channel_sum(g, dy, shape)
-    dot = channel_sum(g, g.op("Mul", centered, dy), shape)
+    sum_dy = sum_channels(dy)
+    dot = sum_channels(g.op("Mul", centered, dy))
+    n = g.const(float(count), dtype=acc) if isinstance(count, int) else count
 
     def grad_input():
         if not train:
             return cast(g, g.op("Mul", dy, laid(g.op("Mul", invstd, w))), dtype)
-        proj = g.op("Div", g.op("Mul", dot, g.op("Mul", invstd, invstd)), g.const(float(count), dtype=acc))
-        mean_dy = g.op("Div", sum_dy, g.const(float(count), dtype=acc))
+        proj = g.op("Div", g.op("Mul", dot, g.op("Mul", invstd, invstd)), n)
+        mean_dy = g.op("Div", sum_dy, n)
         inner = g.op("Sub", g.op("Sub", dy, laid(mean_dy)), g.op("Mul", centered, laid(proj)))
         return cast(g, g.op("Mul", inner, laid(g.op("Mul", invstd, w))), dtype)
 

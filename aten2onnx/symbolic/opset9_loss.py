@@ -10,6 +10,7 @@ import torch
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic._helpers import cast, norm_dim, opmath, promote, reshape, to_float
+from aten2onnx.symbolic.opset9 import static_dim
 from aten2onnx.symbolic.opset9_norm import axis_sum, static_shape
 
 register = functools.partial(registry.register, opset=9)
@@ -264,8 +265,16 @@ def class_last(g: GraphBuilder, x: Value) -> Value:
 
 def one_hot_of(g: GraphBuilder, target: Value, classes: int) -> Value:
     """[...] int targets -> [..., C] bool."""
-    t = reshape(g, target, list(static_shape(target, "nll_loss")) + [1])
+    t = g.unsqueeze(target, [target.rank])
     return g.op("Equal", cast(g, t, torch.int64), g.const(list(range(classes)), dtype=torch.int64))
+
+
+def class_sum(g: GraphBuilder, x: Value) -> Value:
+    """The sum over the last (class) axis: a MatMul with ones for static shapes (as ATen adds them up),
+    ReduceSum for symbolic ones."""
+    if x.is_static:
+        return axis_sum(g, x, -1, keepdim=False)
+    return g.reduce("ReduceSum", x, [x.rank - 1], keepdims=False)
 
 
 def nll(g: GraphBuilder, logp: Value, target: Value, weight, reduction: int, ignore_index: int,
@@ -278,21 +287,21 @@ def nll(g: GraphBuilder, logp: Value, target: Value, weight, reduction: int, ign
             loss, w_t = nll(g, logp, target, weight, reduction, ignore_index, smoothing)
             return reshape(g, loss, []), w_t
     x = class_last(g, logp)
-    classes = static_shape(x, "nll_loss")[-1]
+    classes = static_dim(x, x.rank - 1, "nll_loss's classes")
     hot = one_hot_of(g, target, classes)
     zero = c(g, 0.0, x)
     w = cast(g, weight, x.dtype) if weight is not None else g.const(torch.ones(classes, dtype=x.dtype))
     valid = g.op("Not", g.op("Equal", cast(g, target, torch.int64), g.const(ignore_index, dtype=torch.int64)))
     w_hot = g.op("Where", hot, g.op("Add", w, g.op("Mul", x, zero)), zero)
     w_hot.shape = x.shape
-    w_t = g.op("Where", valid, axis_sum(g, w_hot, -1, keepdim=False), zero)
+    w_t = g.op("Where", valid, class_sum(g, w_hot), zero)
     picked = g.op("Where", hot, x, zero)
     picked.shape = x.shape
-    loss = g.op("Neg", g.op("Mul", axis_sum(g, picked, -1, keepdim=False), w_t))
+    loss = g.op("Neg", g.op("Mul", class_sum(g, picked), w_t))
     if smoothing:
         wx = g.op("Mul", x, w)
         wx.shape = x.shape
-        smooth_loss = g.op("Where", valid, g.op("Neg", axis_sum(g, wx, -1, keepdim=False)), zero)
+        smooth_loss = g.op("Where", valid, g.op("Neg", class_sum(g, wx)), zero)
         loss = g.op("Add", g.op("Mul", loss, c(g, 1.0 - smoothing, x)),
                     g.op("Mul", smooth_loss, c(g, smoothing / classes, x)))
     if reduction == MEAN:

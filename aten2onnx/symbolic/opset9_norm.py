@@ -130,9 +130,12 @@ def aten_native_group_norm(g, input, weight, bias, N, C, HxW, group, eps):
     return group_norm(g, input, group, weight, bias, eps)
 
 
-def batch_stats(g: GraphBuilder, x: Value, eps: float) -> tuple[Value, Value, Value, int]:
+def batch_stats(g: GraphBuilder, x: Value, eps: float) -> tuple[Value, Value, Value, int | Value]:
     """Statistics over every dim but the channel dim 1: (y, mean [C], biased var [C], count), in
-    opmath(x.dtype); y is normalized with the mean and rstd that ATen saves in x's dtype."""
+    opmath(x.dtype); y is normalized with the mean and rstd that ATen saves in x's dtype. count is an
+    int, or for symbolic sizes a 0-d opmath value computed in the graph."""
+    if not x.is_static:
+        return batch_stats_symbolic(g, x, eps)
     shape = static_shape(x, "batch_norm with batch statistics")
     rank = len(shape)
     perm = [d for d in range(rank) if d != 1] + [1]
@@ -148,6 +151,24 @@ def batch_stats(g: GraphBuilder, x: Value, eps: float) -> tuple[Value, Value, Va
     return y, reshape(g, mean, [shape[1]]), reshape(g, var, [shape[1]]), count
 
 
+def batch_stats_symbolic(g: GraphBuilder, x: Value, eps: float) -> tuple[Value, Value, Value, Value]:
+    """batch_stats for symbolic sizes: ReduceMean over the non-channel axes, the count from the shape."""
+    axes = [0] + list(range(2, x.rank))
+    xa = cast(g, x, opmath(x.dtype))
+    mean = g.reduce("ReduceMean", xa, axes, keepdims=True)
+    centered = g.op("Sub", xa, mean)
+    var = g.reduce("ReduceMean", g.op("Mul", centered, centered), axes, keepdims=True)
+    y = g.op("Mul", g.op("Sub", xa, saved(g, mean, x.dtype)), saved(g, rstd_of(g, var, eps), x.dtype))
+    y.shape = x.shape
+    return y, reshape(g, mean, [-1]), reshape(g, var, [-1]), element_count(g, x, axes, xa.dtype)
+
+
+def element_count(g: GraphBuilder, x: Value, axes: list[int], dtype: torch.dtype) -> Value:
+    """The number of elements of x along axes, as a 0-d `dtype` value computed from its shape."""
+    sizes = g.op("Gather", g.op("Shape", x), g.const(axes, dtype=torch.int64), axis=0)
+    return cast(g, g.reduce("ReduceProd", sizes, [0], keepdims=False), dtype)
+
+
 def saved_stats_dtype(input: Value, *params: Value | None) -> torch.dtype:
     """The dtype ATen saves batch statistics in: input's, or float32 for a half input whose weight,
     bias or running statistics are float32 (ATen's "mixed type" batch norm)."""
@@ -156,7 +177,8 @@ def saved_stats_dtype(input: Value, *params: Value | None) -> torch.dtype:
 
 
 def batch_norm_train(g: GraphBuilder, input: Value, weight, bias, eps: float,
-                     running: tuple[Value | None, Value | None] = (None, None)) -> tuple[Value, Value, Value, Value, int]:
+                     running: tuple[Value | None, Value | None] = (None, None)
+                     ) -> tuple[Value, Value, Value, Value, int | Value]:
     """(y, mean, invstd, biased var, count) with batch statistics; the biased var in opmath(input.dtype),
     mean and invstd saved as ATen saves them given the running statistics."""
     y, mean, var, count = batch_stats(g, input, eps)
@@ -165,14 +187,19 @@ def batch_norm_train(g: GraphBuilder, input: Value, weight, bias, eps: float,
             cast(g, rstd_of(g, var, eps), stats), var, count)
 
 
-def updated_running(g: GraphBuilder, running_mean: Value, running_var: Value, mean: Value, var: Value, count: int,
-                    momentum: float) -> tuple[Value, Value]:
+def updated_running(g: GraphBuilder, running_mean: Value, running_var: Value, mean: Value, var: Value,
+                    count: int | Value, momentum: float) -> tuple[Value, Value]:
     """The running statistics after one training step, from the batch's mean and biased var in opmath
     (as ATen updates them, before rounding); the running variance takes the unbiased one."""
     acc = var.dtype
     keep = g.const(1.0 - momentum, dtype=acc)
     step = g.const(momentum, dtype=acc)
-    unbiased = g.op("Mul", var, g.const(count / max(count - 1, 1), dtype=acc))
+    if isinstance(count, Value):  # count / max(count - 1, 1), in the graph
+        one = g.const(1.0, dtype=acc)
+        correction = g.op("Div", count, g.max(g.op("Sub", count, one), one))
+    else:
+        correction = g.const(count / max(count - 1, 1), dtype=acc)
+    unbiased = g.op("Mul", var, correction)
     new_mean = g.op("Add", g.op("Mul", cast(g, running_mean, acc), keep), g.op("Mul", cast(g, mean, acc), step))
     new_var = g.op("Add", g.op("Mul", cast(g, running_var, acc), keep), g.op("Mul", unbiased, step))
     return cast(g, new_mean, running_mean.dtype), cast(g, new_var, running_var.dtype)

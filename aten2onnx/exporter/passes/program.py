@@ -50,7 +50,8 @@ def roles_from_signature(ep: ExportedProgram) -> list[OutputRole]:
     for spec in ep.graph_signature.output_specs:
         if spec.kind == OutputKind.USER_OUTPUT:
             roles.append(OutputRole("output"))
-        elif spec.kind == OutputKind.BUFFER_MUTATION:
+        elif spec.kind in (OutputKind.BUFFER_MUTATION, OutputKind.PARAMETER_MUTATION):
+            # a parameter is written by a training export's optimizer step: state as a buffer is
             roles.append(OutputRole("buffer", spec.target))
         elif spec.kind == OutputKind.USER_INPUT_MUTATION:
             roles.append(OutputRole("input", spec.target))

@@ -1,0 +1,225 @@
+"""Decoder-only language models with a KV cache (`aten2onnx.export_llm`): the model as a module that
+takes onnxruntime-genai's and optimum's inputs (input_ids, attention_mask, position_ids where the
+architecture takes them, past_key_values.<i>.key/value) and gives logits and present.<i>.key/value,
+every size symbolic so that one model serves prefill from an empty cache and decode; and the
+genai_config.json onnxruntime-genai reads beside it."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import os
+import shutil
+from typing import Any
+
+import torch
+
+from aten2onnx.errors import ArgumentError, ExportError
+from aten2onnx.exporter.capture import eval_mode
+
+# Example sizes for capture: all different and above 1, so that torch.export specializes none of them.
+BATCH, SEQUENCE, PAST = 2, 3, 5
+# The files of a tokenizer that a model folder may hold, copied beside the model for onnxruntime-genai.
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "tokenizer.model",
+                   "vocab.json", "merges.txt", "added_tokens.json", "generation_config.json", "chat_template.jinja")
+# onnxruntime-genai's model types that run a decoder with the inputs and outputs its config names (as ours);
+# other architectures are its generic "decoder" (its "gpt2" type expects another cache layout).
+GENAI_DECODER_TYPES = frozenset({"llama", "mistral", "qwen2", "phi3", "gemma", "granite", "olmo", "nemotron"})
+DIMS = {"batch": "batch_size", "sequence": "sequence_length", "past": "past_sequence_length",
+        "total": "total_sequence_length"}
+
+
+@dataclasses.dataclass(frozen=True)
+class CacheLayout:
+    """What the model's cache holds per layer: key/value heads and head sizes (as one run shows)."""
+
+    kv_heads: tuple[int, ...]
+    head_sizes: tuple[int, ...]
+    dtype: torch.dtype
+
+    @property
+    def layers(self) -> int:
+        return len(self.kv_heads)
+
+
+def causal_lm(model: Any) -> torch.nn.Module:
+    """The model: a transformers causal LM instance, or one loaded from a local folder (no downloads)."""
+    if isinstance(model, (str, os.PathLike)):
+        if not os.path.isdir(model):
+            raise ArgumentError(f"{os.fspath(model)!r} is not a folder; pass a transformers causal LM, or a local "
+                                "folder that AutoModelForCausalLM.from_pretrained loads (config.json and weights)")
+        from transformers import AutoModelForCausalLM
+        try:
+            return AutoModelForCausalLM.from_pretrained(os.fspath(model), local_files_only=True)
+        except (OSError, ValueError, KeyError) as e:
+            raise ArgumentError(f"AutoModelForCausalLM could not load {os.fspath(model)!r}: {e}") from e
+    if not isinstance(model, torch.nn.Module) or not hasattr(model, "config"):
+        raise ArgumentError(f"export_llm takes a transformers causal LM or a folder, not {type(model).__name__}")
+    return model
+
+
+def takes_position_ids(model: torch.nn.Module) -> bool:
+    return "position_ids" in inspect.signature(model.forward).parameters
+
+
+def cache_layout(model: torch.nn.Module) -> CacheLayout:
+    """The cache one short run of the model makes (so architectures with their own head sizes or
+    per-layer head counts are read as they are)."""
+    from transformers import DynamicCache
+
+    ids = torch.zeros(1, 2, dtype=torch.long)
+    with eval_mode(model), torch.no_grad():
+        out = model(input_ids=ids, attention_mask=torch.ones_like(ids), past_key_values=DynamicCache(config=model.config),
+                    use_cache=True)
+    cache = getattr(out, "past_key_values", None)
+    layers = getattr(cache, "layers", None)
+    if not layers or any(getattr(layer, "keys", None) is None for layer in layers):
+        raise ExportError(f"{type(model).__name__} made no key/value cache in a run with use_cache=True; export_llm "
+                          "exports decoder-only models with a transformers DynamicCache")
+    return CacheLayout(tuple(layer.keys.shape[1] for layer in layers), tuple(layer.keys.shape[-1] for layer in layers),
+                       layers[0].keys.dtype)
+
+
+def input_names(layout: CacheLayout, position_ids: bool) -> list[str]:
+    names = ["input_ids", "attention_mask"] + (["position_ids"] if position_ids else [])
+    return names + [f"past_key_values.{i}.{kv}" for i in range(layout.layers) for kv in ("key", "value")]
+
+
+def output_names(layout: CacheLayout) -> list[str]:
+    return ["logits"] + [f"present.{i}.{kv}" for i in range(layout.layers) for kv in ("key", "value")]
+
+
+class CacheModule(torch.nn.Module):
+    """The model with its cache as flat tensors: forward(input_ids, attention_mask, [position_ids],
+    past_key_values_0_key, past_key_values_0_value, ...) -> (logits, present_0_key, ...)."""
+
+    def __init__(self, model: torch.nn.Module, layout: CacheLayout, position_ids: bool) -> None:
+        super().__init__()
+        self.model = model
+        self.layers = layout.layers
+        self.position_ids = position_ids
+
+    def forward(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        from transformers import DynamicCache
+
+        input_ids, attention_mask = inputs[:2]
+        position_ids = inputs[2] if self.position_ids else None
+        past = inputs[3 if self.position_ids else 2:]
+        cache = DynamicCache(ddp_cache_data=[(past[2 * i], past[2 * i + 1]) for i in range(self.layers)],
+                             config=self.model.config)
+        kwargs = {"position_ids": position_ids} if self.position_ids else {}
+        out = self.model(input_ids=input_ids, attention_mask=attention_mask, past_key_values=cache, use_cache=True,
+                         **kwargs)
+        present = [t for layer in out.past_key_values.layers for t in (layer.keys, layer.values)]
+        return (out.logits, *present)
+
+
+def cache_module(model: torch.nn.Module, layout: CacheLayout, position_ids: bool) -> CacheModule:
+    """A CacheModule whose forward's signature names its inputs (torch.export names the graph's inputs
+    after it, and dynamic shapes go by those names)."""
+    module = CacheModule(model, layout, position_ids)
+    P = inspect.Parameter
+    params = [P("self", P.POSITIONAL_OR_KEYWORD)]
+    params += [P(name.replace(".", "_"), P.POSITIONAL_OR_KEYWORD) for name in input_names(layout, position_ids)]
+
+    def forward(self: CacheModule, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return CacheModule.forward(self, *inputs)
+
+    forward.__signature__ = inspect.Signature(params)
+    module.__class__ = type("CausalLMWithCache", (CacheModule,), {"forward": forward})
+    return module
+
+
+def example_inputs(model: torch.nn.Module, layout: CacheLayout, position_ids: bool) -> tuple[tuple, dict]:
+    """Inputs of the example sizes, and their dynamic shapes by input name."""
+    from torch.export import Dim
+
+    vocab = model.config.get_text_config().vocab_size
+    dims = {key: Dim(name, min=0 if key == "past" else 1) for key, name in DIMS.items()}
+    ids = torch.randint(0, vocab, (BATCH, SEQUENCE))
+    args = [ids, torch.ones(BATCH, PAST + SEQUENCE, dtype=torch.long)]
+    shapes = {"input_ids": {0: dims["batch"], 1: dims["sequence"]},
+              "attention_mask": {0: dims["batch"], 1: dims["total"]}}
+    if position_ids:
+        args.append(torch.arange(PAST, PAST + SEQUENCE).expand(BATCH, SEQUENCE).contiguous())
+        shapes["position_ids"] = {0: dims["batch"], 1: dims["sequence"]}
+    for i in range(layout.layers):
+        for kv in ("key", "value"):
+            args.append(torch.randn(BATCH, layout.kv_heads[i], PAST, layout.head_sizes[i]).to(layout.dtype))
+            shapes[f"past_key_values_{i}_{kv}"] = {0: dims["batch"], 2: dims["past"]}
+    return tuple(args), shapes
+
+
+def check_symbolic(proto: Any, names: list[str]) -> None:
+    """Every dim the signature makes dynamic stayed symbolic (torch.export specializes a size it finds
+    fixed); a model that would fail on the next size is refused."""
+    want = {"input_ids": (0, 1), "attention_mask": (0, 1), "position_ids": (0, 1)}
+    for value in proto.graph.input:
+        axes = want.get(value.name, (0, 2) if value.name.startswith("past_key_values.") else ())
+        dims = value.type.tensor_type.shape.dim
+        fixed = [axis for axis in axes if axis < len(dims) and dims[axis].HasField("dim_value")]
+        if fixed:
+            raise ExportError(f"the export fixed dim(s) {fixed} of input {value.name!r} at "
+                              f"{[dims[a].dim_value for a in fixed]}: the model's code treats that size as a constant, "
+                              "so the ONNX model would fail on other sizes")
+
+
+def genai_config(model: torch.nn.Module, layout: CacheLayout, position_ids: bool, filename: str,
+                 max_length: int | None) -> dict:
+    """onnxruntime-genai's genai_config.json for the model (greedy search by default)."""
+    config = model.config
+    text = config.get_text_config()
+    generation = getattr(model, "generation_config", None)
+
+    def token(name: str) -> Any:
+        value = getattr(generation, name, None) if generation is not None else None
+        return value if value is not None else getattr(config, name, None)
+
+    context = max_length or getattr(text, "max_position_embeddings", None) or getattr(text, "n_positions", None) or 2048
+    inputs = {"input_ids": "input_ids", "attention_mask": "attention_mask"}
+    if position_ids:
+        inputs["position_ids"] = "position_ids"
+    inputs.update(past_key_names="past_key_values.%d.key", past_value_names="past_key_values.%d.value")
+    eos = token("eos_token_id")
+    pad = token("pad_token_id")
+    return {
+        "model": {
+            "bos_token_id": token("bos_token_id"),
+            "context_length": context,
+            "decoder": {
+                "session_options": {"log_id": "onnxruntime-genai", "provider_options": []},
+                "filename": filename,
+                "head_size": layout.head_sizes[0],
+                "hidden_size": text.hidden_size,
+                "inputs": inputs,
+                "outputs": {"logits": "logits", "present_key_names": "present.%d.key",
+                            "present_value_names": "present.%d.value"},
+                "num_attention_heads": text.num_attention_heads,
+                "num_hidden_layers": layout.layers,
+                "num_key_value_heads": layout.kv_heads[0],
+            },
+            "eos_token_id": eos,
+            "pad_token_id": pad if pad is not None else (eos[0] if isinstance(eos, list) else eos),
+            "type": config.model_type if config.model_type in GENAI_DECODER_TYPES else "decoder",
+            "vocab_size": text.vocab_size,
+        },
+        "search": {
+            "diversity_penalty": 0.0, "do_sample": False, "early_stopping": True, "length_penalty": 1.0,
+            "max_length": context, "min_length": 0, "no_repeat_ngram_size": 0, "num_beams": 1,
+            "num_return_sequences": 1, "past_present_share_buffer": False, "repetition_penalty": 1.0,
+            "temperature": 1.0, "top_k": 1, "top_p": 1.0,
+        },
+    }
+
+
+def copy_tokenizer(source: Any, out_dir: str) -> list[str]:
+    """The tokenizer files of a model folder, copied to out_dir; their names."""
+    if not isinstance(source, (str, os.PathLike)):
+        return []
+    copied = []
+    for name in TOKENIZER_FILES:
+        path = os.path.join(os.fspath(source), name)
+        if os.path.isfile(path):
+            shutil.copyfile(path, os.path.join(out_dir, name))
+            copied.append(name)
+    return copied

@@ -1,0 +1,188 @@
+"""aten2onnx.export_llm: tiny random-init decoder LLMs with a KV cache, exported once, run by plain
+onnxruntime (prefill from an empty cache, then decode steps fed the `present` outputs) and by
+onnxruntime-genai, generate exactly transformers' greedy tokens, for one prompt and for a left-padded
+batch of two."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import warnings
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+import torch
+
+import aten2onnx
+from aten2onnx import ArgumentError
+
+transformers = pytest.importorskip("transformers")
+ort = pytest.importorskip("onnxruntime")
+
+VOCAB = 96
+STEPS = 20
+SPECIAL = {"bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0}
+
+
+@dataclasses.dataclass
+class Case:
+    name: str
+    model: Callable[[], torch.nn.Module]
+    genai: bool = True  # an architecture onnxruntime-genai runs
+
+
+def small(config_class: Any, **options: Any) -> Callable[[], torch.nn.Module]:
+    def make() -> torch.nn.Module:
+        torch.manual_seed(0)
+        config = config_class(vocab_size=VOCAB, **SPECIAL, **options)
+        return transformers.AutoModelForCausalLM.from_config(config).eval()
+    return make
+
+
+DECODER = dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, num_key_value_heads=2, intermediate_size=96,
+               max_position_embeddings=128)
+CASES = [
+    Case("llama", small(transformers.LlamaConfig, **DECODER)),
+    Case("mistral", small(transformers.MistralConfig, **DECODER, sliding_window=None)),
+    Case("qwen2", small(transformers.Qwen2Config, **DECODER)),
+    Case("phi3", small(transformers.Phi3Config, **DECODER)),
+    Case("gemma", small(transformers.GemmaConfig, **DECODER, head_dim=16)),
+    Case("gpt2", small(transformers.GPT2Config, n_layer=2, n_embd=64, n_head=4, n_positions=128)),
+]
+IDS = [case.name for case in CASES]
+
+
+def exported(case: Case, tmp_path: Any) -> tuple[torch.nn.Module, str]:
+    model = case.model()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        path = aten2onnx.export_llm(model, tmp_path / case.name)
+    return model, path
+
+
+def greedy(model: torch.nn.Module, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """transformers' greedy tokens (never stopping early at eos)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = model.generate(ids, attention_mask=mask, max_new_tokens=STEPS, do_sample=False, eos_token_id=None,
+                             pad_token_id=SPECIAL["pad_token_id"])
+    return out[:, ids.shape[1]:]
+
+
+def positions(mask: torch.Tensor) -> torch.Tensor:
+    """Position ids as transformers derives them from the attention mask (padding at 1)."""
+    return (mask.cumsum(-1) - 1).masked_fill(mask == 0, 1)
+
+
+def ort_greedy(path: str, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Prefill from an empty cache, then one token per step, each run fed the previous run's present."""
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    inputs = {i.name: i for i in session.get_inputs()}
+    outputs = [o.name for o in session.get_outputs()]
+    batch = ids.shape[0]
+    dtype = np.float16 if "float16" in inputs["past_key_values.0.key"].type else np.float32
+    past = {name: np.zeros((batch, i.shape[1], 0, i.shape[3]), dtype=dtype) for name, i in inputs.items()
+            if name.startswith("past_key_values.")}
+    tokens = []
+    step_ids, step_pos = ids, positions(mask)
+    for _ in range(STEPS):
+        feeds = {"input_ids": step_ids.numpy(), "attention_mask": mask.numpy(), **past}
+        if "position_ids" in inputs:
+            feeds["position_ids"] = step_pos.numpy()
+        results = dict(zip(outputs, session.run(None, feeds)))
+        step_ids = torch.from_numpy(results["logits"][:, -1]).argmax(-1, keepdim=True)
+        tokens.append(step_ids)
+        mask = torch.cat([mask, torch.ones(batch, 1, dtype=mask.dtype)], 1)
+        step_pos = positions(mask)[:, -1:]
+        past = {name: results[name.replace("past_key_values", "present")] for name in past}
+    return torch.cat(tokens, 1)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_onnxruntime_generates_transformers_greedy_tokens(case, tmp_path):
+    model, path = exported(case, tmp_path)
+    torch.manual_seed(1)
+    prompt = torch.randint(3, VOCAB, (1, 7))
+    mask = torch.ones_like(prompt)
+    want = greedy(model, prompt, mask)
+    assert torch.equal(ort_greedy(path, prompt, mask), want)
+    # a batch of two prompts of different lengths, the shorter left-padded, follows the attention mask
+    batch = torch.randint(3, VOCAB, (2, 6))
+    batch[1, :2] = SPECIAL["pad_token_id"]
+    mask = torch.ones_like(batch)
+    mask[1, :2] = 0
+    assert torch.equal(ort_greedy(path, batch, mask), greedy(model, batch, mask))
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.genai], ids=[c.name for c in CASES if c.genai])
+def test_onnxruntime_genai_generates_transformers_greedy_tokens(case, tmp_path):
+    og = pytest.importorskip("onnxruntime_genai", reason="onnxruntime-genai is an optional extra")
+    model, path = exported(case, tmp_path)
+    torch.manual_seed(2)
+    prompt = torch.randint(3, VOCAB, (1, 5))
+    want = greedy(model, prompt, torch.ones_like(prompt))
+    genai_model = og.Model(os.path.dirname(path))
+    params = og.GeneratorParams(genai_model)
+    params.set_search_options(max_length=prompt.shape[1] + STEPS, do_sample=False)
+    generator = og.Generator(genai_model, params)
+    generator.append_tokens(prompt.numpy())
+    while not generator.is_done():
+        generator.generate_next_token()
+    got = torch.tensor(np.asarray(generator.get_sequence(0)), dtype=torch.long)[prompt.shape[1]:]
+    assert torch.equal(got, want[0])
+
+
+def test_signature_names_and_symbolic_dims(tmp_path):
+    import onnx
+
+    model, path = exported(CASES[0], tmp_path)
+    proto = onnx.load(path)
+    inputs = {i.name: [d.dim_param or d.dim_value for d in i.type.tensor_type.shape.dim] for i in proto.graph.input}
+    assert list(inputs)[:3] == ["input_ids", "attention_mask", "position_ids"]
+    assert inputs["input_ids"] == ["batch_size", "sequence_length"]
+    assert inputs["attention_mask"] == ["batch_size", "total_sequence_length"]
+    assert inputs["past_key_values.1.value"] == ["batch_size", 2, "past_sequence_length", 16]
+    outputs = [o.name for o in proto.graph.output]
+    assert outputs == ["logits", "present.0.key", "present.0.value", "present.1.key", "present.1.value"]
+    config = json.loads((tmp_path / "llama" / "genai_config.json").read_text())
+    decoder = config["model"]["decoder"]
+    assert decoder["inputs"]["past_key_names"] == "past_key_values.%d.key"
+    assert (decoder["num_hidden_layers"], decoder["num_key_value_heads"], decoder["head_size"]) == (2, 2, 16)
+    assert config["model"]["eos_token_id"] == 2 and config["search"]["past_present_share_buffer"] is False
+    assert not any(node.domain == "org.pytorch.aten" for node in proto.graph.node)
+
+
+def test_folder_with_tokenizer_and_half_precision(tmp_path):
+    tokenizers = pytest.importorskip("tokenizers")
+    model = CASES[0].model()
+    folder = tmp_path / "hf"
+    model.save_pretrained(folder)
+    vocab = {f"t{i}": i for i in range(VOCAB)}
+    tokenizer = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocab, unk_token="t0"))
+    tokenizer.pre_tokenizer = tokenizers.pre_tokenizers.Whitespace()
+    tokenizer.save(str(folder / "tokenizer.json"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        path = aten2onnx.export_llm(folder, tmp_path / "out", dtype=torch.float16)
+    assert sorted(os.listdir(tmp_path / "out")) == ["genai_config.json", "generation_config.json", "model.onnx",
+                                                   "tokenizer.json"]
+    assert all(p.dtype == torch.float32 for p in model.parameters())  # the model is not cast in place
+    half = model.to(torch.float16)
+    prompt = torch.randint(3, VOCAB, (1, 6))
+    mask = torch.ones_like(prompt)
+    assert torch.equal(ort_greedy(path, prompt, mask), greedy(half, prompt, mask))
+
+
+@pytest.mark.parametrize(("model", "options", "match"), [
+    ("not/a/folder", {}, "is not a folder"),
+    (torch.nn.Linear(2, 2), {}, "takes a transformers causal LM"),
+    (None, {"optimize": "onnxruntime"}, "not emitted yet"),
+])
+def test_refusals(model, options, match, tmp_path):
+    model = CASES[0].model() if model is None else model
+    with pytest.raises(ArgumentError, match=match):
+        aten2onnx.export_llm(model, tmp_path / "out", **options)
