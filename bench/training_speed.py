@@ -3,15 +3,19 @@
 One training step is the forward and the backward of a causal language model with labels (the model's own
 loss): eager PyTorch runs `model(input_ids=ids, labels=ids).loss.backward()` on the model in train mode
 (gradients reset first), and both runtimes run the exported joint graph, which returns the loss and every
-parameter gradient. For each model (GPT-2 by default; LLaMA with --models gpt2,llama), in one run: the
-median step time of each runner, the ratios runtime/eager and ort/eager against the eager anchor measured
-in the same run, and each runtime's largest loss and gradient error vs eager. The runners take turns within
-each round and the order rotates (runtime_speed.measure), so a noisy machine slows them alike.
+parameter gradient. With --optimizer sgd or adamw the step also applies that optimizer: eager its step(),
+the export its update in the graph (export_training's optimizer=; TrainingModel.step in aten2onnx.runtime,
+onnxruntime fed its `.updated` outputs back). For each model (GPT-2 by default; LLaMA with --models
+gpt2,llama), in one run: the median step time of each runner, the ratios runtime/eager and ort/eager against
+the eager anchor measured in the same run, and each runtime's error vs eager: the first step's loss, and its
+gradients (largest error relative to each tensor's largest entry) or, with an optimizer, the parameters after
+the run's 1 + rounds steps (with Adam(W) these errors are of the learning rate's order: a gradient that is
+zero but for rounding, as the attention's key bias has, is normalized into a full step of either sign; SGD's
+show the arithmetic's error). The runners take turns within each round and the order rotates
+(runtime_speed.measure), so a noisy machine slows them alike.
 
-Sizes (small enough for a few minutes on 2 cores): --layers 12 layers, hidden 256 (4 heads; LLaMA 2 kv heads,
-intermediate 512), vocab 8000, batch 2, sequence 64, dropout 0 (dropout would make the runners draw different
-masks). --optimizer names the optimizer the step would apply: eager then runs its step() too; the export side
-needs export_training's optimizer= (not there yet: the bench says so and stops).
+Sizes (a few minutes on 2 cores): --layers 12 layers, hidden 256 (4 heads; LLaMA 2 kv heads, intermediate
+512), vocab 8000, batch 2, sequence 64, dropout 0 (with dropout the runners would draw different masks).
 
     python bench/training_speed.py [--rounds 10] [--models gpt2] [--layers 12] [--opset 18] [--threads N]
                                    [--optimizer none|sgd|adamw]
@@ -21,9 +25,11 @@ from __future__ import annotations
 
 import argparse
 import copy
+import json
 import warnings
 from collections.abc import Callable
 
+import numpy as np
 import onnxruntime as ort
 import torch
 
@@ -34,7 +40,8 @@ from runtime_speed import measure
 import aten2onnx
 
 BATCH, SEQ, HIDDEN, VOCAB = 2, 64, 256, 8000
-Step = tuple[torch.Tensor, dict[str, torch.Tensor]]  # (loss, {parameter name: gradient})
+Step = tuple[torch.Tensor, dict[str, torch.Tensor]]  # (loss, {parameter name: gradient}; {} with an optimizer)
+Params = Callable[[], dict[str, torch.Tensor]]
 
 
 def build(name: str, layers: int) -> torch.nn.Module:
@@ -61,8 +68,9 @@ def optimizer_for(name: str, model: torch.nn.Module) -> torch.optim.Optimizer | 
 
 
 def runners(model: torch.nn.Module, trained: aten2onnx.TrainingModel, kwargs: dict[str, torch.Tensor],
-            optimizer: str, threads: int | None) -> dict[str, Callable[[], Step]]:
-    """name -> a call that runs one training step and returns (loss, gradients)."""
+            optimizer: str, threads: int | None) -> tuple[dict[str, Callable[[], Step]], dict[str, Params]]:
+    """name -> a call that runs one training step; and name -> the runner's parameters as its steps so
+    far left them (with an optimizer; without one they do not move)."""
     reference = copy.deepcopy(model).train()
     step = optimizer_for(optimizer, reference)
     names = [name for name, p in reference.named_parameters() if name in trained.parameter_names]
@@ -74,28 +82,46 @@ def runners(model: torch.nn.Module, trained: aten2onnx.TrainingModel, kwargs: di
         loss.backward()
         if step is not None:
             step.step()
+            return loss.detach(), {}
         return loss.detach(), {name: params[name].grad for name in names}
+
+    def runtime() -> Step:
+        if step is not None:
+            return trained.step(**kwargs), {}
+        return trained.run(**kwargs)
 
     options = ort.SessionOptions()
     options.log_severity_level = 3
     if threads is not None:
         options.intra_op_num_threads = threads
-    session = ort.InferenceSession(trained.model_proto.SerializeToString(), options,
-                                   providers=["CPUExecutionProvider"])
+    proto = trained.model_proto
+    session = ort.InferenceSession(proto.SerializeToString(), options, providers=["CPUExecutionProvider"])
     feeds = {name: kwargs[name].numpy() for name in trained.input_names}
+    outputs = [o.name for o in proto.graph.output]
+    # parameters and optimizer states: onnxruntime is fed each <state>.updated output back as <state>
+    updates = json.loads(next((e.value for e in proto.metadata_props if e.key == "aten2onnx.state_updates"), "[]"))
+    updates = {u["input"]: outputs.index(u["output"]) for u in updates}
+    state: dict[str, np.ndarray] = {}
 
     def onnxruntime() -> Step:
-        loss, grads = trained.structure_outputs(session.run(None, feeds))
+        results = session.run(None, {**feeds, **state})
+        if step is not None:
+            state.update({name: results[i] for name, i in updates.items()})
+            return torch.from_numpy(results[outputs.index("loss")]), {}
+        loss, grads = trained.structure_outputs(results)
         return torch.from_numpy(loss), {name: torch.from_numpy(g) for name, g in grads.items()}
 
-    return {"eager": eager, "runtime": lambda: trained.run(**kwargs), "ort": onnxruntime}
+    parameters = {
+        "eager": lambda: {name: params[name].detach() for name in names},
+        "runtime": lambda: {name: trained.state_dict()[name] for name in names},
+        "ort": lambda: {name: torch.from_numpy(state[name]) for name in names},
+    }
+    return {"eager": eager, "runtime": runtime, "ort": onnxruntime}, parameters
 
 
-def errors(got: Step, want: Step) -> tuple[float, float]:
-    """Largest absolute loss error, and largest gradient error relative to that gradient's largest entry."""
-    loss = float((got[0] - want[0]).abs())
-    grads = max(float((got[1][name] - g).abs().max() / g.abs().max().clamp_min(1e-30)) for name, g in want[1].items())
-    return loss, grads
+def relative_error(got: dict[str, torch.Tensor], want: dict[str, torch.Tensor]) -> float:
+    """The largest error of any tensor relative to that tensor's largest entry."""
+    return max(float((got[name] - w).abs().max() / w.abs().max().clamp_min(1e-30)) for name, w in want.items())
 
 
 def main() -> None:
@@ -119,25 +145,24 @@ def main() -> None:
         model = build(name, options.layers)
         ids = torch.randint(0, VOCAB, (BATCH, SEQ))
         kwargs = {"input_ids": ids, "labels": ids}
-        export_options = {}
-        if options.optimizer != "none":
-            export_options["optimizer"] = optimizer_for(options.optimizer, model)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            try:
-                trained = aten2onnx.export_training(model, (), kwargs, opset=options.opset, **export_options)
-            except aten2onnx.ArgumentError as e:
-                raise SystemExit(f"--optimizer {options.optimizer}: {e}") from e
+            trained = aten2onnx.export_training(model, (), kwargs, opset=options.opset,
+                                                optimizer=optimizer_for(options.optimizer, model))
         if trained.fallback_ops:
             raise SystemExit(f"{name}: ATen fallback nodes {trained.fallback_ops}; onnxruntime cannot run the export")
-        latency, outputs = measure(runners(model, trained, kwargs, options.optimizer, options.threads),
-                                   options.rounds, reference_runs=0)
+        calls, parameters = runners(model, trained, kwargs, options.optimizer, options.threads)
+        latency, outputs = measure(calls, options.rounds, reference_runs=0)
         row = {"model": name, "nodes": len(trained.model_proto.graph.node)}
         row.update({f"{runner} ms": t * 1e3 for runner, t in latency.items()})
         row["runtime/eager"] = latency["runtime"] / latency["eager"]
         row["ort/eager"] = latency["ort"] / latency["eager"]
         for runner in ("runtime", "ort"):
-            row[f"{runner} loss err"], row[f"{runner} grad rel err"] = errors(outputs[runner], outputs["eager"])
+            row[f"{runner} loss err"] = float((outputs[runner][0] - outputs["eager"][0]).abs())
+            if options.optimizer == "none":
+                row[f"{runner} grad rel err"] = relative_error(outputs[runner][1], outputs["eager"][1])
+            else:  # every runner has stepped 1 + rounds times from the same parameters
+                row[f"{runner} param rel err"] = relative_error(parameters[runner](), parameters["eager"]())
         rows.append(row)
         print(_format(row), flush=True)
     print()
