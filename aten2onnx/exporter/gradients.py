@@ -1,0 +1,69 @@
+"""Capture of forwards that compute gradients (torch.autograd.grad, torch.func.grad/vjp/jacrev): traced
+below autograd, where the backward's ATen ops are recorded into the graph like the forward's."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator
+
+import torch
+import torch.export._trace as export_trace
+from torch.overrides import TorchFunctionMode
+
+# What torch.autograd.grad's own dispatch hands a TorchFunctionMode (the public function itself)
+_AUTOGRAD = (torch.autograd.grad, torch.autograd.backward, torch.Tensor.backward)
+
+HINT = ("The forward computes gradients, which aten2onnx captures below autograd with the backward's ATen ops in "
+        "the graph: use torch.autograd.grad(outputs, inputs, ...) on tensors the forward made require grad "
+        "(x.requires_grad_() or x.detach().requires_grad_()), or torch.func.grad/vjp/jacrev; .backward() and "
+        "reading .grad inside the forward cannot be captured.")
+
+
+class GradientCalls(TorchFunctionMode):
+    """Notes, while torch.export traces the forward, whether it asks autograd for gradients (`autograd`)
+    or runs ops inside a torch.func transform (`transform`: grad, vjp and jacrev, but vmap too). A
+    gradient taken with create_graph=False is detached, as eager's is: traced below autograd it is an
+    ordinary function of the inputs, which a training export would otherwise differentiate through."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.autograd = False
+        self.transform = False
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if torch._C._functorch.maybe_current_level() is not None:
+            self.transform = True
+        if func in _AUTOGRAD:
+            self.autograd = True
+        if func is torch.autograd.grad and not _create_graph(args, kwargs):
+            grads = func(*args, **kwargs)
+            return tuple(g.detach() if isinstance(g, torch.Tensor) else g for g in grads)
+        return func(*args, **kwargs)
+
+
+def _create_graph(args: tuple, kwargs: dict) -> bool:
+    """torch.autograd.grad's create_graph (its sixth parameter), as the call gives it."""
+    return bool(args[5] if len(args) > 5 else kwargs.get("create_graph", False))
+
+
+@contextlib.contextmanager
+def below_autograd() -> Iterator[None]:
+    """torch.export's non-strict capture with its make_fx tracing after autograd (pre_dispatch=False)
+    instead of before it. Before autograd, the backward that torch.autograd.grad runs reads tensors the
+    forward saved inside composite ops (linear's transposed weight), which the trace never saw, and
+    torch.export fails on them as fake constants; after autograd, every op of the forward and of the
+    backward is an ATen call on traced tensors. The graph holds post-autograd ATen ops (linear as
+    t + addmm), as eager runs them."""
+    make_fx = getattr(export_trace, "make_fx", None)
+    if make_fx is None:  # a torch whose export no longer traces with make_fx
+        raise RuntimeError("this torch's export does not trace with make_fx, so the gradient capture cannot run")
+
+    def after_autograd(*args, **kwargs):
+        return make_fx(*args, **{**kwargs, "pre_dispatch": False})
+
+    export_trace.make_fx = after_autograd
+    try:
+        yield
+    finally:
+        export_trace.make_fx = make_fx
