@@ -19,7 +19,7 @@ from torch.export.dynamic_shapes import refine_dynamic_shapes_from_suggested_fix
 from torch.export.graph_signature import InputKind
 
 from aten2onnx.errors import CaptureError, warn_user
-from aten2onnx.exporter.gradients import HINT, GradientCalls, below_autograd
+from aten2onnx.exporter.gradients import HINT, GradientCalls, below_autograd, saved_tensors_attached
 from aten2onnx.exporter.passes.tracing import DataDependentChecks, causal_masks_taken_as_given
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
@@ -177,7 +177,7 @@ def _attempt(mode: str, module: torch.nn.Module, args: tuple, kwargs: dict | Non
         recorder.printed.append(printed.getvalue())
         raise
     sys.stderr.write(printed.getvalue())
-    return ep, traced
+    return (saved_tensors_attached(ep) if mode == "gradient" else ep), traced
 
 
 def _accepted_ranges(ep: ExportedProgram) -> list[str]:

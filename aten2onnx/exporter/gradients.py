@@ -8,6 +8,7 @@ from typing import Iterator
 
 import torch
 import torch.export._trace as export_trace
+from torch.export import ExportedProgram
 from torch.overrides import TorchFunctionMode
 
 # What torch.autograd.grad's own dispatch hands a TorchFunctionMode (the public function itself)
@@ -67,3 +68,23 @@ def below_autograd() -> Iterator[None]:
         yield
     finally:
         export_trace.make_fx = make_fx
+
+
+def saved_tensors_attached(ep: ExportedProgram) -> ExportedProgram:
+    """ep, captured below autograd, with the saved tensors of its backward read as the tensors saved.
+    Autograd saves a forward output detached and gives it back its grad_fn when the backward unpacks it;
+    below autograd that is traced as a detach whose every user is a detach (the unpacking), which a
+    training export would take for a stop of the gradient, differentiating a gradient the forward took
+    with create_graph=True (a gradient penalty) wrongly. Eager differentiates through the saved tensor,
+    and so does the graph without those detaches. (A user's `x.detach().detach()` reads the same and
+    goes too; a single detach of the user's stays.)"""
+    graph = ep.graph_module.graph
+    detach = torch.ops.aten.detach.default
+    for node in list(graph.nodes):
+        if node.target is detach and node.users and all(user.target is detach for user in node.users):
+            for user in list(node.users):
+                user.replace_all_uses_with(node.args[0])
+                graph.erase_node(user)
+            graph.erase_node(node)
+    ep.graph_module.recompile()
+    return ep
