@@ -19,7 +19,7 @@ from torch.export.dynamic_shapes import refine_dynamic_shapes_from_suggested_fix
 from torch.export.graph_signature import InputKind
 
 from aten2onnx.errors import CaptureError, warn_user
-from aten2onnx.exporter.gradients import HINT, GradientCalls, below_autograd, saved_tensors_attached
+from aten2onnx.exporter.gradients import HINT, GradientCalls, below_autograd, saved_tensors_attached, transformed
 from aten2onnx.exporter.passes.tracing import DataDependentChecks, causal_masks_taken_as_given
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
@@ -233,9 +233,10 @@ def capture(model: Any, args: tuple, kwargs: dict | None, dynamic_shapes: Any,
 
         captured = attempt("non-strict")
         # a forward that takes gradients is captured below autograd (gradients.py), where torch's own
-        # capture sees the backward only in part; its trace is kept for when that capture fails
+        # capture sees the backward only in part (and keeps torch.func transforms as calls of their
+        # own); its trace is kept for when that capture fails
         # (strict capture, dynamo, traces neither requires_grad_ nor autograd.grad: not tried then)
-        if gradients.autograd or (captured is None and gradients.transform):
+        if gradients.autograd or (gradients.transform and (captured is None or transformed(captured[0]))):
             captured = attempt("gradient") or captured
         elif captured is None:
             captured = attempt("strict")

@@ -15,9 +15,9 @@ from torch.overrides import TorchFunctionMode
 _AUTOGRAD = (torch.autograd.grad, torch.autograd.backward, torch.Tensor.backward)
 
 HINT = ("The forward computes gradients, which aten2onnx captures below autograd with the backward's ATen ops in "
-        "the graph: use torch.autograd.grad(outputs, inputs, ...) on tensors the forward made require grad "
-        "(x.requires_grad_() or x.detach().requires_grad_()), or torch.func.grad/vjp/jacrev; .backward() and "
-        "reading .grad inside the forward cannot be captured.")
+        "the graph: take them with torch.autograd.grad(outputs, inputs, ...) on tensors the forward made require "
+        "grad (x.requires_grad_() or x.detach().requires_grad_()), or with torch.func.grad/vjp/jacrev, and make "
+        "the failing call above traceable as for any forward (README \"Gradients inside forward\").")
 
 
 class GradientCalls(TorchFunctionMode):
@@ -41,6 +41,17 @@ class GradientCalls(TorchFunctionMode):
             grads = func(*args, **kwargs)
             return tuple(g.detach() if isinstance(g, torch.Tensor) else g for g in grads)
         return func(*args, **kwargs)
+
+
+def transformed(ep: ExportedProgram) -> bool:
+    """Whether torch.export kept torch.func transforms in the program as functorch's own calls
+    (_make_dual, _add_batch_dim, _unwrap_for_grad: no ONNX op computes them), which the capture below
+    autograd traces into the ATen ops they run."""
+    return any(node.op == "call_function" and getattr(node.target, "__module__", None) == _FUNCTORCH
+               for node in ep.graph.nodes)
+
+
+_FUNCTORCH = "torch._functorch.predispatch"
 
 
 def _create_graph(args: tuple, kwargs: dict) -> bool:
