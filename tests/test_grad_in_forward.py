@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import aten2onnx
-from aten2onnx import CaptureError
+from aten2onnx import CaptureError, ExportError
 from aten2onnx.symbolic import MAX_OPSET
 from conftest import flat_tensors, run_ort
 
@@ -143,6 +143,23 @@ class Jacobian(nn.Module):
         return torch.func.jacrev(lambda t: t.sin() * t.sum())(x)
 
 
+class PerSampleGradients(nn.Module):
+    """Per-sample gradients of a classifier's loss: torch.func.vmap of torch.func.grad over the batch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 3)
+
+    def forward(self, x: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        params = {name: p.detach() for name, p in self.lin.named_parameters()}
+
+        def loss(p: dict, xi: torch.Tensor, yi: torch.Tensor) -> torch.Tensor:
+            return F.cross_entropy(torch.func.functional_call(self.lin, p, (xi[None],)), yi[None])
+
+        grads = torch.func.vmap(torch.func.grad(loss), in_dims=(None, 0, 0))(params, x, labels)
+        return grads["weight"], grads["bias"]
+
+
 class FuncJvp(nn.Module):
     """Forward mode: torch.func.jvp of x * sin(x) along v."""
 
@@ -182,6 +199,8 @@ CASES = [
     Case("func_jacrev", Jacobian, lambda n: (torch.randn(3),)),
     Case("func_jvp", FuncJvp, lambda n: (torch.randn(n, 4), torch.randn(n, 4)), {"x": {0: "batch"}, "v": {0: "batch"}}),
     Case("func_hessian", Hessian, lambda n: (torch.randn(3),)),
+    # static: torch.export specializes a batch that vmap maps over (and warns so)
+    Case("vmap_of_grad_per_sample", PerSampleGradients, lambda n: (torch.randn(n, 4), torch.randint(0, 3, (n,)))),
 ]
 IDS = [case.name for case in CASES]
 
@@ -277,6 +296,11 @@ def test_gradient_penalty_trains_as_autograd(create_graph):
         torch.testing.assert_close(grads[name], expected, rtol=1e-4, atol=1e-5, msg=lambda m: f"{name}.grad: {m}")
         torch.testing.assert_close(torch.from_numpy(ort_grads[name]), expected, rtol=1e-4, atol=1e-5,
                                    msg=lambda m: f"onnxruntime {name}.grad: {m}")
+
+
+def test_gradient_penalty_is_refused_under_exact_mode():
+    with pytest.raises(ExportError, match="exact mode: the loss takes a gradient inside the forward"):
+        aten2onnx.export_training(Critic(), (torch.randn(6, 4),), exact=True)
 
 
 class BranchOnGradient(nn.Module):

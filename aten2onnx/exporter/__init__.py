@@ -99,6 +99,8 @@ def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic
         with stages.stage("capture"), diagnose.guarded_globals(model):
             ep = capture(model, args, kwargs, dynamic.normalize(dynamic_shapes), inexact, training=training)
             if training:
+                if exact:
+                    exact_checks.check_training_program(ep)
                 ep, notes = training_export.joint_program(ep)
     except CaptureError as e:
         raise diagnose.classify_capture_error(e) from e.__cause__

@@ -81,8 +81,18 @@ def below_autograd() -> Iterator[None]:
         export_trace.make_fx = make_fx
 
 
+# The graph module's meta key that marks a program captured below autograd
+_CAPTURED = "aten2onnx.gradients_in_forward"
+
+
+def takes_gradients(ep: ExportedProgram) -> bool:
+    """Whether ep was captured below autograd, for a forward that takes gradients."""
+    return bool(ep.graph_module.meta.get(_CAPTURED))
+
+
 def saved_tensors_attached(ep: ExportedProgram) -> ExportedProgram:
-    """ep, captured below autograd, with the saved tensors of its backward read as the tensors saved.
+    """ep, captured below autograd, with the saved tensors of its backward read as the tensors saved
+    (and marked as captured so, for takes_gradients).
     Autograd saves a forward output detached and gives it back its grad_fn when the backward unpacks it;
     below autograd that is traced as a detach whose every user is a detach (the unpacking), which a
     training export would take for a stop of the gradient, differentiating a gradient the forward took
@@ -98,4 +108,5 @@ def saved_tensors_attached(ep: ExportedProgram) -> ExportedProgram:
                 graph.erase_node(user)
             graph.erase_node(node)
     ep.graph_module.recompile()
+    ep.graph_module.meta[_CAPTURED] = True
     return ep
