@@ -248,6 +248,44 @@ def test_exact_mode_is_bitwise_eager(case):
     assert not unequal, f"outputs {unequal} not bitwise eager's"
 
 
+class ManyBackwardOps(nn.Module):
+    """A gradient through many layers' backward ops at once (batch, layer and group norm, embedding, conv,
+    pooling, activations, softmax, losses): each must translate natively."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(6, 6)
+        self.bn = nn.BatchNorm1d(6)
+        self.ln = nn.LayerNorm(6)
+        self.gn = nn.GroupNorm(2, 6)
+        self.conv = nn.Conv1d(6, 6, 3, padding=1)
+        self.emb = nn.Embedding(10, 6)
+
+    def forward(self, x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+        x = x.detach().requires_grad_()
+        h = self.bn(self.lin(x))
+        h = F.elu(h) + F.leaky_relu(h) + F.hardtanh(h) + F.mish(h) + F.hardswish(h) + F.logsigmoid(h) + h.sigmoid()
+        h = self.ln(h) + self.emb(idx)
+        c = F.avg_pool1d(self.gn(self.conv(h.unsqueeze(-1).expand(-1, -1, 4))), 2).flatten(1)
+        s = F.softmax(h, -1) * F.log_softmax(h, -1)
+        loss = (F.mse_loss(s, torch.zeros_like(s)) + F.smooth_l1_loss(h, torch.ones_like(h)) + c.pow(2).mean()
+                + F.cross_entropy(h, idx % 6))
+        return torch.autograd.grad(loss, x, create_graph=True)[0]
+
+
+def test_backward_ops_translate_natively():
+    model = ManyBackwardOps().eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exported = aten2onnx.export(model, (torch.randn(5, 6), torch.randint(0, 10, (5,))))
+    assert exported.fallback_ops == []
+    args = torch.randn(5, 6), torch.randint(0, 10, (5,))
+    want = model(*[a.clone() for a in args]).detach()
+    torch.testing.assert_close(exported.run(*args), want, rtol=1e-4, atol=1e-5)
+    ort, = run_ort(exported.model_proto, dict(zip(exported.input_names, args)))
+    torch.testing.assert_close(torch.from_numpy(ort), want, rtol=1e-4, atol=1e-5)
+
+
 def test_the_example_input_is_left_without_grad():
     pos = torch.randn(5, 3)
     with warnings.catch_warnings():
