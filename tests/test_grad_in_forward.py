@@ -180,7 +180,6 @@ class Case:
     model: Callable[[], nn.Module]
     args: Callable[[int], tuple]  # inputs of a batch size
     dynamic_shapes: Any = None  # the batch dim of each input, when dynamic
-    exact: bool = True  # whether exact mode is bitwise eager's
 
 
 CASES = [
@@ -237,7 +236,7 @@ def test_gradients_equal_eager_on_new_inputs(case, opset):
         torch.testing.assert_close(torch.from_numpy(theirs), expected, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c.exact], ids=[c.name for c in CASES if c.exact])
+@pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_exact_mode_is_bitwise_eager(case):
     model = case.model().eval()
     exported = export(case, model, exact=True)
