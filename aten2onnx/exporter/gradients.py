@@ -1,5 +1,5 @@
-"""Capture of forwards that compute gradients (torch.autograd.grad, torch.func.grad/vjp/jacrev): traced
-below autograd, where the backward's ATen ops are recorded into the graph like the forward's."""
+"""Capture of forwards that compute gradients (torch.autograd.grad, .backward(), torch.func transforms):
+traced below autograd, where the backward's ATen ops are recorded into the graph like the forward's."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import torch.export._trace as export_trace
 from torch.export import ExportedProgram
 from torch.overrides import TorchFunctionMode
 
-# What torch.autograd.grad's own dispatch hands a TorchFunctionMode (the public function itself)
+# The gradient calls as a TorchFunctionMode is handed them (each public function dispatches itself)
 _AUTOGRAD = (torch.autograd.grad, torch.autograd.backward, torch.Tensor.backward)
 
 HINT = ("The forward computes gradients, which aten2onnx captures below autograd with the backward's ATen ops in "
