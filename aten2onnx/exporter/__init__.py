@@ -103,6 +103,8 @@ def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic
         with stages.stage("capture"), diagnose.guarded_globals(model):
             ep = capture(model, args, kwargs, dynamic.normalize(dynamic_shapes), inexact, training=training)
             if training:
+                if exact:
+                    exact_checks.check_training_program(ep)
                 ep, notes = training_export.joint_program(ep)
                 if optimizer is not None:
                     ep = optimizer_export.apply(ep, optimizer)

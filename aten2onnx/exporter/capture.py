@@ -19,6 +19,7 @@ from torch.export.dynamic_shapes import refine_dynamic_shapes_from_suggested_fix
 from torch.export.graph_signature import InputKind
 
 from aten2onnx.errors import CaptureError, warn_user
+from aten2onnx.exporter.gradients import HINT, GradientCalls, below_autograd, saved_tensors_attached, transformed
 from aten2onnx.exporter.passes.tracing import DataDependentChecks, causal_masks_taken_as_given
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
@@ -134,20 +135,49 @@ def _suggested_fixes(e: BaseException) -> list[str]:
     return [line.strip() for line in tail.splitlines() if "=" in line]
 
 
-def _refined(module: torch.nn.Module, args: tuple, kwargs: dict | None, dynamic_shapes: Any,
-             e: BaseException, inexact: list[str]) -> tuple[ExportedProgram, list[str]] | None:
+def _refined(mode: str, module: torch.nn.Module, args: tuple, kwargs: dict | None, dynamic_shapes: Any,
+             e: BaseException) -> tuple[ExportedProgram, list[str]] | None:
     """When torch.export rejected declared dynamic dims and offered fixes (a narrower range, a
-    relation, a constant), the non-strict export again with the fixes applied, and the fixes."""
+    relation, a constant), the non-strict (or gradient) capture again with the fixes applied, warning
+    which fixes were applied."""
     fixes = _suggested_fixes(e)
     if not fixes or dynamic_shapes is None:
         return None
+    traced: list[str] = []
     try:
         # torch's parser reads every line after the heading as a fix; its closing hints are not
         refined = refine_dynamic_shapes_from_suggested_fixes("Suggested fixes:\n" + "\n".join(fixes), dynamic_shapes)
-        with DataDependentChecks(inexact):
-            return torch.export.export(module, args, kwargs, dynamic_shapes=refined, strict=False), fixes
+        with DataDependentChecks(traced), (below_autograd() if mode == "gradient" else contextlib.nullcontext()):
+            ep = torch.export.export(module, args, kwargs, dynamic_shapes=refined, strict=False)
     except Exception:  # the fixes did not apply: the original failure is reported
         return None
+    warn_user(f"torch.export narrowed the dynamic dims you declared, applying its suggested fixes: "
+              f"{'; '.join(fixes)}. The exported model accepts {', '.join(_accepted_ranges(ep)) or 'static shapes only'}. "
+              "Declare the dims so in dynamic_shapes to silence this warning.")
+    return ep, traced
+
+
+def _attempt(mode: str, module: torch.nn.Module, args: tuple, kwargs: dict | None, dynamic_shapes: Any,
+             gradients: GradientCalls, recorder: _Recorder) -> tuple[ExportedProgram, list[str]]:
+    """One torch.export capture: "non-strict" (watching for gradient calls), "gradient" (non-strict below
+    autograd) or "strict"; the program and the calls traced as formulas of aten2onnx's own."""
+    traced: list[str] = []
+    printed = io.StringIO()
+    contexts = {"non-strict": lambda: (DataDependentChecks(traced), gradients),
+                "gradient": lambda: (DataDependentChecks(traced), GradientCalls(), below_autograd()),
+                "strict": lambda: ()}[mode]()
+    try:
+        # torch.export prints a failed trace's partial graph to stderr: kept, and given back only when
+        # the attempt succeeds (then it is the model's own output)
+        with contextlib.redirect_stderr(printed), contextlib.ExitStack() as stack:
+            for context in contexts:
+                stack.enter_context(context)
+            ep = torch.export.export(module, args, kwargs, dynamic_shapes=dynamic_shapes, strict=mode == "strict")
+    except Exception:
+        recorder.printed.append(printed.getvalue())
+        raise
+    sys.stderr.write(printed.getvalue())
+    return (saved_tensors_attached(ep) if mode == "gradient" else ep), traced
 
 
 def _accepted_ranges(ep: ExportedProgram) -> list[str]:
@@ -192,39 +222,38 @@ def capture(model: Any, args: tuple, kwargs: dict | None, dynamic_shapes: Any,
     dynamic_shapes = _every_argument(module, args, kwargs, dynamic_shapes)
     failures: list[tuple[str, BaseException]] = []
     recorder = _Recorder()
+    gradients = GradientCalls()
     with training_mode(module, training=training), causal_masks_taken_as_given(), _quiet_torch(recorder):
-        for strict in (False, True):
-            printed = io.StringIO()
+        def attempt(mode: str) -> tuple[ExportedProgram, list[str]] | None:
             try:
-                # torch.export prints a failed trace's partial graph to stderr: kept, and given back
-                # only when the attempt succeeds (then it is the model's own output)
-                traced: list[str] = []
-                with contextlib.redirect_stderr(printed), \
-                        (contextlib.nullcontext() if strict else DataDependentChecks(traced)):
-                    ep = torch.export.export(module, args, kwargs, dynamic_shapes=dynamic_shapes, strict=strict)
-                sys.stderr.write(printed.getvalue())
-                if inexact is not None:
-                    inexact.extend(traced)
-                return ep
+                return _attempt(mode, module, args, kwargs, dynamic_shapes, gradients, recorder)
             except Exception as e:  # torch.export raises many types; all are reported below
-                recorder.printed.append(printed.getvalue())
-                failures.append(("non-strict" if not strict else "strict", e))
-                traced = []
-                refined = None if strict else _refined(module, args, kwargs, dynamic_shapes, e, traced)
-                if refined is not None:
-                    ep, fixes = refined
-                    if inexact is not None:
-                        inexact.extend(traced)
-                    warn_user(f"torch.export narrowed the dynamic dims you declared, applying its suggested fixes: "
-                              f"{'; '.join(fixes)}. The exported model accepts {', '.join(_accepted_ranges(ep)) or 'static shapes only'}. "
-                              "Declare the dims so in dynamic_shapes to silence this warning.")
-                    return ep
+                failures.append((mode, e))
+                return None if mode == "strict" else _refined(mode, module, args, kwargs, dynamic_shapes, e)
+
+        captured = attempt("non-strict")
+        # a forward that takes gradients is captured below autograd (gradients.py), where torch's own
+        # capture sees the backward only in part (and keeps torch.func transforms as calls of their
+        # own); its trace is kept for when that capture fails
+        # (strict capture, dynamo, traces neither requires_grad_ nor autograd.grad: not tried then)
+        if gradients.autograd or (gradients.transform and (captured is None or transformed(captured[0]))):
+            captured = attempt("gradient") or captured
+        elif captured is None:
+            captured = attempt("strict")
+        if captured is not None:
+            ep, traced = captured
+            if inexact is not None:
+                inexact.extend(traced)
+            return ep
     where = next((w for w in (_user_frame(e) for _, e in failures) if w), None)
     lines = [f"torch.export could not capture the model{f' (at {where})' if where else ''}."]
     for mode, e in failures:
         message = str(e).strip().split("\n\n")[0]
         lines.append(f"  {mode} capture: {type(e).__name__}: {message}")
-    lines.append("Fix the first failure: non-strict capture traces your Python as written.")
+    if any(mode == "gradient" for mode, _ in failures):
+        lines.append(f"Fix the gradient capture's failure. {HINT}")
+    else:
+        lines.append("Fix the first failure: non-strict capture traces your Python as written.")
     torch_log = [f"{r.levelname} {r.name}: {r.getMessage()}" for r in recorder.records] + \
         [text for text in recorder.printed if text.strip()]
     if torch_log:

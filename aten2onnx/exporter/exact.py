@@ -9,6 +9,7 @@ from typing import Any
 import torch
 
 from aten2onnx.errors import ExportError
+from aten2onnx.exporter.gradients import takes_gradients
 
 # Modules whose eager forward takes a fused "fast path" kernel (in eval mode, without grad) that a trace
 # does not take: torch.export records the standard path, which rounds differently.
@@ -41,6 +42,16 @@ def check_training_model(model: Any) -> None:
         raise ExportError(f"exact mode: eager PyTorch runs {', '.join(fused)} with grad enabled through a fused "
                           "kernel that the traced per-step graph does not follow, so a training export cannot match "
                           "it bit for bit. Export without exact=True (the gradients are then equal within rounding)")
+
+
+def check_training_program(ep: Any) -> None:
+    """What exact mode refuses in a training export's captured program, before its joint export."""
+    if takes_gradients(ep):
+        raise ExportError("exact mode: the loss takes a gradient inside the forward (torch.autograd.grad, "
+                          "torch.func), which the training export differentiates again as one graph; eager's "
+                          "backward runs through that gradient's own backward nodes and sums the parameters' "
+                          "gradient contributions in another order, so the gradients cannot match bit for bit. "
+                          "Export without exact=True (the gradients are then equal within rounding)")
 
 
 def check_traced(inexact: list[str]) -> None:
