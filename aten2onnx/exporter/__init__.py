@@ -13,6 +13,7 @@ from aten2onnx.errors import ArgumentError, Aten2OnnxError, CaptureError, Export
 from aten2onnx.exporter import diagnose, dynamic, passes
 from aten2onnx.exporter import training as training_export
 from aten2onnx.exporter import exact as exact_checks
+from aten2onnx.exporter import functions as local_functions
 from aten2onnx.exporter.capture import capture
 from aten2onnx.exporter.model import ExportedModel, build_model
 from aten2onnx.exporter.progress import Progress
@@ -78,9 +79,11 @@ def export_traced(model: Any, args: tuple, kwargs: dict | None, **options: Any) 
 def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic_shapes: Any,
             fallback: str, input_names: list[str] | None, output_names: list[str] | None,
             custom_symbolics: dict[str, Callable] | None, backend: Backend, progress: bool | None = None,
-            exact: bool = False, pipeline: Sequence[passes.Pass] = passes.PIPELINE, training: bool = False) -> Traced:
+            exact: bool = False, pipeline: Sequence[passes.Pass] = passes.PIPELINE, training: bool = False,
+            functions: bool | Sequence[Any] = False) -> Traced:
     """training: model is a training.LossModule, captured in train mode as its joint forward-backward
-    program; the export is a TrainingModel."""
+    program; the export is a TrainingModel. functions: module classes whose calls become ONNX local
+    functions (exporter/functions.py), or True for every class called more than once."""
     from aten2onnx import symbolic  # noqa: F401  (registers the built-in symbolics)
     from aten2onnx.symbolic import MAX_OPSET, MIN_OPSET
 
@@ -118,11 +121,18 @@ def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic
                             exact=exact)
     with torch.no_grad(), stages.stage("translation", total=len(program.gm.graph.nodes) - 1, unit="node") as bar:
         translation = translator.run(input_names, advance=bar.update)
+    classes: set[str] = set()
+    function_notes: list[str] = []
+    if functions:
+        classes, function_notes = local_functions.selected_classes(functions, translation.module_stacks.values())
     skeleton, weights, in_names, out_names = build_model(translation, opset=opset, output_names=output_names,
-                                                         exact=exact)
+                                                         exact=exact, functions=classes, notes=function_notes)
+    for note in function_notes:
+        warn_user(note)
     dynamic.rename_dims(skeleton, names)
     # only fallbacks left in the graph count (one feeding only a dropped runtime assertion does not)
-    translation.fallback_ops = sorted(set(translation.fallback_ops) & _aten_node.overload_keys(skeleton.graph))
+    in_graph = _aten_node.overload_keys(skeleton.graph).union(*(_aten_node.overload_keys(f) for f in skeleton.functions))
+    translation.fallback_ops = sorted(set(translation.fallback_ops) & in_graph)
     if translation.fallback_ops:
         warn_user(
             f"{len(translation.fallback_ops)} op(s) exported as ATen fallback nodes, runnable in aten2onnx.runtime "
@@ -143,6 +153,6 @@ def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic
         outputs=outputs,
         opset=opset,
         session_factory=backend.session,
-        notes=notes + list(program.notes),  # a training export's notes are facts (tied weights), not warnings
+        notes=notes + list(program.notes) + function_notes,  # a training export's notes are facts (tied weights), not warnings
     )
     return Traced(exported, program, translation.values)

@@ -19,6 +19,7 @@ from aten2onnx import _aten_node, _dtypes
 from aten2onnx.errors import ArgumentError, ExportError, InvalidInputError
 from aten2onnx.ir.builder import GraphBuilder, Node, Subgraph, Value, fill_tensor_proto, live_nodes, node_inputs, tensor_view, value_info
 from aten2onnx.ir import op_types
+from aten2onnx.exporter.functions import DOMAIN as FUNCTIONS_DOMAIN, extract as extract_functions
 from aten2onnx.exporter.progress import Progress
 from aten2onnx.exporter.translate import Translation
 
@@ -37,10 +38,13 @@ def _as_number(result: Any, like: bool | int | float) -> bool | int | float:
     return type(like)(torch.as_tensor(result).item())
 
 
-def build_model(t: Translation, *, opset: int, output_names: list[str] | None, exact: bool = False
+def build_model(t: Translation, *, opset: int, output_names: list[str] | None, exact: bool = False,
+                functions: set[str] = frozenset(), notes: list[str] | None = None
                 ) -> tuple[onnx.ModelProto, list[tuple[str, torch.Tensor]], list[str], list[str]]:
     """The model without its weights, and the weights: they are written into protobuf only when
-    the model is first needed whole (`model_proto`, `save`), and straight to a file for external data."""
+    the model is first needed whole (`model_proto`, `save`), and straight to a file for external data.
+    functions: module classes (qualified names) whose calls become local functions (exporter/functions.py);
+    what that could not do is added to notes."""
     g = t.graph
     nodes = list(g.nodes)
     slots = [slot for slot in t.outputs if slot.value is not None]
@@ -80,6 +84,14 @@ def build_model(t: Translation, *, opset: int, output_names: list[str] | None, e
         seen.add(id(value))
         final.append(value)
     nodes = live_nodes(nodes, final)
+    local_functions: list[onnx.FunctionProto] = []
+    if functions:
+        extracted = extract_functions(g, nodes, t.module_stacks, set(functions), final)
+        nodes, local_functions = extracted.nodes, extracted.functions
+        if notes is not None:
+            notes.extend(extracted.notes)
+        if local_functions:
+            g.domains.setdefault(FUNCTIONS_DOMAIN, 1)
     used = {v.name for v in node_inputs(nodes)}
     state_inputs = [state.state for state in t.states if state.kind == "buffer"]
     used |= {v.name for v in state_inputs}
@@ -89,6 +101,9 @@ def build_model(t: Translation, *, opset: int, output_names: list[str] | None, e
     model.producer_name = PRODUCER
     model.opset_import.extend([helper.make_opsetid("", opset)] +
                               [helper.make_opsetid(d, v) for d, v in sorted(g.domains.items())])
+    for function in local_functions:
+        function.opset_import.extend(model.opset_import)
+    model.functions.extend(local_functions)
     graph = model.graph
     graph.name = "main_graph"
     graph.node.extend(g.node_protos(nodes))
@@ -412,6 +427,7 @@ def _copy_without_weights(model: onnx.ModelProto, out: onnx.ModelProto) -> None:
     out.graph.input.extend(model.graph.input)
     out.graph.output.extend(model.graph.output)
     out.graph.value_info.extend(model.graph.value_info)
+    out.functions.extend(model.functions)
 
 
 def _data_files(folder: str, base: str) -> set[str]:
