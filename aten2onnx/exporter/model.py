@@ -30,6 +30,9 @@ STATE_KEY = "aten2onnx.state_updates"
 # trailing axis of 2: real, imaginary), as {"inputs": [...], "outputs": [...]}.
 COMPLEX_KEY = "aten2onnx.complex_as_real"
 TWO_GB = 2**31
+# Initializers smaller than this stay in the model file when weights go to a data file (onnx's own
+# save_as_external_data default): runtimes infer shapes from constants they can read at load time.
+INLINE_BYTES = 1024
 MIN_IR_VERSION = 10  # node metadata_props need IR 10
 
 
@@ -310,7 +313,8 @@ class ExportedModel:
             data_name = f"{base}.{digest.hexdigest()[:16]}.data"
             _commit(tmp, os.path.join(folder, data_name), folder)
             for ref in skeleton.graph.initializer:
-                ref.external_data[0].value = data_name
+                if ref.external_data:
+                    ref.external_data[0].value = data_name
             _atomic_write(folder, path, [skeleton.SerializeToString()])
             stale.discard(data_name)
         for name in stale:
@@ -318,15 +322,19 @@ class ExportedModel:
 
     def _external(self) -> tuple[onnx.ModelProto, int, Any]:
         """The model with initializers pointing into one data file (location first among each one's
-        external_data entries, named once the data is written), the file's size, and a generator of its bytes."""
+        external_data entries, named once the data is written; those under INLINE_BYTES kept in the
+        model), the file's size, and a generator of its bytes."""
         weights = self._checked_weights()
         skeleton = onnx.ModelProto()
         skeleton.CopyFrom(self._skeleton) if self._proto is None else _copy_without_weights(self._proto, skeleton)
         offset = 0
         layout = []
         for name, tensor in weights:
-            offset += (-offset) % 64  # aligned offsets let loaders map weights without copying
             size = tensor.numel() * tensor.element_size()
+            if size < INLINE_BYTES:  # shape constants: onnxruntime reads a Reshape's shape only from the model
+                fill_tensor_proto(skeleton.graph.initializer.add(), tensor, name)
+                continue
+            offset += (-offset) % 64  # aligned offsets let loaders map weights without copying
             ref = _tensor_header(skeleton.graph.initializer.add(), name, tensor)
             ref.data_location = onnx.TensorProto.EXTERNAL
             for key, value in (("location", ""), ("offset", str(offset)), ("length", str(size))):
