@@ -30,9 +30,6 @@ STATE_KEY = "aten2onnx.state_updates"
 # trailing axis of 2: real, imaginary), as {"inputs": [...], "outputs": [...]}.
 COMPLEX_KEY = "aten2onnx.complex_as_real"
 TWO_GB = 2**31
-# Initializers smaller than this stay in the model file when weights go to a data file (onnx's own
-# save_as_external_data default): runtimes infer shapes from constants they can read at load time.
-INLINE_BYTES = 1024
 MIN_IR_VERSION = 10  # node metadata_props need IR 10
 
 
@@ -44,8 +41,9 @@ def _as_number(result: Any, like: bool | int | float) -> bool | int | float:
 def build_model(t: Translation, *, opset: int, output_names: list[str] | None, exact: bool = False,
                 functions: set[str] = frozenset(), notes: list[str] | None = None
                 ) -> tuple[onnx.ModelProto, list[tuple[str, torch.Tensor]], list[str], list[str]]:
-    """The model without its weights, and the weights: they are written into protobuf only when
-    the model is first needed whole (`model_proto`, `save`), and straight to a file for external data.
+    """The model without its weights (with the constants the exporter made), and the weights: they are
+    written into protobuf only when the model is first needed whole (`model_proto`, `save`), and straight
+    to a file for external data.
     functions: module classes (qualified names) whose calls become local functions (exporter/functions.py);
     what that could not do is added to notes."""
     g = t.graph
@@ -98,7 +96,8 @@ def build_model(t: Translation, *, opset: int, output_names: list[str] | None, e
     used = {v.name for v in node_inputs(nodes)}
     state_inputs = [state.state for state in t.states if state.kind == "buffer"]
     used |= {v.name for v in state_inputs}
-    weights = [(name, v.default if v.kind == "state" else v.const) for name, v in g.initializers.items() if name in used]
+    weights = [(name, v.default if v.kind == "state" else v.const) for name, v in g.initializers.items()
+               if name in used and v.kind != "const"]
     model = onnx.ModelProto()
     model.ir_version = max(MIN_IR_VERSION, helper.find_min_ir_version_for([helper.make_opsetid("", opset)]))
     model.producer_name = PRODUCER
@@ -110,6 +109,11 @@ def build_model(t: Translation, *, opset: int, output_names: list[str] | None, e
     graph = model.graph
     graph.name = "main_graph"
     graph.node.extend(g.node_protos(nodes))
+    # the constants the exporter made (shapes, scalars) are part of the model, never in a data file: runtimes
+    # read a Reshape's shape at load time
+    for name, v in g.initializers.items():
+        if name in used and v.kind == "const":
+            fill_tensor_proto(graph.initializer.add(), v.const, name)
     graph.input.extend(value_info(v) for v in g.inputs + state_inputs)
     graph.output.extend(value_info(v) for v in final)
     if t.states:
@@ -313,7 +317,7 @@ class ExportedModel:
             data_name = f"{base}.{digest.hexdigest()[:16]}.data"
             _commit(tmp, os.path.join(folder, data_name), folder)
             for ref in skeleton.graph.initializer:
-                if ref.external_data:
+                if ref.external_data:  # not the constants the model keeps
                     ref.external_data[0].value = data_name
             _atomic_write(folder, path, [skeleton.SerializeToString()])
             stale.discard(data_name)
@@ -322,19 +326,18 @@ class ExportedModel:
 
     def _external(self) -> tuple[onnx.ModelProto, int, Any]:
         """The model with initializers pointing into one data file (location first among each one's
-        external_data entries, named once the data is written; those under INLINE_BYTES kept in the
-        model), the file's size, and a generator of its bytes."""
+        external_data entries, named once the data is written), the file's size, and a generator of its bytes."""
         weights = self._checked_weights()
         skeleton = onnx.ModelProto()
-        skeleton.CopyFrom(self._skeleton) if self._proto is None else _copy_without_weights(self._proto, skeleton)
+        if self._proto is None:
+            skeleton.CopyFrom(self._skeleton)
+        else:
+            _copy_without_weights(self._proto, skeleton, {name for name, _ in weights})
         offset = 0
         layout = []
         for name, tensor in weights:
-            size = tensor.numel() * tensor.element_size()
-            if size < INLINE_BYTES:  # shape constants: onnxruntime reads a Reshape's shape only from the model
-                fill_tensor_proto(skeleton.graph.initializer.add(), tensor, name)
-                continue
             offset += (-offset) % 64  # aligned offsets let loaders map weights without copying
+            size = tensor.numel() * tensor.element_size()
             ref = _tensor_header(skeleton.graph.initializer.add(), name, tensor)
             ref.data_location = onnx.TensorProto.EXTERNAL
             for key, value in (("location", ""), ("offset", str(offset)), ("length", str(size))):
@@ -425,7 +428,7 @@ def _tensor_header(proto: onnx.TensorProto, name: str, tensor: torch.Tensor) -> 
     return proto
 
 
-def _copy_without_weights(model: onnx.ModelProto, out: onnx.ModelProto) -> None:
+def _copy_without_weights(model: onnx.ModelProto, out: onnx.ModelProto, weights: set[str]) -> None:
     for field in ("ir_version", "producer_name", "producer_version", "domain", "model_version", "doc_string"):
         setattr(out, field, getattr(model, field))
     out.opset_import.extend(model.opset_import)
@@ -435,6 +438,7 @@ def _copy_without_weights(model: onnx.ModelProto, out: onnx.ModelProto) -> None:
     out.graph.input.extend(model.graph.input)
     out.graph.output.extend(model.graph.output)
     out.graph.value_info.extend(model.graph.value_info)
+    out.graph.initializer.extend(t for t in model.graph.initializer if t.name not in weights)
     out.functions.extend(model.functions)
 
 
