@@ -386,3 +386,26 @@ def test_inlined_names_do_not_clash():
     onnx.checker.check_model(model, full_check=True)
     x = np.random.default_rng(3).standard_normal((2, 3)).astype(np.float32)
     np.testing.assert_array_equal(InferenceSession(model).run(None, {"x": x})[0], _ort(model, {"x": x})[0])
+
+
+class Gate(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.cond(x.sum() > 0, lambda x: self.linear(x).sin() * 0.5, lambda x: x.cos() + 1.5, (x,))
+
+
+def test_control_flow_inside_a_function():
+    """An If inside the body reads the block's weights and constants from the function's scope."""
+    model = torch.nn.Sequential(Gate(), Gate(), Gate()).eval()
+    exported = aten2onnx.export(model, (torch.randn(3, 4),), functions=[Gate])
+    proto = exported.model_proto
+    assert _calls(proto) == {"Gate": 3} and "If" in {n.op_type for n in proto.functions[0].node}
+    onnx.checker.check_model(proto, full_check=True)
+    for x in (torch.ones(3, 4), -torch.ones(3, 4)):  # both branches
+        with torch.no_grad():
+            expected = model(x)
+        torch.testing.assert_close(torch.from_numpy(_ort(proto, {exported.input_names[0]: x.numpy()})[0]), expected)
+        torch.testing.assert_close(exported.run(x), expected)
