@@ -312,6 +312,8 @@ class InferenceSession:
     rng: where random ops draw from: "private", the session's own generator (a model neither reads nor
         advances the caller's); "process", torch's default generators, as eager PyTorch does (an exact
         export then draws what eager draws after the same torch.manual_seed).
+    A model's local functions (ModelProto.functions) run inlined: each call is replaced by the function's
+    body when the session is created, once the functions are checked (runtime/functions.py).
     Anything refused is refused here, before any run, with InvalidModelError.
     """
 
