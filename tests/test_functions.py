@@ -409,3 +409,33 @@ def test_control_flow_inside_a_function():
             expected = model(x)
         torch.testing.assert_close(torch.from_numpy(_ort(proto, {exported.input_names[0]: x.numpy()})[0]), expected)
         torch.testing.assert_close(exported.run(x), expected)
+
+
+CLI_SPEC = '''
+import torch
+
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        return x + torch.relu(self.linear(x))
+
+def make():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(Block(), Block(), Block()).eval(), (torch.randn(2, 8),)
+'''
+
+
+@pytest.mark.parametrize("names", ["Block", "all"])
+def test_command_exports_functions(tmp_path, monkeypatch, capsys, names):
+    from aten2onnx import cli
+
+    (tmp_path / "spec.py").write_text(CLI_SPEC)
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["export", "spec.py:make", "-o", "blocks.onnx", "--functions", names]) == 0
+    assert "PASS" in capsys.readouterr().out
+    model = onnx.load(str(tmp_path / "blocks.onnx"))
+    assert _calls(model)["Block"] == 3
+    onnx.checker.check_model(model, full_check=True)
