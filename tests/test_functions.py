@@ -439,3 +439,24 @@ def test_command_exports_functions(tmp_path, monkeypatch, capsys, names):
     model = onnx.load(str(tmp_path / "blocks.onnx"))
     assert _calls(model)["Block"] == 3
     onnx.checker.check_model(model, full_check=True)
+
+
+def test_function_constants_with_external_data_are_read_from_the_models_folder(tmp_path):
+    """A Constant in a function body may keep its data in a file (onnx.save's size threshold): read as
+    any other external tensor, from the model's folder only."""
+    value = np.arange(6, dtype=np.float32).reshape(2, 3)
+    constant = helper.make_node("Constant", [], ["c"], value=helper.make_tensor("c", F32, [2, 3], value.reshape(-1)))
+    f = _function("f", ["a"], ["b"], [constant, helper.make_node("Add", ["a", "c"], ["b"])])
+    model = _model([helper.make_node("f", ["x"], ["y"], domain="custom")], [f])
+    tensor = model.functions[0].node[0].attribute[0].t
+    (tmp_path / "c.bin").write_bytes(value.tobytes())
+    tensor.ClearField("float_data")
+    tensor.data_location = TensorProto.EXTERNAL
+    tensor.external_data.add(key="location", value="c.bin")
+    onnx.save(model, str(tmp_path / "m.onnx"))
+    x = np.ones((2, 3), np.float32)
+    np.testing.assert_array_equal(InferenceSession(str(tmp_path / "m.onnx")).run(None, {"x": x})[0], x + value)
+    hostile = copy.deepcopy(model)
+    hostile.functions[0].node[0].attribute[0].t.external_data[0].value = "../c.bin"
+    with pytest.raises(InvalidModelError, match=r"\.\."):
+        InferenceSession(hostile, base_dir=tmp_path)
