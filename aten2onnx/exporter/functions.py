@@ -86,6 +86,9 @@ def extract(g: GraphBuilder, nodes: list[Node], stacks: dict[int, tuple[Entry, .
 
 
 class _State:
+    """The graph as calls are cut out of it: its nodes, what each reads and who reads each value
+    (kept up to date as bodies become call nodes), and the functions made so far by signature."""
+
     def __init__(self, g: GraphBuilder, nodes: list[Node], stacks: dict[int, tuple[Entry, ...]],
                  graph_outputs: Sequence[Value]) -> None:
         self.g = g
@@ -103,6 +106,7 @@ class _State:
         self.notes: list[str] = []
 
     def extract(self, key: str, depth: int, path: str, cls: str) -> None:
+        """One module call (its nn_module_stack key, at `depth` in the stack) replaced by a call node."""
         where = _instance_name(key, path)
         short = cls.rsplit(".", 1)[-1]
         members = [i for i, n in enumerate(self.nodes)
