@@ -460,3 +460,41 @@ def test_function_constants_with_external_data_are_read_from_the_models_folder(t
     hostile.functions[0].node[0].attribute[0].t.external_data[0].value = "../c.bin"
     with pytest.raises(InvalidModelError, match=r"\.\."):
         InferenceSession(hostile, base_dir=tmp_path)
+
+
+def test_a_call_that_cannot_be_cut_out_stays_inline():
+    """A node outside the call that reads from it and feeds it: no single call node can replace the
+    call's nodes without a cycle, so they stay as they are, with a note; a call without one is cut."""
+    from aten2onnx.exporter.functions import extract
+    from aten2onnx.ir import GraphBuilder
+
+    g = GraphBuilder(18)
+    x = g.input("x", torch.float32, (2, 3))
+    inside = ("L__self__block", "block", "mymodels.Block")
+    first = g.op("Relu", x)
+    between = g.op("Neg", first)
+    last = g.op("Add", first, between)
+    stacks = {id(first.producer): (inside,), id(between.producer): (), id(last.producer): (inside,)}
+    cut = extract(g, list(g.nodes), stacks, {"mymodels.Block"}, [last])
+    assert [n.op_type for n in cut.nodes] == ["Relu", "Neg", "Add"] and not cut.functions
+    assert any("stays inline" in note and "block" in note for note in cut.notes)
+
+    stacks[id(between.producer)] = (inside,)
+    cut = extract(g, list(g.nodes), stacks, {"mymodels.Block"}, [last])
+    assert [n.op_type for n in cut.nodes] == ["Block"] and [f.name for f in cut.functions] == ["Block"]
+
+
+def test_nodes_between_a_calls_nodes_that_read_from_it_follow_the_call():
+    from aten2onnx.exporter.functions import extract
+    from aten2onnx.ir import GraphBuilder
+
+    g = GraphBuilder(18)
+    x = g.input("x", torch.float32, (2, 3))
+    inside = ("L__self__block", "block", "mymodels.Block")
+    first = g.op("Relu", x)
+    side = g.op("Neg", first)  # reads the call's value, feeds nothing of it
+    last = g.op("Abs", first)
+    stacks = {id(first.producer): (inside,), id(side.producer): (), id(last.producer): (inside,)}
+    cut = extract(g, list(g.nodes), stacks, {"mymodels.Block"}, [last, side])
+    assert [n.op_type for n in cut.nodes] == ["Block", "Neg"]
+    assert [v.name for v in cut.nodes[0].outputs] == [first.name, last.name]  # both leave the call
