@@ -83,6 +83,7 @@ def export(
     custom_symbolics: Mapping[str, Callable[..., Any]] | None = None,
     progress: bool | None = None,
     exact: bool = False,
+    functions: bool | list[type | str] | tuple[type | str, ...] = False,
 ) -> ExportedModel:
     """Export `model` called on `args`/`kwargs` to ONNX at `opset`.
 
@@ -96,6 +97,9 @@ def export(
     progress: progress bars on stderr (capture, rewrite, translation); None: when stderr is a terminal.
     exact: aten2onnx.runtime runs the model bitwise equal to eager PyTorch (README "Exact mode" gives the
         conditions); the file is the same standard ONNX otherwise, with each op's ATen call in metadata.
+    functions: module classes (or class names) whose every call becomes a call of an ONNX local function,
+        one per class and body (domain aten2onnx.functions, named after the class), its weights passed
+        in from the main graph; True: every class called more than once. Listed classes nest.
     """
     from aten2onnx._backend import runtime_backend
     from aten2onnx.exporter import export_program
@@ -115,6 +119,7 @@ def export(
         backend=runtime_backend(),
         progress=progress,
         exact=exact,
+        functions=functions if isinstance(functions, bool) else list(functions),
     )
 
 

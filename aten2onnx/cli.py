@@ -78,6 +78,9 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("--external-data", action="store_true", help="weights in a data file beside the model")
     export.add_argument("--exact", action="store_true",
                         help="exact mode: aten2onnx.runtime runs the model bit for bit like eager PyTorch")
+    export.add_argument("--functions", type=_class_names, default=False, metavar="CLASS[,CLASS...]",
+                        help="module classes whose calls become ONNX local functions (names, e.g. GPT2Block), "
+                             "or 'all' for every class called more than once")
     export.set_defaults(handler=_export)
 
     run = commands.add_parser("run", parents=[common], help="run an ONNX file on .npy inputs")
@@ -111,6 +114,15 @@ def _dynamic_dim(text: str) -> tuple[str, int, str]:
     if match is None:
         raise argparse.ArgumentTypeError(f"{text!r} is not INPUT:AXIS=NAME (e.g. x:0=batch)")
     return match["input"], int(match["axis"]), match["name"]
+
+
+def _class_names(text: str) -> bool | list[str]:
+    if text == "all":
+        return True
+    names = [name.strip() for name in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"{text!r}: give class names separated by commas, e.g. GPT2Block,GPT2MLP")
+    return names
 
 
 def _named_file(text: str) -> tuple[str, str]:
@@ -175,7 +187,8 @@ def _export(options: argparse.Namespace) -> int:
         dynamic.setdefault(name, {})[axis] = label
     exported, report = verify_export(model, args, kwargs, opset=options.opset, runtimes=RUNTIMES, inputs=(),
                                      custom_symbolics=None, dynamic_shapes=dynamic or None,
-                                     fallback=options.fallback, progress=None, exact=options.exact)
+                                     fallback=options.fallback, progress=None, exact=options.exact,
+                                     functions=options.functions)
     exported.save(options.output, external_data=True if options.external_data else None)
     errors = {runtime: max((e[0] for e in per.values() if e[0] is not None), default=None)
               for runtime, per in report.max_errors().items()}

@@ -15,6 +15,7 @@ from aten2onnx.exporter import diagnose, dynamic, passes
 from aten2onnx.exporter import optimizer as optimizer_export
 from aten2onnx.exporter import training as training_export
 from aten2onnx.exporter import exact as exact_checks
+from aten2onnx.exporter import functions as local_functions
 from aten2onnx.exporter.capture import capture
 from aten2onnx.exporter.model import ExportedModel, build_model
 from aten2onnx.exporter.progress import Progress
@@ -81,10 +82,12 @@ def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic
             fallback: str, input_names: list[str] | None, output_names: list[str] | None,
             custom_symbolics: dict[str, Callable] | None, backend: Backend, progress: bool | None = None,
             exact: bool = False, pipeline: Sequence[passes.Pass] = passes.PIPELINE, training: bool = False,
-            optimizer: optimizer_export.OptimizerPlan | None = None) -> Traced:
+            optimizer: optimizer_export.OptimizerPlan | None = None,
+            functions: bool | Sequence[Any] = False) -> Traced:
     """training: model is a training.LossModule, captured in train mode as its joint forward-backward
     program; the export is a TrainingModel. optimizer: the update a training export applies after the
-    gradients."""
+    gradients. functions: module classes whose calls become ONNX local functions
+    (exporter/functions.py), or True for every class called more than once."""
     from aten2onnx import symbolic  # noqa: F401  (registers the built-in symbolics)
     from aten2onnx.symbolic import MAX_OPSET, MIN_OPSET
 
@@ -126,14 +129,21 @@ def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic
                             exact=exact)
     with torch.no_grad(), stages.stage("translation", total=len(program.gm.graph.nodes) - 1, unit="node") as bar:
         translation = translator.run(input_names, advance=bar.update)
+    classes: set[str] = set()
+    function_notes: list[str] = []
+    if functions:
+        classes, function_notes = local_functions.selected_classes(functions, translation.module_stacks.values())
     skeleton, weights, in_names, out_names = build_model(translation, opset=opset, output_names=output_names,
-                                                         exact=exact)
+                                                         exact=exact, functions=classes, notes=function_notes)
+    for note in function_notes:
+        warn_user(note)
     dynamic.rename_dims(skeleton, names)
     if optimizer is not None:
         entry = skeleton.metadata_props.add()
         entry.key, entry.value = optimizer_export.OPTIMIZER_KEY, optimizer.metadata()
     # only fallbacks left in the graph count (one feeding only a dropped runtime assertion does not)
-    translation.fallback_ops = sorted(set(translation.fallback_ops) & _aten_node.overload_keys(skeleton.graph))
+    in_graph = _aten_node.overload_keys(skeleton.graph).union(*(_aten_node.overload_keys(f) for f in skeleton.functions))
+    translation.fallback_ops = sorted(set(translation.fallback_ops) & in_graph)
     if translation.fallback_ops:
         warn_user(
             f"{len(translation.fallback_ops)} op(s) exported as ATen fallback nodes, runnable in aten2onnx.runtime "
@@ -159,7 +169,7 @@ def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic
         outputs=outputs,
         opset=opset,
         session_factory=backend.session,
-        notes=notes + list(program.notes),  # a training export's notes are facts (tied weights), not warnings
+        notes=notes + list(program.notes) + function_notes,  # a training export's notes are facts (tied weights), not warnings
         **extra,
     )
     return Traced(exported, program, translation.values)

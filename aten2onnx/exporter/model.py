@@ -19,6 +19,7 @@ from aten2onnx import _aten_node, _dtypes
 from aten2onnx.errors import ArgumentError, ExportError, InvalidInputError
 from aten2onnx.ir.builder import GraphBuilder, Node, Subgraph, Value, fill_tensor_proto, live_nodes, node_inputs, tensor_view, value_info
 from aten2onnx.ir import op_types
+from aten2onnx.exporter.functions import DOMAIN as FUNCTIONS_DOMAIN, extract as extract_functions
 from aten2onnx.exporter.progress import Progress
 from aten2onnx.exporter.translate import Translation
 
@@ -37,10 +38,14 @@ def _as_number(result: Any, like: bool | int | float) -> bool | int | float:
     return type(like)(torch.as_tensor(result).item())
 
 
-def build_model(t: Translation, *, opset: int, output_names: list[str] | None, exact: bool = False
+def build_model(t: Translation, *, opset: int, output_names: list[str] | None, exact: bool = False,
+                functions: set[str] = frozenset(), notes: list[str] | None = None
                 ) -> tuple[onnx.ModelProto, list[tuple[str, torch.Tensor]], list[str], list[str]]:
-    """The model without its weights, and the weights: they are written into protobuf only when
-    the model is first needed whole (`model_proto`, `save`), and straight to a file for external data."""
+    """The model without its weights (with the constants the exporter made), and the weights: they are
+    written into protobuf only when the model is first needed whole (`model_proto`, `save`), and straight
+    to a file for external data.
+    functions: module classes (qualified names) whose calls become local functions (exporter/functions.py);
+    what that could not do is added to notes."""
     g = t.graph
     nodes = list(g.nodes)
     slots = [slot for slot in t.outputs if slot.value is not None]
@@ -80,18 +85,35 @@ def build_model(t: Translation, *, opset: int, output_names: list[str] | None, e
         seen.add(id(value))
         final.append(value)
     nodes = live_nodes(nodes, final)
+    local_functions: list[onnx.FunctionProto] = []
+    if functions:
+        extracted = extract_functions(g, nodes, t.module_stacks, set(functions), final)
+        nodes, local_functions = extracted.nodes, extracted.functions
+        if notes is not None:
+            notes.extend(extracted.notes)
+        if local_functions:
+            g.domains.setdefault(FUNCTIONS_DOMAIN, 1)
     used = {v.name for v in node_inputs(nodes)}
     state_inputs = [state.state for state in t.states if state.kind == "buffer"]
     used |= {v.name for v in state_inputs}
-    weights = [(name, v.default if v.kind == "state" else v.const) for name, v in g.initializers.items() if name in used]
+    weights = [(name, v.default if v.kind == "state" else v.const) for name, v in g.initializers.items()
+               if name in used and v.kind != "const"]
     model = onnx.ModelProto()
     model.ir_version = max(MIN_IR_VERSION, helper.find_min_ir_version_for([helper.make_opsetid("", opset)]))
     model.producer_name = PRODUCER
     model.opset_import.extend([helper.make_opsetid("", opset)] +
                               [helper.make_opsetid(d, v) for d, v in sorted(g.domains.items())])
+    for function in local_functions:
+        function.opset_import.extend(model.opset_import)
+    model.functions.extend(local_functions)
     graph = model.graph
     graph.name = "main_graph"
     graph.node.extend(g.node_protos(nodes))
+    # the constants the exporter made (shapes, scalars) are part of the model, never in a data file: runtimes
+    # read a Reshape's shape at load time
+    for name, v in g.initializers.items():
+        if name in used and v.kind == "const":
+            fill_tensor_proto(graph.initializer.add(), v.const, name)
     graph.input.extend(value_info(v) for v in g.inputs + state_inputs)
     graph.output.extend(value_info(v) for v in final)
     if t.states:
@@ -295,7 +317,8 @@ class ExportedModel:
             data_name = f"{base}.{digest.hexdigest()[:16]}.data"
             _commit(tmp, os.path.join(folder, data_name), folder)
             for ref in skeleton.graph.initializer:
-                ref.external_data[0].value = data_name
+                if ref.external_data:  # not the constants the model keeps
+                    ref.external_data[0].value = data_name
             _atomic_write(folder, path, [skeleton.SerializeToString()])
             stale.discard(data_name)
         for name in stale:
@@ -306,7 +329,10 @@ class ExportedModel:
         external_data entries, named once the data is written), the file's size, and a generator of its bytes."""
         weights = self._checked_weights()
         skeleton = onnx.ModelProto()
-        skeleton.CopyFrom(self._skeleton) if self._proto is None else _copy_without_weights(self._proto, skeleton)
+        if self._proto is None:
+            skeleton.CopyFrom(self._skeleton)
+        else:
+            _copy_without_weights(self._proto, skeleton, {name for name, _ in weights})
         offset = 0
         layout = []
         for name, tensor in weights:
@@ -402,7 +428,7 @@ def _tensor_header(proto: onnx.TensorProto, name: str, tensor: torch.Tensor) -> 
     return proto
 
 
-def _copy_without_weights(model: onnx.ModelProto, out: onnx.ModelProto) -> None:
+def _copy_without_weights(model: onnx.ModelProto, out: onnx.ModelProto, weights: set[str]) -> None:
     for field in ("ir_version", "producer_name", "producer_version", "domain", "model_version", "doc_string"):
         setattr(out, field, getattr(model, field))
     out.opset_import.extend(model.opset_import)
@@ -412,6 +438,8 @@ def _copy_without_weights(model: onnx.ModelProto, out: onnx.ModelProto) -> None:
     out.graph.input.extend(model.graph.input)
     out.graph.output.extend(model.graph.output)
     out.graph.value_info.extend(model.graph.value_info)
+    out.graph.initializer.extend(t for t in model.graph.initializer if t.name not in weights)
+    out.functions.extend(model.functions)
 
 
 def _data_files(folder: str, base: str) -> set[str]:

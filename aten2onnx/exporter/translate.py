@@ -57,6 +57,9 @@ class Translation:
     fallback_ops: list[str]
     values: dict[str, Any]  # per top-level FX node by name: what it was translated to (Values or numbers)
     requires_grad: list[Value] = dataclasses.field(default_factory=list)  # weights that require grad in eager
+    # per top-level ONNX node (by id): the module calls its FX node was made in, outermost first, as
+    # (nn_module_stack key, module path, class qualified name); the key tells repeated calls apart
+    module_stacks: dict[int, tuple[tuple[str, str, str], ...]] = dataclasses.field(default_factory=dict)
 
 
 class Translator:
@@ -75,6 +78,7 @@ class Translator:
         self.unsupported: list[UnsupportedOp] = []
         self.fallback_ops: set[str] = set()
         self.requires_grad: list[Value] = []
+        self.module_stacks: dict[int, tuple[tuple[str, str, str], ...]] = {}
 
     # -- entry ----------------------------------------------------------------------------------
     def run(self, input_names: list[str] | None, advance: Callable[[], Any] | None = None) -> Translation:
@@ -87,7 +91,7 @@ class Translator:
         values = {node.name: self.env[node] for node in self.gm.graph.nodes
                   if node.op == "call_function" and node in self.env}
         return Translation(self.g, self.g.nodes, user_inputs, outputs, states, sorted(self.fallback_ops), values,
-                           self.requires_grad)
+                           self.requires_grad, self.module_stacks)
 
     # -- placeholders -----------------------------------------------------------------------------
     def _bind_placeholders(self, input_names: list[str] | None) -> list[Value | None]:
@@ -139,13 +143,24 @@ class Translator:
             if node.op == "output":
                 return torch.fx.node.map_aggregate(node.args[0], self._lookup)
             if node.op == "call_function":
+                first = len(self.g.nodes)
                 self._translate_call(node)
+                if self.g.parent is None:
+                    self._record_stack(node, first)
             elif node.op == "get_attr":
                 attr = getattr(gm, node.target)
                 self.env[node] = self.g.initializer(node.target, attr) if isinstance(attr, torch.Tensor) else attr
             if advance is not None:
                 advance()
         return None
+
+    def _record_stack(self, node: torch.fx.Node, first: int) -> None:
+        """The module calls node was made in, for the top-level ONNX nodes made for it (a wrapper's body
+        nodes record their own first)."""
+        stack = tuple((key, path or "", cls if isinstance(cls, str) else f"{cls.__module__}.{cls.__qualname__}")
+                      for key, (path, cls) in (node.meta.get("nn_module_stack") or {}).items())
+        for made in self.g.nodes[first:]:
+            self.module_stacks.setdefault(id(made), stack)
 
     def _inline(self, node: torch.fx.Node, submodule: torch.fx.GraphModule, operands: tuple) -> None:
         """Translate a wrapper higher-order op's body in place (grad mode and autocast do not

@@ -119,7 +119,7 @@ def _live(nodes: list[onnx.NodeProto], graph_outputs: Iterable[str],
 def call_keys(model: onnx.ModelProto) -> set[str]:
     """The ATen overloads an exact export's calls run (calls that do not decode name none)."""
     calls = onnx.GraphProto()
-    for graph in graphs(model.graph):
+    for graph in [g for root in [model.graph, *model.functions] for g in graphs(root)]:
         for node in graph.node:
             text = meta(node, _aten_node.EXACT_CALL)
             if text is not None:

@@ -18,12 +18,12 @@ _KEYS = frozenset({"location", "offset", "length", "checksum", "basepath"})
 
 def external_tensors(model: onnx.ModelProto) -> Iterator[onnx.TensorProto]:
     """Every tensor of the model that keeps its data in a file: initializers and attribute tensors,
-    in subgraphs too."""
-    stack = [model.graph]
+    in subgraphs and local functions too."""
+    stack: list = [model.graph, *model.functions]
     while stack:
         graph = stack.pop()
-        tensors = list(graph.initializer) + [s.values for s in graph.sparse_initializer] + \
-            [s.indices for s in graph.sparse_initializer]
+        sparse = list(getattr(graph, "sparse_initializer", ()))  # a FunctionProto has no initializers
+        tensors = list(getattr(graph, "initializer", ())) + [s.values for s in sparse] + [s.indices for s in sparse]
         stack += [body for node in graph.node for body in bodies(node)]
         for node in graph.node:
             for attr in node.attribute:

@@ -100,7 +100,10 @@ class GraphRunner:
     """A planned graph. The session runs the main graph with one; If, Loop and Scan run their
     bodies with others, passing the enclosing scope's values as `outer`."""
 
-    def __init__(self, graph: onnx.GraphProto, ctx: SessionContext, *, outer_names: Iterable[str] = ()) -> None:
+    def __init__(self, graph: onnx.GraphProto, ctx: SessionContext, *, outer_names: Iterable[str] = (),
+                 nodes: Sequence[onnx.NodeProto] | None = None, constants: Sequence[onnx.TensorProto] = ()) -> None:
+        """nodes: the graph's nodes as they run (its local functions inlined), in place of graph.node;
+        constants: more initializers (the Constant nodes of inlined function bodies)."""
         self.ctx = ctx
         self.graph = graph
         self._slot: dict[str, int] = {}
@@ -108,7 +111,7 @@ class GraphRunner:
         self.output_names = [o.name for o in graph.output]
         self._initial: list[Any] = []
 
-        for init in graph.initializer:
+        for init in list(graph.initializer) + list(constants):
             try:
                 tensor = tensor_from_proto(init)
             except Exception as e:
@@ -125,12 +128,12 @@ class GraphRunner:
             self._initial[slot] = tensor
         self._input_slots = [self._new_slot(name) for name in self.input_names]
         self._outer_slots = [(name, self._new_slot(name)) for name in outer_names if name not in self._slot]
-        nodes = list(graph.node)
+        nodes = list(graph.node if nodes is None else nodes)
         if ctx.exact:
             nodes = exact_calls(nodes, self.output_names, lambda node: list(node.input) + sorted(_implicit_names(node)))
         elif ctx.fuse:
-            constants = {i.name: i for i in graph.initializer if i.name not in self.input_names}
-            nodes = fuse_exported_ops(nodes, set(self.output_names), constants,
+            known = {i.name: i for i in list(graph.initializer) + list(constants) if i.name not in self.input_names}
+            nodes = fuse_exported_ops(nodes, set(self.output_names), known,
                                       lambda key: permits(ctx.allowed_aten_ops, key))
         self._declared = {v.name: v.type for v in list(graph.value_info) + list(graph.output)}
         self.steps = [self._plan_node(node) for node in self._ordered(graph, nodes)]
@@ -309,6 +312,8 @@ class InferenceSession:
     rng: where random ops draw from: "private", the session's own generator (a model neither reads nor
         advances the caller's); "process", torch's default generators, as eager PyTorch does (an exact
         export then draws what eager draws after the same torch.manual_seed).
+    A model's local functions (ModelProto.functions) run inlined: each call is replaced by the function's
+    body when the session is created, once the functions are checked (runtime/functions.py).
     Anything refused is refused here, before any run, with InvalidModelError.
     """
 
@@ -322,8 +327,9 @@ class InferenceSession:
         self.device = torch.device(device)
         if self.device.type == "cuda" and not torch.cuda.is_available():
             raise InvalidModelError("device='cuda' was asked for but torch sees no CUDA device")
-        validate_model(proto, MAX_OPSET)
+        inlined = validate_model(proto, MAX_OPSET)
         opsets = {("" if o.domain in ("", "ai.onnx") else o.domain): o.version for o in proto.opset_import}
+        opsets |= inlined.opsets
         # fuse: run node groups that aten2onnx exported for one ATen op (gelu, silu) as that op again.
         exact = is_exact(proto) if exact is None else exact
         if exact:  # the calls are ATen nodes, whatever domains the model imports
@@ -338,7 +344,8 @@ class InferenceSession:
         self._outputs = [_node_arg(o) for o in proto.graph.output]
         self._input_types = {i.name: i.type for i in proto.graph.input}
         self._output_types = {o.name: o.type for o in proto.graph.output}
-        self._runner = GraphRunner(proto.graph, self._ctx)
+        nodes, constants = inlined.hoisted()
+        self._runner = GraphRunner(proto.graph, self._ctx, nodes=nodes, constants=constants)
         self._feed_order = [n for n in self._runner.input_names if n not in initializers]
         # Inputs with an initializer as default (onnxruntime's "overridable initializers").
         self._overridable = [n for n in self._runner.input_names if n in initializers]

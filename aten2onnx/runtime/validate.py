@@ -4,6 +4,7 @@ single assignment of every name, element types, nesting depth, and aten2onnx's o
 from __future__ import annotations
 
 import json
+from typing import Sequence
 
 import onnx
 from google.protobuf.descriptor import FieldDescriptor
@@ -12,6 +13,7 @@ from google.protobuf.message import Message
 from aten2onnx._aten_node import DOMAIN as ATEN_DOMAIN
 from aten2onnx._onnx_graphs import bodies
 from aten2onnx.errors import InvalidModelError
+from aten2onnx.runtime.functions import Inlined, inline_functions
 from aten2onnx.runtime.optimize import DOMAIN as FUSED_DOMAIN
 
 # Nested subgraphs (If in Loop in If ...) deeper than this are refused: planning recurses per level.
@@ -22,8 +24,9 @@ STATE_KEY = "aten2onnx.state_updates"
 _ELEMENT_TYPES = frozenset(onnx.TensorProto.DataType.values())
 
 
-def validate_model(model: onnx.ModelProto, max_opset: int) -> None:
-    """Raise InvalidModelError for a model onnxruntime would refuse to load."""
+def validate_model(model: onnx.ModelProto, max_opset: int) -> Inlined:
+    """Raise InvalidModelError for a model onnxruntime would refuse to load. Returns the main graph with
+    the model's local functions inlined (runtime/functions.py), checked as the graph that runs."""
     _check_text(model)
     if not MIN_IR_VERSION <= model.ir_version <= onnx.IR_VERSION:
         raise InvalidModelError(f"the model's IR version {model.ir_version} is unknown; this runtime reads "
@@ -34,16 +37,27 @@ def validate_model(model: onnx.ModelProto, max_opset: int) -> None:
         if domain in seen:
             raise InvalidModelError(f"the model imports domain {entry.domain or 'ai.onnx'!r} twice")
         seen.add(domain)
-        top = {"": max_opset, ATEN_DOMAIN: 1}.get(domain)
-        if entry.version < 1 or (top is not None and entry.version > top):
-            raise InvalidModelError(f"the model imports {entry.domain or 'ai.onnx'} version {entry.version}; this "
-                                    f"runtime runs versions 1 to {top if top is not None else 'any'}")
-    check_graph(model.graph, frozenset(), 0)
+        _check_version(entry.domain, entry.version, max_opset, "the model")
+    inlined = inline_functions(model)
+    for domain, version in inlined.opsets.items():
+        _check_version(domain, version, max_opset, "a function of the model")
+    check_graph(model.graph, frozenset(), 0, nodes=inlined.nodes)
+    return inlined
 
 
-def check_graph(graph: onnx.GraphProto, outer: frozenset[str], depth: int) -> None:
+def _check_version(domain: str, version: int, max_opset: int, who: str) -> None:
+    top = {"": max_opset, "ai.onnx": max_opset, ATEN_DOMAIN: 1}.get(domain)
+    if version < 1 or (top is not None and version > top):
+        raise InvalidModelError(f"{who} imports {domain or 'ai.onnx'} version {version}; this runtime runs "
+                                f"versions 1 to {top if top is not None else 'any'}")
+
+
+def check_graph(graph: onnx.GraphProto, outer: frozenset[str], depth: int,
+                nodes: Sequence[onnx.NodeProto] | None = None) -> None:
     """One graph and its subgraphs: every name defined once (graph inputs, initializers and node
-    outputs, none shadowing an enclosing graph's), outputs produced, types that exist."""
+    outputs, none shadowing an enclosing graph's), outputs produced, types that exist. nodes: the
+    graph's nodes as they run (its functions inlined), in place of graph.node."""
+    nodes = graph.node if nodes is None else nodes
     where = "the main graph" if depth == 0 else f"subgraph {graph.name!r}"
     if depth > MAX_NESTING:
         raise InvalidModelError(f"{where} is nested {depth} deep; this runtime refuses more than {MAX_NESTING} levels")
@@ -59,7 +73,7 @@ def check_graph(graph: onnx.GraphProto, outer: frozenset[str], depth: int) -> No
         _check_tensor(tensor, f"{where}: initializer {tensor.name!r}")
     defined = set(inputs) | set(initializers)
     produced: set[str] = set()
-    for node in graph.node:
+    for node in nodes:
         label = f"{where}: node {node.name!r} ({node.op_type})"
         if node.domain == FUSED_DOMAIN:
             raise InvalidModelError(f"{label} is in the runtime's internal domain {FUSED_DOMAIN!r}, which no model "
@@ -76,7 +90,7 @@ def check_graph(graph: onnx.GraphProto, outer: frozenset[str], depth: int) -> No
     if missing:
         raise InvalidModelError(f"{where}: graph outputs {missing} are produced by no node, input or initializer")
     scope = outer | defined | produced
-    for node in graph.node:
+    for node in nodes:
         for attr in node.attribute:
             if attr.type == onnx.AttributeProto.TENSOR:
                 _check_tensor(attr.t, f"{where}: node {node.name!r} attribute {attr.name!r}")
