@@ -45,6 +45,12 @@ def attention(g: GraphBuilder, query: Value, key: Value, value: Value, attn_mask
         key, value = (repeat_heads(g, t, repeats) for t in (key, value))
     scores = attention_scores(g, query, key, attn_mask, is_causal, scale, has_range=has_range)
     weights = g.op("Softmax", scores, axis=query.rank - 1)
+    if attn_mask is not None:
+        # a query row whose keys are all masked (left padding) attends to nothing: ATen's attention gives
+        # 0 there (its safe softmax), where Softmax of a row of -inf is NaN
+        empty = g.equal(g.reduce("ReduceMax", scores, [query.rank - 1], keepdims=True),
+                        g.const(float("-inf"), like=scores))
+        weights = g.op("Where", empty, g.const(0.0, like=weights), weights)
     return g.op("MatMul", weights, value)
 
 

@@ -215,4 +215,12 @@ TABLE = [
           lambda q, k, v: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True),
           [lambda d: (torch.randn(2, 4, 5, 8).to(d), torch.randn(2, 2, 5, 8).to(d), torch.randn(2, 2, 5, 8).to(d))],
           opsets=(9, 11, 18, 23), keys=("aten::scaled_dot_product_attention.default",)),
+    # query rows whose keys are all masked (left padding): ATen gives 0 there, not Softmax's NaN
+    Entry("sdpa_fully_masked_rows",
+          lambda q, k, v, m: (torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=m),
+                              torch.nn.functional.scaled_dot_product_attention(
+                                  q, k, v, attn_mask=torch.zeros(m.shape, dtype=q.dtype).masked_fill(~m, float("-inf")))),
+          [lambda d: (torch.randn(2, 2, 3, 4).to(d), torch.randn(2, 2, 5, 4).to(d), torch.randn(2, 2, 5, 4).to(d),
+                      torch.tensor([[True, False, True, False, True], [False] * 5, [True] * 5]).expand(2, 1, 3, 5))],
+          opsets=(9, 13, 18, 23), keys=("aten::scaled_dot_product_attention.default",)),
 ]
