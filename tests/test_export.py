@@ -596,3 +596,16 @@ def test_omitted_trailing_inputs_are_left_out(opset, dtype):
     assert all(not node.input or node.input[-1] for node in exported.model_proto.graph.node)
     got = run_ort(exported.model_proto, {exported.input_names[0]: x})[0]
     torch.testing.assert_close(torch.from_numpy(got), model.to(dtype)(x), rtol=1e-3, atol=1e-3)
+
+
+def test_input_names_name_tensor_inputs_after_a_number():
+    """input_names name the tensor inputs in order, also when a number torch.export baked comes first
+    (it used to shift the names by one)."""
+    class Scaled(torch.nn.Module):
+        def forward(self, factor, x, y):
+            return x * factor + y
+
+    exported = aten2onnx.export(Scaled(), (2, torch.randn(3), torch.randn(3)), input_names=["x", "y"])
+    assert exported.input_names == ["x", "y"]
+    x, y = torch.randn(3), torch.randn(3)
+    torch.testing.assert_close(exported.run(2, x, y), x * 2 + y)

@@ -186,3 +186,40 @@ def test_refusals(model, options, match, tmp_path):
     model = CASES[0].model() if model is None else model
     with pytest.raises(ArgumentError, match=match):
         aten2onnx.export_llm(model, tmp_path / "out", **options)
+
+
+@pytest.mark.parametrize("case", CASES[:1] + CASES[-1:], ids=["llama", "gpt2"])
+def test_plain_export_takes_a_dynamic_cache_with_genai_names(case):
+    """export(model, kwargs={..., "past_key_values": DynamicCache}) with no registration by the user:
+    cache tensors named past_key_values.<i>.key/value in and present.<i>.key/value out, logits by its
+    key; run() gives transformers' output and cache back, onnxruntime the same values."""
+    model = case.model()
+    with torch.no_grad():
+        past = model(input_ids=torch.randint(3, VOCAB, (2, 4)), use_cache=True).past_key_values
+    ids, mask = torch.randint(3, VOCAB, (2, 3)), torch.ones(2, 7, dtype=torch.long)
+    kwargs = {"input_ids": ids, "attention_mask": mask, "past_key_values": past, "use_cache": True}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exported_model = aten2onnx.export(model, (), kwargs)
+    layers = len(past.layers)
+    assert exported_model.input_names == ["input_ids", "attention_mask"] + sorted(
+        [f"past_key_values.{i}.{kv}" for i in range(layers) for kv in ("key", "value")],
+        key=lambda n: (n.endswith("value"), n))
+    assert exported_model.output_names[0] == "logits"
+    assert sorted(exported_model.output_names[1:]) == sorted(
+        f"present.{i}.{kv}" for i in range(layers) for kv in ("key", "value"))
+    import copy
+    want = model(**{**kwargs, "past_key_values": copy.deepcopy(past)})
+    got = exported_model.run(**kwargs)
+    torch.testing.assert_close(got.logits, want.logits, rtol=1e-4, atol=1e-5)
+    for mine, theirs in zip(got.past_key_values.layers, want.past_key_values.layers):
+        torch.testing.assert_close(mine.keys, theirs.keys)
+        torch.testing.assert_close(mine.values, theirs.values)
+    feeds = {"input_ids": ids.numpy(), "attention_mask": mask.numpy()}
+    feeds.update({f"past_key_values.{i}.key": layer.keys.numpy() for i, layer in enumerate(past.layers)})
+    feeds.update({f"past_key_values.{i}.value": layer.values.numpy() for i, layer in enumerate(past.layers)})
+    session = ort.InferenceSession(exported_model.model_proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    results = dict(zip([o.name for o in session.get_outputs()], session.run(None, feeds)))
+    torch.testing.assert_close(torch.from_numpy(results["logits"]), want.logits, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(torch.from_numpy(results[f"present.{layers - 1}.value"]),
+                               want.past_key_values.layers[-1].values, rtol=1e-4, atol=1e-5)

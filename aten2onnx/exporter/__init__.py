@@ -11,7 +11,7 @@ from torch.export.graph_signature import InputKind
 
 from aten2onnx import _aten_node
 from aten2onnx.errors import ArgumentError, Aten2OnnxError, CaptureError, ExportError, InternalError, warn_user
-from aten2onnx.exporter import diagnose, dynamic, passes
+from aten2onnx.exporter import caches, diagnose, dynamic, passes
 from aten2onnx.exporter import optimizer as optimizer_export
 from aten2onnx.exporter import training as training_export
 from aten2onnx.exporter import exact as exact_checks
@@ -121,6 +121,11 @@ def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic
         exact_checks.check_traced(inexact)
     diagnose.warn_baked_globals(model)
     names = dynamic.dim_names(ep, model, args, kwargs, dynamic_shapes)
+    if input_names is None and not training:  # a transformers cache's tensors by genai's names
+        vals = {n.name: n.meta.get("val") for n in ep.graph.nodes if n.op == "placeholder"}
+        input_names = caches.input_names(args, kwargs, [spec.arg.name for spec in ep.graph_signature.input_specs
+                                                        if spec.kind == InputKind.USER_INPUT
+                                                        and isinstance(vals.get(spec.arg.name), torch.Tensor)])
     with stages.stage("rewrite"):
         program = passes.run(ep, pipeline)
     for note in program.notes:
@@ -129,6 +134,10 @@ def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic
                             exact=exact)
     with torch.no_grad(), stages.stage("translation", total=len(program.gm.graph.nodes) - 1, unit="node") as bar:
         translation = translator.run(input_names, advance=bar.update)
+    if output_names is None and not training:
+        by_leaf = caches.output_names(getattr(getattr(ep, "call_spec", None), "out_spec", None))
+        if by_leaf is not None and len(by_leaf) == len(translation.outputs):
+            output_names = [name for name, slot in zip(by_leaf, translation.outputs) if slot.value is not None]
     classes: set[str] = set()
     function_notes: list[str] = []
     if functions:

@@ -19,6 +19,7 @@ from torch.export.dynamic_shapes import refine_dynamic_shapes_from_suggested_fix
 from torch.export.graph_signature import InputKind
 
 from aten2onnx.errors import CaptureError, warn_user
+from aten2onnx.exporter import caches
 from aten2onnx.exporter.gradients import HINT, GradientCalls, below_autograd, saved_tensors_attached, transformed
 from aten2onnx.exporter.passes.tracing import DataDependentChecks, causal_masks_taken_as_given
 
@@ -219,6 +220,7 @@ def capture(model: Any, args: tuple, kwargs: dict | None, dynamic_shapes: Any,
     if isinstance(model, ExportedProgram):
         return model
     module = model if isinstance(model, torch.nn.Module) else _function_module(model)
+    caches.register()  # a transformers cache among the inputs flattens with no registration by the user
     dynamic_shapes = _every_argument(module, args, kwargs, dynamic_shapes)
     failures: list[tuple[str, BaseException]] = []
     recorder = _Recorder()

@@ -120,7 +120,8 @@ class Translator:
             elif spec.kind == InputKind.USER_INPUT:
                 val = node.meta.get("val")
                 if isinstance(val, torch.Tensor):
-                    name = names[len(user_inputs)] if len(user_inputs) < len(names) else node.target
+                    position = sum(v is not None for v in user_inputs)  # input_names name tensor inputs only
+                    name = names[position] if position < len(names) else node.target
                     value = self.g.input(name, val.dtype, tuple(dim_of(d) for d in val.shape))
                     self.env[node] = value
                     self.state_values[("input", node.target)] = value
