@@ -99,6 +99,16 @@ def _parser() -> argparse.ArgumentParser:
                         help="export in exact mode and hold aten2onnx.runtime to bitwise equality")
     verify.set_defaults(handler=_verify)
 
+    llm = commands.add_parser("export-llm", parents=[common],
+                              help="export a transformers causal LM folder for onnxruntime-genai")
+    llm.add_argument("model", metavar="HF_DIR", help="a local folder AutoModelForCausalLM.from_pretrained loads")
+    llm.add_argument("out_dir", metavar="OUT_DIR")
+    llm.add_argument("--opset", type=int, default=18)
+    llm.add_argument("--optimize", choices=["onnxruntime"], default=None,
+                     help="emit onnxruntime's fused contrib ops (not there yet)")
+    llm.add_argument("--max-length", type=int, default=None, help="genai's context length")
+    llm.set_defaults(handler=_export_llm)
+
     info = commands.add_parser("info", parents=[common], help="what an ONNX file holds")
     info.add_argument("model", metavar="MODEL.onnx")
     info.set_defaults(handler=_info)
@@ -250,6 +260,15 @@ def _verify(options: argparse.Namespace) -> int:
                               exact=options.exact)
     print(report.to_json() if options.json else report.to_text())
     return 0 if report.ok else 1
+
+
+def _export_llm(options: argparse.Namespace) -> int:
+    if not os.path.isdir(options.model):
+        raise UsageError(f"{options.model}: no such folder (export-llm takes a local transformers model folder)")
+    path = aten2onnx.export_llm(options.model, options.out_dir, opset=options.opset, optimize=options.optimize,
+                                max_length=options.max_length)
+    print(f"wrote {path} and {os.path.join(options.out_dir, 'genai_config.json')}")
+    return 0
 
 
 def _info(options: argparse.Namespace) -> int:

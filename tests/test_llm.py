@@ -223,3 +223,20 @@ def test_plain_export_takes_a_dynamic_cache_with_genai_names(case):
     torch.testing.assert_close(torch.from_numpy(results["logits"]), want.logits, rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(torch.from_numpy(results[f"present.{layers - 1}.value"]),
                                want.past_key_values.layers[-1].values, rtol=1e-4, atol=1e-5)
+
+
+def test_command_exports_a_folder(tmp_path, capsys):
+    from aten2onnx.cli import main
+
+    model = CASES[0].model()
+    model.save_pretrained(tmp_path / "hf")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["export-llm", str(tmp_path / "hf"), str(tmp_path / "out"), "--max-length", "64"]) == 0
+    assert "wrote" in capsys.readouterr().out
+    config = json.loads((tmp_path / "out" / "genai_config.json").read_text())
+    assert config["search"]["max_length"] == 64
+    prompt = torch.randint(3, VOCAB, (1, 5))
+    mask = torch.ones_like(prompt)
+    assert torch.equal(ort_greedy(str(tmp_path / "out" / "model.onnx"), prompt, mask), greedy(model, prompt, mask))
+    assert main(["export-llm", str(tmp_path / "missing"), str(tmp_path / "out2")]) == 2
