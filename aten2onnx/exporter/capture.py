@@ -21,6 +21,7 @@ from torch.export.graph_signature import InputKind
 from aten2onnx.errors import CaptureError, warn_user
 from aten2onnx.exporter import caches
 from aten2onnx.exporter.gradients import HINT, GradientCalls, below_autograd, saved_tensors_attached, transformed
+from aten2onnx.exporter.passes.packed import packed_sequences
 from aten2onnx.exporter.passes.tracing import DataDependentChecks, causal_masks_taken_as_given
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
@@ -164,8 +165,9 @@ def _attempt(mode: str, module: torch.nn.Module, args: tuple, kwargs: dict | Non
     autograd) or "strict"; the program and the calls traced as formulas of aten2onnx's own."""
     traced: list[str] = []
     printed = io.StringIO()
-    contexts = {"non-strict": lambda: (DataDependentChecks(traced), gradients),
-                "gradient": lambda: (DataDependentChecks(traced), GradientCalls(), below_autograd()),
+    contexts = {"non-strict": lambda: (DataDependentChecks(traced), packed_sequences(), gradients),
+                "gradient": lambda: (DataDependentChecks(traced), packed_sequences(), GradientCalls(),
+                                     below_autograd()),
                 "strict": lambda: ()}[mode]()
     try:
         # torch.export prints a failed trace's partial graph to stderr: kept, and given back only when

@@ -12,8 +12,9 @@ import functools
 
 import torch
 
-from aten2onnx import registry
+from aten2onnx import _packed_rnn, registry  # _packed_rnn defines aten2onnx::packed_rnn
 from aten2onnx.ir import GraphBuilder, Value
+from aten2onnx.symbolic._helpers import cast
 
 register = functools.partial(registry.register, opset=9)
 
@@ -37,7 +38,9 @@ def reordered(g: GraphBuilder, weights: list[Value], order: tuple[int, ...], con
 
 def recurrent(g: GraphBuilder, op_type: str, input: Value, hx: list[Value], params: list[Value], has_biases: bool,
               num_layers: int, dropout: float, train: bool, bidirectional: bool, batch_first: bool,
-              order: tuple[int, ...], **attrs) -> tuple[Value, list[Value]]:
+              order: tuple[int, ...], lengths: Value | None = None, **attrs) -> tuple[Value, list[Value]]:
+    """lengths: each batch entry's sequence length (ONNX's sequence_lens): steps past it are not run,
+    and give zeros; the final states are each sequence's own last step's."""
     if train and dropout > 0 and num_layers > 1:
         raise NotImplementedError("dropout between recurrent layers is random; export in eval mode")
     directions = 2 if bidirectional else 1
@@ -46,6 +49,7 @@ def recurrent(g: GraphBuilder, op_type: str, input: Value, hx: list[Value], para
         raise NotImplementedError("recurrent layers with projections (proj_size) are not translated")
     hidden = params[1].shape[-1]
     x = g.op("Transpose", input, perm=[1, 0, 2]) if batch_first else input
+    sequence_lens = None if lengths is None else cast(g, lengths, torch.int32)
     finals: list[list[Value]] = [[] for _ in hx]
     for layer in range(num_layers):
         group = params[layer * directions * per_layer:(layer + 1) * directions * per_layer]
@@ -56,7 +60,7 @@ def recurrent(g: GraphBuilder, op_type: str, input: Value, hx: list[Value], para
             b = reordered(g, [group[d * per_layer + k] for d in range(directions) for k in (2, 3)], order, concat=True)
         rows = g.const(list(range(layer * directions, (layer + 1) * directions)), dtype=torch.int64)
         states = [g.op("Gather", h, rows, axis=0) for h in hx]
-        outs = g.op(op_type, x, w, r, b, None, *states, outputs=1 + len(hx), hidden_size=hidden,
+        outs = g.op(op_type, x, w, r, b, sequence_lens, *states, outputs=1 + len(hx), hidden_size=hidden,
                     direction="bidirectional" if bidirectional else "forward", **attrs)
         y, *last = outs
         for i, state in enumerate(last):
@@ -99,6 +103,19 @@ def aten_rnn_relu(g, input, hx, params, has_biases, num_layers, dropout, train, 
     output, (h,) = recurrent(g, "RNN", input, [hx], list(params), has_biases, num_layers, dropout, train,
                              bidirectional, batch_first, (0,), activations=["Relu"] * (2 if bidirectional else 1))
     return output, h
+
+
+@register("aten2onnx::packed_rnn.default")
+def aten2onnx_packed_rnn(g, mode, input, lengths, hx, params, has_biases, num_layers, dropout, train, bidirectional):
+    """packed_rnn(str mode, Tensor input, Tensor lengths, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional) -> (Tensor, Tensor, Tensor)"""
+    kinds = {"LSTM": ("LSTM", LSTM_ORDER, {}), "GRU": ("GRU", GRU_ORDER, {"linear_before_reset": 1}),
+             "RNN_TANH": ("RNN", (0,), {"activations": ["Tanh"] * (2 if bidirectional else 1)}),
+             "RNN_RELU": ("RNN", (0,), {"activations": ["Relu"] * (2 if bidirectional else 1)})}
+    op_type, order, attrs = kinds[mode]
+    states = list(hx)
+    output, finals = recurrent(g, op_type, input, states, list(params), has_biases, num_layers, dropout, train,
+                               bidirectional, False, order, lengths=lengths, **attrs)
+    return output, finals[0], finals[-1]
 
 
 def cell_linear(g: GraphBuilder, x: Value, weight: Value, bias: Value | None) -> Value:

@@ -165,7 +165,9 @@ def aten_block_diag(g, tensors):
 def aten_narrow(g, self, dim, start, length):
     """narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)"""
     if isinstance(start, Value) or isinstance(length, Value):
-        raise NotImplementedError("narrow with dynamic bounds")
+        # bounds computed in the graph (a length read from data, a symbolic size): Slice from opset 10
+        end = g.op("Add", as_value(g, start, torch.int64), as_value(g, length, torch.int64))
+        return g.slice(self, [start], [end], [norm_dim(dim, self.rank)])
     return gather_static(g, [self], lambda i: torch.narrow(i, dim, start, length))
 
 
