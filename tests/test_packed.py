@@ -94,3 +94,18 @@ def test_packed_sequences_match_eager_for_mixed_lengths(case):
             torch.testing.assert_close(got[i], expected, rtol=1e-5, atol=1e-6, msg=lambda m: f"output {i}: {m}")
             torch.testing.assert_close(torch.from_numpy(ort[i]), expected, rtol=1e-5, atol=1e-6,
                                        msg=lambda m: f"onnxruntime output {i}: {m}")
+
+
+def test_exact_mode_runs_eagers_packed_kernels_bitwise():
+    case = Case("gru_exact", "GRU", bidirectional=True, layers=2)
+    torch.manual_seed(0)
+    model = Packed(case.kind, case.batch_first, case.bidirectional, case.layers, case.enforce_sorted,
+                   case.initial_state, case.total_length, case.padding_value).eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exported = aten2onnx.export(model, batch(case, [4, 6, 2], 6, 0), exact=True)
+    x, lengths = batch(case, [5, 6, 3], 6, 1)
+    with torch.no_grad():
+        want = model(x, lengths)
+    for got, expected in zip(exported.run(x, lengths), want):
+        assert torch.equal(got, expected)

@@ -115,7 +115,8 @@ def aten2onnx_packed_rnn(g, mode, input, lengths, hx, params, has_biases, num_la
     states = list(hx)
     output, finals = recurrent(g, op_type, input, states, list(params), has_biases, num_layers, dropout, train,
                                bidirectional, False, order, lengths=lengths, **attrs)
-    return output, finals[0], finals[-1]
+    # c_n: LSTM's cell state; the other layers' op gives a copy of h_n there (a value of its own)
+    return output, finals[0], finals[1] if len(finals) > 1 else g.op("Identity", finals[0])
 
 
 def cell_linear(g: GraphBuilder, x: Value, weight: Value, bias: Value | None) -> Value:
