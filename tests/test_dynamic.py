@@ -95,16 +95,52 @@ def test_no_reshape_bakes_the_example_size():
     assert (2, 2, 8) not in consts and (2, 8) not in consts
 
 
+class SqueezeBatch(torch.nn.Module):
+    def forward(self, x):
+        return x.squeeze(0) + 1
+
+
+class BatchStatistics(torch.nn.Module):
+    """Reads the batch size, reduces over the batch, concatenates along it."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 3)
+
+    def forward(self, x):
+        y = self.fc(x).softmax(-1) * x.shape[0]
+        return torch.cat([y, y.sum(0, keepdim=True)]), y.sum(0)
+
+
+@pytest.mark.parametrize("example", [0, 1], ids=["size0", "size1"])
+@pytest.mark.parametrize("spec", ["batch", Dim.AUTO, Dim("batch")], ids=["name", "auto", "dim"])
+def test_example_size_0_or_1_stays_dynamic(example, spec):
+    """A dim declared dynamic whose example size is 0 or 1 (which torch takes for a constant) is captured
+    size-obliviously: the model stays dynamic and right on sizes 0, 1 and more, in both runtimes."""
+    model = BatchStatistics().eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no specialization warning
+        exported = aten2onnx.export(model, (torch.randn(example, 4),), dynamic_shapes={"x": {0: spec}})
+    assert not exported.model_proto.graph.input[0].type.tensor_type.shape.dim[0].HasField("dim_value")
+    for size in (0, 1, 5):
+        x = torch.randn(size, 4)
+        want = model(x)
+        got = exported.run(x)
+        ort = run_ort(exported.model_proto, {"x": x})
+        for w, g, o in zip(want, got, ort):
+            assert g.shape == w.shape and o.shape == tuple(w.shape)
+            torch.testing.assert_close(g, w.detach())
+            torch.testing.assert_close(torch.from_numpy(o), w.detach())
+
+
 def test_specialized_dynamic_dim_is_reported():
-    with pytest.warns(UserWarning, match=r"input 'input' dim 0 .* specialized it to 1"):
-        aten2onnx.export(torch.nn.Linear(4, 2), (torch.randn(1, 4),), dynamic_shapes={"input": {0: Dim.AUTO}})
-    with pytest.warns(UserWarning, match=r"input 'input' dim 0 \(batch\) .* specialized it to 1"):
-        aten2onnx.export(torch.nn.Linear(4, 2), (torch.randn(1, 4),), dynamic_shapes={"input": {0: "batch"}})
-    # a Dim of an example of size 1: torch.export suggests `batch = 1`, which is applied with a warning
-    with pytest.warns(UserWarning, match=r"suggested fixes: batch = 1\. The exported model accepts static shapes only"):
-        exported = aten2onnx.export(torch.nn.Linear(4, 2), (torch.randn(1, 4),),
-                                    dynamic_shapes={"input": {0: Dim("batch")}})
+    """Where a result's rank depends on the size being 1 (a squeeze of that dim), the capture stays
+    specialized, as torch makes it: with a warning, and other sizes refused by run()."""
+    with pytest.warns(UserWarning, match=r"input 'x' dim 0 \(batch\) .* specialized it to 1"):
+        exported = aten2onnx.export(SqueezeBatch(), (torch.randn(1, 4),), dynamic_shapes={"x": {0: "batch"}})
     assert exported.model_proto.graph.input[0].type.tensor_type.shape.dim[0].dim_value == 1
+    with pytest.raises(aten2onnx.InvalidInputError):
+        exported.run(torch.randn(3, 4))
 
 
 def test_dynamic_export_does_not_warn_when_dims_stay_dynamic():

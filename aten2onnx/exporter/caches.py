@@ -65,7 +65,7 @@ def _spec_paths(spec: pytree.TreeSpec, prefix: list[Any]) -> list[list[Any]]:
     names, or child indices)."""
     if spec.is_leaf():
         return [prefix]
-    children = spec.children_specs
+    children = list(spec.children()) if callable(getattr(spec, "children", None)) else spec.children_specs
     context = spec.context
     if isinstance(context, (list, tuple)) and len(context) == len(children) and all(isinstance(c, str) for c in context):
         keys = list(context)

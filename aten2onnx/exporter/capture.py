@@ -14,12 +14,13 @@ from typing import Any, Callable, Iterator
 
 import sympy
 import torch
+import torch.utils._pytree as pytree
 from torch.export import ExportedProgram
 from torch.export.dynamic_shapes import refine_dynamic_shapes_from_suggested_fixes
 from torch.export.graph_signature import InputKind
 
 from aten2onnx.errors import CaptureError, warn_user
-from aten2onnx.exporter import caches
+from aten2onnx.exporter import caches, dynamic
 from aten2onnx.exporter.gradients import HINT, GradientCalls, below_autograd, saved_tensors_attached, transformed
 from aten2onnx.exporter.passes.packed import packed_sequences
 from aten2onnx.exporter.passes.tracing import DataDependentChecks, causal_masks_taken_as_given
@@ -183,6 +184,57 @@ def _attempt(mode: str, module: torch.nn.Module, args: tuple, kwargs: dict | Non
     return (saved_tensors_attached(ep) if mode == "gradient" else ep), traced
 
 
+def _size_oblivious(module: torch.nn.Module, args: tuple, kwargs: dict | None, dynamic_shapes: Any,
+                    recorder: _Recorder) -> tuple[ExportedProgram, list[str]] | None:
+    """A capture that keeps declared dynamic dims dynamic though their example size is 0 or 1 (torch
+    reads a size it has seen as 0 or 1 as that constant; size-oblivious, it assumes neither), kept only
+    when its program gives eager's results on the example: code whose result depends on a size being
+    1 (a squeeze of that dim) then stays specialized, as torch.export made it."""
+    from torch.fx.experimental import _config as fx_config
+
+    try:
+        watch = GradientCalls()
+        with fx_config.patch(backed_size_oblivious=True):
+            captured = _attempt("non-strict", module, args, kwargs, dynamic_shapes, watch, recorder)
+        if watch.autograd or watch.transform:  # a forward taking gradients has a capture of its own
+            return None
+        if dynamic.specialized_small(captured[0], module, args, kwargs, dynamic_shapes) or \
+                _squeezes_symbolic(captured[0]):
+            return None
+        with torch.no_grad():
+            want = module(*args, **(kwargs or {}))
+            got = captured[0].module()(*args, **(kwargs or {}))
+    except Exception:  # the first capture stands
+        return None
+    want_leaves, want_spec = pytree.tree_flatten(want)
+    got_leaves, got_spec = pytree.tree_flatten(got)
+    same = want_spec == got_spec and all(
+        not isinstance(w, torch.Tensor) and w == g
+        or isinstance(w, torch.Tensor) and isinstance(g, torch.Tensor) and w.shape == g.shape and w.dtype == g.dtype
+        and torch.allclose(w.float() if not w.is_complex() else w, g.float() if not g.is_complex() else g,
+                           equal_nan=True)
+        for w, g in zip(want_leaves, got_leaves))
+    return captured if same else None
+
+
+def _squeezes_symbolic(ep: ExportedProgram) -> bool:
+    """Whether a squeeze meets a symbolic dim: whether it drops it depends on the size being 1, which a
+    size-oblivious capture assumed it is not (an ONNX graph's rank is fixed; eager's would change)."""
+    squeezes = (torch.ops.aten.squeeze.dim, torch.ops.aten.squeeze.dims, torch.ops.aten.squeeze.default,
+                torch.ops.aten.squeeze_copy.dim, torch.ops.aten.squeeze_copy.dims, torch.ops.aten.squeeze_copy.default)
+    for node in ep.graph.nodes:
+        if node.op != "call_function" or node.target not in squeezes:
+            continue
+        val = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+        if not isinstance(val, torch.Tensor):
+            return True
+        dims = node.args[1] if len(node.args) > 1 else list(range(val.dim()))
+        dims = [dims] if isinstance(dims, int) else dims
+        if any(not isinstance(val.shape[d], int) for d in dims if -val.dim() <= d < val.dim()):
+            return True
+    return False
+
+
 def _accepted_ranges(ep: ExportedProgram) -> list[str]:
     """`name[dim] in [lo, hi]` for each dynamic dim of the program's user inputs."""
     ranges = []
@@ -235,7 +287,12 @@ def capture(model: Any, args: tuple, kwargs: dict | None, dynamic_shapes: Any,
                 failures.append((mode, e))
                 return None if mode == "strict" else _refined(mode, module, args, kwargs, dynamic_shapes, e)
 
-        captured = attempt("non-strict")
+        # an example size of 0 or 1 for a dim declared dynamic: torch would take it for a constant
+        captured = None
+        if not training and dynamic.small_examples(module, args, kwargs, dynamic_shapes):
+            captured = _size_oblivious(module, args, kwargs, dynamic_shapes, recorder)
+        if captured is None:
+            captured = attempt("non-strict")
         # a forward that takes gradients is captured below autograd (gradients.py), where torch's own
         # capture sees the backward only in part (and keeps torch.func transforms as calls of their
         # own); its trace is kept for when that capture fails

@@ -90,6 +90,38 @@ def dim_names(ep: ExportedProgram, module: Any, args: tuple, kwargs: dict | None
     return mapping
 
 
+def small_examples(model: Any, args: tuple, kwargs: dict | None, dynamic_shapes: Any) -> bool:
+    """Whether a top-level tensor argument declared dynamic has an example size of 0 or 1 there."""
+    declared = _declared(model, args, kwargs, dynamic_shapes)
+    if not declared:
+        return False
+    forward = model.forward if isinstance(model, torch.nn.Module) else model
+    bound = inspect.signature(forward).bind(*args, **(kwargs or {})).arguments
+    return any(d < bound[name].dim() and bound[name].shape[d] <= 1
+               for name, dims in declared.items() for d in dims)
+
+
+def specialized_small(ep: ExportedProgram, module: Any, args: tuple, kwargs: dict | None,
+                      dynamic_shapes: Any) -> list[str]:
+    """The declared dynamic dims (`input[dim]`) torch.export specialized because their example size
+    is 0 or 1 (it takes a size it has seen as 0 or 1 for a constant)."""
+    if not callable(module):
+        return []
+    declared = _declared(module, args, kwargs, dynamic_shapes)
+    placeholders = {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
+    small = []
+    for spec in ep.graph_signature.input_specs:
+        node = placeholders.get(spec.arg.name)
+        if spec.kind != InputKind.USER_INPUT or spec.arg.name not in declared or node is None:
+            continue
+        val = node.meta.get("val")
+        if not isinstance(val, torch.Tensor):
+            continue
+        small += [f"{spec.arg.name}[{dim}]" for dim in declared[spec.arg.name]
+                  if dim < val.dim() and isinstance(val.shape[dim], int) and val.shape[dim] <= 1]
+    return small
+
+
 def rename_dims(model: onnx.ModelProto, mapping: dict[str, str]) -> None:
     """Replace symbol names in every dim_param of the graph's (and subgraphs') inputs and outputs."""
     if not mapping:
