@@ -1,0 +1,98 @@
+"""Decompose before falling back: an FX node whose op no symbolic expresses is traced, through torch's
+own decomposition of the op, into ATen pieces that the translator then translates one by one."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable
+
+import torch
+import torch.fx
+from torch._guards import detect_fake_mode
+from torch.fx.experimental.proxy_tensor import make_fx
+
+
+class NoDecomposition(Exception):
+    """The op has no decomposition torch can trace on this node's inputs (the message says why)."""
+
+
+def decomposition(op: torch._ops.OpOverload) -> Callable[..., Any] | None:
+    """torch's decomposition of op: its CompositeImplicitAutograd kernel (the op's own definition in
+    other ATen ops), else its entry in torch._decomp's table; None when it has neither."""
+    if torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), torch._C.DispatchKey.CompositeImplicitAutograd):
+        return op.decompose
+    return torch._decomp.decomposition_table.get(op)
+
+
+def pieces(node: torch.fx.Node, op: torch._ops.OpOverload) -> tuple[torch.fx.GraphModule, list[torch.fx.Node]]:
+    """node's op decomposed on node's own fake inputs: a graph module of ATen ops whose placeholders
+    are the returned FX nodes (node's inputs, in order), its output what node makes. Symbolic sizes
+    stay symbolic (the trace runs in the program's fake mode and ShapeEnv). Every piece is named
+    `<node>/<piece>`, so the nodes it becomes form node's group (the exact call's scope, runtime/exact.py).
+    Raises NoDecomposition when op has none, it cannot be traced here, or the trace would bake a
+    size the program keeps symbolic."""
+    decompose = decomposition(op)
+    if decompose is None or op._schema.is_mutable:
+        raise NoDecomposition("torch has no decomposition of it")
+    inputs: list[torch.fx.Node] = []
+
+    def collect(arg: Any) -> Any:
+        if isinstance(arg, torch.fx.Node) and arg not in inputs:
+            inputs.append(arg)
+        return arg
+
+    torch.fx.node.map_aggregate((node.args, node.kwargs), collect)
+    vals = [arg.meta.get("val") for arg in inputs]
+    if any(v is None for v in vals):
+        raise NoDecomposition("an input has no example value to trace with")
+
+    def traced(*given: Any) -> Any:
+        bound = dict(zip(inputs, given))
+        args, kwargs = torch.fx.node.map_aggregate(
+            (node.args, node.kwargs), lambda a: bound[a] if isinstance(a, torch.fx.Node) else a)
+        result = decompose(*args, **kwargs)
+        if result is NotImplemented:
+            raise NoDecomposition("its decomposition does not apply to these arguments")
+        return result
+
+    fake_mode = detect_fake_mode([v for v in vals if isinstance(v, torch.Tensor)]) or detect_fake_mode(
+        [node.meta.get("val")])
+    shape_env = getattr(fake_mode, "shape_env", None)
+    replaced = dict(shape_env.replacements) if shape_env is not None else {}
+    guards = len(shape_env.guards) if shape_env is not None else 0
+    try:
+        with fake_mode if fake_mode is not None else contextlib.nullcontext():
+            gm = make_fx(traced, tracing_mode="symbolic" if shape_env is not None else "fake")(*vals)
+    except NoDecomposition:
+        raise
+    except Exception as e:  # torch's decompositions raise whatever their ops raise on these arguments
+        raise NoDecomposition(f"tracing its decomposition failed: {type(e).__name__}: {str(e).splitlines()[0]}") from e
+    finally:
+        if shape_env is not None:
+            # the guards the trace took (a view's divisibility) are the pieces' own: the program's
+            # ShapeEnv is left as capture made it
+            del shape_env.guards[guards:]
+    if shape_env is not None and any(r.is_number and replaced.get(s) != r for s, r in shape_env.replacements.items()):
+        raise NoDecomposition("its decomposition would fix a symbolic size to its example value")
+    _check_symbolic(node, gm)
+    for piece in gm.graph.nodes:
+        piece.name = f"{node.name}/{piece.name}"
+    return gm, inputs
+
+
+def _check_symbolic(node: torch.fx.Node, gm: torch.fx.GraphModule) -> None:
+    """The pieces' result keeps every size node's result has symbolic as a symbol (none baked)."""
+    out = next(n for n in gm.graph.nodes if n.op == "output")
+    made = torch.fx.node.map_aggregate(out.args[0], lambda a: a.meta.get("val") if isinstance(a, torch.fx.Node) else a)
+    for want, got in zip(_tensors(node.meta.get("val")), _tensors(made)):
+        if want is None or got is None:
+            continue
+        for w, h in zip(want.shape, got.shape):
+            if isinstance(w, torch.SymInt) and not isinstance(h, torch.SymInt):
+                raise NoDecomposition(f"its decomposition makes a size of {h} where the op's is symbolic ({w})")
+
+
+def _tensors(val: Any) -> list[torch.Tensor | None]:
+    if isinstance(val, (tuple, list)):
+        return [t for item in val for t in _tensors(item)]
+    return [val if isinstance(val, torch.Tensor) else None]
