@@ -16,6 +16,10 @@ class NoDecomposition(Exception):
     """The op has no decomposition torch can trace on this node's inputs (the message says why)."""
 
 
+class NoneKnown(NoDecomposition):
+    """torch has no decomposition of the op at all."""
+
+
 def decomposition(op: torch._ops.OpOverload) -> Callable[..., Any] | None:
     """torch's decomposition of op: its CompositeImplicitAutograd kernel (the op's own definition in
     other ATen ops), else its entry in torch._decomp's table; None when it has neither."""
@@ -33,7 +37,7 @@ def pieces(node: torch.fx.Node, op: torch._ops.OpOverload) -> tuple[torch.fx.Gra
     size the program keeps symbolic."""
     decompose = decomposition(op)
     if decompose is None or op._schema.is_mutable:
-        raise NoDecomposition("torch has no decomposition of it")
+        raise NoneKnown("torch has no decomposition of it")
     inputs: list[torch.fx.Node] = []
 
     def collect(arg: Any) -> Any:

@@ -303,7 +303,7 @@ class Translator:
                 # A bug in a built-in handler should not cost the user the export: the ATen node
                 # computes the op right; the warning makes the bug visible.
                 warn_user(message + "; exported as an ATen node instead. Please report this.")
-                self._unmapped(node, target)
+                self._unmapped(node, target, pieces=False)
                 return
             raise SymbolicError(message) from e
         if self.exact and resolved.schema is not None:
@@ -459,17 +459,21 @@ class Translator:
         """A node no symbolic translates: its decomposition's pieces if they translate, else an ATen
         node (or an unsupported op, with fallback="error"). pieces: whether to try the decomposition."""
         key = _registry.overload_key(target)
+        tried = None  # why the decomposition did not translate, where there is one
         if pieces and isinstance(target, torch._ops.OpOverload) and target not in self._decomposing:
             try:
                 self._decomposed(node, target)
                 return
-            except (decompose.NoDecomposition, _Inexpressible) as e:
-                reason = f"{reason}; decomposition: {e}" if reason else f"decomposition: {e}"
+            except decompose.NoDecomposition as e:
+                tried = None if isinstance(e, decompose.NoneKnown) else str(e)
+            except _Inexpressible as e:
+                tried = str(e)
         if self._decomposing:
-            raise _Inexpressible(f"its piece {node.name.rsplit('/', 1)[-1]} ({key}) has no translation"
-                                 + (f" ({reason})" if reason else ""))
+            raise _Inexpressible(f"its piece {key} has no translation"
+                                 + (f" ({reason})" if reason else "") + (f"; {tried}" if tried else ""))
         if self.fallback == "error" or not isinstance(target, torch._ops.OpOverload):
-            self.unsupported.append(UnsupportedOp(key, node.name, source_of(node), REGISTRY.opsets_for(target), reason))
+            self.unsupported.append(UnsupportedOp(key, node.name, source_of(node), REGISTRY.opsets_for(target), reason,
+                                                  tried))
             self.env[node] = _placeholder_result(node)
             return
         bound = torch.fx.node.map_aggregate(bind(target._schema, node.args, node.kwargs), self._lookup)
