@@ -20,12 +20,28 @@ class NoneKnown(NoDecomposition):
     """torch has no decomposition of the op at all."""
 
 
-def decomposition(op: torch._ops.OpOverload) -> Callable[..., Any] | None:
-    """torch's decomposition of op: its CompositeImplicitAutograd kernel (the op's own definition in
-    other ATen ops), else its entry in torch._decomp's table; None when it has neither."""
+# Where torch keeps an op's decomposition, as the coverage table names it.
+OWN_KERNEL = "CompositeImplicitAutograd"
+TABLE = "torch._decomp"
+
+
+def decomposition_source(op: torch._ops.OpOverload) -> str | None:
+    """OWN_KERNEL when op has a CompositeImplicitAutograd kernel (the op's own definition in other ATen
+    ops), else TABLE when torch._decomp's table has an entry for it; None when torch decomposes it not
+    at all, or it writes in place (a mutating op is exported as its functional twin)."""
+    if op._schema.is_mutable:
+        return None
     if torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), torch._C.DispatchKey.CompositeImplicitAutograd):
+        return OWN_KERNEL
+    return TABLE if op in torch._decomp.decomposition_table else None
+
+
+def decomposition(op: torch._ops.OpOverload) -> Callable[..., Any] | None:
+    """torch's decomposition of op (see decomposition_source); None when it has none."""
+    source = decomposition_source(op)
+    if source == OWN_KERNEL:
         return op.decompose
-    return torch._decomp.decomposition_table.get(op)
+    return torch._decomp.decomposition_table[op] if source == TABLE else None
 
 
 def pieces(node: torch.fx.Node, op: torch._ops.OpOverload) -> tuple[torch.fx.GraphModule, list[torch.fx.Node]]:
@@ -36,7 +52,7 @@ def pieces(node: torch.fx.Node, op: torch._ops.OpOverload) -> tuple[torch.fx.Gra
     Raises NoDecomposition when op has none, it cannot be traced here, or the trace would bake a
     size the program keeps symbolic."""
     decompose = decomposition(op)
-    if decompose is None or op._schema.is_mutable:
+    if decompose is None:
         raise NoneKnown("torch has no decomposition of it")
     inputs: list[torch.fx.Node] = []
 
