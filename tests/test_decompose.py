@@ -43,18 +43,20 @@ DECOMPOSED = {
     "tensordot": (lambda x, y: torch.tensordot(x, y, dims=([1], [0])), (_r(5, 6), _r(6, 3)), (_r(7, 4), _r(4, 2)),
                   "aten::tensordot.default"),
     "where(cond)": (lambda x: torch.where(x > 0), (_r(5, 6),), (_r(7, 3),), "aten::where.default"),
-    "reflection pad": (lambda x: F.pad(x, (1, 2), mode="reflect"), (_r(2, 3, 6),), (_r(3, 4, 9),),
-                       "aten::pad.default"),
+    # (torch.export bakes the sizes _dim_arange reads: a static case, checked on other values)
+    "_dim_arange": (lambda x: torch.ops.aten._dim_arange(x, 1), (_r(5, 6),), (_r(5, 6),), "aten::_dim_arange.default"),
 }
 
-# name: (model, example inputs, inputs of another size): ops issue 20 found falling back with symbolic sizes
-# where torch.onnx is native, and small cases found the same way; native with every dim symbolic
+# name: (model, example inputs, inputs of another size[, the dims declared symbolic per input: all when not
+# given]): ops issue 20 found falling back with symbolic sizes where torch.onnx is native, and small cases
+# found the same way; native with those dims symbolic
 NATIVE = {
     "diagonal": (lambda x: torch.diagonal(x, 1), (_r(5, 6),), (_r(7, 4),)),
     "diagonal of a batch": (lambda x: torch.diagonal(x, -1, 2, 0), (_r(4, 3, 5),), (_r(6, 2, 3),)),
     "split_with_sizes": (lambda x: torch.split(x, [2, x.shape[1] - 2], 1), (_r(5, 6),), (_r(3, 9),)),
     "constant pad": (lambda x: F.pad(x, (1, 2, 0, 3), value=1.5), (_r(2, 3, 4),), (_r(3, 5, 2),)),
     "replicate pad": (lambda x: F.pad(x, (2, 1), mode="replicate"), (_r(2, 3, 6),), (_r(3, 4, 9),)),
+    "reflection pad": (lambda x: F.pad(x, (1, 2), mode="reflect"), (_r(2, 3, 6),), (_r(3, 4, 9),)),
     "unfold": (lambda x: x.unfold(1, 2, 1), (_r(5, 6),), (_r(3, 9),)),
     "unfold with a step": (lambda x: x.unfold(0, 3, 2), (_r(7, 4),), (_r(10, 3),)),
     "sort": (lambda x: torch.sort(x, 1), (_r(5, 6),), (_r(3, 9),)),
@@ -70,14 +72,19 @@ NATIVE = {
     # (eager has no bool bmm: a bool einsum that sums is refused there too)
     "bool einsum": (lambda a, b: torch.einsum("ij,ik->ijk", a, b), (_r(2, 3) > 0, _r(2, 4) > 0),
                     (_r(5, 2) > 0, _r(5, 3) > 0)),
+    # the pooled length stays static (ATen's bins depend on it); batch and channels symbolic
+    "adaptive_max_pool1d": (lambda x: F.adaptive_max_pool1d(x, 3, return_indices=True), (_r(2, 3, 7),),
+                            (_r(4, 5, 7),), ((0, 1),)),
 }
 
 
-def _export(model, args, opset, **options):
+def _export(model, args, opset, dims=None, **options):
+    """Exported with every dim of every input symbolic, or dims[i] of input i."""
+    dims = dims or [range(a.dim()) for a in args]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return aten2onnx.export(model, args, opset=opset, dynamic_shapes=(tuple({i: AUTO for i in range(a.dim())}
-                                                                                for a in args),), **options)
+        return aten2onnx.export(model, args, opset=opset, dynamic_shapes=(tuple({i: AUTO for i in d} for d in dims),),
+                                **options)
 
 
 def _check_against_eager(model, exported, inputs, exact=False):
@@ -113,6 +120,17 @@ def test_pieces_keep_the_users_provenance():
     assert {m["aten_op"] for m in pieces} - {"aten::pixel_shuffle.default"}  # the pieces name their own ops
 
 
+def test_a_piece_is_decomposed_in_turn(without_builtin):
+    """pad decomposes to reflection_pad1d, which decomposes to _unsafe_index (the symbolics of both hidden)."""
+    without_builtin("aten::pad.default", "aten::reflection_pad1d.default")
+    model = Fn(lambda x: F.pad(x, (1, 2), mode="reflect"))
+    exported = _export(model, (_r(2, 3, 6),), 18, fallback="error")
+    assert {"aten::pad.default", "aten::reflection_pad1d.default", "aten::_unsafe_index.Tensor"} <= set(
+        exported.decomposed_ops)
+    for inputs in ((_r(2, 3, 6),), (_r(3, 4, 9),)):
+        _check_against_eager(model, exported, inputs)
+
+
 def test_inexpressible_pieces_fall_back_to_one_aten_node(without_builtin):
     """moveaxis decomposes to permute: with permute's symbolic hidden, moveaxis is one ATen node."""
     without_builtin("aten::permute.default")
@@ -145,9 +163,9 @@ def test_exact_mode_stays_bitwise_on_a_decomposed_op(name):
 @pytest.mark.parametrize("opset", OPSETS)
 @pytest.mark.parametrize("name", list(NATIVE))
 def test_native_on_symbolic_sizes(name, opset):
-    fn, example, other = NATIVE[name]
+    fn, example, other, *dims = NATIVE[name]
     model = Fn(fn)
-    exported = _export(model, example, opset, fallback="error")
+    exported = _export(model, example, opset, *dims, fallback="error")
     assert exported.fallback_ops == []
     onnx.checker.check_model(exported.model_proto, full_check=True)
     for inputs in (example, other):
