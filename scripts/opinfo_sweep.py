@@ -93,10 +93,10 @@ def make_module(op, leaves: list, spec):
 
 
 def every_dim_symbolic(inputs: list) -> tuple:
-    """dynamic_shapes for Sample.forward(*tensors): every dim of every input Dim.AUTO."""
+    """dynamic_shapes for Sample.forward(*tensors): every dim of every input Dim.AUTO (None for no inputs)."""
     from torch.export import Dim
 
-    return (tuple({d: Dim.AUTO for d in range(t.dim())} for t in inputs),)
+    return (tuple({d: Dim.AUTO for d in range(t.dim())} for t in inputs),) if inputs else None
 
 
 def second_size(ep, inputs: list) -> list | None:

@@ -95,6 +95,8 @@ def pieces(node: torch.fx.Node, op: torch._ops.OpOverload) -> tuple[torch.fx.Gra
     if shape_env is not None and any(r.is_number and replaced.get(s) != r for s, r in shape_env.replacements.items()):
         raise NoDecomposition("its decomposition would fix a symbolic size to its example value")
     _check_symbolic(node, gm)
+    if shape_env is not None:
+        _check_other_size(node, op, gm, inputs, vals, shape_env)
     for piece in gm.graph.nodes:
         piece.name = f"{node.name}/{piece.name}"
     return gm, inputs
@@ -110,6 +112,79 @@ def _check_symbolic(node: torch.fx.Node, gm: torch.fx.GraphModule) -> None:
         for w, h in zip(want.shape, got.shape):
             if isinstance(w, torch.SymInt) and not isinstance(h, torch.SymInt):
                 raise NoDecomposition(f"its decomposition makes a size of {h} where the op's is symbolic ({w})")
+
+
+# How much further from its example value each symbolic size is set to check the pieces at another size
+# (smaller first, so the check stays cheap; several, so that one meets the op's divisibility rules).
+_OTHER_SIZES = (-1, 1, -2, 2, -3, 3, -4, 4, 6, 8, 12)
+_CHECK_ELEMENTS = 1 << 22  # the most elements an input made for the check may have
+
+
+def _check_other_size(node: torch.fx.Node, op: torch._ops.OpOverload, gm: torch.fx.GraphModule,
+                      inputs: list[torch.fx.Node], vals: list[Any], shape_env: Any) -> None:
+    """The pieces computed on random inputs of another size against the op itself. A decomposition may
+    take a branch for the example's sizes without a guard (torch's decompositions test sizes
+    size-obliviously): traced once, it can be right at the example and wrong at the next size. Random
+    pieces (dropout) are not compared; NoDecomposition when no other size could be checked or a check fails."""
+    if any(torch.Tag.nondeterministic_seeded in getattr(p.target, "tags", ()) for p in gm.graph.nodes
+           if p.op == "call_function"):
+        return
+    symbols = sorted({s for v in vals for s in _free_symbols(v)}, key=str)
+    if not symbols:
+        return
+    hints = {s: int(shape_env.var_to_val[s]) for s in symbols if s in shape_env.var_to_val}
+    if len(hints) != len(symbols):
+        raise NoDecomposition("its decomposition could not be checked at another size (a size has no example value)")
+    generator = torch.Generator().manual_seed(0)
+    for step in _OTHER_SIZES:
+        sizes = {s: h + step for s, h in hints.items()}
+        if any(v < 2 for v in sizes.values()):
+            continue
+        concrete = [_concrete(v, sizes, generator) for v in vals]
+        if any(isinstance(c, torch.Tensor) and c.numel() > _CHECK_ELEMENTS for c in concrete):
+            continue
+        bound = dict(zip(inputs, concrete))
+        args, kwargs = torch.fx.node.map_aggregate(
+            (node.args, node.kwargs), lambda a: bound[a] if isinstance(a, torch.fx.Node) else a)
+        with torch.no_grad():
+            try:
+                want = op(*args, **kwargs)
+            except Exception:
+                continue  # sizes (or random values) the op refuses: try others
+            try:
+                got = gm(*concrete)
+                torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5, equal_nan=True)
+            except Exception as e:
+                shown = ", ".join(f"{s}={v}" for s, v in sizes.items())
+                raise NoDecomposition(f"its decomposition, traced at the example's sizes, is wrong at {shown}: "
+                                      f"{type(e).__name__}: {str(e).strip().splitlines()[0]}") from e
+        return
+    raise NoDecomposition("its decomposition could not be checked at another size (the op refused every one tried)")
+
+
+def _free_symbols(val: Any) -> set:
+    if isinstance(val, torch.Tensor):
+        return {s for d in val.shape if isinstance(d, torch.SymInt) for s in d.node.expr.free_symbols}
+    if isinstance(val, torch.SymInt):
+        return set(val.node.expr.free_symbols)
+    return set()
+
+
+def _concrete(val: Any, sizes: dict, generator: torch.Generator) -> Any:
+    """A real value like val (a fake tensor or a SymInt) with its symbols set to sizes; random data."""
+    def size(d: Any) -> int:
+        return int(d.node.expr.xreplace(sizes)) if isinstance(d, torch.SymInt) else int(d)
+
+    if isinstance(val, torch.SymInt):
+        return size(val)
+    if not isinstance(val, torch.Tensor):
+        return val
+    shape = [size(d) for d in val.shape]
+    if val.dtype == torch.bool:
+        return torch.rand(shape, generator=generator) > 0.5
+    if val.dtype.is_floating_point or val.dtype.is_complex:
+        return torch.randn(shape, generator=generator).to(val.dtype)
+    return torch.randint(0, 3, shape, generator=generator).to(val.dtype)
 
 
 def _tensors(val: Any) -> list[torch.Tensor | None]:
