@@ -503,20 +503,21 @@ class Translator:
         self._decomposing.append(target)
         try:
             result = self._translate_pieces(gm, inputs)
-            self.exact, self._origin = saved[0], saved[1]
-            self._enter(node, _registry.overload_key(target))
-            result = self._finish(node, result, first_new, user=False)
-        except (ExportError, TypeError) as e:
-            # a piece the translator refuses (an in-place write to an input, a result of another dtype)
-            self.decomposed_ops = saved[2]
+        except (_Inexpressible, ExportError) as e:
+            self.decomposed_ops = saved[2]  # a piece decomposed inside a decomposition that failed
+            if isinstance(e, _Inexpressible):
+                raise
+            # a piece the translator refuses (one that writes to an input, a dtype ONNX lacks)
             raise _Inexpressible(f"{type(e).__name__}: {e}") from e
-        except _Inexpressible:
-            self.decomposed_ops = saved[2]
-            raise
         finally:
             self.exact, self._origin = saved[0], saved[1]
             self._decomposing.pop()
             self._enter(node, _registry.overload_key(target))
+        try:
+            result = self._finish(node, result, first_new, user=False)
+        except TypeError as e:  # the pieces make another dtype than the op, or another structure
+            self.decomposed_ops = saved[2]
+            raise _Inexpressible(f"{type(e).__name__}: {e}") from e
         if self.exact:
             result = self._exact(node, target, result, first_new)
         self.env[node] = result
