@@ -151,11 +151,15 @@ def _check_other_size(node: torch.fx.Node, op: torch._ops.OpOverload, gm: torch.
                 want = op(*args, **kwargs)
             except Exception:
                 continue  # sizes (or random values) the op refuses: try others
+            shown = ", ".join(f"{s}={v}" for s, v in sizes.items())
             try:
                 got = gm(*concrete)
+            except Exception as e:
+                raise NoDecomposition(f"its traced pieces could not be run at {shown} to check them: "
+                                      f"{type(e).__name__}: {str(e).strip().splitlines()[0]}") from e
+            try:
                 torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5, equal_nan=True)
             except Exception as e:
-                shown = ", ".join(f"{s}={v}" for s, v in sizes.items())
                 raise NoDecomposition(f"its decomposition, traced at the example's sizes, is wrong at {shown}: "
                                       f"{type(e).__name__}: {str(e).strip().splitlines()[0]}") from e
         return
