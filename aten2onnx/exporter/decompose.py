@@ -80,6 +80,7 @@ def pieces(node: torch.fx.Node, op: torch._ops.OpOverload) -> tuple[torch.fx.Gra
     shape_env = getattr(fake_mode, "shape_env", None)
     replaced = dict(shape_env.replacements) if shape_env is not None else {}
     guards = len(shape_env.guards) if shape_env is not None else 0
+    taken = []
     try:
         with fake_mode if fake_mode is not None else contextlib.nullcontext():
             gm = make_fx(traced, tracing_mode="symbolic" if shape_env is not None else "fake")(*vals)
@@ -89,9 +90,15 @@ def pieces(node: torch.fx.Node, op: torch._ops.OpOverload) -> tuple[torch.fx.Gra
         raise NoDecomposition(f"tracing its decomposition failed: {type(e).__name__}: {str(e).splitlines()[0]}") from e
     finally:
         if shape_env is not None:
-            # the guards the trace took (a view's divisibility) are the pieces' own: the program's
-            # ShapeEnv is left as capture made it
+            # the guards the trace took are the pieces' own: the program's ShapeEnv is left as capture made it
+            taken = shape_env.guards[guards:]
             del shape_env.guards[guards:]
+    for guard in taken:
+        # a guard the program's own constraints imply (a view's divisibility) holds at every size the
+        # program takes; any other (split's piece count) makes the pieces right at some sizes only
+        if not _implied(shape_env, guard.expr):
+            raise NoDecomposition(f"its decomposition holds only where {guard.expr}, which the program does not "
+                                  "ensure")
     if shape_env is not None and any(r.is_number and replaced.get(s) != r for s, r in shape_env.replacements.items()):
         raise NoDecomposition("its decomposition would fix a symbolic size to its example value")
     _check_symbolic(node, gm)
@@ -114,9 +121,12 @@ def _check_symbolic(node: torch.fx.Node, gm: torch.fx.GraphModule) -> None:
                 raise NoDecomposition(f"its decomposition makes a size of {h} where the op's is symbolic ({w})")
 
 
-# How much further from its example value each symbolic size is set to check the pieces at another size
-# (smaller first, so the check stays cheap; several, so that one meets the op's divisibility rules).
+# How much further from its example value each symbolic size is set to check the pieces at other sizes
+# (smaller first, so the check stays cheap; several, so that some meet the op's divisibility rules).
 _OTHER_SIZES = (-1, 1, -2, 2, -3, 3, -4, 4, 6, 8, 12)
+# The pieces are checked at a smaller and at a larger size where the op takes them (split's
+# decomposition is right at every smaller size and wrong at the next larger one).
+_CHECKS = 2
 _CHECK_ELEMENTS = 1 << 22  # the most elements an input made for the check may have
 
 
@@ -136,10 +146,11 @@ def _check_other_size(node: torch.fx.Node, op: torch._ops.OpOverload, gm: torch.
     if len(hints) != len(symbols):
         raise NoDecomposition("its decomposition could not be checked at another size (a size has no example value)")
     generator = torch.Generator().manual_seed(0)
+    checked: list[int] = []
     for step in _OTHER_SIZES:
         sizes = {s: h + step for s, h in hints.items()}
-        if any(v < 2 for v in sizes.values()):
-            continue
+        if any(v < 2 for v in sizes.values()) or (checked and (checked[0] > 0) == (step > 0)):
+            continue  # a size below 2 (torch.export's own floor), or one on the side already checked
         concrete = [_concrete(v, sizes, generator) for v in vals]
         if any(isinstance(c, torch.Tensor) and c.numel() > _CHECK_ELEMENTS for c in concrete):
             continue
@@ -153,7 +164,9 @@ def _check_other_size(node: torch.fx.Node, op: torch._ops.OpOverload, gm: torch.
                 continue  # sizes (or random values) the op refuses: try others
             shown = ", ".join(f"{s}={v}" for s, v in sizes.items())
             try:
-                got = gm(*concrete)
+                # node by node, not gm's generated code (which names result types some ops lack, and prints
+                # itself to stderr when it fails)
+                got = torch.fx.Interpreter(gm).run(*concrete)
             except Exception as e:
                 raise NoDecomposition(f"its traced pieces could not be run at {shown} to check them: "
                                       f"{type(e).__name__}: {str(e).strip().splitlines()[0]}") from e
@@ -162,8 +175,18 @@ def _check_other_size(node: torch.fx.Node, op: torch._ops.OpOverload, gm: torch.
             except Exception as e:
                 raise NoDecomposition(f"its decomposition, traced at the example's sizes, is wrong at {shown}: "
                                       f"{type(e).__name__}: {str(e).strip().splitlines()[0]}") from e
-        return
-    raise NoDecomposition("its decomposition could not be checked at another size (the op refused every one tried)")
+        checked.append(step)
+        if len(checked) == _CHECKS:
+            return
+    if not checked:
+        raise NoDecomposition("its decomposition could not be checked at another size (the op refused every one tried)")
+
+
+def _implied(shape_env: Any, expr: Any) -> bool:
+    try:
+        return bool(shape_env._maybe_evaluate_static(expr) == True)  # noqa: E712  (a sympy boolean)
+    except Exception:  # ShapeEnv's private evaluator; if it cannot say, the guard is not known to hold
+        return False
 
 
 def _free_symbols(val: Any) -> set:
