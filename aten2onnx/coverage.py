@@ -31,6 +31,9 @@ class Entry:
     lifts: str | None = None  # a complex entry made from the real translation of this overload...
     lifting: str | None = None  # ...applied so ("each part", "on the pairs": symbolic/_lifting.py)
     native_from: int = 0  # the lowest opset it translates at: a lifted entry's real translation's too
+    # where torch keeps the op's decomposition (decompose.OWN_KERNEL or decompose.TABLE), which a refused
+    # case, or an opset below the lowest handler, is exported as before it falls back; None: none
+    decomposition: str | None = None
 
     def __post_init__(self) -> None:
         if not self.native_from:
@@ -124,8 +127,42 @@ def entries(on_complex: bool = False, keys: list[str] | None = None) -> list[Ent
         if newest.lifts:  # a lifting has nothing to apply below the real translation's lowest opset
             lowest = max([lowest, *REGISTRY.registered_opsets(newest.lifts)[:1]])
         result.append(Entry(key, tuple(e.opset for e in registered), tuple(notes), newest.lifts, newest.lifting,
-                            lowest))
+                            lowest, None if on_complex else _decomposition_source(key)))
     return result
+
+
+def _decomposition_source(key: str) -> str | None:
+    from aten2onnx.exporter.decompose import decomposition_source
+    from aten2onnx.registry._schema import resolve_overload
+
+    try:
+        op = resolve_overload(key)
+    except Exception:  # a Python operator key (`_operator::add`)
+        return None
+    return decomposition_source(op) if isinstance(op, torch._ops.OpOverload) else None
+
+
+def decomposed_overloads() -> list[tuple[str, str]]:
+    """(key, where torch keeps its decomposition) for every functional ATen overload that has no built-in
+    symbolic but a decomposition: exported as its pieces where they translate, else an ATen node."""
+    from aten2onnx.exporter.decompose import decomposition_source
+
+    builtin = set(builtin_handlers())
+    found = []
+    for name in sorted(torch._C._dispatch_get_all_op_names()):
+        namespace, _, qualified = name.partition("::")
+        if namespace != "aten":
+            continue
+        base, _, overload = qualified.partition(".")
+        key = f"aten::{base}.{overload or 'default'}"
+        packet = getattr(torch.ops.aten, base, None)
+        if key in builtin or not isinstance(packet, torch._ops.OpOverloadPacket) \
+                or (overload or "default") not in packet.overloads():
+            continue
+        source = decomposition_source(getattr(packet, overload or "default"))
+        if source is not None:
+            found.append((key, source))
+    return found
 
 
 def span(lo: int, hi: int) -> str:
@@ -154,17 +191,21 @@ def describe(key: str) -> list[str]:
     if twin is not None:
         lines.append(f"  writes in place or to out=: exported as its functional overload {twin}, whose entry follows")
         return lines + describe(twin)
+    source = _decomposition_source(key)
+    # what a node no handler translates becomes
+    unhandled = (f"torch's decomposition of it ({source}) where its pieces translate, else an ATen fallback node"
+                 if source else "an ATen fallback node")
     if real is None:
-        lines.append("  no built-in symbolic: exported as an ATen fallback node (fallback='aten'), runnable in "
+        lines.append(f"  no built-in symbolic: exported as {unhandled} (fallback='aten'), runnable in "
                      "aten2onnx.runtime but not onnxruntime; an UnsupportedOperatorError with fallback='error'")
     else:
         lowest = real.opsets[0]
         lines.append(f"  handlers at opsets {', '.join(map(str, real.opsets))}; native at opsets {span(lowest, MAX_OPSET)}")
         if lowest > MIN_OPSET:
-            lines.append(f"  ATen fallback at opsets {span(MIN_OPSET, lowest - 1)}: no handler that low")
+            lines.append(f"  at opsets {span(MIN_OPSET, lowest - 1)}: {unhandled} (no handler that low)")
         for note in real.limitations:
             lines.append(f"  partial at opset {note.opset}, in {note.function}: {note.message or '(no message)'} "
-                         "(such nodes fall back)")
+                         f"(such nodes become {unhandled})")
     if complex_entry is not None:
         how = f" (the real translation of {complex_entry.lifted})" if complex_entry.lifts else ""
         lines.append(f"  complex tensors: handlers at opsets {', '.join(map(str, complex_entry.opsets))}{how}; "

@@ -66,6 +66,7 @@ class UnsupportedOp:
     source: str | None
     registered_opsets: tuple[int, ...]
     reason: str | None = None  # why the handler at this opset could not translate this node
+    decomposition: str | None = None  # why torch's decomposition of the op could not be translated instead
 
     def describe(self, opset: int) -> str:
         where = f" at {self.source}" if self.source else ""
@@ -77,7 +78,8 @@ class UnsupportedOp:
             hint = f"supported from opset {min(self.registered_opsets)}"
         else:
             hint = f"registered at opsets {list(self.registered_opsets)}"
-        return f"{self.overload} (node {self.node}{where}): {hint}"
+        tried = f"; its decomposition could not be translated either: {self.decomposition}" if self.decomposition else ""
+        return f"{self.overload} (node {self.node}{where}): {hint}{tried}"
 
 
 class UnsupportedOperatorError(ExportError):

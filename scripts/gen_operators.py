@@ -11,7 +11,7 @@ import difflib
 import pathlib
 import sys
 
-from aten2onnx.coverage import entries, span
+from aten2onnx.coverage import decomposed_overloads, entries, span
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "operators.md"
@@ -29,6 +29,7 @@ def render() -> str:
     rows = entries()
     everywhere = [e for e in rows if e.opsets[0] <= MIN_OPSET]
     partial = [e for e in rows if e.limitations]
+    decomposed = decomposed_overloads()
     handlers = sum(len(e.opsets) for e in rows)
     per_module: dict[int, int] = {}
     for e in rows:
@@ -45,7 +46,12 @@ def render() -> str:
          f"{MAX_OPSET}; below that it becomes an `ATen` fallback node (runnable in `aten2onnx.runtime`, "
          "or an error with `fallback=\"error\"`). In-place and `out=` variants without their own entry "
          "dispatch to their functional overload. **Partial** handlers raise `NotImplementedError` for some "
-         "cases (quoted below); those nodes fall back too."),
+         "cases (quoted below). A node no handler translates (a partial handler's refused case, an opset "
+         "below the lowest handler, an overload with none) is first exported as torch's decomposition of "
+         "its op, where torch has one (the *decomposition* column: the op's own `CompositeImplicitAutograd` "
+         "kernel, or `torch._decomp`'s table), traced on the node's inputs with symbolic sizes kept symbolic "
+         "and translated piece by piece; it falls back only when a piece cannot be translated either. "
+         "`ExportedModel.decomposed_ops` and `fallback_ops` say which happened in an export."),
         "",
         "## Summary",
         "",
@@ -54,23 +60,26 @@ def render() -> str:
         f"| overloads with a built-in symbolic | {len(rows)} |",
         f"| handlers (overload × opset registrations) | {handlers} |",
         f"| native at every opset {span(MIN_OPSET, MAX_OPSET)} | {len(everywhere)} |",
-        f"| ATen fallback below their lowest opset | {len(rows) - len(everywhere)} |",
+        f"| below their lowest opset: decomposed, else ATen fallback | {len(rows) - len(everywhere)} |",
         f"| partial (`NotImplementedError` for some cases) | {len(partial)} |",
+        f"| partial, with a decomposition of the op to try first | {sum(bool(e.decomposition) for e in partial)} |",
+        f"| overloads with no built-in symbolic that torch decomposes ([below](#decomposed-without-a-symbolic)) "
+        f"| {len(decomposed)} |",
         "",
         "Handlers registered per opset module: "
         + ", ".join(f"opset{v}: {n}" for v, n in sorted(per_module.items())) + ".",
         "",
         "## Overloads",
         "",
-        "| overload | handlers at opsets | native | ATen fallback | partial |",
-        "| --- | --- | --- | --- | --- |",
+        "| overload | handlers at opsets | native | below the lowest handler | partial | decomposition |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
     for e in rows:
         lowest = e.opsets[0]
-        fallback = span(MIN_OPSET, lowest - 1) if lowest > MIN_OPSET else "—"
+        fallback = span(MIN_OPSET, lowest - 1) if lowest > MIN_OPSET else "—"  # decomposed, else ATen fallback
         mark = f"[partial](#{_anchor(e.key)})" if e.limitations else ""
         out.append(f"| `{_cell(e.key)}` | {', '.join(map(str, e.opsets))} | {span(lowest, MAX_OPSET)} "
-                   f"| {fallback} | {mark} |")
+                   f"| {fallback} | {mark} | {_source(e.decomposition)} |")
     complex_rows = entries(on_complex=True)
     out += ["", "## Complex tensors", "",
             ("Complex tensors are carried in the graph as real ones with a trailing axis of 2 (real, "
@@ -93,6 +102,13 @@ def render() -> str:
         lifted = f"`{_cell(e.lifts)}`, {e.lifting}" if e.lifts else ""
         out.append(f"| `{_cell(e.key)}` | {', '.join(map(str, e.opsets))} | {span(e.native_from, MAX_OPSET)} "
                    f"| {lifted} | {mark} |")
+    out += ["", "## Decomposed without a symbolic", "",
+            ("Functional ATen overloads with no built-in symbolic that torch decomposes: a node of one is "
+             "exported as the decomposition's pieces where each translates (itself decomposed in turn if it "
+             "must be), and as an `ATen` fallback node otherwise. Which of them translate depends on the "
+             "node's arguments, so this lists what is tried, not what succeeds."), "",
+            "| overload | decomposition |", "| --- | --- |"]
+    out += [f"| `{_cell(key)}` | {_source(source)} |" for key, source in decomposed]
     out += ["", "## Partial handlers", "",
             ("Found by reading the source of each handler and of the helpers it calls, so a case listed "
              "here may be unreachable at some of the opsets named."), ""]
@@ -107,6 +123,11 @@ def render() -> str:
             out.append(f"- {label} {', '.join(map(str, opsets))}, in `{function}`: {quoted}")
         out.append("")
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _source(source: str | None) -> str:
+    """Where torch keeps an op's decomposition, as a table cell."""
+    return {"CompositeImplicitAutograd": "own kernel", "torch._decomp": "`torch._decomp`"}.get(source or "", "")
 
 
 def _code(text: str) -> str:

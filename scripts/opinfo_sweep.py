@@ -3,10 +3,16 @@ onnxruntime and in aten2onnx.runtime, and compare with eager.
 
     python scripts/opinfo_sweep.py                       # float32, 2 samples, opsets 9 13 17 18 26
     python scripts/opinfo_sweep.py --ops add,sub --opsets 18 --samples 4 --json sweep.json -v
+    python scripts/opinfo_sweep.py --dynamic --opsets 18   # every dim of every input symbolic (Dim.AUTO)
 
 Each OpInfo is classified per opset as native (every sample passes in onnxruntime and our runtime
 with no ATen fallback node), fallback (passes only counting ATen nodes run in our runtime), or fail
 (with a reason category). Random ops and ops with nondeterministic output are skipped.
+
+With --dynamic, each sample is captured with every dim of every input Dim.AUTO (torch.export keeps
+symbolic the dims it can), and checked on the sample and, where eager takes it, on a second size: every
+symbolic dim one larger (dims sharing a symbol alike), the added entries near copies of the last ones, so
+the values stay in the op's domain; a failure there is reported as "second size: <category>".
 """
 
 from __future__ import annotations
@@ -86,6 +92,43 @@ def make_module(op, leaves: list, spec):
     return Sample(), [leaves[i] for i in positions]
 
 
+def every_dim_symbolic(inputs: list) -> tuple:
+    """dynamic_shapes for Sample.forward(*tensors): every dim of every input Dim.AUTO (None for no inputs)."""
+    from torch.export import Dim
+
+    return (tuple({d: Dim.AUTO for d in range(t.dim())} for t in inputs),) if inputs else None
+
+
+def second_size(ep, inputs: list) -> list | None:
+    """The inputs with every symbolic dim of the captured program one larger (dims sharing a symbol alike),
+    the added entries copies of the last ones along that dim (floats scaled by up to 1%, so no tie is made);
+    None when no dim is symbolic."""
+    import torch
+
+    names = set(ep.graph_signature.user_inputs)
+    vals = [n.meta.get("val") for n in ep.graph.nodes if n.op == "placeholder" and n.name in names]
+    if len(vals) != len(inputs):
+        return None
+    grown, changed = [], False
+    for t, val in zip(inputs, vals):
+        if not isinstance(val, torch.Tensor):
+            grown.append(t)
+            continue
+        for dim, size in enumerate(val.shape):
+            if not isinstance(size, torch.SymInt):
+                continue
+            if not size.node.expr.is_symbol or t.shape[dim] == 0:
+                return None
+            copy = t.narrow(dim, t.shape[dim] - 1, 1)
+            if copy.dtype.is_floating_point:  # not equal to the last (a tie makes sort's order ambiguous)
+                generator = torch.Generator().manual_seed(dim)
+                copy = copy * (1 + 0.01 * torch.rand(copy.shape, generator=generator, dtype=copy.dtype))
+            t = torch.cat([t, copy], dim)
+            changed = True
+        grown.append(t)
+    return grown if changed else None
+
+
 def tensors_of(out) -> list:
     import torch
     import torch.utils._pytree as pytree
@@ -161,13 +204,11 @@ def run_exact(ep, inputs: list, expected: list, opset: int) -> tuple[bool, list[
     return not exported.fallback_ops, list(exported.fallback_ops), bitwise
 
 
-def run_sample(ep, inputs: list, expected: list, opset: int, dtype_name: str) -> tuple[bool, list[str]]:
-    """(native, fallback ops) for one sample at one opset, or Failure."""
-    import onnxruntime as ort
-    import torch
-
+def run_sample(ep, inputs: list, expected: list, opset: int, dtype_name: str,
+               more: list[tuple[list, list]] = ()) -> tuple[bool, list[str]]:
+    """(native, fallback ops) for one sample at one opset, or Failure. more: other (inputs, expected) the
+    same export is checked on (a second size), a failure there in a category "second size: ..."."""
     import aten2onnx
-    from aten2onnx.runtime import InferenceSession
 
     try:
         with warnings.catch_warnings():
@@ -175,6 +216,26 @@ def run_sample(ep, inputs: list, expected: list, opset: int, dtype_name: str) ->
             exported = aten2onnx.export(ep, tuple(inputs), opset=opset, fallback="aten")
     except Exception as e:
         raise Failure("export error", short(e)) from e
+    fallback = list(exported.fallback_ops)
+    native = True
+    for k, (given, wanted) in enumerate([(inputs, expected), *more]):
+        try:
+            native = _check_export(exported, given, wanted, dtype_name)
+        except Failure as f:
+            if k:
+                f.category = f"second size: {f.category}"
+            raise
+    return native, fallback
+
+
+def _check_export(exported, inputs: list, expected: list, dtype_name: str) -> bool:
+    """Whether exported runs inputs natively (else it has fallback nodes), its results matching expected in
+    aten2onnx.runtime and, when native, onnxruntime; Failure otherwise."""
+    import onnxruntime as ort
+    import torch
+
+    from aten2onnx.runtime import InferenceSession
+
     fallback = list(exported.fallback_ops)
     proto = exported.model_proto
     feeds = dict(zip(exported.input_names, inputs))
@@ -192,9 +253,9 @@ def run_sample(ep, inputs: list, expected: list, opset: int, dtype_name: str) ->
     except Exception as e:
         raise Failure("runtime mismatch", short(e)) from e
     if fallback:
-        return False, fallback
+        return False
     if any(t.dtype == torch.bfloat16 for t in list(feeds.values()) + list(expected) if isinstance(t, torch.Tensor)):
-        return True, []  # onnxruntime's Python API cannot pass bfloat16 tensors; judged by our runtime
+        return True  # onnxruntime's Python API cannot pass bfloat16 tensors; judged by our runtime
     try:
         options = ort.SessionOptions()
         options.log_severity_level = 4
@@ -212,7 +273,7 @@ def run_sample(ep, inputs: list, expected: list, opset: int, dtype_name: str) ->
         compare([torch.as_tensor(x) for x in got], expected, dtype_name)
     except Exception as e:
         raise Failure("ORT mismatch", short(e)) from e
-    return True, []
+    return True
 
 
 def carried_outputs(exported, outputs: list) -> list:
@@ -250,6 +311,7 @@ def sweep_op(task: tuple) -> dict:
     """Every sample x dtype x opset of one OpInfo; a dict for the report."""
     index, opsets, dtype_names, n_samples, timeout, *rest = task
     exact = bool(rest and rest[0])  # tests/optable.py passes the first five
+    dynamic = bool(len(rest) > 1 and rest[1])
     import torch
     from torch.testing._internal.common_methods_invocations import op_db
 
@@ -309,12 +371,22 @@ def sweep_op(task: tuple) -> dict:
                 try:
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
-                        ep = capture(module, tuple(inputs), None, None)  # as aten2onnx.export captures
+                        # as aten2onnx.export captures
+                        ep = capture(module, tuple(inputs), None, every_dim_symbolic(inputs) if dynamic else None)
                 except Timeout:
                     raise
                 except Exception as e:
                     fail_all("capture error", short(e))
                     continue
+                more = []
+                grown = second_size(ep, inputs) if dynamic else None
+                if grown is not None:
+                    try:
+                        with torch.no_grad():
+                            torch.manual_seed(0)
+                            more.append((grown, tensors_of(module(*[t.clone() for t in grown]))))
+                    except Exception:
+                        pass  # the op does not take this size: checked on the sample only
                 for opset in opsets:
                     entry = per_opset[opset]
                     if entry["status"] == "fail":
@@ -324,7 +396,7 @@ def sweep_op(task: tuple) -> dict:
                             native, fallback, bitwise = run_exact(ep, inputs, eager, opset)
                             entry["bitwise"] = entry["bitwise"] and bitwise
                         else:
-                            native, fallback = run_sample(ep, inputs, eager, opset, str(dtype).split(".")[1])
+                            native, fallback = run_sample(ep, inputs, eager, opset, str(dtype).split(".")[1], more)
                     except Timeout:
                         raise
                     except Failure as f:
@@ -404,6 +476,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", default="")
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("-v", "--verbose", action="store_true", help="print every non-native result")
+    parser.add_argument("--dynamic", action="store_true",
+                        help="capture with every dim of every input Dim.AUTO; check on the sample and a second size")
     parser.add_argument("--exact", action="store_true",
                         help="export with exact=True and count the OpInfos whose outputs are bitwise equal to eager "
                              "in aten2onnx.runtime (onnxruntime is not run)")
@@ -423,7 +497,8 @@ def main(argv: list[str] | None = None) -> int:
     indices = [i for i, op in enumerate(op_db) if selected(op)]
     if args.limit:
         indices = indices[:args.limit]
-    tasks = [(i, opsets, args.dtypes.split(","), args.samples, args.timeout, args.exact) for i in indices]
+    tasks = [(i, opsets, args.dtypes.split(","), args.samples, args.timeout, args.exact, args.dynamic)
+             for i in indices]
     start = time.time()
     results = []
     if args.jobs > 1 and len(tasks) > 1:
@@ -443,7 +518,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"opsets": opsets, "dtypes": args.dtypes, "samples": args.samples, "exact": args.exact,
-                       "results": results}, f, indent=1)
+                       "dynamic": args.dynamic, "results": results}, f, indent=1)
     return 0
 
 

@@ -48,3 +48,12 @@ def without_builtin(monkeypatch):
             monkeypatch.setitem(REGISTRY._entries, key, kept)
 
     return hide
+
+
+@pytest.fixture
+def without_decomposition(monkeypatch):
+    """No op is decomposed before it falls back (torch's decompositions are hidden), so a test of the
+    ATen fallback node keeps its fallback however many ops torch decomposes."""
+    from aten2onnx.exporter import decompose
+
+    monkeypatch.setattr(decompose, "decomposition", lambda op: None)

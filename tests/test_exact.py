@@ -206,7 +206,7 @@ def test_hostile_exact_metadata_is_refused_when_the_session_is_made(name, edit, 
         InferenceSession(model.SerializeToString())
 
 
-def test_a_fallback_node_with_an_enum_default_runs():
+def test_a_fallback_node_with_an_enum_default_runs(without_decomposition):
     """A fallback node whose schema gives an enum default as an int (contiguous's memory_format=0,
     randint's dtype=4): the runtime used to fail on it (KeyError: 0) or make a float32 randint."""
     def refuse(g, self, *, memory_format=0):
@@ -242,8 +242,8 @@ def test_verify_exact_passes_a_bitwise_model_and_names_the_first_op_that_is_not(
 
     real = Translator._exact
 
-    def without_gelu(self, node, target, resolved, result, first_new):
-        return result if "gelu" in str(target) else real(self, node, target, resolved, result, first_new)
+    def without_gelu(self, node, op, result, first_new):
+        return result if "gelu" in str(op) else real(self, node, op, result, first_new)
 
     monkeypatch.setattr(Translator, "_exact", without_gelu)
     report = aten2onnx.verify(model, x, exact=True, runtimes=("aten2onnx",))
@@ -253,7 +253,7 @@ def test_verify_exact_passes_a_bitwise_model_and_names_the_first_op_that_is_not(
     assert aten2onnx.verify(model, x, runtimes=("aten2onnx",)).ok  # within the default tolerance
 
 
-def test_a_float_argument_reaches_the_aten_call_unrounded():
+def test_a_float_argument_reaches_the_aten_call_unrounded(without_decomposition):
     """An ONNX FLOAT attribute is float32: eps=1e-5 of a float64 layer_norm became 9.99999974e-06 in ATen
     fallback nodes and exact calls alike (found by fuzz_models --exact); such floats are float64 tensors now."""
     def refuse(g, input, normalized_shape, weight=None, bias=None, eps=1e-05, cudnn_enable=True):

@@ -458,7 +458,7 @@ def test_exported_program_input():
     torch.testing.assert_close(torch.from_numpy(run_ort(exported.model_proto, {"x": x})[0]), model(x))
 
 
-def test_fallback_takes_runtime_symint_arguments_as_inputs():
+def test_fallback_takes_runtime_symint_arguments_as_inputs(without_decomposition):
     def f(x):
         return x.roll(x.shape[0] // 2, 0)  # roll is translated for static shapes only
 
@@ -492,8 +492,11 @@ def test_attention_dropout_is_never_silently_dropped():
         return torch.nn.functional.scaled_dot_product_attention(q, k, v, dropout_p=0.5)
 
     args = tuple(torch.randn(1, 2, 4, 8) for _ in range(3))
-    with pytest.raises(UnsupportedOperatorError, match="dropout_p=0.5 is random"):
-        aten2onnx.export(f, args, fallback="error")
+    # the handler refuses the random case; torch's decomposition of the op keeps the dropout, as random nodes
+    exported = aten2onnx.export(f, args, fallback="error")
+    assert exported.decomposed_ops == ["aten::scaled_dot_product_attention.default"]
+    assert {"RandomUniform", "RandomUniformLike", "Bernoulli"} & {n.op_type for n in exported.model_proto.graph.node}
+    assert not torch.equal(exported.run(*args), exported.run(*args))
 
 
 def test_fallback_op_with_a_nested_result(without_builtin):

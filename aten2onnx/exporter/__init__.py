@@ -158,6 +158,9 @@ def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic
             f"{len(translation.fallback_ops)} op(s) exported as ATen fallback nodes, runnable in aten2onnx.runtime "
             f"but not in onnxruntime: {', '.join(translation.fallback_ops)}"
         )
+    if translation.decomposed_ops:
+        notes.append(f"{len(translation.decomposed_ops)} op(s) with no symbolic for this case exported as torch's "
+                     f"decomposition of them, in standard ONNX nodes: {', '.join(translation.decomposed_ops)}")
     out_iter = iter(out_names)
     outputs = [(next(out_iter) if slot.value is not None else None, slot.constant) for slot in translation.outputs]
     call_spec = getattr(ep, "call_spec", None)
@@ -179,6 +182,7 @@ def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic
         opset=opset,
         session_factory=backend.session,
         notes=notes + list(program.notes) + function_notes,  # a training export's notes are facts (tied weights), not warnings
+        decomposed_ops=translation.decomposed_ops,
         **extra,
     )
     return Traced(exported, program, translation.values)

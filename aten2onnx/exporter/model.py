@@ -186,13 +186,16 @@ class ExportedModel:
                  input_names: list[str], output_names: list[str], fallback_ops: list[str],
                  in_spec: pytree.TreeSpec | None, out_spec: pytree.TreeSpec | None,
                  user_inputs: list[str | None], outputs: list[tuple[str | None, Any]], opset: int,
-                 session_factory: Callable[[onnx.ModelProto, list[str]], Any], notes: list[str] | None = None) -> None:
+                 session_factory: Callable[[onnx.ModelProto, list[str]], Any], notes: list[str] | None = None,
+                 decomposed_ops: list[str] | None = None) -> None:
         self._skeleton = skeleton
         self._weights = [(name, tensor, tensor._version) for name, tensor in weights]
         self._proto: onnx.ModelProto | None = None
         self.input_names = input_names
         self.output_names = output_names
         self.fallback_ops = fallback_ops
+        # ops no symbolic expressed, exported as the standard nodes of torch's decomposition of them
+        self.decomposed_ops = decomposed_ops or []
         self.opset = opset
         self.notes = notes or []  # what the export did that a user should know (e.g. which rewrite it used)
         self._in_spec = in_spec

@@ -1,5 +1,7 @@
 """Translate an ExportedProgram's ATen graph into ONNX nodes, one FX node at a time, through the
-registry; ops without a symbolic become ATen fallback nodes or are collected into one error."""
+registry; an op no symbolic expresses is decomposed into ATen pieces that are translated in its place
+(decompose.py), and one whose pieces cannot be expressed either becomes an ATen fallback node or is
+collected into one error."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from aten2onnx.errors import ArgumentError, ExportError, SymbolicError, Unsuppor
 from aten2onnx.ir import op_types
 from aten2onnx.ir import GraphBuilder, Node, Subgraph, Value, body_output, dim_of, graph_type
 from aten2onnx.ir.builder import ExactCall
+from aten2onnx.exporter import decompose
 from aten2onnx.exporter.fallback import aten_call, emit_aten_node
 from aten2onnx.exporter.provenance import module_of, source_of
 from aten2onnx.registry import REGISTRY, bind
@@ -55,6 +58,7 @@ class Translation:
     outputs: list[OutputSlot]
     states: list[StateSlot]
     fallback_ops: list[str]
+    decomposed_ops: list[str]  # ops no symbolic expressed, translated as torch's decomposition of them
     values: dict[str, Any]  # per top-level FX node by name: what it was translated to (Values or numbers)
     requires_grad: list[Value] = dataclasses.field(default_factory=list)  # weights that require grad in eager
     # per top-level ONNX node (by id): the module calls its FX node was made in, outermost first, as
@@ -77,6 +81,11 @@ class Translator:
         self.state_values: dict[tuple[str, str], Value] = {}  # ("buffer", key) / ("input", name) -> Value
         self.unsupported: list[UnsupportedOp] = []
         self.fallback_ops: set[str] = set()
+        self.decomposed_ops: set[str] = set()
+        # while an op's decomposition is translated: the FX node it decomposes (its provenance is the
+        # pieces'), and the ops being decomposed (a piece that is one of them is not decomposed again)
+        self._origin: torch.fx.Node | None = None
+        self._decomposing: list[torch._ops.OpOverload] = []
         self.requires_grad: list[Value] = []
         self.module_stacks: dict[int, tuple[tuple[str, str, str], ...]] = {}
 
@@ -90,8 +99,8 @@ class Translator:
         outputs, states = self._collect_outputs(results)
         values = {node.name: self.env[node] for node in self.gm.graph.nodes
                   if node.op == "call_function" and node in self.env}
-        return Translation(self.g, self.g.nodes, user_inputs, outputs, states, sorted(self.fallback_ops), values,
-                           self.requires_grad, self.module_stacks)
+        return Translation(self.g, self.g.nodes, user_inputs, outputs, states, sorted(self.fallback_ops),
+                           sorted(self.decomposed_ops), values, self.requires_grad, self.module_stacks)
 
     # -- placeholders -----------------------------------------------------------------------------
     def _bind_placeholders(self, input_names: list[str] | None) -> list[Value | None]:
@@ -310,29 +319,28 @@ class Translator:
                 # A bug in a built-in handler should not cost the user the export: the ATen node
                 # computes the op right; the warning makes the bug visible.
                 warn_user(message + "; exported as an ATen node instead. Please report this.")
-                self._unmapped(node, target)
+                self._unmapped(node, target, pieces=False)
                 return
             raise SymbolicError(message) from e
         if self.exact and resolved.schema is not None:
             try:
-                result = self._exact(node, target, resolved, result, first_new)
+                op = target if resolved.via_twin is None else _registry.functional_twin(target)
+                result = self._exact(node, op, result, first_new)
             except NotImplementedError as e:
                 # the call needs a node the opset cannot write (an Identity of a bfloat16 at opset 9): the
                 # node becomes an ATen node, exact as such (what the handler built is dead and removed)
-                self._unmapped(node, target, reason=str(e))
+                self._unmapped(node, target, reason=str(e), pieces=False)
                 return
         self.env[node] = result
         if resolved.via_twin is not None:
             self._rebind_written(node, target, result)
 
     # -- exact mode ---------------------------------------------------------------------------------
-    def _exact(self, node: torch.fx.Node, target: Any, resolved: _registry.Resolved, result: Any,
-               first_new: int) -> Any:
+    def _exact(self, node: torch.fx.Node, op: torch._ops.OpOverload, result: Any, first_new: int) -> Any:
         """Exact mode: the node's ATen call, attached to the node that makes its first result, so the
         runtime runs the call in place of the nodes made for it; a result folded into a constant here
         is computed again by the call itself on the constants (ONNX's arithmetic may differ in the last
         bit). A result known without computing (a number, a constant the node was given) is left as it is."""
-        op = target if resolved.via_twin is None else _registry.functional_twin(target)
         leaves = _leaves(result)
         made = {id(out) for n in self.g.nodes[first_new:] for out in n.outputs}
         read = {id(v) for v in pytree.tree_leaves(torch.fx.node.map_aggregate((node.args, node.kwargs), self._lookup))}
@@ -422,8 +430,12 @@ class Translator:
         return tuple(consts) if isinstance(val, (list, tuple)) else consts[0]
 
     def _enter(self, node: torch.fx.Node, op_key: str) -> str:
-        """Name what follows after node and stamp its source, module and op; returns the source."""
-        meta = {"source": source_of(node) or "", "module": module_of(node), "aten_op": op_key}
+        """Name what follows after node and stamp its source, module and op; returns the source. A piece
+        of a decomposition has the source and module of the node decomposed, and names its op."""
+        origin = self._origin or node
+        meta = {"source": source_of(origin) or "", "module": module_of(origin), "aten_op": op_key}
+        if self._origin is not None:
+            meta["decomposed_from"] = _registry.overload_key(self._origin.target)
         self.g.set_scope(node.name, {k: v for k, v in meta.items() if v})
         return meta["source"]
 
@@ -458,10 +470,26 @@ class Translator:
                 )
             self.env[written] = result
 
-    def _unmapped(self, node: torch.fx.Node, target: Any, reason: str | None = None) -> None:
+    def _unmapped(self, node: torch.fx.Node, target: Any, reason: str | None = None, *,
+                  pieces: bool = True) -> None:
+        """A node no symbolic translates: its decomposition's pieces if they translate, else an ATen
+        node (or an unsupported op, with fallback="error"). pieces: whether to try the decomposition."""
         key = _registry.overload_key(target)
+        tried = None  # why the decomposition did not translate, where there is one
+        if pieces and isinstance(target, torch._ops.OpOverload) and target not in self._decomposing:
+            try:
+                self._decomposed(node, target)
+                return
+            except decompose.NoDecomposition as e:
+                tried = None if isinstance(e, decompose.NoneKnown) else str(e)
+            except _Inexpressible as e:
+                tried = str(e)
+        if self._decomposing:
+            raise _Inexpressible(f"its piece {key} has no translation"
+                                 + (f" ({reason})" if reason else "") + (f"; {tried}" if tried else ""))
         if self.fallback == "error" or not isinstance(target, torch._ops.OpOverload):
-            self.unsupported.append(UnsupportedOp(key, node.name, source_of(node), REGISTRY.opsets_for(target), reason))
+            self.unsupported.append(UnsupportedOp(key, node.name, source_of(node), REGISTRY.opsets_for(target), reason,
+                                                  tried))
             self.env[node] = _placeholder_result(node)
             return
         bound = torch.fx.node.map_aggregate(bind(target._schema, node.args, node.kwargs), self._lookup)
@@ -475,6 +503,57 @@ class Translator:
             self._stamp(out, leaf, node.name if len(leaves) == 1 else f"{node.name}.{i}", {id(out)})
         self.env[node] = _rebuild(val, iter(outs)) if isinstance(val, (tuple, list)) else outs[0]
         self.fallback_ops.add(key)
+
+    def _decomposed(self, node: torch.fx.Node, target: torch._ops.OpOverload) -> None:
+        """Translate node as the pieces torch decomposes its op into (decompose.py), each through the
+        registry and decomposed in turn where it needs to be; _Inexpressible when a piece has no
+        translation. Exact mode: the pieces carry node's own ATen call, so the runtime still runs the op."""
+        gm, inputs = decompose.pieces(node, target)
+        for piece in gm.graph.nodes:
+            if piece.op == "call_function" and isinstance(piece.target, torch._ops.OpOverload) \
+                    and piece.target._schema.is_mutable:
+                raise decompose.NoDecomposition(f"its decomposition writes in place ({piece.target})")
+        first_new = len(self.g.nodes)
+        saved = (self.exact, self._origin, set(self.decomposed_ops))
+        self.exact, self._origin = False, self._origin or node
+        self._decomposing.append(target)
+        try:
+            result = self._translate_pieces(gm, inputs)
+        except (_Inexpressible, ExportError) as e:
+            self.decomposed_ops = saved[2]  # a piece decomposed inside a decomposition that failed
+            if isinstance(e, _Inexpressible):
+                raise
+            # a piece the translator refuses (one that writes to an input, a dtype ONNX lacks)
+            raise _Inexpressible(f"{type(e).__name__}: {e}") from e
+        finally:
+            self.exact, self._origin = saved[0], saved[1]
+            self._decomposing.pop()
+            self._enter(node, _registry.overload_key(target))
+        try:
+            result = self._finish(node, result, first_new, user=False)
+        except TypeError as e:  # the pieces make another dtype than the op, or another structure
+            self.decomposed_ops = saved[2]
+            raise _Inexpressible(f"{type(e).__name__}: {e}") from e
+        if self.exact:
+            result = self._exact(node, target, result, first_new)
+        self.env[node] = result
+        self.decomposed_ops.add(_registry.overload_key(target))
+
+    def _translate_pieces(self, gm: torch.fx.GraphModule, inputs: list[torch.fx.Node]) -> Any:
+        """Translate a decomposition's graph, its placeholders bound to what inputs were translated to;
+        returns what its output node returns."""
+        bindings = iter(inputs)
+        for piece in gm.graph.nodes:
+            if piece.op == "placeholder":
+                self.env[piece] = self.env[next(bindings)]
+            elif piece.op == "get_attr":
+                attr = getattr(gm, piece.target)
+                self.env[piece] = self.g.const(attr) if isinstance(attr, torch.Tensor) else attr
+            elif piece.op == "call_function":
+                self._translate_call(piece)
+            elif piece.op == "output":
+                return torch.fx.node.map_aggregate(piece.args[0], self._lookup)
+        return None
 
     def _finish(self, node: torch.fx.Node, result: Any, first_new: int, user: bool) -> Any:
         """Name the handler's outputs after the FX node and give them the dtype/shape FX knows."""
@@ -545,6 +624,10 @@ class Translator:
             else:
                 states.append(StateSlot(role.kind, self.state_values[(role.kind, role.name)], value))
         return slots, states
+
+
+class _Inexpressible(Exception):
+    """A decomposition's piece has no translation: the node decomposed falls back whole."""
 
 
 def _holds_exactly(wide: torch.dtype, narrow: torch.dtype) -> bool:

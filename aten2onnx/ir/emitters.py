@@ -158,13 +158,35 @@ class Emitters:
             return self.op("Squeeze", x, self.const(list(axes), dtype=torch.int64))
         return self.op("Squeeze", x, axes=list(axes))
 
-    def split(self, x: Value, sizes: Sequence[int], axis: int) -> list[Value]:
-        """x cut along axis into pieces of the given sizes (one piece: x itself)."""
+    def split(self, x: Value, sizes: Sequence[int | Value], axis: int) -> list[Value]:
+        """x cut along axis into pieces of the given sizes (one piece: x itself). Sizes may be graph values
+        (SymInts); where Split takes its sizes as an attribute, such pieces are Slices between running sums."""
         if len(sizes) == 1:
             return [x]
         if self._as_input("Split", "split"):
-            return list(self.op("Split", x, self.const(list(sizes), dtype=torch.int64), outputs=len(sizes), axis=axis))
-        return list(self.op("Split", x, outputs=len(sizes), axis=axis, split=list(sizes)))
+            return list(self.op("Split", x, self.int_list(sizes), outputs=len(sizes), axis=axis))
+        if all(isinstance(s, int) for s in sizes):
+            return list(self.op("Split", x, outputs=len(sizes), axis=axis, split=list(sizes)))
+        pieces: list[Value] = []
+        start: int | Value = 0
+        for size in sizes:
+            if isinstance(start, int) and isinstance(size, int):
+                end: int | Value = start + size
+            else:
+                end = self.op("Add", *(self.int_list([v]) for v in (start, size)))
+            pieces.append(self.slice(x, [start], [end], [axis]))
+            start = end
+        return pieces
+
+    def pad(self, x: Value, pads: Sequence[int], mode: str = "constant", value: float | int | None = None) -> Value:
+        """x padded by pads (ONNX's order: every axis' begin, then every axis' end) in mode (constant, reflect,
+        edge), with value in constant mode. Pad takes pads as an attribute, and its value as a float, before 11."""
+        if self._as_input("Pad", "pads"):
+            inputs = [self.const(list(pads), dtype=torch.int64)]
+            if mode == "constant" and value is not None:
+                inputs.append(self.const(value, like=x))
+            return self.op("Pad", x, *inputs, mode=mode)
+        return self.op("Pad", x, pads=list(pads), mode=mode, value=float(value or 0))
 
     def slice(self, x: Value, starts: Sequence[int | Value], ends: Sequence[int | Value], axes: Sequence[int],
               steps: Sequence[int] | None = None) -> Value:

@@ -1,5 +1,6 @@
 """Opset-9 base, neural-network ops that only move elements: padding in every mode, nearest
-upsampling, pixel and channel shuffles, unfold; all as Gather of constant element indices."""
+upsampling, pixel and channel shuffles, unfold; as Gather of constant element indices where shapes are
+static, padding and unfold of symbolic sizes by Pad and by Gather of positions computed in the graph."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import torch
 import torch.nn.functional as F
 
 from aten2onnx import registry
+from aten2onnx.ir import GraphBuilder, Value
+from aten2onnx.symbolic._helpers import as_value, dim_size, norm_dim
 from aten2onnx.symbolic.opset9_shape import gather_static
 
 register = functools.partial(registry.register, opset=9)
@@ -20,8 +23,18 @@ def _moved(fn):
     return lambda i: fn(i.to(torch.float64)).to(torch.int64)
 
 
+# F.pad's modes that ONNX's Pad has
+_PAD_MODES = {"constant": "constant", "reflect": "reflect", "replicate": "edge"}
+
+
 def pad_with(g, self, pad, mode: str, value):
     pad = list(pad)
+    if not self.is_static and mode in _PAD_MODES and all(isinstance(p, int) and p >= 0 for p in pad):
+        # symbolic sizes: Pad, whose widths here are constants (a negative one crops: not Pad's)
+        begins, ends = [0] * self.rank, [0] * self.rank
+        for i in range(len(pad) // 2):
+            begins[self.rank - 1 - i], ends[self.rank - 1 - i] = pad[2 * i], pad[2 * i + 1]
+        return g.pad(self, begins + ends, _PAD_MODES[mode], (0 if value is None else value) if mode == "constant" else None)
     if mode == "constant":
         return gather_static(g, [self], lambda i: F.pad(i, pad, value=0), fill_value=0 if value is None else value)
     # F.pad in these modes wants a batch and channel dim; element numbers carry through unchanged
@@ -106,7 +119,25 @@ def aten_channel_shuffle(g, self, groups):
 @register("aten::unfold.default")
 def aten_unfold(g, self, dimension, size, step):
     """unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)"""
-    return gather_static(g, [self], lambda i: i.unfold(dimension, size, step))
+    if self.is_static:
+        return gather_static(g, [self], lambda i: i.unfold(dimension, size, step))
+    return unfold_dynamic(g, self, norm_dim(dimension, max(self.rank, 1)), size, step)
+
+
+def unfold_dynamic(g: GraphBuilder, x: Value, dim: int, size: int, step: int) -> Value:
+    """x.unfold(dim, size, step) with dim's length computed in the graph: Gather of the windows' positions
+    [(n - size) // step + 1, size] along dim, the window axis then moved last."""
+    if x.rank == 0:
+        return g.op("Reshape", x, g.const([1], dtype=torch.int64))
+    i64 = torch.int64
+    length = as_value(g, dim_size(g, x, dim), i64)
+    count = g.op("Add", g.op("Div", g.op("Sub", length, g.const(size, dtype=i64)), g.const(step, dtype=i64)),
+                 g.const(1, dtype=i64))
+    starts = g.op("Mul", g.op("Range", g.const(0, dtype=i64), count, g.const(1, dtype=i64)), g.const(step, dtype=i64))
+    positions = g.op("Add", g.unsqueeze(starts, [1]), g.const(torch.arange(size).reshape(1, size)))
+    windows = g.op("Gather", x, positions, axis=dim)  # [..., count, size, ...]
+    perm = list(range(dim + 1)) + list(range(dim + 2, x.rank + 1)) + [dim + 1]
+    return windows if perm == sorted(perm) else g.op("Transpose", windows, perm=perm)
 
 
 @register("aten::log_sigmoid.default")

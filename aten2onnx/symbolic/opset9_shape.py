@@ -15,6 +15,7 @@ from aten2onnx.symbolic._helpers import (
     SymInt,
     as_value,
     cast,
+    dim_size,
     fill,
     norm_dim,
     norm_dims,
@@ -72,7 +73,27 @@ def aten_as_strided(g, self, size, stride, storage_offset=None):
 @register("aten::diagonal.default", "aten::diagonal_copy.default")
 def aten_diagonal(g, self, offset=0, dim1=0, dim2=1):
     """diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)"""
-    return gather_static(g, [self], lambda i: torch.diagonal(i, offset, dim1, dim2))
+    if self.is_static:
+        return gather_static(g, [self], lambda i: torch.diagonal(i, offset, dim1, dim2))
+    return diagonal_dynamic(g, self, offset, norm_dim(dim1, self.rank), norm_dim(dim2, self.rank))
+
+
+def diagonal_dynamic(g: GraphBuilder, x: Value, offset: int, dim1: int, dim2: int) -> Value:
+    """torch.diagonal with the two dims' sizes computed in the graph: the dims moved last, the diagonal's
+    rows gathered, then each row's column by GatherElements; the diagonal is the last dim, as in eager."""
+    i64 = torch.int64
+    rest = [d for d in range(x.rank) if d not in (dim1, dim2)]
+    moved = g.op("Transpose", x, perm=rest + [dim1, dim2])
+    first, second = max(-offset, 0), max(offset, 0)
+    rows_left = g.op("Sub", as_value(g, dim_size(g, x, dim1), i64), g.const(first, dtype=i64))
+    cols_left = g.op("Sub", as_value(g, dim_size(g, x, dim2), i64), g.const(second, dtype=i64))
+    length = g.max(g.min(rows_left, cols_left), g.const(0, dtype=i64))
+    steps = g.op("Range", g.const(0, dtype=i64), length, g.const(1, dtype=i64))
+    rows = g.op("Gather", moved, g.op("Add", steps, g.const(first, dtype=i64)), axis=len(rest))  # [..., L, n2]
+    cols = g.unsqueeze(g.op("Add", steps, g.const(second, dtype=i64)), [1])  # [L, 1]
+    lead = g.slice(g.op("Shape", rows), [0], [len(rest) + 1], [0])
+    index = g.op("Expand", cols, g.op("Concat", lead, g.const([1], dtype=i64), axis=0))
+    return g.squeeze(g.op("GatherElements", rows, index, axis=len(rest) + 1), [len(rest) + 1])
 
 
 @register("aten::linalg_diagonal.default")

@@ -10,7 +10,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import cast, norm_dim, opmath, reshape
+from aten2onnx.symbolic._helpers import cast, dim_size, norm_dim, opmath, reshape
 from aten2onnx.symbolic.opset9_norm import axis_sum, static_shape
 from aten2onnx.symbolic.opset9_reduce import sum_dtype
 
@@ -24,8 +24,7 @@ def topk(g: GraphBuilder, x: Value, k, dim: int, largest: bool) -> tuple[Value, 
 def sort(g: GraphBuilder, self: Value, dim: int, descending: bool) -> tuple[Value, Value]:
     if self.rank == 0:
         return self, g.const(0, dtype=torch.int64)
-    n = static_shape(self, "sort")[norm_dim(dim, self.rank)]
-    return topk(g, self, n, dim, descending)
+    return topk(g, self, dim_size(g, self, norm_dim(dim, self.rank)), dim, descending)
 
 
 @register("aten::sort.default")

@@ -15,7 +15,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import cast, reshape, unsqueeze_static
+from aten2onnx.symbolic._helpers import cast, dim_size, reshape, unsqueeze_static
 
 register = functools.partial(registry.register, opset=9)
 
@@ -181,11 +181,14 @@ def adaptive_bins(size: int, out: int) -> list[list[int]]:
 def adaptive_max(g: GraphBuilder, x: Value, output_size) -> tuple[Value, Value]:
     """Adaptive max pooling with ATen's indices (flat within each plane): each output's window is
     gathered by a static index table, and the winner is the first maximum, or the last NaN if the
-    window holds one (ATen's scan keeps a NaN it meets, and a later NaN replaces it)."""
+    window holds one (ATen's scan keeps a NaN it meets, and a later NaN replaces it). The pooled dims
+    must be static; batch and channels may be symbolic (their windows are then read by GatherElements)."""
     spatial = len(output_size)
-    if not x.is_static or x.rank not in (spatial + 1, spatial + 2):
-        raise NotImplementedError("adaptive max pooling is exported for static (batched) channel-first inputs")
-    lead, sizes = list(x.shape[:-spatial]), list(x.shape[-spatial:])
+    if x.shape is None or x.rank not in (spatial + 1, spatial + 2) \
+            or not all(isinstance(n, int) for n in x.shape[-spatial:]):
+        raise NotImplementedError("adaptive max pooling is exported for (batched) channel-first inputs whose "
+                                  "pooled dims are static")
+    lead, sizes = [dim_size(g, x, d) for d in range(x.rank - spatial)], list(x.shape[-spatial:])
     bins = [adaptive_bins(n, o) for n, o in zip(sizes, output_size)]
     widths = [len(b[0]) for b in bins]
     width = math.prod(widths)
@@ -204,12 +207,19 @@ def adaptive_max(g: GraphBuilder, x: Value, output_size) -> tuple[Value, Value]:
                                                                       dtype=torch.int64), axis=last)
     last_nan = g.op("Sub", g.const(width - 1, dtype=torch.int64),
                     g.op("ArgMax", reversed_nan, axis=last, keepdims=0))
-    rows = torch.arange(math.prod(lead + list(output_size)), dtype=torch.int64).reshape(lead + list(output_size))
-    row_start = g.const(rows * width)
-    flat_nan = reshape(g, nan, [-1])
-    has_nan = g.op("Gather", flat_nan, g.op("Add", row_start, last_nan), axis=0)
-    winner = g.op("Where", has_nan, last_nan, first_max)
-    values = g.op("Gather", reshape(g, windows, [-1]), g.op("Add", row_start, winner), axis=0)
+    if not x.is_static:
+        def pick(table: Value, slot: Value) -> Value:
+            return g.squeeze(g.op("GatherElements", table, g.unsqueeze(slot, [last]), axis=last), [last])
+
+        winner = g.op("Where", pick(nan, last_nan), last_nan, first_max)
+        values = pick(windows, winner)
+    else:
+        rows = torch.arange(math.prod(lead + list(output_size)), dtype=torch.int64).reshape(lead + list(output_size))
+        row_start = g.const(rows * width)
+        flat_nan = reshape(g, nan, [-1])
+        has_nan = g.op("Gather", flat_nan, g.op("Add", row_start, last_nan), axis=0)
+        winner = g.op("Where", has_nan, last_nan, first_max)
+        values = g.op("Gather", reshape(g, windows, [-1]), g.op("Add", row_start, winner), axis=0)
 
     # the plane index of each window slot, per output position
     strides = [math.prod(sizes[d + 1:]) for d in range(spatial)]
