@@ -61,10 +61,14 @@ def _padded(padded: torch.Tensor, lengths: torch.Tensor, batch_first: bool, padd
     """_pad_packed_sequence: the tail of each sequence set to padding_value, the time axis cut to the
     longest length (or total_length, when pad_packed_sequence was given one)."""
     steps = padded.shape[0]
+    total = _given_total_length()
+    if total is not None:  # total_length steps: the padded batch's, cut or extended (the extension is padding)
+        padded = padded.index_select(0, torch.arange(total).clamp(max=steps - 1))
+        steps = total
     inside = torch.arange(steps).unsqueeze(1) < lengths.unsqueeze(0)  # [T, B]
     inside = inside.reshape(*inside.shape, *([1] * (padded.dim() - 2)))
     out = torch.where(inside, padded, torch.full((), padding_value, dtype=padded.dtype))
-    if _given_total_length() is None:
+    if total is None:
         longest = lengths.max().item()
         torch._check_is_size(longest)
         torch._check(longest <= steps)
