@@ -20,10 +20,11 @@ ALLOWED = {
     "_dtypes": set(),
     "_onnx_graphs": set(),
     "_aten_node": BASE,
+    "_packed_rnn": set(),
     "registry": BASE,
     "ir": BASE | {"_aten_node"},
-    "symbolic": BASE | {"registry", "ir"},
-    "exporter": BASE | {"_aten_node", "registry", "ir", "symbolic"},
+    "symbolic": BASE | {"registry", "ir", "_packed_rnn"},
+    "exporter": BASE | {"_aten_node", "_packed_rnn", "registry", "ir", "symbolic"},
     "runtime": BASE | {"_aten_node"},
 }
 

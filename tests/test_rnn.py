@@ -39,10 +39,21 @@ def test_recurrent_layer_matches_eager(name, opset):
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
 
 
-def test_projections_fall_back_with_the_reason():
-    model = torch.nn.LSTM(4, 6, proj_size=3).eval()
-    with pytest.raises(aten2onnx.UnsupportedOperatorError, match="proj_size"):
-        aten2onnx.export(model, (torch.randn(3, 2, 4),), fallback="error")
+def test_projections_export_as_torchs_decomposition():
+    """ONNX's LSTM has no projection: an LSTM with proj_size is exported as torch's decomposition of
+    aten::lstm (the steps unrolled), which onnxruntime runs."""
+    model = torch.nn.LSTM(4, 6, proj_size=3, num_layers=2, bidirectional=True).eval()
+    x = torch.randn(3, 2, 4)
+    exported = aten2onnx.export(model, (x,), fallback="error")
+    assert "aten::lstm.input" in exported.decomposed_ops and not exported.fallback_ops
+    x = torch.randn(3, 2, 4)
+    with torch.no_grad():
+        want = model(x)
+    got = exported.run(x)
+    ort = run_ort(exported.model_proto, {exported.input_names[0]: x})
+    for w, g, o in zip(flat_tensors(want), flat_tensors(got), ort):
+        torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(torch.from_numpy(o), w, rtol=1e-5, atol=1e-6)
 
 
 class Cells(torch.nn.Module):

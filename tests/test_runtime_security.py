@@ -312,6 +312,8 @@ REGISTERED_BUT_REFUSED = {
     "aten::max_pool3d_with_indices_backward.default": "can forge",
     "aten::native_batch_norm_backward.default": "forged saved or running statistics",
     "aten::batch_norm_backward.default": "forged saved or running statistics",
+    "aten::_scaled_dot_product_flash_attention_for_cpu.default": "one backend's kernel",
+    "aten::_scaled_dot_product_flash_attention_for_cpu_backward.default": "one backend's kernel",
 }
 
 

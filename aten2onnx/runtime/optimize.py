@@ -15,11 +15,12 @@ from __future__ import annotations
 import collections
 import dataclasses
 import math
-from typing import Callable, Union
+from typing import Any, Callable, Union
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
+import torch
+from onnx import helper, numpy_helper
 
 DOMAIN = "aten2onnx.fused"
 _FLOATS = frozenset({onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16,
@@ -43,14 +44,22 @@ class Node:
     op_type: str
     inputs: tuple["Pattern", ...]
     attributes: tuple[str, ...] = ()
+    bind: str = ""  # names the value this node makes, for Same to match it again
+
+
+@dataclasses.dataclass(frozen=True)
+class Same:
+    """The value a Node bound under `bind` earlier in the match (a value the group reads twice)."""
+
+    bind: str
 
 
 # A variable (str) is a value from outside the group, the same name at each of its occurrences.
-Pattern = Union[Node, Const, str]
+Pattern = Union[Node, Const, Same, str]
 
 
-def _n(op_type: str, *inputs: Pattern, attributes: tuple[str, ...] = ()) -> Node:
-    return Node(op_type, inputs, attributes)
+def _n(op_type: str, *inputs: Pattern, attributes: tuple[str, ...] = (), bind: str = "") -> Node:
+    return Node(op_type, inputs, attributes, bind)
 
 
 # The groups the exporter writes (symbolic/opset9*.py), rooted at the group's one escaping value.
@@ -67,8 +76,16 @@ _ATTENTION = {
 }
 
 
-def _attention(mask_kind: str) -> Node:
-    return _n("MatMul", _n("Softmax", _ATTENTION[mask_kind], attributes=("axis",)), "v")
+def _attention(mask_kind: str, axes_input: bool | None = None) -> Node:
+    """axes_input None: softmax of the scores; else (a mask, which may mask every key of a row) rows whose
+    scores are all -inf weigh 0, as ATen's safe softmax: the ReduceMax's axes an input (opset 18) or not."""
+    if axes_input is None:
+        return _n("MatMul", _n("Softmax", _ATTENTION[mask_kind], attributes=("axis",)), "v")
+    scores = dataclasses.replace(_ATTENTION[mask_kind], bind="scores")
+    peak = _n("ReduceMax", scores, "axes", attributes=("keepdims",)) if axes_input else \
+        _n("ReduceMax", scores, attributes=("axes", "keepdims"))
+    empty = _n("Less", peak, Const(None, "lowest"))  # the dtype's lowest finite value: only -inf is below
+    return _n("MatMul", _n("Where", empty, Const(0.0), _n("Softmax", Same("scores"), attributes=("axis",))), "v")
 
 
 Match = dict  # bindings: variable -> value name, Const.bind -> float, attribute -> value, "dtype" -> elem type
@@ -98,11 +115,15 @@ def _match(pattern: Pattern, name: str, producers: dict, constants: dict, used: 
         return bound.setdefault(pattern, name) == name
     if isinstance(pattern, Const):
         return name not in producers and _constant(constants.get(name), pattern, bound)
+    if isinstance(pattern, Same):
+        return bool(name) and bound.get(pattern.bind) == name
     node = producers.get(name)
     if node is None or any(node is u for u in used) or node.op_type != pattern.op_type or node.domain \
             or len(node.output) != 1 or len(node.input) != len(pattern.inputs):
         return False
     used.append(node)
+    if pattern.bind:
+        bound[pattern.bind] = name
     for attr in node.attribute:
         if attr.name not in pattern.attributes:
             return False
@@ -145,19 +166,42 @@ def _silu(group: _Group) -> tuple[str, list[str], dict] | None:
 def _sdpa(group: _Group) -> tuple[str, list[str], dict] | None:
     """softmax(q k^T * scale [masked]) v over the last axis, as the exporter decomposes
     scaled_dot_product_attention: q, k, v of one rank, k transposed in its last two axes."""
-    for kind in _ATTENTION:
-        found = group.match(_attention(kind))
+    shapes = [(kind, None) for kind in _ATTENTION] + [(kind, axes) for kind in ("where", "add") for axes in (True, False)]
+    for kind, axes_input in shapes:
+        found = group.match(_attention(kind, axes_input))
         if found is None:
             continue
         perm = list(found.get("perm", []))
         rank = len(perm)
         if rank < 2 or perm != list(range(rank - 2)) + [rank - 1, rank - 2] or found.get("axis") not in (-1, rank - 1):
             return None
+        if axes_input is not None and (found.get("keepdims") != 1 or _axes(found["axes"], group) not in ([-1], [rank - 1])
+                                       or found["lowest"] != _lowest(found["dtype"])):
+            return None
         inputs = [found["q"], found["k"], found["v"], found.get("mask", "")]
         # the scale as a float64 tensor: a FLOAT attribute would round it to float32 (1e-8 off in float64)
         scale = numpy_helper.from_array(np.array(found["scale"], dtype=np.float64))
         return "Attention", inputs, {"scale": scale, "mask": kind, "rank": rank, "dtype": found["dtype"]}
     return None
+
+
+def _lowest(elem_type: int) -> float:
+    """The lowest finite value of an ONNX float type, as a float."""
+    return float(np.finfo(helper.tensor_dtype_to_np_dtype(elem_type)).min) if elem_type != onnx.TensorProto.BFLOAT16 \
+        else float(torch.finfo(torch.bfloat16).min)
+
+
+def _axes(axes: Any, group: _Group) -> list[int] | None:
+    """A ReduceMax's axes: its attribute's list, or the int64 constant its axes input names."""
+    if isinstance(axes, str):
+        proto = group.constants.get(axes)
+        if proto is None or proto.data_type != onnx.TensorProto.INT64:
+            return None
+        try:
+            return [int(a) for a in numpy_helper.to_array(proto).reshape(-1)]
+        except Exception:  # a malformed constant is simply not the exporter's
+            return None
+    return list(axes) if isinstance(axes, (list, tuple)) else None
 
 
 PATTERNS: dict[str, Recogniser] = {

@@ -48,8 +48,9 @@ def attention(g: GraphBuilder, query: Value, key: Value, value: Value, attn_mask
     if attn_mask is not None:
         # a query row whose keys are all masked (left padding) attends to nothing: ATen's attention gives
         # 0 there (its safe softmax), where Softmax of a row of -inf is NaN
-        empty = g.equal(g.reduce("ReduceMax", scores, [query.rank - 1], keepdims=True),
-                        g.const(float("-inf"), like=scores))
+        # (a row max below the dtype's lowest finite value is -inf; NaN rows stay NaN, as in ATen)
+        empty = g.op("Less", g.reduce("ReduceMax", scores, [query.rank - 1], keepdims=True),
+                     g.const(float(torch.finfo(scores.dtype).min), like=scores))
         weights = g.op("Where", empty, g.const(0.0, like=weights), weights)
     return g.op("MatMul", weights, value)
 
