@@ -1,0 +1,121 @@
+"""Mixture-of-experts LLMs: transformers runs MoE experts on CPU through its custom op
+`transformers::grouped_mm_fallback` (rows sorted by expert, per-expert cumulative offsets), which
+aten2onnx translates natively. Tiny random-init Mixtral and Qwen3-MoE exported with export_llm hold no
+ATen fallback node and, in onnxruntime (prefill from an empty cache, then decode steps fed `present`),
+generate exactly transformers' greedy tokens for one prompt and a left-padded batch of two; the op alone
+matches the op eager with a row count only known at run time, in onnxruntime and in our runtime."""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import numpy as np
+import onnx
+import pytest
+import torch
+
+import aten2onnx
+from test_llm import SPECIAL, STEPS, VOCAB, Case, greedy, ort_greedy, small
+
+transformers = pytest.importorskip("transformers")
+ort = pytest.importorskip("onnxruntime")
+import transformers.integrations.moe  # noqa: E402,F401  (defines torch.ops.transformers.grouped_mm_fallback)
+
+MOE = dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
+           num_experts_per_tok=2, max_position_embeddings=128)
+CASES = [
+    Case("mixtral", small(transformers.MixtralConfig, **MOE, intermediate_size=48, num_local_experts=4,
+                          sliding_window=None)),
+    Case("qwen3_moe", small(transformers.Qwen3MoeConfig, **MOE, intermediate_size=96, moe_intermediate_size=32,
+                            num_experts=4, head_dim=16)),
+]
+IDS = [case.name for case in CASES]
+
+
+@pytest.fixture(scope="module", params=CASES, ids=IDS)
+def exported(request, tmp_path_factory):
+    case = request.param
+    model = case.model()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        path = aten2onnx.export_llm(model, tmp_path_factory.mktemp(case.name))
+    return model, path
+
+
+def test_experts_run_through_the_custom_op_and_no_node_falls_back(exported):
+    model, path = exported
+    assert model.config._experts_implementation == "grouped_mm"  # the path this file covers
+    nodes = onnx.load(path).graph.node
+    assert not [n.name for n in nodes if n.domain == "org.pytorch.aten"]
+    assert sum(n.op_type == "TopK" for n in nodes) >= 2 * model.config.num_hidden_layers  # routing + expert sort
+
+
+def test_onnxruntime_generates_transformers_greedy_tokens(exported):
+    model, path = exported
+    torch.manual_seed(1)
+    prompt = torch.randint(3, VOCAB, (1, 7))
+    mask = torch.ones_like(prompt)
+    assert torch.equal(ort_greedy(path, prompt, mask), greedy(model, prompt, mask))
+    batch = torch.randint(3, VOCAB, (2, 6))
+    batch[1, :2] = SPECIAL["pad_token_id"]
+    mask = torch.ones_like(batch)
+    mask[1, :2] = 0
+    assert torch.equal(ort_greedy(path, batch, mask), greedy(model, batch, mask))
+
+
+def test_onnxruntime_genai_generates_transformers_greedy_tokens(exported):
+    og = pytest.importorskip("onnxruntime_genai", reason="onnxruntime-genai is an optional extra")
+    model, path = exported
+    torch.manual_seed(2)
+    prompt = torch.randint(3, VOCAB, (1, 5))
+    want = greedy(model, prompt, torch.ones_like(prompt))
+    genai_model = og.Model(os.path.dirname(path))
+    params = og.GeneratorParams(genai_model)
+    params.set_search_options(max_length=prompt.shape[1] + STEPS, do_sample=False)
+    generator = og.Generator(genai_model, params)
+    generator.append_tokens(prompt.numpy())
+    while not generator.is_done():
+        generator.generate_next_token()
+    got = torch.tensor(np.asarray(generator.get_sequence(0)), dtype=torch.long)[prompt.shape[1]:]
+    assert torch.equal(got, want[0])
+
+
+class GroupedMM(torch.nn.Module):
+    def forward(self, input, weight, offs):
+        return torch.ops.transformers.grouped_mm_fallback(input, weight, offs)
+
+
+def grouped_args(rows: int, counts: list[int], dtype: torch.dtype, offs_dtype: torch.dtype) -> tuple:
+    """input (rows, 8), weight (experts, 8, 5), offs the cumulative counts (their sum may stop short of
+    rows: those rows are left 0)."""
+    g = torch.Generator().manual_seed(rows)
+    offs = torch.tensor(counts, dtype=torch.int64).cumsum(0).to(offs_dtype)
+    return (torch.randn(rows, 8, generator=g).to(dtype), torch.randn(len(counts), 8, 5, generator=g).to(dtype), offs)
+
+
+
+
+@pytest.mark.parametrize("opset", [13, 18, 26])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("offs_dtype", [torch.int32, torch.int64])
+def test_grouped_mm_fallback_with_a_dynamic_row_count(opset, dtype, offs_dtype):
+    from aten2onnx.runtime import InferenceSession
+
+    rows = torch.export.Dim("rows", min=2, max=64)
+    example = grouped_args(6, [3, 0, 2, 1], dtype, offs_dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = aten2onnx.export(GroupedMM(), example, dynamic_shapes=({0: rows}, None, None), opset=opset,
+                                 fallback="error")
+    assert not any(n.domain == "org.pytorch.aten" for n in model.model_proto.graph.node)
+    ours = InferenceSession(model.model_proto.SerializeToString())
+    theirs = ort.InferenceSession(model.model_proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    for rows_now, counts in [(9, [0, 4, 0, 3]), (4, [1, 1, 1, 1]), (3, [0, 0, 0, 0]), (5, [2, 0, 0, 0]),
+                             (6, [3, 0, 2, 1])]:
+        args = grouped_args(rows_now, counts, dtype, offs_dtype)
+        want = GroupedMM()(*args)
+        feeds = dict(zip(model.input_names, (a.numpy() for a in args)))
+        tol = dict(rtol=1e-5, atol=1e-5) if dtype == torch.float32 else {}
+        torch.testing.assert_close(torch.from_numpy(theirs.run(None, feeds)[0]), want, **tol)
+        torch.testing.assert_close(torch.as_tensor(ours.run(None, feeds)[0]), want, **tol)
