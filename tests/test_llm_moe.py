@@ -96,9 +96,9 @@ def grouped_args(rows: int, counts: list[int], dtype: torch.dtype, offs_dtype: t
 
 
 
-@pytest.mark.parametrize("opset", [13, 18, 26])
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-@pytest.mark.parametrize("offs_dtype", [torch.int32, torch.int64])
+@pytest.mark.parametrize("opset", [9, 11, 13, 18, 26])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("offs_dtype", [torch.int32, torch.int64], ids=["offs_int32", "offs_int64"])
 def test_grouped_mm_fallback_with_a_dynamic_row_count(opset, dtype, offs_dtype):
     from aten2onnx.runtime import InferenceSession
 
@@ -119,3 +119,38 @@ def test_grouped_mm_fallback_with_a_dynamic_row_count(opset, dtype, offs_dtype):
         tol = dict(rtol=1e-5, atol=1e-5) if dtype == torch.float32 else {}
         torch.testing.assert_close(torch.from_numpy(theirs.run(None, feeds)[0]), want, **tol)
         torch.testing.assert_close(torch.as_tensor(ours.run(None, feeds)[0]), want, **tol)
+
+
+class OneInput(torch.nn.Module):
+    def __init__(self, fn) -> None:
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x)
+
+
+@pytest.mark.parametrize("opset", [11, 18, 26])
+@pytest.mark.parametrize(("name", "fn"), [
+    ("sort", lambda x: torch.sort(x)),
+    ("sort_stable_descending", lambda x: torch.sort(x, stable=True, descending=True)),
+    ("argsort", lambda x: torch.argsort(x, dim=0)),
+    ("argsort_stable", lambda x: torch.argsort(x, dim=0, stable=True)),
+])
+def test_sort_along_a_dynamic_dim(name, fn, opset):  # noqa: ARG001  (name: the case's id)
+    """The MoE routing sorts its (tokens * top_k) expert ids: a dim of run-time size; ties keep their order."""
+    from aten2onnx.runtime import InferenceSession
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = aten2onnx.export(OneInput(fn), (torch.randint(0, 4, (6,)),), dynamic_shapes={"x": {0: "n"}},
+                                 opset=opset, fallback="error")
+    ours = InferenceSession(model.model_proto.SerializeToString())
+    theirs = ort.InferenceSession(model.model_proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    for x in [torch.randint(0, 4, (11,)), torch.tensor([3, 1, 3, 0, 1, 1, 2]), torch.tensor([2])]:
+        want = fn(x)
+        want = [want] if isinstance(want, torch.Tensor) else list(want)
+        feeds = {model.input_names[0]: x.numpy()}
+        for got in (theirs.run(None, feeds), ours.run(None, feeds)):
+            for g_, w in zip(got, want):
+                assert torch.equal(torch.as_tensor(g_), w)
