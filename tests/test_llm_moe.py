@@ -154,3 +154,36 @@ def test_sort_along_a_dynamic_dim(name, fn, opset):  # noqa: ARG001  (name: the 
         for got in (theirs.run(None, feeds), ours.run(None, feeds)):
             for g_, w in zip(got, want):
                 assert torch.equal(torch.as_tensor(g_), w)
+
+
+class GroupedMMBackward(torch.nn.Module):
+    def forward(self, input, weight, offs, grad_output):
+        return torch.ops.transformers.grouped_mm_fallback_backward(input, weight, offs, grad_output)
+
+
+@pytest.mark.parametrize("opset", [9, 13, 18, 26])
+@pytest.mark.parametrize("offs_dtype", [torch.int32, torch.int64], ids=["offs_int32", "offs_int64"])
+def test_grouped_mm_fallback_backward_with_a_dynamic_row_count(opset, offs_dtype):
+    """The backward custom op (a training export of an MoE model meets it): gradients of input and of
+    every expert's weight, 0 for an expert without rows and for rows past the last offset."""
+    from aten2onnx.runtime import InferenceSession
+
+    def args(rows_now: int, counts: list[int]) -> tuple:
+        input, weight, offs = grouped_args(rows_now, counts, torch.float32, offs_dtype)
+        return input, weight, offs, torch.randn(rows_now, 5, generator=torch.Generator().manual_seed(7))
+
+    rows = torch.export.Dim("rows", min=2, max=64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = aten2onnx.export(GroupedMMBackward(), args(6, [3, 0, 2, 1]),
+                                 dynamic_shapes=({0: rows}, None, None, {0: rows}), opset=opset, fallback="error")
+    ours = InferenceSession(model.model_proto.SerializeToString())
+    theirs = ort.InferenceSession(model.model_proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    for rows_now, counts in [(9, [0, 4, 0, 3]), (4, [1, 1, 1, 1]), (3, [0, 0, 0, 0])]:
+        example = args(rows_now, counts)
+        want = GroupedMMBackward()(*example)
+        feeds = dict(zip(model.input_names, (a.numpy() for a in example)))
+        for got in (theirs.run(None, feeds), ours.run(None, feeds)):
+            assert len(got) == 2
+            for g_, w in zip(got, want):
+                torch.testing.assert_close(torch.as_tensor(g_), w, rtol=1e-5, atol=1e-5)

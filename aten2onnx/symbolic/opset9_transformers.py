@@ -1,6 +1,7 @@
 """Custom ops transformers defines (transformers.integrations.moe, imported by transformers' MoE models,
 not by aten2onnx): the grouped matmul its mixture-of-experts layers run their experts through on CPU
-(`_grouped_mm_fallback`: rows sorted by expert, per-expert cumulative offsets).
+(`_grouped_mm_fallback`: rows sorted by expert, per-expert cumulative offsets), and its backward (what a
+training export of an MoE model meets).
 
 The grouped matmul is dense: every row times every expert's weight in one broadcast MatMul, then each
 row keeps its own expert's product (Where and a sum over the experts, which adds exact zeros), so the
@@ -34,14 +35,35 @@ def expert_rows(g: GraphBuilder, rows: Value, offs: Value, num_experts: int) -> 
     return g.unsqueeze(g.op("And", before, started), [2])
 
 
+def grouping(g: GraphBuilder, what: str, input: Value, weight: Value, offs: Value) -> Value:
+    """expert_rows for input's rows; the number of experts must be static."""
+    if weight.shape is None or not isinstance(weight.shape[0], int):
+        raise NotImplementedError(f"transformers::{what} is exported for a static number of experts "
+                                  "(weight's first dim); export with the expert weights as parameters")
+    rows = arange_of(g, dim_size(g, input, 0), has_range=False)
+    return expert_rows(g, rows, offs, weight.shape[0])
+
+
+def own_expert(g: GraphBuilder, mask: Value, products: Value) -> Value:
+    """(S, N): each row's product with its own expert's weight out of (E, S, N); 0 for a row of none."""
+    mine = g.op("Where", mask, products, fill(g, [], 0, products.dtype))
+    return g.reduce("ReduceSum", mine, [0], keepdims=False)
+
+
 @register("transformers::grouped_mm_fallback.default")
 def transformers_grouped_mm_fallback(g, input, weight, offs):
     """grouped_mm_fallback(Tensor input, Tensor weight, Tensor offs) -> Tensor"""
-    if weight.shape is None or not isinstance(weight.shape[0], int):
-        raise NotImplementedError("transformers::grouped_mm_fallback is exported for a static number of experts "
-                                  "(weight's first dim); export with the expert weights as parameters")
-    num_experts = weight.shape[0]
-    rows = arange_of(g, dim_size(g, input, 0), has_range=False)
-    products = g.op("MatMul", input, cast(g, weight, input.dtype))  # (E, S, N)
-    mine = g.op("Where", expert_rows(g, rows, offs, num_experts), products, fill(g, [], 0, input.dtype))
-    return g.reduce("ReduceSum", mine, [0], keepdims=False)
+    mask = grouping(g, "grouped_mm_fallback", input, weight, offs)
+    return own_expert(g, mask, g.op("MatMul", input, cast(g, weight, input.dtype)))  # (E, S, N) products
+
+
+@register("transformers::grouped_mm_fallback_backward.default")
+def transformers_grouped_mm_fallback_backward(g, input, weight, offs, grad_output):
+    """grouped_mm_fallback_backward(Tensor input, Tensor weight, Tensor offs, Tensor grad_output) -> (Tensor, Tensor)"""
+    mask = grouping(g, "grouped_mm_fallback_backward", input, weight, offs)
+    weight_t = g.op("Transpose", cast(g, weight, grad_output.dtype), perm=[0, 2, 1])  # (E, N, K)
+    grad_input = cast(g, own_expert(g, mask, g.op("MatMul", grad_output, weight_t)), input.dtype)
+    # each expert's rows of input (the others 0), transposed: (E, K, S) @ (S, N)
+    rows_of = g.op("Where", mask, input, fill(g, [], 0, input.dtype))
+    grad_weight = g.op("MatMul", g.op("Transpose", rows_of, perm=[0, 2, 1]), cast(g, grad_output, input.dtype))
+    return grad_input, cast(g, grad_weight, weight.dtype)
