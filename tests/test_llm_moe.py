@@ -187,3 +187,26 @@ def test_grouped_mm_fallback_backward_with_a_dynamic_row_count(opset, offs_dtype
             assert len(got) == 2
             for g_, w in zip(got, want):
                 torch.testing.assert_close(torch.as_tensor(g_), w, rtol=1e-5, atol=1e-5)
+
+
+LIB = torch.library.Library("aten2onnx_moe_test", "FRAGMENT")  # the namespace the next test defines ops in
+
+
+def test_a_library_op_registers_before_its_library_loads_and_is_checked_once_it_does(monkeypatch):
+    """aten2onnx imports no transformers: registry.register(..., library=...) takes a symbolic for an op
+    not yet in torch.ops, and checks it against the op's schema when an export first dispatches to it."""
+    from aten2onnx.errors import RegistrationError
+    from aten2onnx.registry import Registry, _schema
+
+    monkeypatch.setitem(_schema.LIBRARIES, "aten2onnx_moe_test", "aten2onnx_moe_test_missing_module")
+    with pytest.raises(RegistrationError, match="aten2onnx_moe_test_missing_module, which does not import"):
+        _schema.resolve_overload("aten2onnx_moe_test::twice.default")
+    reg = Registry()
+    reg.add("aten2onnx_moe_test::twice", 9, lambda g, x: x, user=False)  # not loaded: not checked yet
+    reg.add("aten2onnx_moe_test::thrice", 9, lambda g, y: y, user=False)
+    for name in ("twice", "thrice"):
+        torch.library.define(f"aten2onnx_moe_test::{name}", "(Tensor x) -> Tensor", lib=LIB)
+    assert reg.resolve(torch.ops.aten2onnx_moe_test.twice.default, 13) is not None
+    with pytest.raises(RegistrationError, match=r"takes \(g, y\).*name the parameters \(g, x\)"):
+        reg.resolve(torch.ops.aten2onnx_moe_test.thrice.default, 13)
+
