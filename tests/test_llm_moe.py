@@ -96,6 +96,12 @@ def grouped_args(rows: int, counts: list[int], dtype: torch.dtype, offs_dtype: t
 
 
 
+# (rows, rows per expert): empty experts, rows past the last offset, all of one expert; fewer rows than
+# experts (a decode step: each row's expert weight gathered) and as many or more (every expert's product)
+RUNS = [(9, [0, 4, 0, 3]), (4, [1, 1, 1, 1]), (5, [2, 0, 0, 0]), (6, [3, 0, 2, 1]), (3, [0, 0, 0, 0]),
+        (3, [1, 0, 2, 0]), (2, [0, 1, 0, 1]), (3, [0, 2, 0, 0]), (2, [0, 0, 0, 2])]
+
+
 @pytest.mark.parametrize("opset", [9, 11, 13, 18, 26])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
 @pytest.mark.parametrize("offs_dtype", [torch.int32, torch.int64], ids=["offs_int32", "offs_int64"])
@@ -111,14 +117,26 @@ def test_grouped_mm_fallback_with_a_dynamic_row_count(opset, dtype, offs_dtype):
     assert not any(n.domain == "org.pytorch.aten" for n in model.model_proto.graph.node)
     ours = InferenceSession(model.model_proto.SerializeToString())
     theirs = ort.InferenceSession(model.model_proto.SerializeToString(), providers=["CPUExecutionProvider"])
-    for rows_now, counts in [(9, [0, 4, 0, 3]), (4, [1, 1, 1, 1]), (3, [0, 0, 0, 0]), (5, [2, 0, 0, 0]),
-                             (6, [3, 0, 2, 1])]:
+    for rows_now, counts in RUNS:
         args = grouped_args(rows_now, counts, dtype, offs_dtype)
         want = GroupedMM()(*args)
         feeds = dict(zip(model.input_names, (a.numpy() for a in args)))
         tol = dict(rtol=1e-5, atol=1e-5) if dtype == torch.float32 else {}
         torch.testing.assert_close(torch.from_numpy(theirs.run(None, feeds)[0]), want, **tol)
         torch.testing.assert_close(torch.as_tensor(ours.run(None, feeds)[0]), want, **tol)
+
+
+@pytest.mark.parametrize(("rows", "counts"), [(3, [1, 0, 2, 0]), (6, [3, 0, 2, 1])], ids=["gathered", "dense"])
+def test_grouped_mm_fallback_with_a_static_row_count(rows, counts):
+    """A static row count picks the form when exporting (no If)."""
+    args = grouped_args(rows, counts, torch.float32, torch.int64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = aten2onnx.export(GroupedMM(), args, opset=18, fallback="error")
+    assert not any(n.op_type == "If" for n in model.model_proto.graph.node)
+    feeds = dict(zip(model.input_names, (a.numpy() for a in args)))
+    got = ort.InferenceSession(model.model_proto.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+    torch.testing.assert_close(torch.from_numpy(got[0]), GroupedMM()(*args), rtol=1e-5, atol=1e-5)
 
 
 class OneInput(torch.nn.Module):

@@ -3,10 +3,12 @@ not by aten2onnx): the grouped matmul its mixture-of-experts layers run their ex
 (`_grouped_mm_fallback`: rows sorted by expert, per-expert cumulative offsets), and its backward (what a
 training export of an MoE model meets).
 
-The grouped matmul is dense: every row times every expert's weight in one broadcast MatMul, then each
-row keeps its own expert's product (Where and a sum over the experts, which adds exact zeros), so the
-row count stays symbolic and there is no Loop; it costs num_experts times the FLOPs of the grouped one
-(the experts are few; a decode step's rows are num_experts_per_tok per token)."""
+The row count stays symbolic and there is no Loop. The forward picks at run time (If) between two exact
+forms: with fewer rows than experts (a decode step: num_experts_per_tok rows a token) each row's own
+expert weight is gathered and multiplied in a batched MatMul, reading only the weights in use; otherwise
+(prefill) every row is multiplied by every expert's weight in one broadcast MatMul and each row keeps its
+own expert's product (Where and a sum over the experts, which adds exact zeros): num_experts times the
+FLOPs of the grouped product, in one large MatMul instead of a gather of S weight matrices."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import functools
 import torch
 
 from aten2onnx import registry
-from aten2onnx.ir import GraphBuilder, Value
+from aten2onnx.ir import GraphBuilder, Subgraph, Value, body_output
 from aten2onnx.symbolic._helpers import cast, dim_size, fill, reshape
 from aten2onnx.symbolic.opset9_data import arange_of
 
@@ -50,11 +52,40 @@ def own_expert(g: GraphBuilder, mask: Value, products: Value) -> Value:
     return g.reduce("ReduceSum", mine, [0], keepdims=False)
 
 
+def branch(g: GraphBuilder, build, name: str) -> Subgraph:
+    body = g.subgraph()
+    body.inputs = []
+    return Subgraph(body, [], [body_output(body, build(body), [])], g.fresh_name(name))
+
+
+def gathered(g: GraphBuilder, input: Value, weight: Value, offs: Value) -> Value:
+    """(S, N): each row times its own expert's weight, gathered: (S, 1, K) @ (S, K, N); 0 for a row of none."""
+    num_experts = weight.shape[0]
+    rows = reshape(g, arange_of(g, dim_size(g, input, 0), has_range=False), [1, -1])
+    ended = g.op("Not", g.op("Less", rows, reshape(g, cast(g, offs, I64), [num_experts, 1])))  # offs[e] <= r
+    ids = reshape(g, g.reduce("ReduceSum", cast(g, ended, I64), [0], keepdims=False), [-1, 1])  # (S, 1)
+    some = g.op("Less", ids, g.const(num_experts, dtype=I64))
+    ids = g.op("Where", some, ids, g.const(num_experts - 1, dtype=I64))
+    own = g.op("Gather", weight, reshape(g, ids, [-1]), axis=0)  # (S, K, N)
+    rows = reshape(g, g.op("MatMul", g.unsqueeze(input, [1]), own), [-1, weight.shape[2]])
+    return g.op("Where", some, rows, fill(g, [], 0, rows.dtype))
+
+
 @register("transformers::grouped_mm_fallback.default")
 def transformers_grouped_mm_fallback(g, input, weight, offs):
     """grouped_mm_fallback(Tensor input, Tensor weight, Tensor offs) -> Tensor"""
     mask = grouping(g, "grouped_mm_fallback", input, weight, offs)
-    return own_expert(g, mask, g.op("MatMul", input, cast(g, weight, input.dtype)))  # (E, S, N) products
+    weight = cast(g, weight, input.dtype)
+    rows = dim_size(g, input, 0)
+    if isinstance(rows, int):
+        return gathered(g, input, weight, offs) if rows < weight.shape[0] else \
+            own_expert(g, mask, g.op("MatMul", input, weight))
+    few = g.op("Less", reshape(g, rows, []), g.const(weight.shape[0], dtype=I64))
+    out = g.op("If", few,
+               then_branch=branch(g, lambda b: gathered(b, input, weight, offs), "moe_gathered"),
+               else_branch=branch(g, lambda b: own_expert(b, mask, b.op("MatMul", input, weight)), "moe_dense"))
+    out.dtype, out.shape = input.dtype, (input.shape[0], weight.shape[2]) if input.shape is not None else None
+    return out
 
 
 @register("transformers::grouped_mm_fallback_backward.default")
