@@ -14,7 +14,9 @@ from aten2onnx.registry._schema import (
     OpTarget,
     bind,
     check_signature,
+    LIBRARIES,
     functional_twin,
+    is_loaded,
     is_mutating,
     is_python_key,
     normalize_key,
@@ -80,6 +82,7 @@ class Registry:
 
     def __init__(self) -> None:
         self._entries: dict[str, list[Entry]] = {}
+        self._unchecked: set[str] = set()  # keys of ops of a library not loaded when registered
 
     # -- registration ------------------------------------------------------------------------
     @staticmethod
@@ -90,11 +93,23 @@ class Registry:
             check_signature(fn, resolve_overload(key)._schema, key)
         return key
 
+    def _check_loaded(self, key: str) -> None:
+        """Check the handlers of an op registered before its library was loaded, once it is."""
+        if key in self._unchecked:
+            schema = resolve_overload(key)._schema
+            for e in self._entries.get(key, ()):
+                check_signature(e.handler, schema, key)
+            self._unchecked.discard(key)
+
     def add(self, name: str, opset: int, fn: Handler, *, user: bool, complex: bool = False,
             lifts: str | None = None, lifting: str | None = None) -> str:
         if not isinstance(opset, int) or opset < 1:
             raise RegistrationError(f"{name}: opset must be a positive int, got {opset!r}")
-        key = self.validate(name, fn)
+        key = normalize_key(name)
+        if key.split("::", 1)[0] in LIBRARIES and not is_loaded(key):
+            self._unchecked.add(key)  # checked against its schema when its library is loaded
+        else:
+            key = self.validate(name, fn)
         entries = self._entries.setdefault(key, [])
         same = [e for e in entries if (e.opset, e.complex, e.user) == (opset, complex, user)]
         if same and not user:
@@ -153,6 +168,8 @@ class Registry:
         """
         key = overload_key(target)
         found = self._floor(key, opset, complex)
+        if found is not None and key in self._unchecked:
+            self._check_loaded(key)
         schema = target._schema if isinstance(target, torch._ops.OpOverload) else None
         if found is not None:
             return Resolved(found.handler, key, found.opset, schema, found.user, None)
@@ -211,12 +228,17 @@ REGISTRY = Registry()
 
 
 def register(*names: str, opset: int, complex: bool = False, lifts: str | None = None,
-             lifting: str | None = None) -> Callable[[Handler], Handler]:
+             lifting: str | None = None, library: str | None = None) -> Callable[[Handler], Handler]:
     """Register a built-in symbolic for one or more overloads at opset; used by symbolic/opsetN.py
     as `register = functools.partial(registry.register, opset=N)`, and with `complex=True` by the
-    modules of handlers for complex tensors (opset9_complex*.py)."""
+    modules of handlers for complex tensors (opset9_complex*.py). `library`: the module whose import
+    defines the ops' namespace (a custom op of a Python library, `transformers.integrations.moe`), so
+    registering does not import it (see _schema.LIBRARIES)."""
 
     def decorator(fn: Handler) -> Handler:
+        if library is not None:
+            for name in names:
+                LIBRARIES.setdefault(name.split("::", 1)[0], library)
         for name in names:
             REGISTRY.add(name, opset, fn, user=False, complex=complex, lifts=lifts, lifting=lifting)
         return fn

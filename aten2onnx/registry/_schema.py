@@ -42,10 +42,38 @@ def is_python_key(key: str) -> bool:
     return key.startswith(("_operator::", "builtins::", "math::")) or key in SYM_FUNCTIONS
 
 
+# Namespaces of custom ops a Python library defines when one of its modules is imported
+# (`transformers` -> `transformers.integrations.moe`): a built-in symbolic for such an op is registered
+# without importing the library (aten2onnx imports no transformers); its op is looked up, and its
+# handler checked against its schema, once the library is loaded (an export of a model that calls the
+# op has loaded it), and resolve_overload imports the module when the op is not there yet.
+LIBRARIES: dict[str, str] = {}
+
+
+def is_loaded(key: str) -> bool:
+    """True when the op a key names is in torch.ops now (False for an op of a library not yet imported)."""
+    namespace, rest = key.split("::", 1)
+    op_name = rest.rsplit(".", 1)[0]
+    try:
+        getattr(getattr(torch.ops, namespace), op_name)
+    except (AttributeError, RuntimeError):
+        return False
+    return True
+
+
 def resolve_overload(key: str) -> torch._ops.OpOverload:
-    """The OpOverload a key names; RegistrationError naming the known overloads if there is none."""
+    """The OpOverload a key names; RegistrationError naming the known overloads if there is none. An op
+    of a library in LIBRARIES is loaded by importing the library's module first."""
     namespace, rest = key.split("::", 1)
     op_name, overload = rest.rsplit(".", 1)
+    if namespace in LIBRARIES and not is_loaded(key):
+        import importlib
+
+        try:
+            importlib.import_module(LIBRARIES[namespace])
+        except ImportError as e:
+            raise RegistrationError(f"{key}: its op is defined by {LIBRARIES[namespace]}, which does not "
+                                    f"import ({e}); install it to use this op") from None
     try:
         packet = getattr(getattr(torch.ops, namespace), op_name)
     except (AttributeError, RuntimeError):

@@ -37,6 +37,7 @@ from aten2onnx.symbolic import (  # noqa: F401  (imported to register)
     opset9_sort,
     opset9_scatter,
     opset9_special,
+    opset9_transformers,
     opset10,
     opset11,
     opset11_attention_backward,
