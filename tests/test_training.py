@@ -71,6 +71,13 @@ def mlp() -> torch.nn.Module:
                                torch.nn.Linear(16, 4))
 
 
+def activations_mlp() -> torch.nn.Module:
+    """SiLU and Mish, whose joint-traced backward is autograd's double-differentiable formula (the export
+    puts eager's silu_backward / mish_backward back), and LogSigmoid, whose backward reads the forward's buffer."""
+    return torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.SiLU(), torch.nn.Linear(16, 16), torch.nn.Mish(),
+                               torch.nn.Linear(16, 16), torch.nn.LogSigmoid(), torch.nn.Linear(16, 4))
+
+
 def cnn() -> torch.nn.Module:
     return torch.nn.Sequential(
         torch.nn.Conv2d(4, 8, 3, stride=2, padding=1, groups=2), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
@@ -100,6 +107,8 @@ CASES = [
          F.cross_entropy),
     Case("cnn_batch_norm_grouped_strided_conv", cnn, lambda: (torch.randn(3, 4, 10, 10),),
          lambda: (torch.randint(0, 3, (3,)),), F.cross_entropy),
+    Case("mlp_silu_mish_logsigmoid", activations_mlp, lambda: (torch.randn(8, 6),),
+         lambda: (torch.randint(0, 4, (8,)),), F.cross_entropy),
     Case("embedding_lm_tied_head", LanguageModel, lambda: (torch.randint(0, 11, (2, 7)),),
          lambda: (torch.randint(0, 11, (2, 7)),), lm_loss),
     Case("lstm_two_layers_mse", Recurrent, lambda: (torch.randn(3, 5, 4),), lambda: (torch.randn(3, 2),),
@@ -328,3 +337,20 @@ def test_dynamic_batch_cnn_is_native():
                 torch.testing.assert_close(results[f"{name}.grad"], want, rtol=1e-4, atol=1e-5)
             for name, buffer in stepped.named_buffers():
                 torch.testing.assert_close(results[f"{name}.updated"], buffer, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize(("activation", "kernel"), [(torch.nn.SiLU, "silu_backward"), (torch.nn.Mish, "mish_backward")])
+def test_joint_program_calls_eager_backward_kernels(activation, kernel):
+    """Joint tracing takes autograd's double-differentiable formula for SiLU's and Mish's backward
+    (elementwise ops that round otherwise); the training graph calls eager's kernel instead, as
+    eager's backward does (test_exact_mode_is_bitwise_autograd checks the values)."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), activation(), torch.nn.Linear(8, 2))
+    x, target = torch.randn(3, 4), torch.randn(3, 2)
+    from aten2onnx.exporter import training
+
+    ep = torch.export.export(training.loss_module(model, (x,), None, (target,), F.mse_loss), (x, target))
+    joint, _ = training.joint_program(ep)
+    called = [node.target.__name__ for node in joint.graph.nodes if node.op == "call_function"]
+    assert f"{kernel}.default" in called
+    assert "sigmoid.default" not in called  # the traced formula's ops are gone
