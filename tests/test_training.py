@@ -354,3 +354,42 @@ def test_joint_program_calls_eager_backward_kernels(activation, kernel):
     called = [node.target.__name__ for node in joint.graph.nodes if node.op == "call_function"]
     assert f"{kernel}.default" in called
     assert "sigmoid.default" not in called  # the traced formula's ops are gone
+
+
+class Applied(torch.nn.Module):
+    """A linear layer, then fn."""
+
+    def __init__(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 8)
+        self.fn = fn
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fn(self.fc(x))
+
+
+@pytest.mark.parametrize(("fn", "op"), [
+    (lambda y: y.prod(-1), "prod"),  # eager's backward branches on zeros in the input
+    (lambda y: F.interpolate(y[None, None], scale_factor=1.5, mode="bilinear")[0, 0], "upsample_bilinear2d"),
+    (lambda y: F.interpolate(y[None], scale_factor=2.5, mode="linear")[0], "upsample_linear1d"),
+    (lambda y: F.multi_margin_loss(y, torch.arange(3)), "multi_margin_loss"),
+], ids=["prod", "bilinear", "linear", "multi_margin_loss"])
+def test_exact_mode_refuses_what_the_joint_export_traces_otherwise(fn, op):
+    """The joint program of these ops is not eager's autograd (run with eager's kernels, its loss or
+    gradients differ in the last bits): exact mode refuses, naming the node; without exact=True the
+    gradients equal autograd's within rounding."""
+    torch.manual_seed(0)
+    model, x = Applied(fn), torch.randn(3, 4)
+    loss_fn = lambda out: out.square().sum()  # noqa: E731
+    with pytest.raises(ExportError, match=rf"exact mode: node '\w+' \(aten::{op}\)"):
+        aten2onnx.export_training(model, (x,), loss_fn=loss_fn, exact=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trained = aten2onnx.export_training(model, (x,), loss_fn=loss_fn)
+    reference = copy.deepcopy(model)
+    loss = loss_fn(reference(x))
+    loss.backward()
+    got_loss, grads = trained.run(x)
+    torch.testing.assert_close(got_loss, loss.detach(), rtol=1e-4, atol=1e-5)
+    for name, p in reference.named_parameters():
+        torch.testing.assert_close(grads[name], p.grad, rtol=1e-4, atol=1e-5)
