@@ -109,6 +109,9 @@ CASES = [
          lambda: (torch.randint(0, 3, (3,)),), F.cross_entropy),
     Case("mlp_silu_mish_logsigmoid", activations_mlp, lambda: (torch.randn(8, 6),),
          lambda: (torch.randint(0, 4, (8,)),), F.cross_entropy),
+    Case("batch_norm_without_running_statistics", lambda: torch.nn.Sequential(
+        torch.nn.Linear(6, 8), torch.nn.BatchNorm1d(8, track_running_stats=False), torch.nn.ReLU(), torch.nn.Linear(8, 4)),
+        lambda: (torch.randn(8, 6),), lambda: (torch.randint(0, 4, (8,)),), F.cross_entropy),
     Case("embedding_lm_tied_head", LanguageModel, lambda: (torch.randint(0, 11, (2, 7)),),
          lambda: (torch.randint(0, 11, (2, 7)),), lm_loss),
     Case("lstm_two_layers_mse", Recurrent, lambda: (torch.randn(3, 5, 4),), lambda: (torch.randn(3, 2),),
