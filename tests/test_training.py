@@ -71,11 +71,13 @@ def mlp() -> torch.nn.Module:
                                torch.nn.Linear(16, 4))
 
 
-def activations_mlp() -> torch.nn.Module:
+def activations_mlp(inplace: bool = False) -> torch.nn.Module:
     """SiLU and Mish, whose joint-traced backward is autograd's double-differentiable formula (the export
-    puts eager's silu_backward / mish_backward back), and LogSigmoid, whose backward reads the forward's buffer."""
-    return torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.SiLU(), torch.nn.Linear(16, 16), torch.nn.Mish(),
-                               torch.nn.Linear(16, 16), torch.nn.LogSigmoid(), torch.nn.Linear(16, 4))
+    puts eager's silu_backward / mish_backward back; in place, the formula reads a clone of the input),
+    and LogSigmoid, whose backward reads the forward's buffer."""
+    return torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.SiLU(inplace), torch.nn.Linear(16, 16),
+                               torch.nn.Mish(inplace), torch.nn.Linear(16, 16), torch.nn.LogSigmoid(),
+                               torch.nn.Linear(16, 4))
 
 
 def cnn() -> torch.nn.Module:
@@ -108,6 +110,8 @@ CASES = [
     Case("cnn_batch_norm_grouped_strided_conv", cnn, lambda: (torch.randn(3, 4, 10, 10),),
          lambda: (torch.randint(0, 3, (3,)),), F.cross_entropy),
     Case("mlp_silu_mish_logsigmoid", activations_mlp, lambda: (torch.randn(8, 6),),
+         lambda: (torch.randint(0, 4, (8,)),), F.cross_entropy),
+    Case("mlp_inplace_silu_mish", lambda: activations_mlp(inplace=True), lambda: (torch.randn(8, 6),),
          lambda: (torch.randint(0, 4, (8,)),), F.cross_entropy),
     Case("batch_norm_without_running_statistics", lambda: torch.nn.Sequential(
         torch.nn.Linear(6, 8), torch.nn.BatchNorm1d(8, track_running_stats=False), torch.nn.ReLU(), torch.nn.Linear(8, 4)),
@@ -342,13 +346,14 @@ def test_dynamic_batch_cnn_is_native():
                 torch.testing.assert_close(results[f"{name}.updated"], buffer, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("inplace", [False, True], ids=["out_of_place", "inplace"])
 @pytest.mark.parametrize(("activation", "kernel"), [(torch.nn.SiLU, "silu_backward"), (torch.nn.Mish, "mish_backward")])
-def test_joint_program_calls_eager_backward_kernels(activation, kernel):
+def test_joint_program_calls_eager_backward_kernels(activation, kernel, inplace):
     """Joint tracing takes autograd's double-differentiable formula for SiLU's and Mish's backward
     (elementwise ops that round otherwise); the training graph calls eager's kernel instead, as
     eager's backward does (test_exact_mode_is_bitwise_autograd checks the values)."""
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(4, 8), activation(), torch.nn.Linear(8, 2))
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), activation(inplace), torch.nn.Linear(8, 2))
     x, target = torch.randn(3, 4), torch.randn(3, 2)
     from aten2onnx.exporter import training
 

@@ -118,16 +118,17 @@ aten = torch.ops.aten
 
 
 def _eager_backward_kernels(ep: ExportedProgram) -> None:
-    """Rewrites, in the backward part of the joint program (after the seed of the loss's gradient),
-    autograd's traced SiLU and Mish formulas into silu_backward(grad, x) and mish_backward(grad, x)."""
+    """Rewrites, in the backward part of the joint program (after the loss), autograd's traced SiLU
+    and Mish formulas of an x the forward called silu / mish on into silu_backward(grad, x) and
+    mish_backward(grad, x)."""
     graph = ep.graph_module.graph
-    loss = [spec.arg.name for spec in ep.graph_signature.output_specs if spec.kind == OutputKind.LOSS_OUTPUT]
+    loss = {spec.arg.name for spec in ep.graph_signature.output_specs if spec.kind == OutputKind.LOSS_OUTPUT}
+    forward_ops = {aten.silu_backward.default: aten.silu.default, aten.mish_backward.default: aten.mish.default}
     backward = False
     changed = False
     for node in list(graph.nodes):
         if not backward:
-            backward = node.op == "call_function" and node.target == aten.ones_like.default and \
-                isinstance(node.args[0], torch.fx.Node) and node.args[0].name in loss
+            backward = node.name in loss
             continue
         if node.op != "call_function" or node.target != aten.mul.Tensor:
             continue
@@ -135,7 +136,7 @@ def _eager_backward_kernels(ep: ExportedProgram) -> None:
             for kernel, match in ((aten.silu_backward.default, _silu_formula), (aten.mish_backward.default,
                                                                                  _mish_formula)):
                 x = match(formula)
-                if x is not None and isinstance(grad, torch.fx.Node):
+                if x is not None and isinstance(grad, torch.fx.Node) and _called_on(x, forward_ops[kernel]):
                     with graph.inserting_before(node):
                         fused = graph.call_function(kernel, (grad, x))
                     fused.meta = dict(node.meta)
@@ -148,6 +149,14 @@ def _eager_backward_kernels(ep: ExportedProgram) -> None:
     if changed:
         graph.eliminate_dead_code()
         ep.graph_module.recompile()
+
+
+def _called_on(x: torch.fx.Node, op: Any) -> bool:
+    """Whether the forward calls op on x, or on what x is a clone of (an in-place silu_ saves its input
+    as a clone, which the backward reads)."""
+    source = _call(x, aten.clone.default)
+    sources = [x] + ([source[0]] if source and isinstance(source[0], torch.fx.Node) else [])
+    return any(user.target == op for node in sources for user in node.users)
 
 
 def _call(node: Any, target: Any) -> tuple | None:
