@@ -110,10 +110,11 @@ def joint_program(ep: ExportedProgram) -> tuple[ExportedProgram, list[str]]:
     return joint, notes
 
 
-# Joint tracing runs autograd's formulas on functional tensors, for which some derivatives take their
-# double-differentiable branch (SiLU's and Mish's: `infinitely_differentiable_*_backward`, elementwise
-# ATen ops) where eager's backward calls the op's own kernel, which rounds differently. The joint
-# program gets the kernel back: eager's gradients (bitwise under exact mode), in fewer ops.
+# torch's joint tracing (torch 2.13) takes, for SiLU's and Mish's derivatives, autograd's double-
+# differentiable branch (`infinitely_differentiable_*_backward`, elementwise ATen ops; seen with grad mode
+# off in the backward, so presumably chosen for the functional tensors it traces on) where eager's
+# backward calls the op's own kernel, which rounds differently. The joint program gets the kernel back:
+# eager's gradients (bitwise under exact mode), in fewer ops.
 aten = torch.ops.aten
 
 
