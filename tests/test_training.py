@@ -71,6 +71,15 @@ def mlp() -> torch.nn.Module:
                                torch.nn.Linear(16, 4))
 
 
+def activations_mlp(inplace: bool = False) -> torch.nn.Module:
+    """SiLU and Mish, whose joint-traced backward is autograd's double-differentiable formula (the export
+    puts eager's silu_backward / mish_backward back; in place, the formula reads a clone of the input),
+    and LogSigmoid, whose backward reads the forward's buffer."""
+    return torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.SiLU(inplace), torch.nn.Linear(16, 16),
+                               torch.nn.Mish(inplace), torch.nn.Linear(16, 16), torch.nn.LogSigmoid(),
+                               torch.nn.Linear(16, 4))
+
+
 def cnn() -> torch.nn.Module:
     return torch.nn.Sequential(
         torch.nn.Conv2d(4, 8, 3, stride=2, padding=1, groups=2), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
@@ -100,6 +109,13 @@ CASES = [
          F.cross_entropy),
     Case("cnn_batch_norm_grouped_strided_conv", cnn, lambda: (torch.randn(3, 4, 10, 10),),
          lambda: (torch.randint(0, 3, (3,)),), F.cross_entropy),
+    Case("mlp_silu_mish_logsigmoid", activations_mlp, lambda: (torch.randn(8, 6),),
+         lambda: (torch.randint(0, 4, (8,)),), F.cross_entropy),
+    Case("mlp_inplace_silu_mish", lambda: activations_mlp(inplace=True), lambda: (torch.randn(8, 6),),
+         lambda: (torch.randint(0, 4, (8,)),), F.cross_entropy),
+    Case("batch_norm_without_running_statistics", lambda: torch.nn.Sequential(
+        torch.nn.Linear(6, 8), torch.nn.BatchNorm1d(8, track_running_stats=False), torch.nn.ReLU(), torch.nn.Linear(8, 4)),
+        lambda: (torch.randn(8, 6),), lambda: (torch.randint(0, 4, (8,)),), F.cross_entropy),
     Case("embedding_lm_tied_head", LanguageModel, lambda: (torch.randint(0, 11, (2, 7)),),
          lambda: (torch.randint(0, 11, (2, 7)),), lm_loss),
     Case("lstm_two_layers_mse", Recurrent, lambda: (torch.randn(3, 5, 4),), lambda: (torch.randn(3, 2),),
@@ -328,3 +344,60 @@ def test_dynamic_batch_cnn_is_native():
                 torch.testing.assert_close(results[f"{name}.grad"], want, rtol=1e-4, atol=1e-5)
             for name, buffer in stepped.named_buffers():
                 torch.testing.assert_close(results[f"{name}.updated"], buffer, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("inplace", [False, True], ids=["out_of_place", "inplace"])
+@pytest.mark.parametrize(("activation", "kernel"), [(torch.nn.SiLU, "silu_backward"), (torch.nn.Mish, "mish_backward")])
+def test_joint_program_calls_eager_backward_kernels(activation, kernel, inplace):
+    """Joint tracing takes autograd's double-differentiable formula for SiLU's and Mish's backward
+    (elementwise ops that round otherwise); the training graph calls eager's kernel instead, as
+    eager's backward does (test_exact_mode_is_bitwise_autograd checks the values)."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), activation(inplace), torch.nn.Linear(8, 2))
+    x, target = torch.randn(3, 4), torch.randn(3, 2)
+    from aten2onnx.exporter import training
+
+    ep = torch.export.export(training.loss_module(model, (x,), None, (target,), F.mse_loss), (x, target))
+    joint, _ = training.joint_program(ep)
+    called = [node.target.__name__ for node in joint.graph.nodes if node.op == "call_function"]
+    assert f"{kernel}.default" in called
+    assert "sigmoid.default" not in called  # the traced formula's ops are gone
+
+
+class Applied(torch.nn.Module):
+    """A linear layer, then fn."""
+
+    def __init__(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 8)
+        self.fn = fn
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fn(self.fc(x))
+
+
+@pytest.mark.parametrize(("fn", "op"), [
+    (lambda y: y.prod(-1), "prod"),  # eager's backward branches on zeros in the input
+    (lambda y: F.interpolate(y[None, None], scale_factor=1.5, mode="bilinear")[0, 0], "upsample_bilinear2d"),
+    (lambda y: F.interpolate(y[None], scale_factor=2.5, mode="linear")[0], "upsample_linear1d"),
+    (lambda y: F.multi_margin_loss(y, torch.arange(3)), "multi_margin_loss"),
+], ids=["prod", "bilinear", "linear", "multi_margin_loss"])
+def test_exact_mode_refuses_what_the_joint_export_traces_otherwise(fn, op):
+    """The joint program of these ops is not eager's autograd (run with eager's kernels, its loss or
+    gradients differ in the last bits): exact mode refuses, naming the node; without exact=True the
+    gradients equal autograd's within rounding."""
+    torch.manual_seed(0)
+    model, x = Applied(fn), torch.randn(3, 4)
+    loss_fn = lambda out: out.square().sum()  # noqa: E731
+    with pytest.raises(ExportError, match=rf"exact mode: node '\w+' \(aten::{op}\)"):
+        aten2onnx.export_training(model, (x,), loss_fn=loss_fn, exact=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trained = aten2onnx.export_training(model, (x,), loss_fn=loss_fn)
+    reference = copy.deepcopy(model)
+    loss = loss_fn(reference(x))
+    loss.backward()
+    got_loss, grads = trained.run(x)
+    torch.testing.assert_close(got_loss, loss.detach(), rtol=1e-4, atol=1e-5)
+    for name, p in reference.named_parameters():
+        torch.testing.assert_close(grads[name], p.grad, rtol=1e-4, atol=1e-5)

@@ -10,6 +10,7 @@ import torch
 
 from aten2onnx.errors import ExportError
 from aten2onnx.exporter.gradients import takes_gradients
+from aten2onnx.exporter.provenance import source_of
 
 # Modules whose eager forward takes a fused "fast path" kernel (in eval mode, without grad) that a trace
 # does not take: torch.export records the standard path, which rounds differently.
@@ -44,8 +45,30 @@ def check_training_model(model: Any) -> None:
                           "it bit for bit. Export without exact=True (the gradients are then equal within rounding)")
 
 
+# Ops whose joint export is not eager's autograd (measured: the joint program run with eager's kernels
+# differs from eager's backward), by overload packet: the reason each is refused under exact=True.
+_JOINT_TRACED_OTHERWISE = dict.fromkeys(
+    ("upsample_linear1d", "upsample_bilinear2d", "upsample_bicubic2d", "upsample_trilinear3d", "multi_margin_loss",
+     "multilabel_margin_loss", "multilabel_margin_loss_forward"),
+    "torch's joint export runs its Python decomposition (registered for autograd) where eager runs the op's kernel "
+    "and its backward kernel, so the loss and the gradients round differently")
+_JOINT_TRACED_OTHERWISE["prod"] = (
+    "eager's backward picks its formula by whether the input holds zeros (grad * result / input when none), which "
+    "a traced graph cannot follow: the joint export always takes the zero-safe cumulative-product formula, which "
+    "rounds differently")
+
+
 def check_training_program(ep: Any) -> None:
     """What exact mode refuses in a training export's captured program, before its joint export."""
+    for node in ep.graph.nodes:
+        packet = getattr(getattr(node.target, "_overloadpacket", None), "__name__", None)
+        val = node.meta.get("val")
+        if node.op == "call_function" and packet in _JOINT_TRACED_OTHERWISE and isinstance(val, torch.Tensor) \
+                and val.dtype.is_floating_point:
+            where = source_of(node)
+            raise ExportError(f"exact mode: node {node.name!r} (aten::{packet}){f' at {where}' if where else ''}: "
+                              f"{_JOINT_TRACED_OTHERWISE[packet]}; a training export cannot match eager bit for bit. "
+                              "Export without exact=True (the gradients are then equal within rounding)")
     if takes_gradients(ep):
         raise ExportError("exact mode: the loss takes a gradient inside the forward (torch.autograd.grad, "
                           "torch.func), which the training export differentiates again as one graph; eager's "

@@ -10,7 +10,7 @@ from typing import Any, Callable, Mapping, Sequence
 import torch
 import torch.utils._pytree as pytree
 from torch.export import ExportedProgram
-from torch.export.graph_signature import ExportGraphSignature, InputKind, InputSpec, OutputSpec
+from torch.export.graph_signature import ExportGraphSignature, InputKind, InputSpec, OutputKind, OutputSpec
 
 from aten2onnx import _aten_node
 from aten2onnx.errors import ArgumentError, ExportError, InvalidInputError
@@ -106,7 +106,118 @@ def joint_program(ep: ExportedProgram) -> tuple[ExportedProgram, list[str]]:
     except Exception as e:  # torch's joint export raises whatever its tracing raises
         raise ExportError(f"torch's joint forward-backward export failed on the model: {type(e).__name__}: "
                           f"{str(e).strip().splitlines()[0] if str(e).strip() else ''}") from e
+    _eager_backward_kernels(joint)
     return joint, notes
+
+
+# torch's joint tracing (torch 2.13) takes, for SiLU's and Mish's derivatives, autograd's double-
+# differentiable branch (`infinitely_differentiable_*_backward`, elementwise ATen ops; seen with grad mode
+# off in the backward, so presumably chosen for the functional tensors it traces on) where eager's
+# backward calls the op's own kernel, which rounds differently. The joint program gets the kernel back:
+# eager's gradients (bitwise under exact mode), in fewer ops.
+aten = torch.ops.aten
+
+
+def _eager_backward_kernels(ep: ExportedProgram) -> None:
+    """Rewrites, in the backward part of the joint program (after the loss), autograd's traced SiLU
+    and Mish formulas of an x the forward called silu / mish on into silu_backward(grad, x) and
+    mish_backward(grad, x)."""
+    graph = ep.graph_module.graph
+    loss = {spec.arg.name for spec in ep.graph_signature.output_specs if spec.kind == OutputKind.LOSS_OUTPUT}
+    forward_ops = {aten.silu_backward.default: aten.silu.default, aten.mish_backward.default: aten.mish.default}
+    backward = False
+    changed = False
+    for node in list(graph.nodes):
+        if not backward:
+            backward = node.name in loss
+            continue
+        if node.op != "call_function" or node.target != aten.mul.Tensor:
+            continue
+        for grad, formula in (node.args, node.args[::-1]):
+            for kernel, match in ((aten.silu_backward.default, _silu_formula), (aten.mish_backward.default,
+                                                                                 _mish_formula)):
+                x = match(formula)
+                if x is not None and isinstance(grad, torch.fx.Node) and _called_on(x, forward_ops[kernel]):
+                    with graph.inserting_before(node):
+                        fused = graph.call_function(kernel, (grad, x))
+                    fused.meta = dict(node.meta)
+                    node.replace_all_uses_with(fused)
+                    changed = True
+                    break
+            else:
+                continue
+            break
+    if changed:
+        graph.eliminate_dead_code()
+        ep.graph_module.recompile()
+
+
+def _called_on(x: torch.fx.Node, op: Any) -> bool:
+    """Whether the forward calls op on x, or on what x is a clone of (an in-place silu_ saves its input
+    as a clone, which the backward reads)."""
+    source = _call(x, aten.clone.default)
+    sources = [x] + ([source[0]] if source and isinstance(source[0], torch.fx.Node) else [])
+    return any(user.target == op for node in sources for user in node.users)
+
+
+def _call(node: Any, target: Any) -> tuple | None:
+    """node's arguments where it calls target, else None."""
+    if isinstance(node, torch.fx.Node) and node.op == "call_function" and node.target == target and not node.kwargs:
+        return node.args
+    return None
+
+
+def _mul(node: Any) -> list[tuple]:
+    """A product's two factors in both orders (a product of two floats is the same either way)."""
+    args = _call(node, aten.mul.Tensor)
+    return [args, args[::-1]] if args is not None else []
+
+
+def _one_minus(node: Any) -> Any:
+    """y where node is `1 - y` as autograd's formulas trace it: sub(fill(empty_like(y), 1), y)."""
+    args = _call(node, aten.sub.Tensor)
+    if args is None or len(args) != 2:
+        return None
+    one, y = args
+    filled = _call(one, aten.fill.Scalar)
+    if filled is None or filled[1] != 1 or not isinstance(filled[0], torch.fx.Node):
+        return None
+    like = filled[0]
+    if like.op != "call_function" or like.target != aten.empty_like.default or like.args != (y,):
+        return None
+    return y
+
+
+def _silu_formula(node: Any) -> Any:
+    """x where node is sigmoid(x) * (1 + x * (1 - sigmoid(x))), else None."""
+    for s, a in _mul(node):
+        sigmoid = _call(s, aten.sigmoid.default)
+        added = _call(a, aten.add.Scalar)
+        if sigmoid is None or added is None or added[1:] != (1,):
+            continue
+        x = sigmoid[0]
+        if any(u is x and _one_minus(v) is s for u, v in _mul(added[0])):
+            return x
+    return None
+
+
+def _mish_formula(node: Any) -> Any:
+    """x where node is tanh(softplus(x)) + x * sigmoid(x) * (1 - tanh(softplus(x))^2), else None."""
+    args = _call(node, aten.add.Tensor)
+    if args is None or len(args) != 2:
+        return None
+    for t, rest in (args, args[::-1]):
+        tanh = _call(t, aten.tanh.default)
+        softplus = _call(tanh[0], aten.softplus.default) if tanh else None
+        if softplus is None or len(softplus) != 1:
+            continue
+        x = softplus[0]
+        for xs, d in _mul(rest):
+            if not any(u is x and _call(v, aten.sigmoid.default) == (x,) for u, v in _mul(xs)):
+                continue
+            if any(u is t and v is t for u, v in _mul(_one_minus(d))):
+                return x
+    return None
 
 
 def _own_names(ep: ExportedProgram) -> tuple[ExportedProgram, list[str]]:

@@ -93,7 +93,8 @@ def argument_problem(op: torch._ops.OpOverload, arguments: dict[str, Any]) -> st
             if normalized and len(set(listed)) != len(listed):
                 return f"{name} {listed} repeats a dim"
     takes_statistics = op._overloadname == "no_stats" or any(arg.name == "running_mean" for arg in op._schema.arguments)
-    training = arguments.get("training", arguments.get("use_input_stats", False))
+    # native_batch_norm_backward names it train
+    training = arguments.get("training", arguments.get("train", arguments.get("use_input_stats", False)))
     if takes_statistics and not training and (arguments.get("running_mean") is None or arguments.get("running_var") is None):
         return "a batch norm that is not training needs both running statistics"
     if FINITE_INPUTS.search(op._schema.name) and any(t.is_floating_point() and not t.isfinite().all() for t in tensors):

@@ -378,7 +378,9 @@ def aten_mish(g, self):
 def aten_log_sigmoid_forward(g, self):
     """log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)"""
     out = g.op("Neg", g.op("Softplus", g.op("Neg", self)))
-    return out, g.const(torch.zeros(0, dtype=self.dtype))
+    # the buffer as ATen's CPU kernel saves it, exp(-|x|): log_sigmoid_backward's CPU kernel reads it
+    # (under exact=True the call computes it; a constant here would be taken for a fold of the input)
+    return out, g.op("Exp", g.op("Neg", g.op("Abs", self)))
 
 
 @register("aten::hardshrink.default")
