@@ -235,4 +235,11 @@ TABLE = [
           [lambda d: (torch.tensor([-3, -2, -1, 0, 1, 2, 3] * 7, dtype=d),
                       torch.tensor([e for e in range(-3, 4) for _ in range(7)], dtype=d))],
           SIGNED, opsets=(13, 18), keys=("aten::pow.Tensor_Tensor", "aten::pow.Scalar")),
+    # cummax/cummin index: the last j <= i holding the extreme, also when it equals the filler of the
+    # positions past i (the dtype's minimum for cummax, maximum for cummin)
+    Entry("cummax_cummin_extreme_values", lambda x: (*torch.cummax(x, 1), *torch.cummin(x, 1), *torch.cummax(x, 0)),
+          [lambda d: (torch.tensor([[torch.iinfo(d).min] * 3 + [1, torch.iinfo(d).min, 2],
+                                    [torch.iinfo(d).max, 0, torch.iinfo(d).max, torch.iinfo(d).max, 0, 5],
+                                    [3, 3, torch.iinfo(d).min, 3, torch.iinfo(d).max, 3]], dtype=d),)],
+          INTS, opsets=(13, 18), keys=("aten::cummax.default", "aten::cummin.default")),
 ]
