@@ -4,6 +4,15 @@ onnxruntime and in aten2onnx.runtime, and compare with eager.
     python scripts/opinfo_sweep.py                       # float32, 2 samples, opsets 9 13 17 18 26
     python scripts/opinfo_sweep.py --ops add,sub --opsets 18 --samples 4 --json sweep.json -v
     python scripts/opinfo_sweep.py --dynamic --opsets 18   # every dim of every input symbolic (Dim.AUTO)
+    python scripts/opinfo_sweep.py --dtypes float16,int32,bool --opsets 18 --samples 1 --json sweep.json
+                                                         # one table (and sweep.<dtype>.json) per dtype
+    python scripts/opinfo_sweep.py --dtypes all          # every dtype in ALL_DTYPES
+
+Each listed dtype is swept on its own, over the OpInfos that support it on CPU; float32, the default,
+also takes OpInfos without float32 support at their first of int64, int32, bool, float64 (the float32
+sweep's historical population). Outputs are compared with torch.testing.assert_close's default
+tolerances for their dtype (integers and bools exactly), except float32 and complex64, which keep
+the looser (1e-4, 1e-5) that onnxruntime's kernels need.
 
 Each OpInfo is classified per opset as native (every sample passes in onnxruntime and our runtime
 with no ATen fallback node), fallback (passes only counting ATen nodes run in our runtime), or fail
@@ -30,12 +39,11 @@ import warnings
 from typing import Any
 
 DEFAULT_OPSETS = [9, 13, 17, 18, 26]
-TOLERANCES = {  # (rtol, atol) per dtype
-    "float16": (1e-3, 1e-3),
-    "bfloat16": (1.6e-2, 1e-2),
-    "float32": (1e-4, 1e-5),
-    "float64": (1e-7, 1e-7),
-}
+ALL_DTYPES = ("float16", "bfloat16", "float64", "int8", "int16", "int32", "int64", "uint8", "bool",
+              "complex64", "complex128")
+# (rtol, atol) for outputs of these dtypes; every other dtype takes torch.testing.assert_close's
+# defaults (float16 1e-3/1e-5, bfloat16 1.6e-2/1e-5, float64 1e-7/1e-7, integers and bool exact).
+TOLERANCES = {"float32": (1e-4, 1e-5), "complex64": (1e-4, 1e-5)}
 # OpInfos whose outputs are uninitialized memory or random draws under a fixed seed check.
 SKIP_NAMES = ("empty", "new_empty", "empty_like", "empty_strided", "new_empty_strided", "empty_permuted",
               "bernoulli", "multinomial", "normal", "rand", "randn", "randint", "rand_like", "randn_like",
@@ -139,17 +147,32 @@ def tensors_of(out) -> list:
             for t in leaves if isinstance(t, (torch.Tensor, bool, int, float))]
 
 
+def tolerance(dtype, sweep_dtype: str) -> tuple:
+    """(rtol, atol) for an output of `dtype` in the sweep of `sweep_dtype`: (None, None) is
+    assert_close's default for the dtype. A float32 sweep's other floating outputs (a float64 number,
+    a float16 cast) keep at least float32's tolerance, as they always had."""
+    import torch
+    from torch.testing._comparison import default_tolerances
+
+    name = str(dtype).split(".")[1]
+    if name in TOLERANCES:
+        return TOLERANCES[name]
+    if sweep_dtype in TOLERANCES and (dtype.is_floating_point or dtype.is_complex):
+        r, a = TOLERANCES[sweep_dtype]
+        dr, da = default_tolerances(torch.empty(0, dtype=dtype))
+        return max(r, dr), max(a, da)
+    return None, None
+
+
 def compare(got: list, want: list, dtype_name: str) -> None:
+    """Each output against eager's within tolerance(output dtype, dtype_name), NaN equal to NaN."""
     import torch
 
     if len(got) != len(want):
         raise AssertionError(f"{len(got)} outputs, eager has {len(want)}")
-    rtol, atol = TOLERANCES.get(dtype_name, (1e-4, 1e-5))
     for g, w in zip(got, want):
         g = torch.as_tensor(g)
-        if w.dtype.is_floating_point and w.dtype in (torch.float16, torch.bfloat16):
-            r, a = TOLERANCES[str(w.dtype).split(".")[1]]
-            rtol, atol = max(rtol, r), max(atol, a)
+        rtol, atol = tolerance(w.dtype, dtype_name)
         torch.testing.assert_close(g.reshape(w.shape) if g.numel() == w.numel() and g.shape != w.shape and g.dim() == 0 else g,
                                    w, rtol=rtol, atol=atol, equal_nan=True)
 
@@ -205,9 +228,11 @@ def run_exact(ep, inputs: list, expected: list, opset: int) -> tuple[bool, list[
 
 
 def run_sample(ep, inputs: list, expected: list, opset: int, dtype_name: str,
-               more: list[tuple[list, list]] = ()) -> tuple[bool, list[str]]:
-    """(native, fallback ops) for one sample at one opset, or Failure. more: other (inputs, expected) the
-    same export is checked on (a second size), a failure there in a category "second size: ..."."""
+               more: list[tuple[list, list]] = ()) -> tuple[bool, list[str], str | None]:
+    """(native, fallback ops, the node onnxruntime has no CPU kernel for or None) for one sample at one
+    opset, or Failure. more: other (inputs, expected) the same export is checked on (a second size), a
+    failure there in a category "second size: ...". bfloat16 is judged in our runtime: onnxruntime only
+    loads the model."""
     import aten2onnx
 
     try:
@@ -217,20 +242,22 @@ def run_sample(ep, inputs: list, expected: list, opset: int, dtype_name: str,
     except Exception as e:
         raise Failure("export error", short(e)) from e
     fallback = list(exported.fallback_ops)
-    native = True
+    native, missing = True, None
     for k, (given, wanted) in enumerate([(inputs, expected), *more]):
         try:
-            native = _check_export(exported, given, wanted, dtype_name)
+            native, gap = _check_export(exported, given, wanted, dtype_name)
         except Failure as f:
             if k:
                 f.category = f"second size: {f.category}"
             raise
-    return native, fallback
+        missing = missing or gap
+    return native, fallback, missing
 
 
-def _check_export(exported, inputs: list, expected: list, dtype_name: str) -> bool:
-    """Whether exported runs inputs natively (else it has fallback nodes), its results matching expected in
-    aten2onnx.runtime and, when native, onnxruntime; Failure otherwise."""
+def _check_export(exported, inputs: list, expected: list, dtype_name: str) -> tuple[bool, str | None]:
+    """(whether exported runs inputs natively (else it has fallback nodes), the node onnxruntime has no
+    CPU kernel for or None), its results matching expected in aten2onnx.runtime and, when native and
+    onnxruntime has the kernels, onnxruntime; Failure otherwise."""
     import onnxruntime as ort
     import torch
 
@@ -253,14 +280,20 @@ def _check_export(exported, inputs: list, expected: list, dtype_name: str) -> bo
     except Exception as e:
         raise Failure("runtime mismatch", short(e)) from e
     if fallback:
-        return False
-    if any(t.dtype == torch.bfloat16 for t in list(feeds.values()) + list(expected) if isinstance(t, torch.Tensor)):
-        return True  # onnxruntime's Python API cannot pass bfloat16 tensors; judged by our runtime
+        return False, None
+    options = ort.SessionOptions()
+    options.log_severity_level = 4
+    options.intra_op_num_threads = 1
     try:
-        options = ort.SessionOptions()
-        options.log_severity_level = 4
-        options.intra_op_num_threads = 1
         sess = ort.InferenceSession(proto.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    except Exception as e:
+        missing = ort_missing_kernel(e)
+        if missing:
+            return True, missing  # judged by our runtime; onnxruntime's CPU build lacks a kernel
+        raise Failure("ORT error", short(e)) from e
+    if any(t.dtype == torch.bfloat16 for t in list(feeds.values()) + list(expected) if isinstance(t, torch.Tensor)):
+        return True, None  # onnxruntime's Python API cannot pass bfloat16 tensors; judged by our runtime
+    try:
         names = {i.name for i in sess.get_inputs()}
         # only the user outputs: the model also returns the new values of inputs it writes
         got = sess.run(list(exported.output_names),
@@ -268,12 +301,24 @@ def _check_export(exported, inputs: list, expected: list, dtype_name: str) -> bo
                                                 for k, v in feeds.items() if k in names}))
         got = carried_outputs(exported, got)
     except Exception as e:
+        missing = ort_missing_kernel(e)
+        if missing:
+            return True, missing
         raise Failure("ORT error", short(e)) from e
     try:
         compare([torch.as_tensor(x) for x in got], expected, dtype_name)
     except Exception as e:
         raise Failure("ORT mismatch", short(e)) from e
-    return True
+    return True, None
+
+
+def ort_missing_kernel(e: BaseException) -> str | None:
+    """'Op(version)' when onnxruntime refused the model for want of a CPU kernel (ort_gaps.py's kind
+    of gap: not our failure, judged by our runtime), else None."""
+    import re
+
+    m = re.search(r"Could not find an implementation for (\S+\(\d+\))", str(e))
+    return m.group(1) if m else None
 
 
 def carried_outputs(exported, outputs: list) -> list:
@@ -287,12 +332,16 @@ def carried_outputs(exported, outputs: list) -> list:
 
 
 def pick_dtypes(op, wanted: list[str]) -> list:
+    """The first of `wanted` the OpInfo supports on CPU; with none, and float32 wanted, its first of
+    int64, int32, bool, float64 (the float32 sweep's population); else none."""
     import torch
 
     supported = op.supported_dtypes("cpu")
     dtypes = [getattr(torch, d) for d in wanted if getattr(torch, d) in supported]
     if dtypes:
-        return dtypes
+        return dtypes[:1]
+    if "float32" not in wanted:
+        return []
     for d in (torch.int64, torch.int32, torch.bool, torch.float64):
         if d in supported:
             return [d]
@@ -320,7 +369,7 @@ def sweep_op(task: tuple) -> dict:
     torch.set_num_threads(1)
     op = op_db[index]
     name = opinfo_name(op)
-    result: dict[str, Any] = {"name": name, "opsets": {}}
+    result: dict[str, Any] = {"name": name, "dtype": dtype_names[0], "opsets": {}}
     skip = is_skipped(op)
     if skip:
         result["skipped"] = skip
@@ -344,6 +393,8 @@ def sweep_op(task: tuple) -> dict:
         if not dtypes:
             result["skipped"] = "no supported dtype"
             return result
+        if str(dtypes[0]).split(".")[1] != dtype_names[0]:
+            result["ran_as"] = str(dtypes[0]).split(".")[1]
         samples_run = 0
         for dtype in dtypes:
             torch.manual_seed(0)
@@ -396,7 +447,10 @@ def sweep_op(task: tuple) -> dict:
                             native, fallback, bitwise = run_exact(ep, inputs, eager, opset)
                             entry["bitwise"] = entry["bitwise"] and bitwise
                         else:
-                            native, fallback = run_sample(ep, inputs, eager, opset, str(dtype).split(".")[1], more)
+                            native, fallback, missing = run_sample(ep, inputs, eager, opset,
+                                                                   str(dtype).split(".")[1], more)
+                            if missing:
+                                entry["ort_missing"] = missing
                     except Timeout:
                         raise
                     except Failure as f:
@@ -434,6 +488,12 @@ def summarize(results: list[dict], opsets: list[int], top: int) -> str:
         native, fb, fail = counts["native"], counts["fallback"], counts["fail"]
         lines.append(f"opset {o:2d}: native {native}/{len(tested)} ({100 * native / n:.1f}%)  "
                      f"native+fallback {native + fb}/{len(tested)} ({100 * (native + fb) / n:.1f}%)  fail {fail}")
+        no_kernel = sorted(f"{r['name']} ({r['opsets'][str(o)]['ort_missing']})" for r in tested
+                           if r["opsets"][str(o)]["status"] == "native" and r["opsets"][str(o)].get("ort_missing"))
+        if no_kernel:
+            lines.append(f"          onnxruntime has no CPU kernel for {len(no_kernel)} of the {native} native "
+                         f"(judged in our runtime; onnxruntime runs {native - len(no_kernel)}): " + ", ".join(no_kernel[:top])
+                         + (" ..." if len(no_kernel) > top else ""))
         if any("bitwise" in r["opsets"][str(o)] for r in tested):
             bitwise = [r for r in tested if r["opsets"][str(o)]["status"] == "native" and r["opsets"][str(o)]["bitwise"]]
             lines.append(f"          exact: bitwise {len(bitwise)} of the {native} native; not bitwise: " + ", ".join(
@@ -483,6 +543,7 @@ def main(argv: list[str] | None = None) -> int:
                              "in aten2onnx.runtime (onnxruntime is not run)")
     args = parser.parse_args(argv)
 
+    import torch
     from torch.testing._internal.common_methods_invocations import op_db
 
     opsets = [int(o) for o in args.opsets.split(",")]
@@ -497,8 +558,16 @@ def main(argv: list[str] | None = None) -> int:
     indices = [i for i, op in enumerate(op_db) if selected(op)]
     if args.limit:
         indices = indices[:args.limit]
-    tasks = [(i, opsets, args.dtypes.split(","), args.samples, args.timeout, args.exact, args.dynamic)
-             for i in indices]
+    dtype_names = list(ALL_DTYPES) if args.dtypes == "all" else [d for d in args.dtypes.split(",") if d]
+    for d in dtype_names:
+        if not isinstance(getattr(torch, d, None), torch.dtype):
+            parser.error(f"--dtypes: {d!r} is not a torch dtype (use names such as float16,int32,bool, or all)")
+
+    def supports(i: int, d: str) -> bool:  # float32 also takes OpInfos without it (pick_dtypes)
+        return d == "float32" or getattr(torch, d) in op_db[i].supported_dtypes("cpu")
+
+    tasks = [(i, opsets, [d], args.samples, args.timeout, args.exact, args.dynamic)
+             for d in dtype_names for i in indices if supports(i, d)]
     start = time.time()
     results = []
     if args.jobs > 1 and len(tasks) > 1:
@@ -513,12 +582,19 @@ def main(argv: list[str] | None = None) -> int:
             results.append(r)
             report_one(r, args.verbose)
     results.sort(key=lambda r: r["name"])
-    print(summarize(results, opsets, args.top))
+    by_dtype = {d: [r for r in results if r["dtype"] == d] for d in dtype_names}
+    for d, rs in by_dtype.items():
+        if len(dtype_names) > 1:
+            print(f"\n== {d} ==")
+        print(summarize(rs, opsets, args.top))
     print(f"\n{time.time() - start:.0f}s")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"opsets": opsets, "dtypes": args.dtypes, "samples": args.samples, "exact": args.exact,
-                       "dynamic": args.dynamic, "results": results}, f, indent=1)
+        stem, ext = os.path.splitext(args.json)
+        for d, rs in by_dtype.items():
+            path = args.json if len(dtype_names) == 1 else f"{stem}.{d}{ext or '.json'}"
+            with open(path, "w") as f:
+                json.dump({"opsets": opsets, "dtypes": d, "samples": args.samples, "exact": args.exact,
+                           "dynamic": args.dynamic, "results": rs}, f, indent=1)
     return 0
 
 
@@ -527,9 +603,9 @@ def report_one(r: dict, verbose: bool) -> None:
         return
     for o, entry in r["opsets"].items():
         if entry["status"] == "fallback":
-            print(f"[{o}] {r['name']}: fallback {entry['fallback_ops']}", flush=True)
+            print(f"[{o}] {r['dtype']} {r['name']}: fallback {entry['fallback_ops']}", flush=True)
         elif entry["status"] == "fail":
-            print(f"[{o}] {r['name']}: {entry['category']}: {entry['detail'][-220:]}", flush=True)
+            print(f"[{o}] {r['dtype']} {r['name']}: {entry['category']}: {entry['detail'][-220:]}", flush=True)
 
 
 if __name__ == "__main__":

@@ -181,6 +181,13 @@ def to_float(g: GraphBuilder, x: Value) -> Value:
     return x if x.dtype is not None and (x.dtype.is_floating_point or x.dtype.is_complex) else cast(g, x, torch.get_default_dtype())
 
 
+def float_opmath(g: GraphBuilder, x: Value) -> Value:
+    """to_float(x), in opmath: float16 and bfloat16 go to float32, as ATen's CPU elementwise kernels
+    compute them (the caller rounds the result back once, with `cast`)."""
+    x = to_float(g, x)
+    return cast(g, x, opmath(x.dtype)) if x.dtype is not None else x
+
+
 def float_unary(g: GraphBuilder, op_type: str, self: Value) -> Value:
     return g.op(op_type, to_float(g, self))
 

@@ -128,16 +128,42 @@ def aten_pow_tensor_scalar(g, self, exponent):
     return binary(g, "Pow", self, exponent)
 
 
+def int_pow(g: GraphBuilder, base: Value, exponent: Value) -> Value:
+    """base ** exponent for integer tensors as ATen's integer pow: a negative exponent gives 1 for base
+    1, 1 or -1 (even or odd exponent) for base -1, and 0 for any other base (0 included), where Pow
+    would compute 1 / base ** -e in floats (inf for base 0)."""
+    dtype = base.dtype
+    e = cast(g, exponent, torch.int64)
+    zero = g.const(0, dtype=torch.int64)
+    negative = g.op("Less", e, zero)
+    powered = binary(g, "Pow", base, cast(g, g.op("Where", negative, zero, e), dtype))
+    odd = g.op("Not", equal(g, g.op("Sub", e, g.op("Mul", g.op("Div", e, g.const(2, dtype=torch.int64)),
+                                                        g.const(2, dtype=torch.int64))), 0))
+    b = cast(g, base, torch.int64)
+    minus_one = g.op("Where", odd, g.const(-1, dtype=torch.int64), g.const(1, dtype=torch.int64))
+    inverse = g.op("Where", equal(g, b, 1), g.const(1, dtype=torch.int64),
+                   g.op("Where", equal(g, b, -1), minus_one, zero))
+    return g.op("Where", negative, cast(g, inverse, dtype), powered)
+
+
+def is_int(dtype: torch.dtype) -> bool:
+    return not dtype.is_floating_point and not dtype.is_complex and dtype != torch.bool
+
+
 @register("aten::pow.Tensor_Tensor")
 def aten_pow(g, self, exponent):
-    """pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor"""
+    """pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor (integers: see int_pow)"""
+    if is_int(result_type(self, exponent)) and (exponent.dtype.is_signed if not exponent.dtype.is_floating_point else False):
+        return int_pow(g, *promote(g, self, exponent))
     return binary(g, "Pow", self, exponent)
 
 
 @register("aten::pow.Scalar")
 def aten_pow_scalar(g, self, exponent):
-    """pow.Scalar(Scalar self, Tensor exponent) -> Tensor"""
+    """pow.Scalar(Scalar self, Tensor exponent) -> Tensor (integers: see int_pow)"""
     base, exponent = promote(g, self, exponent)
+    if is_int(base.dtype) and base.dtype.is_signed:
+        return int_pow(g, base, exponent)
     return g.op("Pow", base, exponent)
 
 

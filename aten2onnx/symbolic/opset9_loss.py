@@ -10,7 +10,7 @@ import torch
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic._helpers import cast, norm_dim, opmath, promote, reshape, to_float
-from aten2onnx.symbolic.opset9 import static_dim
+from aten2onnx.symbolic.opset9 import aten_mul, static_dim
 from aten2onnx.symbolic.opset9_norm import axis_sum, static_shape
 
 register = functools.partial(registry.register, opset=9)
@@ -173,7 +173,10 @@ def aten_poisson_nll_loss(g, input, target, log_input, full, eps, reduction):
 
 def row_norm(g: GraphBuilder, x: Value, p: float, eps: float, keepdim: bool = False) -> Value:
     """The p-norm over the last dim of x + eps (pairwise_distance's convention), summed in opmath
-    (x + eps is rounded in x's dtype first, as ATen adds before it takes the norm)."""
+    (x + eps is rounded in x's dtype first, as ATen adds before it takes the norm). An integer or bool
+    x (a difference that wrapped in its dtype) + eps promotes to the default float, as in torch."""
+    if eps:
+        x = to_float(g, x)
     d = g.op("Abs", g.op("Add", x, c(g, eps, x))) if eps else g.op("Abs", x)
     return cast(g, norm_of_rows(g, cast(g, d, opmath(d.dtype)), p, keepdim), x.dtype)
 
@@ -222,15 +225,23 @@ def aten_triplet_margin_loss(g, anchor, positive, negative, margin=1.0, p=2.0, e
 def aten_cosine_embedding_loss(g, input1, input2, target, margin=0.0, reduction=1):
     """cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0., int reduction=Mean) -> Tensor"""
     a, b = promote(g, input1, input2)
-    t = cast(g, target, a.dtype)
     eps = 1e-12
-    prod = axis_sum(g, g.op("Mul", a, b), -1, keepdim=False)
-    mag = g.op("Mul", g.op("Add", axis_sum(g, g.op("Mul", a, a), -1, keepdim=False), c(g, eps, a)),
-               g.op("Add", axis_sum(g, g.op("Mul", b, b), -1, keepdim=False), c(g, eps, a)))
+
+    def total(x: Value) -> Value:
+        """The sum over the last dim as torch's: integer and bool products (wrapped in their dtype) sum in
+        int64, and go to the default float where eps or a float divides them."""
+        if not (x.dtype.is_floating_point or x.dtype.is_complex):
+            x = cast(g, x, torch.int64)
+        return to_float(g, axis_sum(g, x, -1, keepdim=False))
+
+    prod = total(aten_mul(g, a, b))
+    mag = g.op("Mul", g.op("Add", total(aten_mul(g, a, a)), c(g, eps, prod)),
+               g.op("Add", total(aten_mul(g, b, b)), c(g, eps, prod)))
     cos = g.op("Div", prod, g.op("Sqrt", mag))
-    zero = c(g, 0.0, a)
-    pos = g.op("Where", equal(g, t, 1.0), g.op("Sub", c(g, 1.0, a), cos), zero)
-    neg = g.op("Where", equal(g, t, -1.0), relu(g, g.op("Sub", cos, c(g, margin, a))), zero)
+    t = cast(g, target, cos.dtype)
+    zero = c(g, 0.0, cos)
+    pos = g.op("Where", equal(g, t, 1.0), g.op("Sub", c(g, 1.0, cos), cos), zero)
+    neg = g.op("Where", equal(g, t, -1.0), relu(g, g.op("Sub", cos, c(g, margin, cos))), zero)
     return reduced(g, g.op("Add", pos, neg), reduction)
 
 
@@ -242,12 +253,20 @@ def aten_cosine_similarity(g, x1, x2, dim=1, eps=1e-08):
     a, b = g.op("Add", a, ones), g.op("Add", b, ones)  # broadcast both to one shape
     shape = static_shape(a, "cosine_similarity") if a.is_static else None
     a.shape = b.shape = shape
-    # torch normalizes each input by max(||x||, eps) before the dot product
-    na = g.op("Max", g.op("Sqrt", axis_sum(g, g.op("Mul", a, a), dim, keepdim=True)), c(g, eps, a))
-    nb = g.op("Max", g.op("Sqrt", axis_sum(g, g.op("Mul", b, b), dim, keepdim=True)), c(g, eps, a))
-    prod = g.op("Mul", g.op("Div", a, na), g.op("Div", b, nb))
+    # torch normalizes each input by max(||x||, eps) before the dot product; the norms and the sum
+    # accumulate in opmath (float32 for half types) and round once, the divisions and products round
+    # in the dtype
+    dtype, acc = a.dtype, opmath(a.dtype)
+
+    def norm(x: Value) -> Value:
+        x = cast(g, x, acc)
+        return cast(g, g.op("Sqrt", axis_sum(g, g.op("Mul", x, x), dim, keepdim=True)), dtype)
+
+    na = g.op("Max", norm(a), c(g, eps, a))
+    nb = g.op("Max", norm(b), c(g, eps, a))
+    prod = cast(g, g.op("Mul", g.op("Div", a, na), g.op("Div", b, nb)), acc)
     prod.shape = shape
-    return axis_sum(g, prod, dim, keepdim=False)
+    return cast(g, axis_sum(g, prod, dim, keepdim=False), dtype)
 
 
 # -- NLL and cross entropy: a one-hot mask over the class axis ----------------------------------------------

@@ -10,7 +10,8 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import as_value, binary, cast, float_unary, norm_dim, opmath, promote, result_type, to_float
+from aten2onnx.symbolic._helpers import (as_value, binary, cast, float_opmath, float_unary, norm_dim, opmath, promote,
+                                         result_type, to_float)
 from aten2onnx.symbolic.opset9 import aten_div_mode, extremum
 
 register = functools.partial(registry.register, opset=9)
@@ -129,16 +130,39 @@ def aten_signbit(g, self):
 
 @register("aten::expm1.default")
 def aten_expm1(g, self):
-    """expm1(Tensor self) -> Tensor"""
-    x = to_float(g, self)
-    return g.op("Sub", g.op("Exp", x), const_like(g, 1.0, x))
+    """expm1(Tensor self) -> Tensor
+    Half types in float32, rounded once (ATen's kernel). exp(x) - 1 loses x's low bits near 0, so
+    the result is (u - 1) * x / log(u) with u = exp(x) (Kahan): x where u == 1, u - 1 where u - 1
+    is -1 or u is inf (log(u) would make it NaN)."""
+    x = float_opmath(g, self)
+    u = g.op("Exp", x)
+    um1 = g.op("Sub", u, const_like(g, 1.0, x))
+    one = g.op("Not", g.op("Or", g.op("Less", um1, const_like(g, 0.0, x)), g.op("Greater", um1, const_like(g, 0.0, x))))
+    edge = g.op("Or", g.op("Not", g.op("Greater", um1, const_like(g, -1.0, x))),
+                g.op("Greater", u, const_like(g, torch.finfo(x.dtype).max, x)))
+    safe_u = g.op("Where", g.op("Or", one, edge), const_like(g, 2.0, x), u)
+    accurate = g.op("Div", g.op("Mul", g.op("Sub", safe_u, const_like(g, 1.0, x)), x), g.op("Log", safe_u))
+    out = g.op("Where", one, x, g.op("Where", edge, um1, accurate))
+    return cast(g, out, to_float(g, self).dtype)
 
 
 @register("aten::log1p.default")
 def aten_log1p(g, self):
-    """log1p(Tensor self) -> Tensor"""
-    x = to_float(g, self)
-    return g.op("Log", g.op("Add", x, const_like(g, 1.0, x)))
+    """log1p(Tensor self) -> Tensor
+    Half types in float32, rounded once (ATen's kernel). log(1 + x) loses x's low bits near 0, so
+    the result is log(u) * x / (u - 1) with u = 1 + x (Goldberg): x where u == 1, log(u) where u
+    is inf or not positive."""
+    x = float_opmath(g, self)
+    u = g.op("Add", x, const_like(g, 1.0, x))
+    log_u = g.op("Log", u)
+    um1 = g.op("Sub", u, const_like(g, 1.0, x))
+    one = g.op("Not", g.op("Or", g.op("Less", um1, const_like(g, 0.0, x)), g.op("Greater", um1, const_like(g, 0.0, x))))
+    plain = g.op("Or", one, g.op("Not", g.op("And", g.op("Greater", u, const_like(g, 0.0, x)),
+                                            g.op("Less", u, const_like(g, float("inf"), x)))))
+    safe_um1 = g.op("Where", plain, const_like(g, 1.0, x), um1)
+    accurate = g.op("Div", g.op("Mul", log_u, x), safe_um1)
+    out = g.op("Where", one, x, g.op("Where", plain, log_u, accurate))
+    return cast(g, out, to_float(g, self).dtype)
 
 
 @register("aten::log2.default")
@@ -164,9 +188,10 @@ def aten_exp2(g, self):
 
 @register("aten::erfc.default")
 def aten_erfc(g, self):
-    """erfc(Tensor self) -> Tensor"""
-    x = to_float(g, self)
-    return g.op("Sub", const_like(g, 1.0, x), g.op("Erf", x))
+    """erfc(Tensor self) -> Tensor (half types in float32, rounded once: 1 - erf(x) in float16 loses
+    the small values)"""
+    x = float_opmath(g, self)
+    return cast(g, g.op("Sub", const_like(g, 1.0, x), g.op("Erf", x)), to_float(g, self).dtype)
 
 
 @register("aten::square.default")
@@ -271,12 +296,13 @@ def aten_nan_to_num(g, self, nan=None, posinf=None, neginf=None):
 
 @register("aten::sinc.default")
 def aten_sinc(g, self):
-    """sinc(Tensor self) -> Tensor"""
-    x = to_float(g, self)
+    """sinc(Tensor self) -> Tensor (half types in float32, rounded once, as ATen's kernel)"""
+    x = float_opmath(g, self)
     pix = g.op("Mul", x, const_like(g, math.pi, x))
     zero = is_zero(g, x)
     safe = g.op("Where", zero, const_like(g, 1.0, x), pix)
-    return g.op("Where", zero, const_like(g, 1.0, x), g.op("Div", g.op("Sin", safe), safe))
+    out = g.op("Where", zero, const_like(g, 1.0, x), g.op("Div", g.op("Sin", safe), safe))
+    return cast(g, out, to_float(g, self).dtype)
 
 
 @register("aten::logit.default")
@@ -598,19 +624,29 @@ def aten_heaviside(g, self, values):
 
 @register("aten::lerp.Scalar", "aten::lerp.Tensor")
 def aten_lerp(g, self, end, weight):
-    """lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor"""
+    """lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
+    As ATen's kernel: in opmath (half types in float32, rounded once), self + w * (end - self) where
+    |w| < 0.5, else end - (end - self) * (1 - w)."""
     a, b = promote(g, self, end)
-    w = as_value(g, weight, a.dtype)
-    return g.op("Add", a, g.op("Mul", w, g.op("Sub", b, a)))
+    dtype, acc = a.dtype, opmath(a.dtype)
+    a, b = cast(g, a, acc), cast(g, b, acc)
+    w = cast(g, weight, acc) if isinstance(weight, Value) else as_value(g, weight, acc)
+    diff = g.op("Sub", b, a)
+    small = g.op("Less", g.op("Abs", w), const_like(g, 0.5, w))
+    near_self = g.op("Add", a, g.op("Mul", w, diff))
+    near_end = g.op("Sub", b, g.op("Mul", diff, g.op("Sub", const_like(g, 1.0, w), w)))
+    return cast(g, g.op("Where", small, near_self, near_end), dtype)
 
 
 def add_scaled(g: GraphBuilder, op_type: str, self: Value, tensor1: Value, tensor2: Value, value) -> Value:
-    """self + value * (tensor1 op tensor2), for addcmul (Mul) and addcdiv (Div)."""
+    """self + value * tensor1 op tensor2, for addcmul (Mul) and addcdiv (Div), in ATen's order and,
+    for half types, in float32 rounded once, as ATen's CPU kernels compute them."""
     s, t1, t2 = promote(g, self, tensor1, tensor2)
-    term = g.op(op_type, t1, t2)
+    dtype, acc = s.dtype, opmath(s.dtype)
+    s, t1, t2 = cast(g, s, acc), cast(g, t1, acc), cast(g, t2, acc)
     if value != 1:
-        term = g.op("Mul", term, as_value(g, value, s.dtype))
-    return g.op("Add", s, term)
+        t1 = g.op("Mul", as_value(g, value, acc), t1)
+    return cast(g, g.op("Add", s, g.op(op_type, t1, t2)), dtype)
 
 
 @register("aten::addcmul.default")

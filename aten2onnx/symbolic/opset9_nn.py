@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import as_value, dim_size, norm_dim
+from aten2onnx.symbolic._helpers import as_value, cast, dim_size, norm_dim, opmath
 from aten2onnx.symbolic.opset9_shape import gather_static
 
 register = functools.partial(registry.register, opset=9)
@@ -152,11 +152,14 @@ def aten_log_sigmoid(g, self):
 def separable(g, x, op, args_for):
     """x resampled by op, an ATen op that is linear and separable over the spatial axes (linear,
     bilinear, bicubic, trilinear, area): along each axis, a MatMul by the matrix that op makes of
-    an identity basis laid along that axis. Transpose and MatMul read the same at every opset."""
+    an identity basis laid along that axis. Transpose and MatMul read the same at every opset.
+    Half types are resampled in float32 and rounded once (ATen's CPU kernels accumulate them in float32;
+    some round between axes or keep their weights in the dtype, which this does not follow)."""
     if not x.is_static:
         raise NotImplementedError("resampling is exported for static shapes only")
     spatial = x.rank - 2
-    out = x
+    dtype, acc = x.dtype, opmath(x.dtype)
+    out = cast(g, x, acc)
     shape = list(x.shape)
     for k in range(spatial):
         n = shape[2 + k]
@@ -169,10 +172,10 @@ def separable(g, x, op, args_for):
         perm = [d for d in range(x.rank) if d != axis] + [axis]
         inverse = [perm.index(d) for d in range(x.rank)]
         moved = g.op("Transpose", out, perm=perm)
-        mixed = g.op("MatMul", moved, g.const(matrix.to(x.dtype)))
+        mixed = g.op("MatMul", moved, g.const(matrix.to(acc)))
         out = g.op("Transpose", mixed, perm=inverse)
         shape[axis] = n_out
-    return out
+    return cast(g, out, dtype)
 
 
 def _interp_args(output_size, align_corners, scale_factors, with_align=True):
@@ -232,13 +235,14 @@ def aten_adaptive_avg_pool2d(g, self, output_size):
     the separable matrices otherwise."""
     if self.rank == len(output_size) + 1:
         return adaptive_avg(g, self, list(output_size))
+    x = cast(g, self, opmath(self.dtype))  # half types averaged in float32, rounded once (ATen's kernel)
     if all(s == 1 for s in output_size):
-        return g.op("GlobalAveragePool", self)
+        return cast(g, g.op("GlobalAveragePool", x), self.dtype)
     spatial = list(self.shape[-len(output_size):])
     if not all(isinstance(s, int) and s % o == 0 for s, o in zip(spatial, output_size)):
         return adaptive_avg(g, self, list(output_size))
     kernel = [s // o for s, o in zip(spatial, output_size)]
-    return g.op("AveragePool", self, kernel_shape=kernel, strides=kernel)
+    return cast(g, g.op("AveragePool", x, kernel_shape=kernel, strides=kernel), self.dtype)
 
 
 @register("aten::_adaptive_avg_pool2d.default", "aten::_adaptive_avg_pool3d.default",

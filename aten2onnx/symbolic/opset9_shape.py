@@ -19,10 +19,12 @@ from aten2onnx.symbolic._helpers import (
     fill,
     norm_dim,
     norm_dims,
+    opmath,
     promote,
     reshape,
     result_type,
     scalar_type,
+    slice_axis,
     unsqueeze_static,
 )
 from aten2onnx.symbolic.opset9 import (
@@ -626,15 +628,37 @@ def aten_addr(g, self, vec1, vec2, *, beta=1, alpha=1):
     return scaled_add(g, self, aten_outer(g, vec1, vec2), beta, alpha)
 
 
+def opmath_scaled_matmul(g: GraphBuilder, self: Value, a: Value, b: Value, beta, alpha) -> Value:
+    """beta * self + alpha * (a @ b) computed in float32 and rounded once, as ATen's CPU gemm does
+    for float16 and bfloat16 (addmm_ of one batch, baddbmm)."""
+    dtype = result_type(a, b)
+    acc = opmath(dtype)
+    product = matmul(g, cast(g, a, acc), cast(g, b, acc))
+    return cast(g, scaled_add(g, cast(g, self, acc), product, beta, alpha), dtype)
+
+
 @register("aten::baddbmm.default")
 def aten_baddbmm(g, self, batch1, batch2, *, beta=1, alpha=1):
-    """baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor"""
+    """baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
+    Half types in float32, rounded once (ATen's CPU kernel)."""
+    if opmath(result_type(batch1, batch2)) != result_type(batch1, batch2):
+        return opmath_scaled_matmul(g, self, batch1, batch2, beta, alpha)
     return scaled_add(g, self, matmul(g, batch1, batch2), beta, alpha)
 
 
 @register("aten::addbmm.default")
 def aten_addbmm(g, self, batch1, batch2, *, beta=1, alpha=1):
-    """addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor"""
+    """addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
+    Half types as ATen's CPU kernel: one addmm_ per batch (beta on the first), each in float32
+    and rounded to the dtype (a static batch count; else one product, rounded once)."""
+    dtype = result_type(batch1, batch2)
+    batches = batch1.shape[0] if batch1.shape is not None else None
+    if opmath(dtype) != dtype and isinstance(batches, int) and batches > 0:
+        out = self
+        for i in range(batches):
+            a, b = (reshape(g, slice_axis(g, x, 0, i, i + 1), list(x.shape[1:])) for x in (batch1, batch2))
+            out = opmath_scaled_matmul(g, out, a, b, beta if i == 0 else 1, alpha)
+        return out
     n, m = batch1.shape[1], batch2.shape[2]
     product = matmul(g, reshape(g, aten_permute(g, batch1, [1, 0, 2]), [n, -1]),
                      reshape(g, batch2, [-1, m]))

@@ -138,11 +138,16 @@ def cum_extreme(g: GraphBuilder, self: Value, dim: int, *, largest: bool) -> tup
         return self, g.const(0, dtype=torch.int64)
     x = cast(g, self, torch.int32) if self.dtype == torch.bool else self
     masked, perm, n = triangular(g, x, dim, extreme_fill(x.dtype, largest))
-    # TopK keeps the lowest index among ties; reversing j makes that the latest one
     last = self.rank  # the j axis of the widened [..., n, n]
-    reversed_j = g.op("Gather", masked, g.const(list(range(n - 1, -1, -1)), dtype=torch.int64), axis=last)
-    values, idx = topk(g, reversed_j, 1, last, largest)
-    idx = g.op("Sub", g.const(n - 1, dtype=torch.int64), idx)
+    values, _ = topk(g, masked, 1, last, largest)
+    # the index: the last j <= i holding the extreme (NaN matching NaN); the filler past i may equal it
+    # (a uint8 0, an int's minimum), so those positions count as -1
+    hit = g.equal(masked, values)
+    if x.dtype.is_floating_point:
+        hit = g.op("Or", hit, g.op("And", g.op("IsNaN", masked), g.op("IsNaN", values)))
+    j = torch.arange(n).expand(n, n).tril(0) - torch.ones(n, n, dtype=torch.int64).triu(1)
+    candidates = g.op("Where", hit, g.const(j), g.const(-1, dtype=torch.int64))
+    idx = g.reduce("ReduceMax", candidates, [last], keepdims=True)
     return cast(g, restore(g, values, self, perm), self.dtype), restore(g, idx, self, perm)
 
 

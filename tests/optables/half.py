@@ -60,6 +60,10 @@ def entries(dtypes: tuple, ort: bool) -> list[Entry]:
         Entry(f"vector_norm_{tag}", lambda x: (torch.linalg.vector_norm(x), torch.linalg.vector_norm(x, 3, dim=1),
                                                torch.linalg.vector_norm(x, 0.5, dim=0), torch.linalg.vector_norm(x, 0)),
               [big(4, 6)], dtypes, opsets=(9, 13, 18), ort=ort, keys=("aten::linalg_vector_norm.default",)),
+        # the squared norms overflow float16 unless summed in float32, as ATen's vector_norm sums them
+        Entry(f"cosine_similarity_{tag}", lambda a, b: (F.cosine_similarity(a, b), F.cosine_similarity(a, b, dim=0)),
+              [lambda d: big(5, 10)(d) + big(5, 10)(d)], dtypes, opsets=(9, 18), ort=ort,
+              keys=("aten::cosine_similarity.default",)),
         Entry(f"pairwise_distance_{tag}", lambda a, b: F.pairwise_distance(a * 100, b * 100),
               [lambda d: (torch.randn(5, 10, dtype=d), torch.randn(5, 10, dtype=d))], dtypes, opsets=(9, 18), ort=ort,
               keys=("aten::mul.Tensor", "aten::pairwise_distance.default")),
@@ -78,7 +82,50 @@ def entries(dtypes: tuple, ort: bool) -> list[Entry]:
     return table
 
 
-TABLE = entries(HALF, ort=True) + entries(BF16, ort=False) + [
+def opmath_entries(dtypes: tuple, ort: bool) -> list[Entry]:
+    """Elementwise kernels and gemms that ATen computes for half types in float32, rounding once; expm1
+    and log1p stay accurate near 0 (their ONNX spellings exp(x) - 1 and log(1 + x) lose x's low bits;
+    scaled by 64, exact, so that the errors exceed the absolute tolerance)."""
+    tag = str(dtypes[0]).split(".")[1]
+    return [
+        Entry(f"expm1_log1p_{tag}", lambda x, y: (torch.expm1(x) * 64, torch.log1p(x) * 64, torch.expm1(y),
+                                                          torch.log1p(y)),
+              [lambda d: (torch.empty(64).uniform_(-0.01, 0.01).to(d), torch.empty(64).uniform_(-0.99, 10).to(d))], dtypes, opsets=(13, 18), ort=ort,
+              keys=("aten::expm1.default", "aten::log1p.default")),
+        Entry(f"lerp_{tag}", lambda a, b, w: (torch.lerp(a, b, 0.7), torch.lerp(a, b, 0.3), torch.lerp(a, b, w)),
+              [lambda d: (torch.empty(100).uniform_(-1000, 1000).to(d), torch.empty(100).uniform_(-1000, 1000).to(d),
+                          torch.rand(100).to(d))], dtypes, opsets=(13, 18), ort=ort,
+              keys=("aten::lerp.Scalar", "aten::lerp.Tensor")),
+        Entry(f"addcmul_addcdiv_{tag}", lambda s, a, b: (torch.addcmul(s, a, b), torch.addcmul(s, a, b, value=0.3),
+                                                       torch.addcdiv(s, a, b, value=-1.7)),
+              [lambda d: (torch.empty(200).uniform_(-100, 100).to(d), torch.empty(200).uniform_(-10, 10).to(d),
+                          torch.empty(200).uniform_(-10, 10).to(d))], dtypes, opsets=(13, 18), ort=ort,
+              keys=("aten::addcmul.default", "aten::addcdiv.default")),
+        # adaptive average pooling sums each window in float32 and rounds once (uneven windows resample
+        # by matrices, even ones are an AveragePool)
+        Entry(f"adaptive_avg_pool2d_{tag}", lambda x: (F.adaptive_avg_pool2d(x, (3, 5)), F.adaptive_avg_pool2d(x, (2, 2))),
+              [lambda d: (torch.randn(2, 3, 8, 12).to(d) * 100 + 50,)], dtypes, opsets=(13, 18), ort=ort,
+              keys=("aten::adaptive_avg_pool2d.default",)),
+        # ATen's CPU gemm for half types: float32 sums and beta * self + alpha * product, rounded once;
+        # addbmm rounds after each batch's addmm_
+        Entry(f"baddbmm_addbmm_{tag}", lambda s, s2, a, b: (torch.baddbmm(s, a, b, beta=0.5, alpha=1.5),
+                                                          torch.addbmm(s2, a, b, beta=0.5, alpha=1.5), torch.addbmm(s2, a, b)),
+              [lambda d: (torch.randn(6, 5, 4).to(d) * 10, torch.randn(5, 4).to(d) * 10, torch.randn(6, 5, 16).to(d) * 2,
+                          torch.randn(6, 16, 4).to(d) * 2)], dtypes, opsets=(13, 18), ort=ort,
+              keys=("aten::baddbmm.default", "aten::addbmm.default")),
+    ]
+
+
+TABLE = entries(HALF, ort=True) + entries(BF16, ort=False) + opmath_entries(HALF, ort=True) + \
+    opmath_entries(BF16, ort=False) + [
+    # float32 expm1 and log1p near 0, scaled by 2**20 (exact)
+    Entry("expm1_log1p_float32_small", lambda x: (torch.expm1(x) * 2.0 ** 20, torch.log1p(x) * 2.0 ** 20),
+          [t(64, low=-1e-6, high=1e-6)], opsets=(9, 18),
+          keys=("aten::expm1.default", "aten::log1p.default")),
+    # erfc and sinc in float32 for float16 (scaled by 1024, exact, so their small values' errors show)
+    Entry("erfc_sinc_half", lambda x, y: (torch.erfc(x) * 1024, torch.sinc(y) * 1024),
+          [lambda d: (torch.empty(40).uniform_(2.0, 3.0).to(d), torch.empty(40).uniform_(0.9, 1.1).to(d))],
+          HALF, opsets=(9, 18), keys=("aten::erfc.default", "aten::sinc.default")),
     # ATen's CPU kernels compute float16 Huber in float32 but bfloat16 smooth L1 (and not float16's)
     Entry("huber_loss_half", lambda a, b: (F.huber_loss(a, b, reduction="none"), F.huber_loss(a, b, delta=0.3),
                                            F.smooth_l1_loss(a, b, reduction="none", beta=0.7)),

@@ -216,4 +216,30 @@ TABLE = [
           keys=("aten::mode.default",)),
     Entry("mode_0d", lambda x: (*torch.mode(x), *torch.mode(x, 0, True)), [t()], opsets=OPSETS,
           keys=("aten::mode.default",)),
+    # integer distances: the difference wraps in its dtype, + eps promotes it to float32 (torch's norm);
+    # cosine_embedding_loss's products wrap too, and sum in int64
+    Entry("pairwise_distance_ints", lambda a, b, n: (F.pairwise_distance(a, b), F.pairwise_distance(a, b, p=1.0),
+                                                     F.triplet_margin_loss(a, b, n), F.triplet_margin_loss(a, b, n, swap=True)),
+          [lambda d: tuple(torch.randint(0 if d == torch.uint8 else -100, 101, (4, 6), dtype=d) for _ in range(3))],
+          INTS, opsets=OPSETS, keys=("aten::pairwise_distance.default", "aten::triplet_margin_loss.default")),
+    Entry("cosine_embedding_loss_ints", lambda a, b, y: (F.cosine_embedding_loss(a, b, y, reduction="none"),
+                                                         F.cosine_embedding_loss(a, b, y, margin=0.2)),
+          [lambda d: (torch.randint(0, 2, (5, 7)).to(d) if d == torch.bool else
+                      torch.randint(0 if d == torch.uint8 else -100, 101, (5, 7), dtype=d),
+                      torch.randint(0, 2, (5, 7)).to(d) if d == torch.bool else
+                      torch.randint(0 if d == torch.uint8 else -100, 101, (5, 7), dtype=d),
+                      torch.tensor([1, -1, 1, -1, 1]))],
+          INTS + (torch.bool,), opsets=OPSETS, keys=("aten::cosine_embedding_loss.default",)),
+    # ATen's integer pow: a negative exponent gives 1 (base 1), +-1 (base -1), else 0 (base 0 too)
+    Entry("pow_negative_int_exponent", lambda a, b: (torch.pow(a, b), 2 ** b, torch.pow(-1, b)),
+          [lambda d: (torch.tensor([-3, -2, -1, 0, 1, 2, 3] * 7, dtype=d),
+                      torch.tensor([e for e in range(-3, 4) for _ in range(7)], dtype=d))],
+          SIGNED, opsets=(13, 18), keys=("aten::pow.Tensor_Tensor", "aten::pow.Scalar")),
+    # cummax/cummin index: the last j <= i holding the extreme, also when it equals the filler of the
+    # positions past i (the dtype's minimum for cummax, maximum for cummin)
+    Entry("cummax_cummin_extreme_values", lambda x: (*torch.cummax(x, 1), *torch.cummin(x, 1), *torch.cummax(x, 0)),
+          [lambda d: (torch.tensor([[torch.iinfo(d).min] * 3 + [1, torch.iinfo(d).min, 2],
+                                    [torch.iinfo(d).max, 0, torch.iinfo(d).max, torch.iinfo(d).max, 0, 5],
+                                    [3, 3, torch.iinfo(d).min, 3, torch.iinfo(d).max, 3]], dtype=d),)],
+          INTS, opsets=(13, 18), keys=("aten::cummax.default", "aten::cummin.default")),
 ]
