@@ -1,5 +1,4 @@
-"""Opset 11: Unique (so unique) and GatherElements (take_along_dim) arrive; TopK sorts smallest first too,
-with k an input, so sort and argsort take a dim of dynamic size (k read from the shape)."""
+"""Opset 11: Unique (so unique) and GatherElements (take_along_dim) arrive."""
 
 from __future__ import annotations
 
@@ -8,47 +7,10 @@ import functools
 import torch
 
 from aten2onnx import registry
-from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import dim_size, norm_dim, reshape
+from aten2onnx.symbolic._helpers import norm_dim, reshape
 from aten2onnx.symbolic.opset9_norm import static_shape
 
 register = functools.partial(registry.register, opset=11)
-
-
-# -- sorting ---------------------------------------------------------------------------------------------------
-
-
-def sort(g: GraphBuilder, self: Value, dim: int, descending: bool) -> tuple[Value, Value]:
-    """All of dim by TopK (ties lower index first, as torch's stable sort), k its size: an int where static,
-    else read from the shape (the token count of a MoE layer's routing)."""
-    if self.rank == 0:
-        return self, g.const(0, dtype=torch.int64)
-    dim = norm_dim(dim, self.rank)
-    return g.topk(self, dim_size(g, self, dim), dim, descending)
-
-
-@register("aten::sort.default")
-def aten_sort(g, self, dim=-1, descending=False):
-    """sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)"""
-    return sort(g, self, dim, descending)
-
-
-@register("aten::sort.stable")
-def aten_sort_stable(g, self, *, stable, dim=-1, descending=False):
-    """sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)"""
-    return sort(g, self, dim, descending)
-
-
-@register("aten::argsort.default")
-def aten_argsort(g, self, dim=-1, descending=False):
-    """argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor"""
-    return sort(g, self, dim, descending)[1]
-
-
-@register("aten::argsort.stable")
-def aten_argsort_stable(g, self, *, stable, dim=-1, descending=False):
-    """argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor"""
-    return sort(g, self, dim, descending)[1]
 
 
 # -- taking elements ---------------------------------------------------------------------------------------------
