@@ -102,6 +102,18 @@ def ort_greedy(path: str, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor
     return torch.cat(tokens, 1)
 
 
+def genai_greedy(og: Any, folder: str, prompt: torch.Tensor) -> torch.Tensor:
+    """onnxruntime-genai's greedy tokens after the prompt [1, n] for the exported folder."""
+    genai_model = og.Model(folder)
+    params = og.GeneratorParams(genai_model)
+    params.set_search_options(max_length=prompt.shape[1] + STEPS, do_sample=False)
+    generator = og.Generator(genai_model, params)
+    generator.append_tokens(prompt.numpy())
+    while not generator.is_done():
+        generator.generate_next_token()
+    return torch.tensor(np.asarray(generator.get_sequence(0)), dtype=torch.long)[prompt.shape[1]:]
+
+
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_onnxruntime_generates_transformers_greedy_tokens(case, tmp_path):
     model, path = exported(case, tmp_path)
@@ -125,15 +137,7 @@ def test_onnxruntime_genai_generates_transformers_greedy_tokens(case, tmp_path):
     torch.manual_seed(2)
     prompt = torch.randint(3, VOCAB, (1, 5))
     want = greedy(model, prompt, torch.ones_like(prompt))
-    genai_model = og.Model(os.path.dirname(path))
-    params = og.GeneratorParams(genai_model)
-    params.set_search_options(max_length=prompt.shape[1] + STEPS, do_sample=False)
-    generator = og.Generator(genai_model, params)
-    generator.append_tokens(prompt.numpy())
-    while not generator.is_done():
-        generator.generate_next_token()
-    got = torch.tensor(np.asarray(generator.get_sequence(0)), dtype=torch.long)[prompt.shape[1]:]
-    assert torch.equal(got, want[0])
+    assert torch.equal(genai_greedy(og, os.path.dirname(path), prompt), want[0])
 
 
 def test_signature_names_and_symbolic_dims(tmp_path):

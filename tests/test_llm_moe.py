@@ -10,13 +10,12 @@ from __future__ import annotations
 import os
 import warnings
 
-import numpy as np
 import onnx
 import pytest
 import torch
 
 import aten2onnx
-from test_llm import SPECIAL, STEPS, VOCAB, Case, greedy, ort_greedy, small
+from test_llm import SPECIAL, VOCAB, Case, genai_greedy, greedy, ort_greedy, small
 
 transformers = pytest.importorskip("transformers")
 ort = pytest.importorskip("onnxruntime")
@@ -86,15 +85,7 @@ def test_onnxruntime_genai_generates_transformers_greedy_tokens(exported):
     torch.manual_seed(2)
     prompt = torch.randint(3, VOCAB, (1, 5))
     want = greedy(model, prompt, torch.ones_like(prompt))
-    genai_model = og.Model(os.path.dirname(path))
-    params = og.GeneratorParams(genai_model)
-    params.set_search_options(max_length=prompt.shape[1] + STEPS, do_sample=False)
-    generator = og.Generator(genai_model, params)
-    generator.append_tokens(prompt.numpy())
-    while not generator.is_done():
-        generator.generate_next_token()
-    got = torch.tensor(np.asarray(generator.get_sequence(0)), dtype=torch.long)[prompt.shape[1]:]
-    assert torch.equal(got, want[0])
+    assert torch.equal(genai_greedy(og, os.path.dirname(path), prompt), want[0])
 
 
 class GroupedMM(torch.nn.Module):
