@@ -109,3 +109,34 @@ def test_exact_mode_runs_eagers_packed_kernels_bitwise():
         want = model(x, lengths)
     for got, expected in zip(exported.run(x, lengths), want):
         assert torch.equal(got, expected)
+
+
+def test_saved_exact_export_runs_in_a_fresh_process(tmp_path):
+    """A fresh interpreter that imports only aten2onnx.runtime loads the saved exact file (whose calls
+    include aten2onnx::packed_rnn) with the default session and reproduces eager bitwise."""
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    case = Case("lstm_saved", "LSTM", batch_first=False, layers=1)
+    torch.manual_seed(0)
+    model = Packed(case.kind, case.batch_first, case.bidirectional, case.layers, case.enforce_sorted,
+                   case.initial_state, case.total_length, case.padding_value).eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        aten2onnx.export(model, batch(case, [4, 6, 2], 6, 0), exact=True).save(tmp_path / "m.onnx")
+    x, lengths = batch(case, [5, 6, 3], 6, 1)
+    np.savez(tmp_path / "in.npz", x=x.numpy(), lengths=lengths.numpy())
+    script = ("import sys, numpy as np\nfrom aten2onnx.runtime import InferenceSession\n"
+              "d = sys.argv[1]\ns = InferenceSession(d + '/m.onnx')\ni = np.load(d + '/in.npz')\n"
+              "names = [v.name for v in s.get_inputs()]\n"
+              "out = s.run(None, dict(zip(names, [i['x'], i['lengths']])))\n"
+              "np.savez(d + '/out.npz', *out)\n")
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = np.load(tmp_path / "out.npz")
+    with torch.no_grad():
+        want = model(x, lengths)
+    for i, expected in enumerate(want):
+        assert torch.equal(torch.from_numpy(got[f"arr_{i}"]), expected), f"output {i}"

@@ -300,7 +300,8 @@ class InferenceSession:
     base_dir: the folder external data files are read from; they may not resolve outside it. A path
         model defaults to its own folder; bytes or a ModelProto read external data only when given one.
     allowed_aten_namespaces: ATen fallback nodes run torch.ops.<namespace>.<op>.<overload> for these
-        namespaces only.
+        namespaces only. The default, "aten" and "aten2onnx", is PyTorch's operators and the few that
+        aten2onnx defines itself (aten2onnx::packed_rnn, which an exact export of packed sequences calls).
     allowed_aten_ops: which of those overloads a model may run. None: the safety rule
         (aten2onnx.runtime.safety: no op that writes an argument, touches files, process state or
         memory outside its tensors). A predicate on the OpOverload replaces the rule; a collection of
@@ -318,7 +319,7 @@ class InferenceSession:
     """
 
     def __init__(self, model: str | os.PathLike | bytes | onnx.ModelProto, *, device: str | torch.device = "cpu",
-                 allowed_aten_namespaces: Sequence[str] = ("aten",), allowed_aten_ops: AllowedOps = None,
+                 allowed_aten_namespaces: Sequence[str] = ("aten", "aten2onnx"), allowed_aten_ops: AllowedOps = None,
                  fuse: bool = True, base_dir: str | os.PathLike | None = None, timeout: float | None = None,
                  exact: bool | None = None, rng: str = "private") -> None:
         proto = _load(model, None if base_dir is None else os.fspath(base_dir))
