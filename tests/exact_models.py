@@ -105,6 +105,11 @@ MODELS = {
                                       torch.rand(6, 7) > 0.3, torch.randn(2, 1, 6, 7))),
     "in_place": (InPlace, lambda: (torch.randn(4, 5),)),
     "random": (Random, lambda: (torch.randn(4, 5),)),
+    # the translation gives bag_size and max_indices as one value: the call names it once
+    "embedding_bag_mean": (lambda: nn.EmbeddingBag(10, 3, mode="mean"),
+                           lambda: (torch.tensor([1, 2, 4, 5, 4, 3, 2, 9]), torch.tensor([0, 4]))),
+    "embedding_bag_max": (lambda: nn.EmbeddingBag(10, 3, mode="max"),
+                          lambda: (torch.tensor([1, 2, 4, 5, 4, 3, 2, 9]), torch.tensor([0, 3]))),
     "mlp_float16": (cast(MLP, torch.float16), lambda: (torch.randn(4, 5, 16).half(),)),
     "mlp_bfloat16": (cast(MLP, torch.bfloat16), lambda: (torch.randn(4, 5, 16).bfloat16(),)),
     "cnn_bfloat16": (cast(CNN, torch.bfloat16), lambda: (torch.randn(2, 3, 16, 16).bfloat16(),)),

@@ -575,11 +575,18 @@ class GraphBuilder(Emitters):
 
     @staticmethod
     def _call_proto(call: ExactCall, made: set[int]) -> onnx.NodeProto:
-        """The call as an ATen node; a result no live node makes (nothing reads it) is left unnamed."""
+        """The call as an ATen node; a result no live node makes (nothing reads it) is left unnamed, and so
+        is a result the translation gave as the same value as an earlier one (embedding_bag's bag_size
+        and max_indices in sum/mean mode): a node makes each name once."""
         proto = onnx.NodeProto()
         proto.op_type, proto.domain = "ATen", _aten_node.DOMAIN
         proto.input.extend("" if v is None else v.name for v in call.inputs)
-        proto.output.extend("" if v is None or id(v) not in made else v.name for v in call.outputs)
+        named: set[int] = set()
+        for v in call.outputs:
+            keep = v is not None and id(v) in made and id(v) not in named
+            proto.output.append(v.name if keep else "")
+            if keep:
+                named.add(id(v))
         proto.attribute.extend(make_attribute(k, v) for k, v in sorted(call.attrs.items()))
         return proto
 
