@@ -239,3 +239,20 @@ def test_a_split_into_more_pieces_at_a_new_size_runs_the_pieces_the_graph_reads(
         x = torch.randn(size, 3)
         for got, want in zip(exported.run(x), Pieces()(x)):
             torch.testing.assert_close(got, want)
+
+
+class Means(torch.nn.Module):
+    def forward(self, x):
+        return x.mean(1), x.mean(), x.mean((0, 1), keepdim=True), x.mean(-1, dtype=torch.float64)
+
+
+@pytest.mark.parametrize("size", [(3, 0), (0, 4), (5, 7)])
+def test_the_mean_of_a_dynamic_dim_that_is_empty_at_run_time_is_nan_in_onnxruntime(size):
+    """Eager's mean of no elements is NaN; onnxruntime's ReduceMean gives 0 (a silent wrong answer)."""
+    exported = aten2onnx.export(Means(), (torch.randn(3, 4),), dynamic_shapes={"x": {0: "rows", 1: "cols"}})
+    x = torch.randn(*size)
+    want = Means()(x)
+    for got, expected in zip(run_ort(exported.model_proto, {"x": x}), want):
+        torch.testing.assert_close(torch.from_numpy(got), expected, equal_nan=True)
+    for got, expected in zip(exported.run(x), want):
+        torch.testing.assert_close(got, expected, equal_nan=True)

@@ -427,7 +427,18 @@ def aten_sum(g, self, *, dtype=None):
 def aten_mean_dim(g, self, dim, keepdim=False, *, dtype=None):
     """mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"""
     x = self if dtype is None else cast(g, self, dtype)
-    return g.reduce("ReduceMean", x, norm_dims(dim or [], self.rank), keepdim)
+    return mean_of(g, x, norm_dims(dim or [], self.rank), keepdim)
+
+
+def mean_of(g: GraphBuilder, x: Value, axes: list[int], keepdim: bool) -> Value:
+    """ReduceMean where every reduced size is known to be nonzero. Otherwise ReduceSum over the count
+    from the shape: the mean of no elements is NaN in eager (0/0), and onnxruntime's ReduceMean gives 0."""
+    reduced = axes or list(range(x.rank or 0))
+    if x.rank == 0 or x.shape is not None and all(isinstance(x.shape[a], int) and x.shape[a] > 0 for a in reduced):
+        return g.reduce("ReduceMean", x, axes, keepdim)
+    total = g.reduce("ReduceSum", x, axes, keepdim)
+    sizes = g.op("Gather", g.op("Shape", x), g.const(reduced, dtype=torch.int64), axis=0)
+    return g.op("Div", total, cast(g, g.reduce("ReduceProd", sizes, [0], keepdims=False), x.dtype))
 
 
 @register("aten::mean.default")
