@@ -147,3 +147,16 @@ def test_dynamic_export_does_not_warn_when_dims_stay_dynamic():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         aten2onnx.export(MLP().eval(), (torch.randn(3, 8),), dynamic_shapes={"x": {0: "batch"}})
+
+
+class NormOverDynamicDims(torch.nn.Module):
+    """layer_norm whose normalized shape is the input's own dynamic trailing sizes (no weight)."""
+
+    def forward(self, x):
+        return torch.nn.functional.layer_norm(x, x.shape[-2:]) + torch.nn.functional.layer_norm(x, (x.shape[-1],))
+
+
+@pytest.mark.parametrize("opset", [13, 18, 26])
+def test_layer_norm_over_dynamic_normalized_sizes_is_native(opset):
+    check_shapes(NormOverDynamicDims(), (torch.randn(2, 3, 4),), {"x": {0: Dim("b"), 1: Dim("r"), 2: Dim("c")}},
+                 [(torch.randn(3, 5, 7),), (torch.randn(1, 2, 9),)], opset=opset)

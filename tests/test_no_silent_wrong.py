@@ -243,7 +243,9 @@ def test_a_split_into_more_pieces_at_a_new_size_runs_the_pieces_the_graph_reads(
 
 class Means(torch.nn.Module):
     def forward(self, x):
-        return x.mean(1), x.mean(), x.mean((0, 1), keepdim=True), x.mean(-1, dtype=torch.float64)
+        return (x.mean(1), x.mean(), x.mean((0, 1), keepdim=True), x.mean(-1, dtype=torch.float64),
+                torch.nn.functional.mse_loss(x, x * 2), torch.nn.functional.l1_loss(x, x * 2),
+                torch.nn.functional.smooth_l1_loss(x, x * 2))
 
 
 @pytest.mark.parametrize("size", [(3, 0), (0, 4), (5, 7)])

@@ -12,6 +12,7 @@ from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic._helpers import cast, norm_dim, opmath, promote, reshape, to_float
 from aten2onnx.symbolic.opset9 import aten_mul, static_dim
 from aten2onnx.symbolic.opset9_norm import axis_sum, static_shape
+from aten2onnx.symbolic.opset9_reduce import mean_of
 
 register = functools.partial(registry.register, opset=9)
 
@@ -22,8 +23,10 @@ def reduced(g: GraphBuilder, loss: Value, reduction: int) -> Value:
     """The mean or sum of the loss, accumulated in opmath(loss.dtype) as ATen's sum and mean do."""
     if reduction == NONE or loss.rank == 0:
         return loss
-    total = g.op("ReduceMean" if reduction == MEAN else "ReduceSum", cast(g, loss, opmath(loss.dtype)), keepdims=0)
-    return cast(g, total, loss.dtype)
+    loss_acc = cast(g, loss, opmath(loss.dtype))
+    if reduction == MEAN:  # the mean of an empty loss is NaN, as eager's, also at sizes known only at run time
+        return cast(g, mean_of(g, loss_acc, [], False), loss.dtype)
+    return cast(g, g.op("ReduceSum", loss_acc, keepdims=0), loss.dtype)
 
 
 def c(g: GraphBuilder, value: float, like: Value) -> Value:
