@@ -22,6 +22,7 @@ from aten2onnx.symbolic._linalg import (
     masked,
     matrix_shape,
     square_size,
+    static_sizes,
     transposed,
     tril_mask,
     triu_mask,
@@ -140,7 +141,7 @@ def symmetric(g: GraphBuilder, a: Value, n: int, upper: bool) -> Value:
 
 def eigvalsh(g: GraphBuilder, A: Value, upper: bool, what: str) -> Value:
     """Eigenvalues (ascending) of the symmetric matrices given by one triangle of A."""
-    shape = matrix_shape(A, what)
+    shape = static_sizes(matrix_shape(g, A, what), what)
     n = square_size(shape, what)
     batch = shape[:-2]
     count = math.prod(batch)
@@ -154,7 +155,7 @@ def eigvalsh(g: GraphBuilder, A: Value, upper: bool, what: str) -> Value:
 def svdvals(g: GraphBuilder, A: Value, what: str) -> Value:
     """Singular values (descending) by one-sided Jacobi on the taller orientation of A: the norms of the
     orthogonalized columns."""
-    shape = matrix_shape(A, what)
+    shape = static_sizes(matrix_shape(g, A, what), what)
     batch, (m, n) = shape[:-2], shape[-2:]
     count, k = math.prod(batch), min(m, n)
     a = flatten(g, A, batch, [m, n])
@@ -315,7 +316,7 @@ def sytf2_loop(g: GraphBuilder, a: Value, batch: int, n: int) -> tuple[Value, Va
 
 
 def ldl_factor(g: GraphBuilder, A: Value, what: str) -> tuple[Value, Value, Value]:
-    shape = matrix_shape(A, what)
+    shape = static_sizes(matrix_shape(g, A, what), what)
     n = square_size(shape, what)
     batch = shape[:-2]
     count = math.prod(batch)
@@ -410,7 +411,7 @@ def pinv(g: GraphBuilder, A: Value, atol, rtol, hermitian: bool, what: str) -> V
     """linalg.pinv: V diag(1/sigma) U^T over the singular values above the cutoff, from one-sided Jacobi
     (A V = U diag(sigma), so it is V diag(1/sigma^2) (A V)^T); for `hermitian`, Q diag(1/lambda) Q^T over
     the eigenvalues of the lower triangle's symmetric matrix whose magnitude is above it."""
-    shape = matrix_shape(A, what)
+    shape = static_sizes(matrix_shape(g, A, what), what)
     batch, (m, n) = shape[:-2], shape[-2:]
     if 0 in shape:
         return fill(g, batch + [n, m], 0, A.dtype)

@@ -30,8 +30,10 @@ from aten2onnx.symbolic._linalg import (
     flatten,
     gather_rows,
     geqrf,
+    eye,
     identity,
     inverse,
+    is_empty,
     lu_factor_results,
     lu_loop,
     masked,
@@ -46,7 +48,12 @@ from aten2onnx.symbolic._linalg import (
     permutation,
     permutation_matrix,
     qr,
+    same_sizes,
     shape_only,
+    size_min,
+    size_prod,
+    sizes,
+    static_sizes,
     solve_results,
     solve_triangular,
     solve_with_lu,
@@ -148,9 +155,9 @@ def aten_linalg_lu(g, A, *, pivot=True):
     folded = shape_only(g, torch.ops.aten.linalg_lu.default, (A,), {"pivot": pivot})
     if folded is not None:
         return tuple(folded)
-    shape = matrix_shape(A, "linalg_lu")
+    shape = matrix_shape(g, A, "linalg_lu")
     batch, (m, n) = shape[:-2], shape[-2:]
-    b, k = math.prod(batch), min(m, n)
+    b, k = size_prod(g, batch), size_min(g, m, n)
     lu, pivots, _ = lu_loop(g, flatten(g, A, batch, [m, n]), b, m, n, pivot=pivot)
     l, u = unpack_lu(g, lu, b, m, n)
     l, u = unflatten(g, l, batch, [m, k]), unflatten(g, u, batch, [k, n])
@@ -166,17 +173,15 @@ def aten_lu_unpack(g, LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
     folded = shape_only(g, torch.ops.aten.lu_unpack.default, (LU_data, LU_pivots, unpack_data, unpack_pivots))
     if folded is not None:
         return tuple(folded)
-    shape = matrix_shape(LU_data, "lu_unpack")
+    shape = matrix_shape(g, LU_data, "lu_unpack")
     batch, (m, n) = shape[:-2], shape[-2:]
-    b, k = math.prod(batch), min(m, n)
+    b, k = size_prod(g, batch), size_min(g, m, n)
     empty = fill(g, [0], 0, LU_data.dtype)
     l = u = p = empty
     if unpack_data:
         l, u = unpack_lu(g, flatten(g, LU_data, batch, [m, n]), b, m, n)
         l, u = unflatten(g, l, batch, [m, k]), unflatten(g, u, batch, [k, n])
     if unpack_pivots:
-        if not LU_pivots.is_static:
-            raise NotImplementedError("lu_unpack is exported for static pivot shapes only")
         pivots = reshape(g, zero_based(g, LU_pivots), [b, k])
         p = unflatten(g, permutation_matrix(g, permutation(g, pivots, b, m, k), b, m, LU_data.dtype), batch, [m, m])
     return p, l, u
@@ -219,8 +224,10 @@ def aten_triangular_solve(g, self, A, upper=True, transpose=False, unitriangular
         return tuple(folded)
     x, batch = solve_triangular(g, A, self, upper=upper, left=True, transpose=transpose, unitriangular=unitriangular,
                                 what="triangular_solve")
-    n = A.shape[-1]
-    coefficient = A if list(A.shape[:-2]) == batch else g.op("Expand", A, g.const(batch + [n, n], dtype=I64))
+    n = sizes(g, A)[-1]
+    own = list(A.shape[:-2])
+    same = all(isinstance(d, int) for d in own) and same_sizes(own, batch)
+    coefficient = A if same else g.op("Expand", A, g.int_list(batch + [n, n]))
     return x, g.op("Identity", coefficient)
 
 
@@ -251,13 +258,13 @@ def aten_cholesky_solve(g, self, input2, upper=False):
     folded = shape_only(g, torch.ops.aten.cholesky_solve.default, (self, input2, upper))
     if folded is not None:
         return folded[0]
-    f_shape = matrix_shape(input2, "cholesky_solve")
+    f_shape = matrix_shape(g, input2, "cholesky_solve")
     n = square_size(f_shape, "cholesky_solve")
-    b_shape = matrix_shape(self, "cholesky_solve")
+    b_shape = matrix_shape(g, self, "cholesky_solve")
     if self.dtype != input2.dtype:
         raise NotImplementedError(f"cholesky_solve of {self.dtype} and {input2.dtype}")
-    batch = broadcast_batch(f_shape[:-2], b_shape[:-2])
-    count = math.prod(batch)
+    batch = broadcast_batch(g, f_shape[:-2], b_shape[:-2])
+    count = size_prod(g, batch)
     x = cholesky_solve(g, flatten(g, self, batch, b_shape[-2:]), flatten(g, input2, batch, [n, n]), upper,
                        count, n, b_shape[-1])
     return reshape(g, x, batch + b_shape[-2:])
@@ -269,10 +276,10 @@ def aten_cholesky_inverse(g, self, upper=False):
     folded = shape_only(g, torch.ops.aten.cholesky_inverse.default, (self, upper))
     if folded is not None:
         return folded[0]
-    shape = matrix_shape(self, "cholesky_inverse")
+    shape = matrix_shape(g, self, "cholesky_inverse")
     n = square_size(shape, "cholesky_inverse")
     batch = shape[:-2]
-    count = math.prod(batch)
+    count = size_prod(g, batch)
     x = cholesky_solve(g, identity(g, count, n, self.dtype), flatten(g, self, batch, [n, n]), upper, count, n, n)
     return unflatten(g, x, batch, [n, n])
 
@@ -286,9 +293,9 @@ def aten_linalg_matrix_power(g, self, n):
     if n < 0:
         self, n = aten_linalg_inv(g, self), -n
     if n == 0:
-        shape = matrix_shape(self, "matrix_power", dtypes=(self.dtype,))
+        shape = matrix_shape(g, self, "matrix_power", dtypes=(self.dtype,))
         size = square_size(shape, "matrix_power")
-        return g.op("Expand", g.const(torch.eye(size, dtype=self.dtype)), g.const(shape, dtype=I64))
+        return g.op("Expand", eye(g, size, size, self.dtype), g.int_list(shape))
     if n == 1:
         return g.op("Identity", self)
     # eager's order of products: a binary decomposition of n, bits from the lowest
@@ -348,7 +355,8 @@ def aten_linalg_tensorsolve(g, self, other, dims=None):
 @register("aten::matrix_exp.default", "aten::linalg_matrix_exp.default")
 def aten_matrix_exp(g, self):
     """matrix_exp(Tensor self) -> Tensor"""
-    shape = matrix_shape(self, "matrix_exp", dtypes=(torch.float16, torch.bfloat16, torch.float32, torch.float64))
+    shape = static_sizes(matrix_shape(g, self, "matrix_exp", dtypes=(torch.float16, torch.bfloat16, torch.float32,
+                                                                      torch.float64)), "matrix_exp")
     n = square_size(shape, "matrix_exp")
     batch = shape[:-2]
     if 0 in shape:
@@ -406,7 +414,7 @@ def aten_geqrf(g, self):
     if folded is not None:
         return tuple(folded)
     r, taus, batch, m, n = geqrf(g, self, "geqrf")
-    return unflatten(g, r, batch, [m, n]), reshape(g, taus, batch + [min(m, n)])
+    return unflatten(g, r, batch, [m, n]), reshape(g, taus, batch + [size_min(g, m, n)])
 
 
 @register("aten::linalg_qr.default")
@@ -427,15 +435,15 @@ def aten_linalg_householder_product(g, input, tau):
     folded = shape_only(g, torch.ops.aten.linalg_householder_product.default, (input, tau))
     if folded is not None:
         return folded[0]
-    shape = matrix_shape(input, "linalg_householder_product")
-    if not tau.is_static or tau.dtype != input.dtype:
-        raise NotImplementedError("linalg_householder_product with a dynamic or differently typed tau")
-    batch, (m, n), k = shape[:-2], shape[-2:], tau.shape[-1]
-    count = math.prod(batch)
-    eye = g.op("Expand", g.const(torch.eye(m, n, dtype=input.dtype)), g.const([count, m, n], dtype=I64))
-    if k == 0:
-        return unflatten(g, eye, batch, [m, n])
-    q = apply_reflectors(g, flatten(g, input, batch, [m, n]), reshape(g, tau, [count, k]), eye, count, m, k,
+    shape = matrix_shape(g, input, "linalg_householder_product")
+    if tau.shape is None or tau.dtype != input.dtype:
+        raise NotImplementedError("linalg_householder_product with a tau of unknown rank or another dtype")
+    batch, (m, n), k = shape[:-2], shape[-2:], sizes(g, tau)[-1]
+    count = size_prod(g, batch)
+    start = g.op("Expand", eye(g, m, n, input.dtype), g.int_list([count, m, n]))
+    if is_empty([k]):
+        return unflatten(g, start, batch, [m, n])
+    q = apply_reflectors(g, flatten(g, input, batch, [m, n]), reshape(g, tau, [count, k]), start, count, m, k,
                          left=True, transpose=False)
     return unflatten(g, q, batch, [m, n])
 
@@ -446,16 +454,17 @@ def aten_ormqr(g, self, input2, input3, left=True, transpose=False):
     folded = shape_only(g, torch.ops.aten.ormqr.default, (self, input2, input3, left, transpose))
     if folded is not None:
         return folded[0]
-    a_shape, c_shape = matrix_shape(self, "ormqr"), matrix_shape(input3, "ormqr")
-    if not input2.is_static or len({self.dtype, input2.dtype, input3.dtype}) != 1:
-        raise NotImplementedError("ormqr with a dynamic tau or mixed dtypes")
-    m, k = a_shape[-2], input2.shape[-1]
-    batch = broadcast_batch(a_shape[:-2], list(input2.shape[:-1]), c_shape[:-2])
-    if k == 0:
+    a_shape, c_shape = matrix_shape(g, self, "ormqr"), matrix_shape(g, input3, "ormqr")
+    if input2.shape is None or len({self.dtype, input2.dtype, input3.dtype}) != 1:
+        raise NotImplementedError("ormqr with a tau of unknown rank or mixed dtypes")
+    tau_shape = sizes(g, input2)
+    m, k = a_shape[-2], tau_shape[-1]
+    batch = broadcast_batch(g, a_shape[:-2], tau_shape[:-1], c_shape[:-2])
+    if is_empty([k]):
         return g.op("Identity", input3)
-    count = math.prod(batch)
-    x = apply_reflectors(g, flatten(g, self, batch, a_shape[-2:]), reshape(g, g.op("Expand", input2, g.const(
-        batch + [k], dtype=I64)), [count, k]), flatten(g, input3, batch, c_shape[-2:]), count, m, k, left=left,
+    count = size_prod(g, batch)
+    x = apply_reflectors(g, flatten(g, self, batch, a_shape[-2:]), reshape(g, g.op("Expand", input2, g.int_list(
+        batch + [k])), [count, k]), flatten(g, input3, batch, c_shape[-2:]), count, m, k, left=left,
         transpose=transpose)
     return reshape(g, x, batch + c_shape[-2:])
 
@@ -490,7 +499,7 @@ def singular_value_norm(g: GraphBuilder, A: Value, ord, dim: list[int], keepdim:
     """The 2-norm (largest singular value), its -2 counterpart (smallest) or the nuclear norm (sum) over
     two dims of A, as eager: those dims moved last, svdvals, then amax / amin / sum."""
     x = cast(g, A, scalar_type(dtype)) if dtype is not None else A
-    shape = matrix_shape(x, "linalg_matrix_norm")
+    shape = static_sizes(matrix_shape(g, x, "linalg_matrix_norm"), "linalg_matrix_norm")
     rank = len(shape)
     d0, d1 = norm_dims(dim, rank)
     perm = [d for d in range(rank) if d not in (d0, d1)] + [d0, d1]
@@ -516,7 +525,7 @@ def cond(g: GraphBuilder, self: Value, p) -> Value:
         folded = shape_only(g, torch.ops.aten.linalg_cond.default, (self, p))
         if folded is not None:
             return folded[0]
-        shape = matrix_shape(self, "linalg_cond")
+        shape = static_sizes(matrix_shape(g, self, "linalg_cond"), "linalg_cond")
         batch, k = shape[:-2], min(shape[-2:])
         values = aten_linalg_svdvals(g, self)
         first = g.op("Gather", values, g.const([0], dtype=I64), axis=len(batch))
@@ -590,7 +599,7 @@ def matrix_rank(g: GraphBuilder, A: Value, atol, rtol, hermitian: bool, what: st
     """The number of singular values (absolute eigenvalues when `hermitian`) above
     max(atol, rtol * the largest); atol defaults to 0 and rtol to eps * max(m, n), or 0 where atol > 0.
     atol and rtol are floats, None or tensors broadcasting with the batch."""
-    shape = matrix_shape(A, what)
+    shape = static_sizes(matrix_shape(g, A, what), what)
     batch, (m, n) = shape[:-2], shape[-2:]
     if 0 in shape:
         return fill(g, batch, 0, I64)
@@ -656,12 +665,13 @@ def aten_linalg_ldl_solve(g, LD, pivots, B, *, hermitian=False):
     folded = shape_only(g, torch.ops.aten.linalg_ldl_solve.default, (LD, pivots, B), {"hermitian": hermitian})
     if folded is not None:
         return folded[0]
-    ld_shape, b_shape = matrix_shape(LD, "linalg_ldl_solve"), matrix_shape(B, "linalg_ldl_solve")
+    ld_shape = static_sizes(matrix_shape(g, LD, "linalg_ldl_solve"), "linalg_ldl_solve")
+    b_shape = static_sizes(matrix_shape(g, B, "linalg_ldl_solve"), "linalg_ldl_solve")
     n = square_size(ld_shape, "linalg_ldl_solve")
     if B.dtype != LD.dtype or not pivots.is_static:
         raise NotImplementedError("linalg_ldl_solve with mixed dtypes or dynamic pivots")
-    batch = broadcast_batch(ld_shape[:-2], list(pivots.shape[:-1]), b_shape[:-2])
-    count = math.prod(batch)
+    batch = broadcast_batch(g, ld_shape[:-2], list(pivots.shape[:-1]), b_shape[:-2])
+    count = size_prod(g, batch)
     codes = reshape(g, g.op("Expand", cast(g, pivots, I64), g.const(batch + [n], dtype=I64)), [count, n])
     x = sytrs(g, masked(g, tril_mask(g, n, n, 0), flatten(g, LD, batch, [n, n])), codes,
               flatten(g, B, batch, b_shape[-2:]), count, n, b_shape[-1])
