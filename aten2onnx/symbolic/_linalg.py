@@ -20,17 +20,17 @@ I64 = torch.int64
 FLOAT_DTYPES = (torch.float32, torch.float64)
 
 
-def matrix_shape(g: GraphBuilder, x: Value, what: str, *, dtypes=FLOAT_DTYPES) -> list[SymInt]:
+def matrix_shape(g: GraphBuilder, x: Value, what: str, *, dtypes=FLOAT_DTYPES,
+                 symbols: dict[str, Value] | None = None) -> list[SymInt]:
     """The shape of a stack of matrices, after checking what the algorithms below take: an int per static
-    dim, a 0-d int64 graph value per symbolic one (dims sharing a symbol share the value, so
-    `same_size` sees a square matrix)."""
+    dim, a 0-d int64 graph value per symbolic one (see `sizes`)."""
     if x.dtype not in dtypes:
         raise NotImplementedError(f"{what} of {x.dtype} is exported for {', '.join(map(str, dtypes))} only")
     if x.shape is None:
         raise NotImplementedError(f"{what} is exported for inputs of known rank only")
     if len(x.shape) < 2:
         raise NotImplementedError(f"{what} takes matrices; got rank {len(x.shape)}")
-    return sizes(g, x)
+    return sizes(g, x, symbols)
 
 
 def static_sizes(shape: list[SymInt], what: str) -> list[int]:
@@ -40,9 +40,11 @@ def static_sizes(shape: list[SymInt], what: str) -> list[int]:
     return shape
 
 
-def sizes(g: GraphBuilder, x: Value) -> list[SymInt]:
-    """x's dims: ints where static, else read from its Shape, once per symbol."""
-    by_symbol: dict[str, Value] = {}
+def sizes(g: GraphBuilder, x: Value, symbols: dict[str, Value] | None = None) -> list[SymInt]:
+    """x's dims: ints where static, else read from its Shape, once per symbol: dims sharing a symbol
+    share the value, so `same_size` sees a square matrix, or two operands' equal sizes where the same
+    `symbols` (symbol -> value, filled here) is passed for both."""
+    by_symbol = {} if symbols is None else symbols
     out: list[SymInt] = []
     for i, d in enumerate(x.shape):
         if isinstance(d, int):
@@ -146,8 +148,8 @@ def same_sizes(a: list[SymInt], b: list[SymInt]) -> bool:
 
 def flatten(g: GraphBuilder, x: Value, batch: list[SymInt], tail: list[SymInt]) -> Value:
     """x (a batch broadcastable to `batch`, then `tail`) as [prod(batch), *tail]; no dim may be 0."""
-    own = list(x.shape[:x.rank - len(tail)])
-    if not (all(isinstance(d, int) for d in own) and same_sizes(own, batch)):  # a symbolic batch: Expand to be sure
+    own = None if x.shape is None else list(x.shape[:x.rank - len(tail)])
+    if own is None or not (all(isinstance(d, int) for d in own) and same_sizes(own, batch)):  # Expand to be sure
         x = g.op("Expand", x, g.int_list(batch + tail))
     return reshape(g, x, [size_prod(g, batch), *tail])
 
@@ -452,11 +454,12 @@ def is_vector_rhs(A: list[SymInt], B: list[SymInt]) -> bool:
 def solve(g: GraphBuilder, A: Value, B: Value, left: bool, what: str) -> tuple[Value, Value, Value, Value]:
     """linalg.solve as _linalg_solve_ex: (X, LU, pivots int32, info int32). X A = B (left=False) is
     A^H X^H = B^H, solved with A's own factors as eager does."""
-    a_shape = matrix_shape(g, A, what)
+    symbols: dict[str, Value] = {}
+    a_shape = matrix_shape(g, A, what, symbols=symbols)
     n = square_size(a_shape, what)
     if B.dtype != A.dtype or B.shape is None:
         raise NotImplementedError(f"{what} of {A.dtype} and {B.dtype}, or of unknown rank")
-    b_shape = sizes(g, B)
+    b_shape = sizes(g, B, symbols)
     vector = is_vector_rhs(a_shape, b_shape)
     b_batch, b_tail = (b_shape[:-1], [n, 1]) if vector else (b_shape[:-2], b_shape[-2:])
     # A is factored in its own batch (LU, pivots and info have its batch shape), then broadcast with B's
@@ -518,12 +521,13 @@ def unpack_lu(g: GraphBuilder, lu: Value, batch: SymInt, m: SymInt, n: SymInt) -
 
 def solve_with_lu(g: GraphBuilder, LU: Value, pivots: Value, B: Value, left: bool, adjoint: bool, what: str) -> Value:
     """linalg_lu_solve: X A = B (left=False) is A^H X^H = B^H."""
-    lu_shape = matrix_shape(g, LU, what)
+    symbols: dict[str, Value] = {}
+    lu_shape = matrix_shape(g, LU, what, symbols=symbols)
     n = square_size(lu_shape, what)
-    b_shape = matrix_shape(g, B, what)
+    b_shape = matrix_shape(g, B, what, symbols=symbols)
     if B.dtype != LU.dtype or pivots.shape is None:
         raise NotImplementedError(f"{what}: mixed dtypes or pivots of unknown rank")
-    batch = broadcast_batch(g, lu_shape[:-2], sizes(g, pivots)[:-1], b_shape[:-2])
+    batch = broadcast_batch(g, lu_shape[:-2], sizes(g, pivots, symbols)[:-1], b_shape[:-2])
     count = size_prod(g, batch)
     rhs = flatten(g, B, batch, b_shape[-2:])
     if not left:
@@ -538,9 +542,10 @@ def solve_with_lu(g: GraphBuilder, LU: Value, pivots: Value, B: Value, left: boo
 def solve_triangular(g: GraphBuilder, A: Value, B: Value, *, upper: bool, left: bool, transpose: bool,
                      unitriangular: bool, what: str) -> tuple[Value, list[SymInt]]:
     """X with op(A) X = B (X op(A) = B when not left), op(A) = A or A^T; and the broadcast batch."""
-    a_shape = matrix_shape(g, A, what)
+    symbols: dict[str, Value] = {}
+    a_shape = matrix_shape(g, A, what, symbols=symbols)
     n = square_size(a_shape, what)
-    b_shape = matrix_shape(g, B, what)
+    b_shape = matrix_shape(g, B, what, symbols=symbols)
     if B.dtype != A.dtype:
         raise NotImplementedError(f"{what} of {A.dtype} and {B.dtype}")
     batch = broadcast_batch(g, a_shape[:-2], b_shape[:-2])

@@ -258,9 +258,10 @@ def aten_cholesky_solve(g, self, input2, upper=False):
     folded = shape_only(g, torch.ops.aten.cholesky_solve.default, (self, input2, upper))
     if folded is not None:
         return folded[0]
-    f_shape = matrix_shape(g, input2, "cholesky_solve")
+    symbols: dict[str, Value] = {}
+    f_shape = matrix_shape(g, input2, "cholesky_solve", symbols=symbols)
     n = square_size(f_shape, "cholesky_solve")
-    b_shape = matrix_shape(g, self, "cholesky_solve")
+    b_shape = matrix_shape(g, self, "cholesky_solve", symbols=symbols)
     if self.dtype != input2.dtype:
         raise NotImplementedError(f"cholesky_solve of {self.dtype} and {input2.dtype}")
     batch = broadcast_batch(g, f_shape[:-2], b_shape[:-2])
@@ -435,10 +436,11 @@ def aten_linalg_householder_product(g, input, tau):
     folded = shape_only(g, torch.ops.aten.linalg_householder_product.default, (input, tau))
     if folded is not None:
         return folded[0]
-    shape = matrix_shape(g, input, "linalg_householder_product")
+    symbols: dict[str, Value] = {}
+    shape = matrix_shape(g, input, "linalg_householder_product", symbols=symbols)
     if tau.shape is None or tau.dtype != input.dtype:
         raise NotImplementedError("linalg_householder_product with a tau of unknown rank or another dtype")
-    batch, (m, n), k = shape[:-2], shape[-2:], sizes(g, tau)[-1]
+    batch, (m, n), k = shape[:-2], shape[-2:], sizes(g, tau, symbols)[-1]
     count = size_prod(g, batch)
     start = g.op("Expand", eye(g, m, n, input.dtype), g.int_list([count, m, n]))
     if is_empty([k]):
@@ -454,10 +456,12 @@ def aten_ormqr(g, self, input2, input3, left=True, transpose=False):
     folded = shape_only(g, torch.ops.aten.ormqr.default, (self, input2, input3, left, transpose))
     if folded is not None:
         return folded[0]
-    a_shape, c_shape = matrix_shape(g, self, "ormqr"), matrix_shape(g, input3, "ormqr")
+    symbols: dict[str, Value] = {}
+    a_shape = matrix_shape(g, self, "ormqr", symbols=symbols)
+    c_shape = matrix_shape(g, input3, "ormqr", symbols=symbols)
     if input2.shape is None or len({self.dtype, input2.dtype, input3.dtype}) != 1:
         raise NotImplementedError("ormqr with a tau of unknown rank or mixed dtypes")
-    tau_shape = sizes(g, input2)
+    tau_shape = sizes(g, input2, symbols)
     m, k = a_shape[-2], tau_shape[-1]
     batch = broadcast_batch(g, a_shape[:-2], tau_shape[:-1], c_shape[:-2])
     if is_empty([k]):
