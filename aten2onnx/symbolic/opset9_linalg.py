@@ -52,6 +52,7 @@ from aten2onnx.symbolic._linalg import (
     shape_only,
     size_min,
     size_prod,
+    size_sub,
     sizes,
     static_sizes,
     solve_results,
@@ -63,7 +64,7 @@ from aten2onnx.symbolic._linalg import (
     unpack_lu,
     zero_based,
 )
-from aten2onnx.symbolic._linalg_spectral import cutoff, eigvalsh, ldl_factor, pinv, svdvals, sytrs
+from aten2onnx.symbolic._linalg_spectral import cutoff, eigvalsh, ldl_factor, ones, pinv, svdvals, sytrs
 from aten2onnx.symbolic.opset9_reduce import vector_norm
 from aten2onnx.symbolic.opset9_shape import matmul
 
@@ -503,22 +504,23 @@ def singular_value_norm(g: GraphBuilder, A: Value, ord, dim: list[int], keepdim:
     """The 2-norm (largest singular value), its -2 counterpart (smallest) or the nuclear norm (sum) over
     two dims of A, as eager: those dims moved last, svdvals, then amax / amin / sum."""
     x = cast(g, A, scalar_type(dtype)) if dtype is not None else A
-    shape = static_sizes(matrix_shape(g, x, "linalg_matrix_norm"), "linalg_matrix_norm")
+    shape = matrix_shape(g, x, "linalg_matrix_norm")
     rank = len(shape)
     d0, d1 = norm_dims(dim, rank)
     perm = [d for d in range(rank) if d not in (d0, d1)] + [d0, d1]
     if perm != list(range(rank)):
+        dims = x.shape
         x = g.op("Transpose", x, perm=perm)
-        x.shape = tuple(shape[d] for d in perm)
-    batch, k = [shape[d] for d in perm[:-2]], min(shape[d0], shape[d1])
+        x.shape = tuple(dims[d] for d in perm)
+    batch, k = [shape[d] for d in perm[:-2]], size_min(g, shape[d0], shape[d1])
     out_shape = [1 if d in (d0, d1) else s for d, s in enumerate(shape)] if keepdim else batch
-    if k == 0 or math.prod(batch) == 0:
+    if is_empty([k] + batch):
         return fill(g, out_shape, 0, x.dtype)  # eager's empty sum; amax / amin of nothing raise there
     values = aten_linalg_svdvals(g, x)
     if ord == "nuc":
-        result = g.op("MatMul", values, g.const(torch.ones(k, 1, dtype=x.dtype)))
+        result = g.op("MatMul", values, ones(g, k, 1, x.dtype))
     else:
-        result = g.op("Gather", values, g.const([0 if ord > 0 else k - 1], dtype=I64), axis=len(batch))
+        result = g.op("Gather", values, g.int_list([0 if ord > 0 else size_sub(g, k, 1)]), axis=len(batch))
     return reshape(g, result, out_shape)
 
 
@@ -529,11 +531,11 @@ def cond(g: GraphBuilder, self: Value, p) -> Value:
         folded = shape_only(g, torch.ops.aten.linalg_cond.default, (self, p))
         if folded is not None:
             return folded[0]
-        shape = static_sizes(matrix_shape(g, self, "linalg_cond"), "linalg_cond")
-        batch, k = shape[:-2], min(shape[-2:])
+        shape = matrix_shape(g, self, "linalg_cond")
+        batch, k = shape[:-2], size_min(g, shape[-2], shape[-1])
         values = aten_linalg_svdvals(g, self)
         first = g.op("Gather", values, g.const([0], dtype=I64), axis=len(batch))
-        last = g.op("Gather", values, g.const([k - 1], dtype=I64), axis=len(batch))
+        last = g.op("Gather", values, g.int_list([size_sub(g, k, 1)]), axis=len(batch))
         ratio = g.op("Div", last, first) if p == -2 else g.op("Div", first, last)
         return reshape(g, ratio, batch)
     folded = shape_only(g, torch.ops.aten.linalg_cond.p_str if isinstance(p, str) else torch.ops.aten.linalg_cond.default,
@@ -541,7 +543,7 @@ def cond(g: GraphBuilder, self: Value, p) -> Value:
     if folded is not None:
         return folded[0]
     inverse_, info = aten_linalg_inv_ex(g, self)
-    singular = g.op("Greater", reshape(g, info, list(self.shape[:-2]) + [1, 1]), g.const(0, dtype=torch.int32))
+    singular = g.op("Greater", reshape(g, info, sizes(g, self)[:-2] + [1, 1]), g.const(0, dtype=torch.int32))
     inverse_ = g.op("Where", singular, g.const(math.inf, dtype=self.dtype), inverse_)
     product = g.op("Mul", matrix_norm(g, self, p, [-2, -1], False, None),
                    matrix_norm(g, inverse_, p, [-2, -1], False, None))
@@ -603,21 +605,21 @@ def matrix_rank(g: GraphBuilder, A: Value, atol, rtol, hermitian: bool, what: st
     """The number of singular values (absolute eigenvalues when `hermitian`) above
     max(atol, rtol * the largest); atol defaults to 0 and rtol to eps * max(m, n), or 0 where atol > 0.
     atol and rtol are floats, None or tensors broadcasting with the batch."""
-    shape = static_sizes(matrix_shape(g, A, what), what)
+    shape = matrix_shape(g, A, what)
     batch, (m, n) = shape[:-2], shape[-2:]
-    if 0 in shape:
+    if is_empty(shape):
         return fill(g, batch, 0, I64)
     if hermitian:
         values = g.op("Abs", eigvalsh(g, A, False, what))
         k = n
         top = g.op("Max", g.op("Gather", values, g.const([0], dtype=I64), axis=len(batch)),
-                   g.op("Gather", values, g.const([k - 1], dtype=I64), axis=len(batch)))
+                   g.op("Gather", values, g.int_list([size_sub(g, k, 1)]), axis=len(batch)))
     else:
-        values, k = aten_linalg_svdvals(g, A), min(m, n)
+        values, k = aten_linalg_svdvals(g, A), size_min(g, m, n)
         top = g.op("Gather", values, g.const([0], dtype=I64), axis=len(batch))
     bound = cutoff(g, atol, rtol, top, m, n)
     above = cast(g, g.op("Greater", values, bound), A.dtype)
-    count = g.op("MatMul", above, g.const(torch.ones(k, 1, dtype=A.dtype)))
+    count = g.op("MatMul", above, ones(g, k, 1, A.dtype))
     return cast(g, reshape(g, count, batch), I64) if batch else cast(g, reshape(g, count, []), I64)
 
 
@@ -669,14 +671,15 @@ def aten_linalg_ldl_solve(g, LD, pivots, B, *, hermitian=False):
     folded = shape_only(g, torch.ops.aten.linalg_ldl_solve.default, (LD, pivots, B), {"hermitian": hermitian})
     if folded is not None:
         return folded[0]
-    ld_shape = static_sizes(matrix_shape(g, LD, "linalg_ldl_solve"), "linalg_ldl_solve")
-    b_shape = static_sizes(matrix_shape(g, B, "linalg_ldl_solve"), "linalg_ldl_solve")
+    symbols: dict[str, Value] = {}
+    ld_shape = matrix_shape(g, LD, "linalg_ldl_solve", symbols=symbols)
+    b_shape = matrix_shape(g, B, "linalg_ldl_solve", symbols=symbols)
     n = square_size(ld_shape, "linalg_ldl_solve")
-    if B.dtype != LD.dtype or not pivots.is_static:
-        raise NotImplementedError("linalg_ldl_solve with mixed dtypes or dynamic pivots")
-    batch = broadcast_batch(g, ld_shape[:-2], list(pivots.shape[:-1]), b_shape[:-2])
+    if B.dtype != LD.dtype or pivots.shape is None:
+        raise NotImplementedError("linalg_ldl_solve with mixed dtypes or pivots of unknown rank")
+    batch = broadcast_batch(g, ld_shape[:-2], sizes(g, pivots, symbols)[:-1], b_shape[:-2])
     count = size_prod(g, batch)
-    codes = reshape(g, g.op("Expand", cast(g, pivots, I64), g.const(batch + [n], dtype=I64)), [count, n])
+    codes = reshape(g, g.op("Expand", cast(g, pivots, I64), g.int_list(batch + [n])), [count, n])
     x = sytrs(g, masked(g, tril_mask(g, n, n, 0), flatten(g, LD, batch, [n, n])), codes,
               flatten(g, B, batch, b_shape[-2:]), count, n, b_shape[-1])
     return reshape(g, x, batch + b_shape[-2:])
