@@ -610,12 +610,22 @@ def t8_coefficients(dtype: torch.dtype) -> tuple[float, ...]:
                                 (857 - 58 * sqrt_177) / 630))
 
 
-def matrix_product(g: GraphBuilder, a: Value, b: Value, n: int) -> Value:
+def matrix_product(g: GraphBuilder, a: Value, b: Value, n: SymInt) -> Value:
     """a @ b for [B, n, n] stacks, rounded as eager's bmm rounds it. Eager multiplies small matrices
     (n^3 < 400) with its own loop, summing the products in index order (baddbmm_cpu_kernel), and leaves
     larger ones to BLAS. MatMul sums in the runtime's own order, and squaring magnifies a difference of
     one rounding beyond float32 tolerances wherever the exponential cancels; so a small product is that
-    loop unrolled, a larger one MatMul, whose order is as much the runtime's as eager's is BLAS's."""
+    loop unrolled, a larger one MatMul, whose order is as much the runtime's as eager's is BLAS's. A
+    symbolic n takes the loop as an ONNX Loop, eager's order at any size."""
+    if not isinstance(n, int):
+        def step(body: GraphBuilder, i: Value, state: list[Value]) -> list[Value]:
+            index = index1(body, body.op("Add", i, body.const(1, dtype=I64)))
+            term = body.op("Mul", body.op("Gather", a, index, axis=2), body.op("Gather", b, index, axis=1))
+            return [body.op("Add", state[0], term)]
+
+        first = g.const([0], dtype=I64)
+        start = g.op("Mul", g.op("Gather", a, first, axis=2), g.op("Gather", b, first, axis=1))
+        return loop(g, size_sub(g, n, 1), [start], step, name="product")[0]
     if n ** 3 >= 400:
         return g.op("MatMul", a, b)
     out = None
@@ -629,7 +639,7 @@ def matrix_product(g: GraphBuilder, a: Value, b: Value, n: int) -> Value:
 class MatrixPowers:
     """A, A^2, A^3, A^6 of a [B, n, n] stack, each made when first asked for, as eager makes them."""
 
-    def __init__(self, g: GraphBuilder, a: Value, n: int) -> None:
+    def __init__(self, g: GraphBuilder, a: Value, n: SymInt) -> None:
         self.g, self.n = g, n
         self.made = {1: a}
 
@@ -640,15 +650,17 @@ class MatrixPowers:
         return self.made[k]
 
 
-def combination(g: GraphBuilder, terms: list[Value | None], coefficients, n: int, dtype: torch.dtype) -> Value:
+def combination(g: GraphBuilder, terms: list[Value | None], coefficients, n: SymInt, dtype: torch.dtype) -> Value:
     """sum_j c_j terms_j, summed in order as eager's _compute_linear_combination; a None term is I. Zero
     coefficients are left out (adding an exact 0 changes nothing)."""
     out = None
     for term, c in zip(terms, coefficients):
         if c == 0:
             continue
-        if term is None:
+        if term is None and isinstance(n, int):
             product = g.const(torch.eye(n, dtype=dtype) * rounded(c, dtype))
+        elif term is None:
+            product = g.op("Mul", eye(g, n, n, dtype), g.const(rounded(c, dtype), dtype=dtype))
         elif c == 1:
             product = term
         else:

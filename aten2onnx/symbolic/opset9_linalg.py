@@ -18,7 +18,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import cast, fill, loop, norm_dims, reshape, scalar_type
+from aten2onnx.symbolic._helpers import SymInt, cast, fill, loop, norm_dims, reshape, scalar_type
 from aten2onnx.symbolic._linalg import (
     I64,
     MEXP_THETAS,
@@ -54,7 +54,6 @@ from aten2onnx.symbolic._linalg import (
     size_prod,
     size_sub,
     sizes,
-    static_sizes,
     solve_results,
     solve_triangular,
     solve_with_lu,
@@ -316,33 +315,45 @@ def aten_linalg_matrix_power(g, self, n):
 @register("aten::linalg_tensorinv.default")
 def aten_linalg_tensorinv(g, self, ind=2):
     """linalg_tensorinv(Tensor self, int ind=2) -> Tensor"""
-    if not self.is_static:
-        raise NotImplementedError("linalg_tensorinv is exported for static shapes only")
-    shape = list(self.shape)
-    front, back = math.prod(shape[:ind]), math.prod(shape[ind:])
+    if self.shape is None:
+        raise NotImplementedError("linalg_tensorinv is exported for inputs of known rank only")
+    shape = sizes(g, self)
+    front, back = size_prod(g, shape[:ind]), size_prod(g, shape[ind:])
     out_shape = shape[ind:] + shape[:ind]
-    if front * back == 0:
+    if is_empty(shape):
         return fill(g, out_shape, 0, self.dtype)
-    return reshape(g, aten_linalg_inv(g, reshape(g, self, [front, back])), out_shape)
+    return reshape(g, aten_linalg_inv(g, square_matrices(g, self, [front, back], self.name)), out_shape)
 
 
 @register("aten::linalg_tensorsolve.default")
 def aten_linalg_tensorsolve(g, self, other, dims=None):
     """linalg_tensorsolve(Tensor self, Tensor other, int[]? dims=None) -> Tensor"""
-    if not self.is_static or not other.is_static:
-        raise NotImplementedError("linalg_tensorsolve is exported for static shapes only")
-    shape, rank = list(self.shape), self.rank
+    if self.shape is None or other.rank is None:
+        raise NotImplementedError("linalg_tensorsolve is exported for inputs of known rank only")
+    shape, rank = sizes(g, self), self.rank
     if dims:
         moved = [d % rank for d in dims]
         perm = [d for d in range(rank) if d not in moved] + moved
+        dims_before = self.shape
         self, shape = g.op("Transpose", self, perm=perm), [shape[d] for d in perm]
-        self.shape = tuple(shape)
+        self.shape = tuple(dims_before[d] for d in perm)
     result_shape = shape[other.rank:]
-    size = math.prod(result_shape)
-    if size == 0:
+    size = size_prod(g, result_shape)
+    if is_empty(result_shape):
         return fill(g, result_shape, 0, self.dtype)
-    x = aten_linalg_solve(g, reshape(g, self, [size, size]), reshape(g, other, [size]))
+    x = aten_linalg_solve(g, square_matrices(g, self, [size, size], self.name),
+                          square_matrices(g, other, [size], self.name))
     return reshape(g, x, result_shape)
+
+
+def square_matrices(g: GraphBuilder, x: Value, shape: list[SymInt], label: str) -> Value:
+    """x reshaped to `shape`, whose sizes are equal by the op's contract, though products of different
+    symbols: the result's shape names each symbolic one `label`_size, so the linalg helpers see the
+    matrix square (and a right-hand side of its size)."""
+    out = reshape(g, x, shape)
+    if not all(isinstance(d, int) for d in shape):
+        out.shape = tuple(d if isinstance(d, int) else f"{label}_size" for d in shape)
+    return out
 
 
 # -- matrix exponential --------------------------------------------------------------------------------------
@@ -357,20 +368,19 @@ def aten_linalg_tensorsolve(g, self, other, dims=None):
 @register("aten::matrix_exp.default", "aten::linalg_matrix_exp.default")
 def aten_matrix_exp(g, self):
     """matrix_exp(Tensor self) -> Tensor"""
-    shape = static_sizes(matrix_shape(g, self, "matrix_exp", dtypes=(torch.float16, torch.bfloat16, torch.float32,
-                                                                      torch.float64)), "matrix_exp")
+    shape = matrix_shape(g, self, "matrix_exp", dtypes=(torch.float16, torch.bfloat16, torch.float32, torch.float64))
     n = square_size(shape, "matrix_exp")
     batch = shape[:-2]
-    if 0 in shape:
+    if is_empty(shape):
         return fill(g, shape, 0, self.dtype)
-    if n == 1:
-        return g.op("Exp", self)  # as eager
-    count = math.prod(batch)
+    if isinstance(n, int) and n == 1:
+        return g.op("Exp", self)  # as eager (a symbolic n of 1 at run time takes the approximants: exp within rounding)
+    count = size_prod(g, batch)
     dtype = torch.float64 if self.dtype == torch.float64 else torch.float32
     thetas = MEXP_THETAS[dtype]
     a = flatten(g, cast(g, self, dtype), batch, [n, n])
     # the 1-norm: the largest column sum of magnitudes
-    col_sums = g.op("MatMul", g.const(torch.ones(1, n, dtype=dtype)), g.op("Abs", a))  # [count, 1, n]
+    col_sums = g.op("MatMul", ones(g, 1, n, dtype), g.op("Abs", a))  # [count, 1, n]
     col_sums = reshape(g, col_sums, [count, n, 1])
     widest = g.op("ArgMax", col_sums, axis=1, keepdims=0)
     norm = gather_rows(g, col_sums, widest, count, n, 1)  # [count, 1, 1]
@@ -390,18 +400,19 @@ def aten_matrix_exp(g, self):
 
     trips = g.op("ReduceMax", squarings, keepdims=0)
     result = loop(g, trips, [mexp_t18(g, powers, dtype)], step, name="squaring")[0]
-    if count == 1:
+    if not isinstance(count, int) or count == 1:
         # eager picks the degree by the norm for a single matrix only (a batch always takes degree 18);
         # degree 18 from theta_12 on, each lower degree up to its theta
         approximants = (mexp_t1, mexp_t2, mexp_t4, mexp_t8, mexp_t12)
-        result = g.op("Where", g.op("Less", norm, g.const(thetas[4], dtype=dtype)),
+        picked = g.op("Where", g.op("Less", norm, g.const(thetas[4], dtype=dtype)),
                       mexp_t12(g, powers, dtype), result)
         for theta, approximant in reversed(list(zip(thetas[:4], approximants))):
-            result = g.op("Where", g.op("Greater", norm, g.const(theta, dtype=dtype)), result,
+            picked = g.op("Where", g.op("Greater", norm, g.const(theta, dtype=dtype)), picked,
                           approximant(g, powers, dtype))
+        single = count == 1 if isinstance(count, int) else g.op("Equal", count, g.const(1, dtype=I64))
+        result = picked if single is True else g.op("Where", single, picked, result)
     # a matrix with a NaN is all NaN, as eager
-    nans = g.op("MatMul", g.op("MatMul", g.const(torch.ones(1, n, dtype=dtype)), cast(g, g.op("IsNaN", a), dtype)),
-                g.const(torch.ones(n, 1, dtype=dtype)))
+    nans = g.op("MatMul", g.op("MatMul", ones(g, 1, n, dtype), cast(g, g.op("IsNaN", a), dtype)), ones(g, n, 1, dtype))
     result = g.op("Where", g.op("Greater", nans, g.const(0, dtype=dtype)), g.const(math.nan, dtype=dtype), result)
     return cast(g, unflatten(g, result, batch, [n, n]), self.dtype)
 
