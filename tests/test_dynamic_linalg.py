@@ -110,6 +110,38 @@ CASES = [
          ({0: BATCH, 1: M, 2: N}, {0: BATCH, 1: N}, {0: BATCH, 1: M, 2: K})),
 ]
 
+def symmetric_indefinite(b, n, m, k):
+    a = torch.randn(b, n, n)
+    return (a + a.mT,)
+
+
+def ldl_factored(b, n, m, k):
+    ld, pivots = LA.ldl_factor(symmetric_indefinite(b, n, m, k)[0])
+    return ld, pivots, torch.randn(b, n, k)
+
+
+def tensor_pair(b, n, m, k):
+    """A [b, n, n, b] tensor, invertible as a [b*n, n*b] matrix, and a right-hand side [b, n]."""
+    return well_conditioned(1, b * n)[0].reshape(b, n, n, b), torch.randn(b, n)
+
+
+CASES += [
+    Case("matrix_exp", torch.matrix_exp, lambda b, n, m, k: (torch.randn(b, n, n) / n,), (SQUARE,)),
+    Case("svdvals", LA.svdvals, general, (RECTANGULAR,)),
+    Case("svdvals_square", LA.svdvals, square, (SQUARE,)),
+    Case("eigvalsh", LA.eigvalsh, symmetric_indefinite, (SQUARE,)),
+    Case("pinv", LA.pinv, general, (RECTANGULAR,)),
+    Case("pinv_hermitian", lambda a: LA.pinv(a, hermitian=True), positive_definite, (SQUARE,)),
+    Case("matrix_rank", LA.matrix_rank, general, (RECTANGULAR,)),
+    Case("cond", LA.cond, square, (SQUARE,)),
+    Case("nuclear_norm", lambda a: LA.matrix_norm(a, "nuc"), general, (RECTANGULAR,)),
+    Case("ldl_factor_ex", LA.ldl_factor_ex, symmetric_indefinite, (SQUARE,)),
+    Case("ldl_solve", LA.ldl_solve, ldl_factored, (SQUARE, {0: BATCH, 1: N}, RHS)),
+    Case("tensorinv", lambda a: LA.tensorinv(a, ind=2), lambda b, n, m, k: tensor_pair(b, n, m, k)[:1],
+         ({0: BATCH, 1: N, 2: N, 3: BATCH},)),
+    Case("tensorsolve", LA.tensorsolve, tensor_pair, ({0: BATCH, 1: N, 2: N, 3: BATCH}, {0: BATCH, 1: N})),
+]
+
 # The example sizes and a second set, every symbolic size different: (batch, n, m, k).
 EXAMPLE, OTHER = (2, 3, 5, 2), (3, 4, 6, 3)
 
