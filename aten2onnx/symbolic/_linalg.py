@@ -1,6 +1,7 @@
 """The linear-algebra algorithms the opset-9 linalg handlers (opset9_linalg.py) are built from, written in
 ONNX ops: LU with partial pivoting, triangular solves, Householder QR, the matrix exponential's Pade
-tables, one-sided Jacobi SVD, symmetric eigendecomposition, Bunch-Kaufman LDL^T. No handlers here."""
+tables, one-sided Jacobi SVD, symmetric eigendecomposition, Bunch-Kaufman LDL^T. No handlers here.
+Sizes are SymInts: an int where static (constants, as before), else a 0-d int64 value read from Shape."""
 
 from __future__ import annotations
 
@@ -31,13 +32,6 @@ def matrix_shape(g: GraphBuilder, x: Value, what: str, *, dtypes=FLOAT_DTYPES,
     if len(x.shape) < 2:
         raise NotImplementedError(f"{what} takes matrices; got rank {len(x.shape)}")
     return sizes(g, x, symbols)
-
-
-def static_sizes(shape: list[SymInt], what: str) -> list[int]:
-    """The shape of an algorithm written for static sizes only (its loop bounds or tables are Python's)."""
-    if not all(isinstance(d, int) for d in shape):
-        raise NotImplementedError(f"{what} is exported for static matrix and batch sizes only")
-    return shape
 
 
 def sizes(g: GraphBuilder, x: Value, symbols: dict[str, Value] | None = None) -> list[SymInt]:

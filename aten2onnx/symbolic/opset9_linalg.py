@@ -1,9 +1,10 @@
-"""Opset-9 base, linear algebra: factorizations, solves, inverses and matrix functions written as fixed-size elimination on static shapes.
+"""Opset-9 base, linear algebra: factorizations, solves, inverses and matrix functions written as elimination loops.
 
 ONNX has no factorization ops, so each algorithm is an ONNX Loop over the columns (or rows) of a
-stack of static-size matrices flattened to [B, m, n]: one iteration is a handful of vectorized row
-operations, Gather/Where with masks built from the iteration number, so the node count does not grow
-with the matrix size. LU (getrf), Cholesky (potrf), Householder QR (geqrf/orgqr/ormqr) and
+stack of matrices flattened to [B, m, n]: one iteration is a handful of vectorized row operations,
+Gather/Where with masks built from the iteration number, so the node count does not grow with the
+matrix size. Batch and matrix sizes may be symbolic: they are then read from Shape and the masks and
+index ranges built with Range (opset 11), where a static export has constants. LU (getrf), Cholesky (potrf), Householder QR (geqrf/orgqr/ormqr) and
 Bunch-Kaufman LDL^T (sytrf/sytrs) follow LAPACK's pivoting and sign conventions, so factors, pivots
 and info are eager's, not merely equivalent ones. Eigenvalues and singular values, whose values do not
 depend on the algorithm, come from cyclic Jacobi. Empty inputs have shape-only results, folded.
