@@ -142,8 +142,9 @@ CASES += [
     Case("tensorsolve", LA.tensorsolve, tensor_pair, ({0: BATCH, 1: N, 2: N, 3: BATCH}, {0: BATCH, 1: N})),
 ]
 
-# The example sizes and a second set, every symbolic size different: (batch, n, m, k).
-EXAMPLE, OTHER = (2, 3, 5, 2), (3, 4, 6, 3)
+# The example sizes, and others with every symbolic size different: (batch, n, m, k); n odd and even,
+# m above and below n.
+EXAMPLE, OTHERS = (2, 3, 5, 2), [(3, 4, 6, 3), (2, 5, 3, 4)]
 
 
 def export(case: Case, args: tuple, opset: int):
@@ -154,16 +155,17 @@ def export(case: Case, args: tuple, opset: int):
 
 @pytest.mark.parametrize("opset", [13, 18])
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_symbolic_sizes_are_native_and_right_on_another_size(case, opset):
+def test_symbolic_sizes_are_native_and_right_on_other_sizes(case, opset):
     torch.manual_seed(0)
     exported = export(case, case.make(*EXAMPLE), opset)
-    args = case.make(*OTHER)
-    with torch.no_grad():
-        expected = flat_tensors(case.fn(*args))
-    ours = flat_tensors(exported.run(*args))
-    theirs = [torch.as_tensor(x) for x in run_ort(exported.model_proto, dict(zip(exported.input_names, args)))]
-    assert len(ours) == len(theirs) == len(expected)
-    for want, got_ours, got_ort in zip(expected, ours, theirs):
-        rtol, atol = TOL.get(want.dtype, (0, 0))
-        torch.testing.assert_close(got_ours, want, rtol=rtol, atol=atol)
-        torch.testing.assert_close(got_ort, want, rtol=rtol, atol=atol)
+    for sizes in OTHERS:
+        args = case.make(*sizes)
+        with torch.no_grad():
+            expected = flat_tensors(case.fn(*args))
+        ours = flat_tensors(exported.run(*args))
+        theirs = [torch.as_tensor(x) for x in run_ort(exported.model_proto, dict(zip(exported.input_names, args)))]
+        assert len(ours) == len(theirs) == len(expected)
+        for want, got_ours, got_ort in zip(expected, ours, theirs):
+            rtol, atol = TOL.get(want.dtype, (0, 0))
+            torch.testing.assert_close(got_ours, want, rtol=rtol, atol=atol)
+            torch.testing.assert_close(got_ort, want, rtol=rtol, atol=atol)
