@@ -86,8 +86,10 @@ def size_sub(g: GraphBuilder, a: SymInt, b: SymInt) -> SymInt:
 def size_mul(g: GraphBuilder, a: SymInt, b: SymInt) -> SymInt:
     if isinstance(a, int) and isinstance(b, int):
         return a * b
-    if a == 1 or b == 1:
-        return b if a == 1 else a
+    if isinstance(a, int) and a == 1:
+        return b
+    if isinstance(b, int) and b == 1:
+        return a
     return g.op("Mul", as_i64(g, a), as_i64(g, b))
 
 
@@ -117,7 +119,8 @@ def size_max(g: GraphBuilder, a: SymInt, b: SymInt) -> SymInt:
 
 
 def is_empty(shape: list[SymInt]) -> bool:
-    """A symbolic size is never 0 (torch.export specializes 0 and 1)."""
+    """Whether a static size is 0, so the results are shape-only. A symbolic size is taken as nonzero:
+    torch.export specializes an example size of 0 unless told otherwise."""
     return any(isinstance(d, int) and d == 0 for d in shape)
 
 
@@ -130,8 +133,8 @@ def broadcast_batch(g: GraphBuilder, *batches: list[SymInt]) -> list[SymInt]:
         dims = [b[i - rank + len(b)] for b in batches if i - rank + len(b) >= 0]
         known = [d for d in dims if not (isinstance(d, int) and d == 1)]
         size: SymInt = 1
-        for d in known:  # broadcasting sizes are 1 or equal: the largest
-            size = d if size == 1 else size_max(g, size, d)
+        for d in known:  # broadcasting sizes are 1 or equal: the largest (where none is 0)
+            size = d if isinstance(size, int) and size == 1 else size_max(g, size, d)
         out.append(size)
     return out
 
