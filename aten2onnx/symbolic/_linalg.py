@@ -1,6 +1,7 @@
 """The linear-algebra algorithms the opset-9 linalg handlers (opset9_linalg.py) are built from, written in
 ONNX ops: LU with partial pivoting, triangular solves, Householder QR, the matrix exponential's Pade
-tables, one-sided Jacobi SVD, symmetric eigendecomposition, Bunch-Kaufman LDL^T. No handlers here."""
+tables, one-sided Jacobi SVD, symmetric eigendecomposition, Bunch-Kaufman LDL^T. No handlers here.
+Sizes are SymInts: an int where static (constants, as before), else a 0-d int64 value read from Shape."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import cast, fill, loop, reshape
+from aten2onnx.symbolic._helpers import SymInt, cast, dim_size, fill, loop, reshape
 from aten2onnx.symbolic.opset9_math import is_zero
 
 I64 = torch.int64
@@ -20,35 +21,137 @@ I64 = torch.int64
 FLOAT_DTYPES = (torch.float32, torch.float64)
 
 
-def matrix_shape(x: Value, what: str, *, dtypes=FLOAT_DTYPES) -> list[int]:
-    """The static shape of a stack of matrices, after checking what the algorithms below take."""
+def matrix_shape(g: GraphBuilder, x: Value, what: str, *, dtypes=FLOAT_DTYPES,
+                 symbols: dict[str, Value] | None = None) -> list[SymInt]:
+    """The shape of a stack of matrices, after checking what the algorithms below take: an int per static
+    dim, a 0-d int64 graph value per symbolic one (see `sizes`)."""
     if x.dtype not in dtypes:
         raise NotImplementedError(f"{what} of {x.dtype} is exported for {', '.join(map(str, dtypes))} only")
-    if not x.is_static:
-        raise NotImplementedError(f"{what} is exported for static matrix and batch sizes only")
+    if x.shape is None:
+        raise NotImplementedError(f"{what} is exported for inputs of known rank only")
     if len(x.shape) < 2:
         raise NotImplementedError(f"{what} takes matrices; got rank {len(x.shape)}")
-    return list(x.shape)
+    return sizes(g, x, symbols)
 
 
-def square_size(shape: list[int], what: str) -> int:
-    if shape[-1] != shape[-2]:
+def sizes(g: GraphBuilder, x: Value, symbols: dict[str, Value] | None = None) -> list[SymInt]:
+    """x's dims: ints where static, else read from its Shape, once per symbol: dims sharing a symbol
+    share the value, so `same_size` sees a square matrix, or two operands' equal sizes where the same
+    `symbols` (symbol -> value, filled here) is passed for both."""
+    by_symbol = {} if symbols is None else symbols
+    out: list[SymInt] = []
+    for i, d in enumerate(x.shape):
+        if isinstance(d, int):
+            out.append(d)
+        elif isinstance(d, str) and d in by_symbol:
+            out.append(by_symbol[d])
+        else:
+            out.append(dim_size(g, x, i))
+            if isinstance(d, str):
+                by_symbol[d] = out[-1]
+    return out
+
+
+def same_size(a: SymInt, b: SymInt) -> bool:
+    """Whether two sizes are known equal when the graph is built."""
+    return a is b or (isinstance(a, int) and isinstance(b, int) and a == b)
+
+
+def square_size(shape: list[SymInt], what: str) -> SymInt:
+    if not same_size(shape[-1], shape[-2]):
         raise NotImplementedError(f"{what} takes square matrices; got {shape[-2]}x{shape[-1]}")
     return shape[-1]
 
 
-def broadcast_batch(*batches: list[int]) -> list[int]:
-    return list(torch.broadcast_shapes(*map(tuple, batches)))
+# -- sizes that are ints when static and graph values (0-d int64) when symbolic: static exports stay
+#    constants, dynamic ones compute the size from Shape -----------------------------------------------
 
 
-def flatten(g: GraphBuilder, x: Value, batch: list[int], tail: list[int]) -> Value:
+def as_i64(g: GraphBuilder, a: SymInt) -> Value:
+    return g.const(a, dtype=I64) if isinstance(a, int) else a
+
+
+def size_add(g: GraphBuilder, a: SymInt, b: SymInt) -> SymInt:
+    if isinstance(a, int) and isinstance(b, int):
+        return a + b
+    return g.op("Add", as_i64(g, a), as_i64(g, b))
+
+
+def size_sub(g: GraphBuilder, a: SymInt, b: SymInt) -> SymInt:
+    if isinstance(a, int) and isinstance(b, int):
+        return a - b
+    return g.op("Sub", as_i64(g, a), as_i64(g, b))
+
+
+def size_mul(g: GraphBuilder, a: SymInt, b: SymInt) -> SymInt:
+    if isinstance(a, int) and isinstance(b, int):
+        return a * b
+    if isinstance(a, int) and a == 1:
+        return b
+    if isinstance(b, int) and b == 1:
+        return a
+    return g.op("Mul", as_i64(g, a), as_i64(g, b))
+
+
+def size_prod(g: GraphBuilder, dims: list[SymInt]) -> SymInt:
+    out: SymInt = 1
+    for d in dims:
+        out = size_mul(g, out, d)
+    return out
+
+
+def size_min(g: GraphBuilder, a: SymInt, b: SymInt) -> SymInt:
+    if isinstance(a, int) and isinstance(b, int):
+        return min(a, b)
+    if same_size(a, b):
+        return a
+    a, b = as_i64(g, a), as_i64(g, b)
+    return g.op("Where", g.op("Less", a, b), a, b)  # (Min takes integers from opset 12 only)
+
+
+def size_max(g: GraphBuilder, a: SymInt, b: SymInt) -> SymInt:
+    if isinstance(a, int) and isinstance(b, int):
+        return max(a, b)
+    if same_size(a, b):
+        return a
+    a, b = as_i64(g, a), as_i64(g, b)
+    return g.op("Where", g.op("Less", a, b), b, a)
+
+
+def is_empty(shape: list[SymInt]) -> bool:
+    """Whether a static size is 0, so the results are shape-only. A symbolic size is taken as nonzero:
+    torch.export specializes an example size of 0 unless told otherwise."""
+    return any(isinstance(d, int) and d == 0 for d in shape)
+
+
+def broadcast_batch(g: GraphBuilder, *batches: list[SymInt]) -> list[SymInt]:
+    if all(isinstance(d, int) for batch in batches for d in batch):
+        return list(torch.broadcast_shapes(*map(tuple, batches)))
+    rank = max(len(b) for b in batches)
+    out: list[SymInt] = []
+    for i in range(rank):
+        dims = [b[i - rank + len(b)] for b in batches if i - rank + len(b) >= 0]
+        known = [d for d in dims if not (isinstance(d, int) and d == 1)]
+        size: SymInt = 1
+        for d in known:  # broadcasting sizes are 1 or equal: the largest (where none is 0)
+            size = d if isinstance(size, int) and size == 1 else size_max(g, size, d)
+        out.append(size)
+    return out
+
+
+def same_sizes(a: list[SymInt], b: list[SymInt]) -> bool:
+    return len(a) == len(b) and all(same_size(x, y) for x, y in zip(a, b))
+
+
+def flatten(g: GraphBuilder, x: Value, batch: list[SymInt], tail: list[SymInt]) -> Value:
     """x (a batch broadcastable to `batch`, then `tail`) as [prod(batch), *tail]; no dim may be 0."""
-    if list(x.shape[:len(x.shape) - len(tail)]) != batch:
-        x = g.op("Expand", x, g.const(batch + tail, dtype=I64))
-    return reshape(g, x, [math.prod(batch), *tail])
+    own = None if x.shape is None else list(x.shape[:x.rank - len(tail)])
+    if own is None or not (all(isinstance(d, int) for d in own) and same_sizes(own, batch)):  # Expand to be sure
+        x = g.op("Expand", x, g.int_list(batch + tail))
+    return reshape(g, x, [size_prod(g, batch), *tail])
 
 
-def unflatten(g: GraphBuilder, x: Value, batch: list[int], tail: list[int]) -> Value:
+def unflatten(g: GraphBuilder, x: Value, batch: list[SymInt], tail: list[SymInt]) -> Value:
     return reshape(g, x, batch + tail)
 
 
@@ -85,19 +188,33 @@ def index1(g: GraphBuilder, i: Value) -> Value:
     return reshape(g, i, [1])
 
 
-def arange_col(g: GraphBuilder, n: int) -> Value:
-    return g.const(torch.arange(n).reshape(n, 1))
+def arange(g: GraphBuilder, n: SymInt) -> Value:
+    """0..n-1 as int64: a constant, or Range on a symbolic size."""
+    if isinstance(n, int):
+        return g.const(torch.arange(n))
+    return g.op("Range", g.const(0, dtype=I64), n, g.const(1, dtype=I64))
 
 
-def arange_row(g: GraphBuilder, n: int) -> Value:
-    return g.const(torch.arange(n).reshape(1, n))
+def arange_col(g: GraphBuilder, n: SymInt) -> Value:
+    return g.const(torch.arange(n).reshape(n, 1)) if isinstance(n, int) else reshape(g, arange(g, n), [n, 1])
 
 
-def gather_rows(g: GraphBuilder, x: Value, index: Value, batch: int, rows: int, cols: int) -> Value:
+def arange_row(g: GraphBuilder, n: SymInt) -> Value:
+    return g.const(torch.arange(n).reshape(1, n)) if isinstance(n, int) else reshape(g, arange(g, n), [1, n])
+
+
+def row_offsets(g: GraphBuilder, batch: SymInt, rows: SymInt) -> Value:
+    """[batch, 1] int64: the first row of each matrix of a [batch, rows, ...] stack flattened to rows."""
+    if isinstance(batch, int) and isinstance(rows, int):
+        return g.const((torch.arange(batch) * rows).reshape(batch, 1))
+    return g.op("Mul", arange_col(g, batch), as_i64(g, rows))
+
+
+def gather_rows(g: GraphBuilder, x: Value, index: Value, batch: SymInt, rows: SymInt, cols: SymInt) -> Value:
     """x[b, index[b, r], :] of a [batch, rows, cols] stack, index [batch, r] int64: [batch, r, cols]. One
     Gather on the flattened rows (GatherElements would need opset 11)."""
-    offsets = g.const((torch.arange(batch) * rows).reshape(batch, 1))
-    return g.op("Gather", reshape(g, x, [batch * rows, cols]), g.op("Add", index, offsets), axis=0)
+    offsets = row_offsets(g, batch, rows)
+    return g.op("Gather", reshape(g, x, [size_mul(g, batch, rows), cols]), g.op("Add", index, offsets), axis=0)
 
 
 def first_failure(g: GraphBuilder, info: Value, failed: Value, k: Value) -> Value:
@@ -110,7 +227,12 @@ def is_zero_int(g: GraphBuilder, x: Value) -> Value:
     return g.op("Equal", x, g.const(0, dtype=x.dtype))
 
 
-def lu_loop(g: GraphBuilder, a: Value, batch: int, m: int, n: int, *, pivot: bool) -> tuple[Value, Value, Value]:
+def first_indices(g: GraphBuilder, k: SymInt) -> Value:
+    """[k] int64 0..k-1, for Gather of the first k rows or columns."""
+    return g.const(list(range(k)), dtype=I64) if isinstance(k, int) else arange(g, k)
+
+
+def lu_loop(g: GraphBuilder, a: Value, batch: SymInt, m: SymInt, n: SymInt, *, pivot: bool) -> tuple[Value, Value, Value]:
     """LAPACK getrf on a [batch, m, n] stack: (packed L\\U, zero-based pivots [batch, min(m, n)] int64,
     info [batch] int64: the first 1-based column whose pivot is exactly zero, else 0). Column k swaps
     in the row of largest magnitude at or below k (the first on ties), scales the column below the
@@ -132,7 +254,7 @@ def lu_loop(g: GraphBuilder, a: Value, batch: int, m: int, n: int, *, pivot: boo
             p = reshape(body, p, [batch])
         else:
             row_p = body.op("Gather", lu, k1, axis=1)
-            p = body.op("Expand", k, body.const([batch], dtype=I64))
+            p = body.op("Expand", k, body.int_list([batch]))
         col = body.op("Gather", lu, k1, axis=2)
         d = body.op("Gather", row_p, k1, axis=2)  # [batch, 1, 1]
         singular = is_zero(body, d)
@@ -143,9 +265,13 @@ def lu_loop(g: GraphBuilder, a: Value, batch: int, m: int, n: int, *, pivot: boo
         lu = body.op("Where", body.op("And", below, body.op("Equal", cols, k)), l, lu)
         return [lu, first_failure(body, info, singular, k), p]
 
-    info0 = g.const(torch.zeros(batch, dtype=I64))
-    lu, info, pivots = loop(g, min(m, n), [a, info0], step, name="lu", scan_outputs=1)
+    lu, info, pivots = loop(g, size_min(g, m, n), [a, zeros(g, batch)], step, name="lu", scan_outputs=1)
     return lu, g.op("Transpose", pivots, perm=[1, 0]), info
+
+
+def zeros(g: GraphBuilder, batch: SymInt) -> Value:
+    """[batch] int64 zeros: a fresh info or counter per matrix."""
+    return g.const(torch.zeros(batch, dtype=I64)) if isinstance(batch, int) else fill(g, [batch], 0, I64)
 
 
 def zero_based(g: GraphBuilder, pivots: Value) -> Value:
@@ -153,59 +279,78 @@ def zero_based(g: GraphBuilder, pivots: Value) -> Value:
     return g.op("Sub", cast(g, pivots, I64), g.const(1, dtype=I64))
 
 
-def permutation(g: GraphBuilder, pivots: Value, batch: int, m: int, k: int) -> Value:
+def permutation(g: GraphBuilder, pivots: Value, batch: SymInt, m: SymInt, k: SymInt) -> Value:
     """perm [batch, m] int64 with (P^T A)[i] = A[perm[i]]: the swaps i <-> pivots[i] (zero-based, [batch, k])
     applied in order to 0..m-1, as LAPACK's laswp applies them."""
     idx = arange_row(g, m)
-    start = g.const(torch.arange(m).repeat(batch, 1))
-    offsets = g.const((torch.arange(batch) * m).reshape(batch, 1))
+    if isinstance(batch, int) and isinstance(m, int):
+        start = g.const(torch.arange(m).repeat(batch, 1))
+    else:
+        start = g.op("Expand", idx, g.int_list([batch, m]))
+    offsets = row_offsets(g, batch, m)
 
     def step(body: GraphBuilder, i: Value, state: list[Value]) -> list[Value]:
         (perm,) = state
         i1 = index1(body, i)
         p = body.op("Gather", pivots, i1, axis=1)  # [batch, 1]
         at_i = body.op("Gather", perm, i1, axis=1)
-        at_p = body.op("Gather", reshape(body, perm, [batch * m]), body.op("Add", p, offsets), axis=0)
+        at_p = body.op("Gather", reshape(body, perm, [size_mul(body, batch, m)]), body.op("Add", p, offsets), axis=0)
         swapped = body.op("Where", body.op("Equal", idx, p), at_i, perm)
         return [body.op("Where", body.op("Equal", idx, i), at_p, swapped)]
 
     return loop(g, k, [start], step, name="laswp")[0]
 
 
-def inverse_permutation(g: GraphBuilder, perm: Value, batch: int, m: int) -> Value:
+def inverse_permutation(g: GraphBuilder, perm: Value, batch: SymInt, m: SymInt) -> Value:
     """inv [batch, m] with inv[perm[i]] = i: the position of each row in perm (ArgMax of a one-hot)."""
     onehot = g.op("Equal", reshape(g, perm, [batch, 1, m]), arange_col(g, m))  # [batch, m(value), m(position)]
     return g.op("ArgMax", cast(g, onehot, torch.float32), axis=2, keepdims=0)
 
 
-def permutation_matrix(g: GraphBuilder, perm: Value, batch: int, m: int, dtype: torch.dtype) -> Value:
+def permutation_matrix(g: GraphBuilder, perm: Value, batch: SymInt, m: SymInt, dtype: torch.dtype) -> Value:
     """P with A = P (P^T A): P[r, c] = (perm[c] == r)."""
     return cast(g, g.op("Equal", arange_col(g, m), reshape(g, perm, [batch, 1, m])), dtype)
 
 
-def tril_mask(g: GraphBuilder, m: int, n: int, diagonal: int) -> Value:
-    return g.const(torch.ones(m, n, dtype=torch.bool).tril(diagonal))
+def tril_mask(g: GraphBuilder, m: SymInt, n: SymInt, diagonal: int) -> Value:
+    """[m, n] bool: the entries on or below the diagonal'th diagonal (col - row <= diagonal)."""
+    if isinstance(m, int) and isinstance(n, int):
+        return g.const(torch.ones(m, n, dtype=torch.bool).tril(diagonal))
+    offset = g.op("Sub", arange_row(g, n), arange_col(g, m))
+    return g.op("Not", g.op("Greater", offset, g.const(diagonal, dtype=I64)))
 
 
-def triu_mask(g: GraphBuilder, m: int, n: int, diagonal: int) -> Value:
-    return g.const(torch.ones(m, n, dtype=torch.bool).triu(diagonal))
+def triu_mask(g: GraphBuilder, m: SymInt, n: SymInt, diagonal: int) -> Value:
+    """[m, n] bool: the entries on or above the diagonal'th diagonal (col - row >= diagonal)."""
+    if isinstance(m, int) and isinstance(n, int):
+        return g.const(torch.ones(m, n, dtype=torch.bool).triu(diagonal))
+    offset = g.op("Sub", arange_row(g, n), arange_col(g, m))
+    return g.op("Not", g.op("Less", offset, g.const(diagonal, dtype=I64)))
+
+
+def eye(g: GraphBuilder, m: SymInt, n: SymInt, dtype: torch.dtype) -> Value:
+    """The [m, n] identity."""
+    if isinstance(m, int) and isinstance(n, int):
+        return g.const(torch.eye(m, n, dtype=dtype))
+    return cast(g, g.op("Equal", arange_col(g, m), arange_row(g, n)), dtype)
 
 
 def masked(g: GraphBuilder, mask: Value, x: Value) -> Value:
     return g.op("Where", mask, x, g.const(0, dtype=x.dtype))
 
 
-def tri_solve(g: GraphBuilder, t: Value, rhs: Value, batch: int, n: int, k: int, *, lower: bool,
+def tri_solve(g: GraphBuilder, t: Value, rhs: Value, batch: SymInt, n: SymInt, k: SymInt, *, lower: bool,
               unit: bool) -> Value:
     """X with T X = rhs for [batch, n, n] triangular T (only its `lower` or upper triangle read; a unit
     diagonal assumed when `unit`) and rhs [batch, n, k]: substitution one row per iteration, forward
     for lower, backward for upper."""
     strict = masked(g, tril_mask(g, n, n, -1) if lower else triu_mask(g, n, n, 1), t)
     rows = arange_col(g, n)
+    last = as_i64(g, size_sub(g, n, 1))
 
     def step(body: GraphBuilder, i: Value, state: list[Value]) -> list[Value]:
         (x,) = state
-        r = i if lower else body.op("Sub", body.const(n - 1, dtype=I64), i)
+        r = i if lower else body.op("Sub", last, i)
         r1 = index1(body, r)
         # unsolved rows of x are still zero, so the product reads solved ones only
         xr = body.op("Sub", body.op("Gather", rhs, r1, axis=1),
@@ -217,7 +362,7 @@ def tri_solve(g: GraphBuilder, t: Value, rhs: Value, batch: int, n: int, k: int,
     return loop(g, n, [fill(g, [batch, n, k], 0, rhs.dtype)], step, name="trsm")[0]
 
 
-def lu_solve(g: GraphBuilder, lu: Value, perm: Value, rhs: Value, batch: int, n: int, k: int, *,
+def lu_solve(g: GraphBuilder, lu: Value, perm: Value, rhs: Value, batch: SymInt, n: SymInt, k: SymInt, *,
              adjoint: bool) -> Value:
     """X with A X = rhs (A^H X = rhs when `adjoint`), A = P L U given as packed L\\U and perm."""
     if not adjoint:
@@ -230,11 +375,11 @@ def lu_solve(g: GraphBuilder, lu: Value, perm: Value, rhs: Value, batch: int, n:
     return gather_rows(g, y, inverse_permutation(g, perm, batch, n), batch, n, k)
 
 
-def identity(g: GraphBuilder, batch: int, n: int, dtype: torch.dtype) -> Value:
-    return g.op("Expand", g.const(torch.eye(n, dtype=dtype)), g.const([batch, n, n], dtype=I64))
+def identity(g: GraphBuilder, batch: SymInt, n: SymInt, dtype: torch.dtype) -> Value:
+    return g.op("Expand", eye(g, n, n, dtype), g.int_list([batch, n, n]))
 
 
-def factor_and_solve(g: GraphBuilder, a: Value, rhs: Value, batch: int, n: int, k: int, *,
+def factor_and_solve(g: GraphBuilder, a: Value, rhs: Value, batch: SymInt, n: SymInt, k: SymInt, *,
                      adjoint: bool = False) -> tuple[Value, Value, Value, Value]:
     """LU-factor A and solve: (X, LU, zero-based pivots, info) on flattened stacks."""
     lu, pivots, info = lu_loop(g, a, batch, n, n, pivot=True)
@@ -244,15 +389,15 @@ def factor_and_solve(g: GraphBuilder, a: Value, rhs: Value, batch: int, n: int, 
 
 def inverse(g: GraphBuilder, A: Value, what: str) -> tuple[Value, Value]:
     """(inverse, info int32) of a stack of square matrices, as linalg_inv_ex: solve(A, I)."""
-    shape = matrix_shape(A, what)
+    shape = matrix_shape(g, A, what)
     n = square_size(shape, what)
     batch = shape[:-2]
-    b = math.prod(batch)
+    b = size_prod(g, batch)
     x, _, _, info = factor_and_solve(g, flatten(g, A, batch, [n, n]), identity(g, b, n, A.dtype), b, n, n)
     return unflatten(g, x, batch, [n, n]), reshape(g, cast(g, info, torch.int32), batch)
 
 
-def cholesky_loop(g: GraphBuilder, a: Value, batch: int, n: int) -> tuple[Value, Value]:
+def cholesky_loop(g: GraphBuilder, a: Value, batch: SymInt, n: SymInt) -> tuple[Value, Value]:
     """LAPACK potrf (lower) on a [batch, n, n] stack, reading its lower triangle: (L, info [batch] int64).
     A column whose diagonal is not positive (or NaN) stops the factorization, as potrf does: it keeps
     that diagonal before the square root, and the columns after it keep A's values."""
@@ -276,48 +421,50 @@ def cholesky_loop(g: GraphBuilder, a: Value, batch: int, n: int) -> tuple[Value,
         return [l, first_failure(body, info, body.op("Not", ok), j)]
 
     start = masked(g, tril_mask(g, n, n, 0), a)
-    return loop(g, n, [start, g.const(torch.zeros(batch, dtype=I64))], step, name="potrf")
+    return loop(g, n, [start, zeros(g, batch)], step, name="potrf")
 
 
 def cholesky(g: GraphBuilder, self: Value, upper: bool, what: str) -> tuple[Value, Value]:
     """(L, or U = L^H when `upper`, reading that triangle; info int32)."""
-    shape = matrix_shape(self, what)
+    shape = matrix_shape(g, self, what)
     n = square_size(shape, what)
     batch = shape[:-2]
-    b = math.prod(batch)
+    b = size_prod(g, batch)
     a = flatten(g, self, batch, [n, n])
     l, info = cholesky_loop(g, transposed(g, a) if upper else a, b, n)
     return unflatten(g, transposed(g, l) if upper else l, batch, [n, n]), reshape(g, cast(g, info, torch.int32), batch)
 
 
-def cholesky_solve(g: GraphBuilder, rhs: Value, factor: Value, upper: bool, batch: int, n: int, k: int) -> Value:
+def cholesky_solve(g: GraphBuilder, rhs: Value, factor: Value, upper: bool, batch: SymInt, n: SymInt,
+                   k: SymInt) -> Value:
     """X with (L L^H) X = rhs, or (U^H U) X = rhs when `upper`: two triangular solves."""
     lower = transposed(g, factor) if upper else factor
     y = tri_solve(g, lower, rhs, batch, n, k, lower=True, unit=False)
     return tri_solve(g, transposed(g, lower), y, batch, n, k, lower=False, unit=False)
 
 
-def is_vector_rhs(A: list[int], B: list[int]) -> bool:
+def is_vector_rhs(A: list[SymInt], B: list[SymInt]) -> bool:
     """linalg.solve's rule: B is a (batch of) vector(s) when 1-D, or of A's shape less the last dim."""
-    return len(B) == 1 or (len(A) - 1 == len(B) and B == A[:-1])
+    return len(B) == 1 or (len(A) - 1 == len(B) and same_sizes(B, A[:-1]))
 
 
 def solve(g: GraphBuilder, A: Value, B: Value, left: bool, what: str) -> tuple[Value, Value, Value, Value]:
     """linalg.solve as _linalg_solve_ex: (X, LU, pivots int32, info int32). X A = B (left=False) is
     A^H X^H = B^H, solved with A's own factors as eager does."""
-    a_shape = matrix_shape(A, what)
+    symbols: dict[str, Value] = {}
+    a_shape = matrix_shape(g, A, what, symbols=symbols)
     n = square_size(a_shape, what)
-    if B.dtype != A.dtype or not B.is_static:
-        raise NotImplementedError(f"{what} of {A.dtype} and {B.dtype}, or of a dynamic shape")
-    b_shape = list(B.shape)
+    if B.dtype != A.dtype or B.shape is None:
+        raise NotImplementedError(f"{what} of {A.dtype} and {B.dtype}, or of unknown rank")
+    b_shape = sizes(g, B, symbols)
     vector = is_vector_rhs(a_shape, b_shape)
     b_batch, b_tail = (b_shape[:-1], [n, 1]) if vector else (b_shape[:-2], b_shape[-2:])
     # A is factored in its own batch (LU, pivots and info have its batch shape), then broadcast with B's
-    a_batch, batch = a_shape[:-2], broadcast_batch(a_shape[:-2], b_batch)
-    a_count, count = math.prod(a_batch), math.prod(batch)
+    a_batch, batch = a_shape[:-2], broadcast_batch(g, a_shape[:-2], b_batch)
+    a_count, count = size_prod(g, a_batch), size_prod(g, batch)
     lu, pivots, info = lu_loop(g, flatten(g, A, a_batch, [n, n]), a_count, n, n, pivot=True)
     out_shape = batch + ([n] if vector else b_shape[-2:])
-    if 0 in out_shape:
+    if is_empty(out_shape):
         x = fill(g, out_shape, 0, A.dtype)
     else:
         rhs = flatten(g, reshape(g, B, b_batch + b_tail) if vector else B, batch, b_tail)
@@ -331,9 +478,9 @@ def solve(g: GraphBuilder, A: Value, B: Value, left: bool, what: str) -> tuple[V
             reshape(g, cast(g, info, torch.int32), a_batch))
 
 
-def rebatch(g: GraphBuilder, x: Value, batch: list[int], to: list[int], tail: list[int]) -> Value:
+def rebatch(g: GraphBuilder, x: Value, batch: list[SymInt], to: list[SymInt], tail: list[SymInt]) -> Value:
     """A flattened stack of `batch` broadcast to a flattened stack of `to`."""
-    return x if batch == to else flatten(g, unflatten(g, x, batch, tail), to, tail)
+    return x if same_sizes(batch, to) else flatten(g, unflatten(g, x, batch, tail), to, tail)
 
 
 def solve_results(g: GraphBuilder, A: Value, B: Value, left: bool, what: str) -> tuple[Value, Value, Value, Value]:
@@ -343,11 +490,11 @@ def solve_results(g: GraphBuilder, A: Value, B: Value, left: bool, what: str) ->
 
 def lu_factor(g: GraphBuilder, A: Value, pivot: bool, what: str) -> tuple[Value, Value, Value]:
     """(LU, 1-based int32 pivots, int32 info) as linalg_lu_factor_ex."""
-    shape = matrix_shape(A, what)
+    shape = matrix_shape(g, A, what)
     batch, (m, n) = shape[:-2], shape[-2:]
-    b = math.prod(batch)
+    b = size_prod(g, batch)
     lu, pivots, info = lu_loop(g, flatten(g, A, batch, [m, n]), b, m, n, pivot=pivot)
-    return (unflatten(g, lu, batch, [m, n]), reshape(g, one_based(g, pivots), batch + [min(m, n)]),
+    return (unflatten(g, lu, batch, [m, n]), reshape(g, one_based(g, pivots), batch + [size_min(g, m, n)]),
             reshape(g, cast(g, info, torch.int32), batch))
 
 
@@ -360,46 +507,48 @@ def lu_factor_results(g: GraphBuilder, A: Value, pivot: bool, what: str) -> tupl
     return tuple(folded) if folded is not None else lu_factor(g, A, pivot, what)
 
 
-def unpack_lu(g: GraphBuilder, lu: Value, batch: int, m: int, n: int) -> tuple[Value, Value]:
+def unpack_lu(g: GraphBuilder, lu: Value, batch: SymInt, m: SymInt, n: SymInt) -> tuple[Value, Value]:
     """(L [batch, m, k] with its unit diagonal, U [batch, k, n]) from packed factors, k = min(m, n)."""
-    k = min(m, n)
-    first = g.const(list(range(k)), dtype=I64)
-    l = g.op("Where", tril_mask(g, m, k, -1), g.op("Gather", lu, first, axis=2), g.const(torch.eye(m, k, dtype=lu.dtype)))
+    k = size_min(g, m, n)
+    first = first_indices(g, k)
+    l = g.op("Where", tril_mask(g, m, k, -1), g.op("Gather", lu, first, axis=2), eye(g, m, k, lu.dtype))
     u = masked(g, triu_mask(g, k, n, 0), g.op("Gather", lu, first, axis=1))
     return l, u
 
 
 def solve_with_lu(g: GraphBuilder, LU: Value, pivots: Value, B: Value, left: bool, adjoint: bool, what: str) -> Value:
     """linalg_lu_solve: X A = B (left=False) is A^H X^H = B^H."""
-    lu_shape = matrix_shape(LU, what)
+    symbols: dict[str, Value] = {}
+    lu_shape = matrix_shape(g, LU, what, symbols=symbols)
     n = square_size(lu_shape, what)
-    b_shape = matrix_shape(B, what)
-    if B.dtype != LU.dtype or not pivots.is_static:
-        raise NotImplementedError(f"{what}: mixed dtypes or dynamic pivots")
-    batch = broadcast_batch(lu_shape[:-2], list(pivots.shape[:-1]), b_shape[:-2])
-    count = math.prod(batch)
+    b_shape = matrix_shape(g, B, what, symbols=symbols)
+    if B.dtype != LU.dtype or pivots.shape is None:
+        raise NotImplementedError(f"{what}: mixed dtypes or pivots of unknown rank")
+    batch = broadcast_batch(g, lu_shape[:-2], sizes(g, pivots, symbols)[:-1], b_shape[:-2])
+    count = size_prod(g, batch)
     rhs = flatten(g, B, batch, b_shape[-2:])
     if not left:
         rhs = transposed(g, rhs)
     k = b_shape[-1] if left else b_shape[-2]
-    perm_pivots = reshape(g, g.op("Expand", zero_based(g, pivots), g.const(batch + [n], dtype=I64)), [count, n])
+    perm_pivots = reshape(g, g.op("Expand", zero_based(g, pivots), g.int_list(batch + [n])), [count, n])
     x = lu_solve(g, flatten(g, LU, batch, [n, n]), permutation(g, perm_pivots, count, n, n), rhs, count, n, k,
                  adjoint=adjoint != (not left))
     return reshape(g, transposed(g, x) if not left else x, batch + b_shape[-2:])
 
 
 def solve_triangular(g: GraphBuilder, A: Value, B: Value, *, upper: bool, left: bool, transpose: bool,
-                     unitriangular: bool, what: str) -> tuple[Value, list[int]]:
+                     unitriangular: bool, what: str) -> tuple[Value, list[SymInt]]:
     """X with op(A) X = B (X op(A) = B when not left), op(A) = A or A^T; and the broadcast batch."""
-    a_shape = matrix_shape(A, what)
+    symbols: dict[str, Value] = {}
+    a_shape = matrix_shape(g, A, what, symbols=symbols)
     n = square_size(a_shape, what)
-    b_shape = matrix_shape(B, what)
+    b_shape = matrix_shape(g, B, what, symbols=symbols)
     if B.dtype != A.dtype:
         raise NotImplementedError(f"{what} of {A.dtype} and {B.dtype}")
-    batch = broadcast_batch(a_shape[:-2], b_shape[:-2])
-    if 0 in batch + b_shape[-2:]:
+    batch = broadcast_batch(g, a_shape[:-2], b_shape[:-2])
+    if is_empty(batch + b_shape[-2:]):
         return fill(g, batch + b_shape[-2:], 0, A.dtype), batch
-    count = math.prod(batch)
+    count = size_prod(g, batch)
     a, rhs = flatten(g, A, batch, [n, n]), flatten(g, B, batch, b_shape[-2:])
     # X A = B is A^T X^T = B^T; a transposed triangle swaps lower and upper
     flip = transpose != (not left)
@@ -458,12 +607,22 @@ def t8_coefficients(dtype: torch.dtype) -> tuple[float, ...]:
                                 (857 - 58 * sqrt_177) / 630))
 
 
-def matrix_product(g: GraphBuilder, a: Value, b: Value, n: int) -> Value:
+def matrix_product(g: GraphBuilder, a: Value, b: Value, n: SymInt) -> Value:
     """a @ b for [B, n, n] stacks, rounded as eager's bmm rounds it. Eager multiplies small matrices
     (n^3 < 400) with its own loop, summing the products in index order (baddbmm_cpu_kernel), and leaves
     larger ones to BLAS. MatMul sums in the runtime's own order, and squaring magnifies a difference of
     one rounding beyond float32 tolerances wherever the exponential cancels; so a small product is that
-    loop unrolled, a larger one MatMul, whose order is as much the runtime's as eager's is BLAS's."""
+    loop unrolled, a larger one MatMul, whose order is as much the runtime's as eager's is BLAS's. A
+    symbolic n takes the loop as an ONNX Loop, eager's order at any size."""
+    if not isinstance(n, int):
+        def step(body: GraphBuilder, i: Value, state: list[Value]) -> list[Value]:
+            index = index1(body, body.op("Add", i, body.const(1, dtype=I64)))
+            term = body.op("Mul", body.op("Gather", a, index, axis=2), body.op("Gather", b, index, axis=1))
+            return [body.op("Add", state[0], term)]
+
+        first = g.const([0], dtype=I64)
+        start = g.op("Mul", g.op("Gather", a, first, axis=2), g.op("Gather", b, first, axis=1))
+        return loop(g, size_sub(g, n, 1), [start], step, name="product")[0]
     if n ** 3 >= 400:
         return g.op("MatMul", a, b)
     out = None
@@ -477,7 +636,7 @@ def matrix_product(g: GraphBuilder, a: Value, b: Value, n: int) -> Value:
 class MatrixPowers:
     """A, A^2, A^3, A^6 of a [B, n, n] stack, each made when first asked for, as eager makes them."""
 
-    def __init__(self, g: GraphBuilder, a: Value, n: int) -> None:
+    def __init__(self, g: GraphBuilder, a: Value, n: SymInt) -> None:
         self.g, self.n = g, n
         self.made = {1: a}
 
@@ -488,15 +647,17 @@ class MatrixPowers:
         return self.made[k]
 
 
-def combination(g: GraphBuilder, terms: list[Value | None], coefficients, n: int, dtype: torch.dtype) -> Value:
+def combination(g: GraphBuilder, terms: list[Value | None], coefficients, n: SymInt, dtype: torch.dtype) -> Value:
     """sum_j c_j terms_j, summed in order as eager's _compute_linear_combination; a None term is I. Zero
     coefficients are left out (adding an exact 0 changes nothing)."""
     out = None
     for term, c in zip(terms, coefficients):
         if c == 0:
             continue
-        if term is None:
+        if term is None and isinstance(n, int):
             product = g.const(torch.eye(n, dtype=dtype) * rounded(c, dtype))
+        elif term is None:
+            product = g.op("Mul", eye(g, n, n, dtype), g.const(rounded(c, dtype), dtype=dtype))
         elif c == 1:
             product = term
         else:
@@ -549,16 +710,17 @@ def reflector(g: GraphBuilder, a: Value, j: Value, rows: Value) -> Value:
                 g.op("Where", g.op("Equal", rows, j), one, zero))
 
 
-def apply_reflectors(g: GraphBuilder, a: Value, taus: Value, c: Value, batch: int, m: int, k: int, *, left: bool,
+def apply_reflectors(g: GraphBuilder, a: Value, taus: Value, c: Value, batch: SymInt, m: SymInt, k: SymInt, *, left: bool,
                      transpose: bool) -> Value:
     """LAPACK ormqr: Q C or Q^T C (left), C Q or C Q^T, for Q = H_0 ... H_{k-1}, H_j = I - tau_j v_j v_j^T
     with the v_j packed in a [batch, m, >=k] and taus [batch, k]; C [batch, m, s] (left) or [batch, s, m]."""
     rows = arange_col(g, m)
     last_first = left != transpose  # Q C = H_0 (H_1 (... (H_{k-1} C))); C Q = ((C H_0) H_1) ...
+    last = as_i64(g, size_sub(g, k, 1))
 
     def step(body: GraphBuilder, i: Value, state: list[Value]) -> list[Value]:
         (x,) = state
-        j = body.op("Sub", body.const(k - 1, dtype=I64), i) if last_first else i
+        j = body.op("Sub", last, i) if last_first else i
         v = reflector(body, a, j, rows)
         t = reshape(body, body.op("Gather", taus, index1(body, j), axis=1), [batch, 1, 1])
         if left:
@@ -570,14 +732,14 @@ def apply_reflectors(g: GraphBuilder, a: Value, taus: Value, c: Value, batch: in
     return loop(g, k, [c], step, name="ormqr")[0]
 
 
-def geqrf_loop(g: GraphBuilder, a: Value, batch: int, m: int, n: int) -> tuple[Value, Value]:
+def geqrf_loop(g: GraphBuilder, a: Value, batch: SymInt, m: SymInt, n: SymInt) -> tuple[Value, Value]:
     """LAPACK geqr2 on a [batch, m, n] stack: (R above the diagonal with the reflectors below, taus
     [batch, min(m, n)]). Column j's reflector (dlarfg) maps it to beta e_j, beta = -sign(alpha) ||x||
     (alpha = x_j, +0 counting as positive), tau = (beta - alpha) / beta, v = x / (alpha - beta) below j;
     a column already zero below j takes tau = 0 and stays."""
     rows, cols = arange_col(g, m), arange_row(g, n)
     zero, one = g.const(0, dtype=a.dtype), g.const(1, dtype=a.dtype)
-    ones = g.const(torch.ones(1, m, dtype=a.dtype))
+    ones = g.const(torch.ones(1, m, dtype=a.dtype)) if isinstance(m, int) else fill(g, [1, m], 1, a.dtype)
 
     def step(body: GraphBuilder, j: Value, state: list[Value]) -> list[Value]:
         (r,) = state
@@ -602,15 +764,15 @@ def geqrf_loop(g: GraphBuilder, a: Value, batch: int, m: int, n: int) -> tuple[V
         r = body.op("Where", body.op("Equal", cols, j), packed, r)
         return [r, reshape(body, tau, [batch])]
 
-    r, taus = loop(g, min(m, n), [a], step, name="geqrf", scan_outputs=1)
+    r, taus = loop(g, size_min(g, m, n), [a], step, name="geqrf", scan_outputs=1)
     return r, g.op("Transpose", taus, perm=[1, 0])
 
 
-def geqrf(g: GraphBuilder, self: Value, what: str) -> tuple[Value, Value, list[int], int, int]:
+def geqrf(g: GraphBuilder, self: Value, what: str) -> tuple[Value, Value, list[SymInt], SymInt, SymInt]:
     """(packed QR, taus) on flattened stacks, with the batch shape and m, n."""
-    shape = matrix_shape(self, what)
+    shape = matrix_shape(g, self, what)
     batch, (m, n) = shape[:-2], shape[-2:]
-    count = math.prod(batch)
+    count = size_prod(g, batch)
     r, taus = geqrf_loop(g, flatten(g, self, batch, [m, n]), count, m, n)
     return r, taus, batch, m, n
 
@@ -623,14 +785,14 @@ def qr(g: GraphBuilder, A: Value, mode: str, what: str) -> tuple[Value, Value]:
     if folded is not None:
         return tuple(folded)
     packed, taus, batch, m, n = geqrf(g, A, what)
-    count, k = math.prod(batch), min(m, n)
+    count, k = size_prod(g, batch), size_min(g, m, n)
     rows = m if mode == "complete" else k
-    r = packed if rows == m else g.op("Gather", packed, g.const(list(range(rows)), dtype=I64), axis=1)
+    r = packed if same_size(rows, m) else g.op("Gather", packed, first_indices(g, rows), axis=1)
     r = unflatten(g, masked(g, triu_mask(g, rows, n, 0), r), batch, [rows, n])
     if mode == "r":
         return fill(g, [0], 0, A.dtype), r
-    eye = g.op("Expand", g.const(torch.eye(m, rows, dtype=A.dtype)), g.const([count, m, rows], dtype=I64))
-    q = apply_reflectors(g, packed, taus, eye, count, m, k, left=True, transpose=False)
+    start = g.op("Expand", eye(g, m, rows, A.dtype), g.int_list([count, m, rows]))
+    q = apply_reflectors(g, packed, taus, start, count, m, k, left=True, transpose=False)
     return unflatten(g, q, batch, [m, rows]), r
 
 

@@ -9,23 +9,35 @@ import math
 import torch
 
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import cast, fill, loop, reshape
+from aten2onnx.symbolic._helpers import SymInt, cast, fill, loop, reshape
 from aten2onnx.symbolic._linalg import (
     I64,
     arange_col,
     arange_row,
+    as_i64,
+    eye,
     first_failure,
+    first_indices,
     flatten,
     gather_rows,
     identity,
     index1,
     masked,
     matrix_shape,
+    row_offsets,
+    same_size,
+    size_max,
+    size_min,
+    size_mul,
+    size_prod,
+    size_sub,
+    sizes,
     square_size,
     transposed,
     tril_mask,
     triu_mask,
     unflatten,
+    zeros,
 )
 
 JACOBI_SWEEPS = 40  # a bound only: the loops stop once every pair meets the tolerance (quadratic convergence)
@@ -43,22 +55,67 @@ def round_robin(n: int) -> tuple[list[list[int]], list[list[int]]]:
     return ps, qs
 
 
-def padded_even(g: GraphBuilder, x: Value, batch: int, rows: int, cols: int, *, both: bool) -> tuple[Value, int]:
+def round_robin_pairs(g: GraphBuilder, r: Value, n: Value) -> tuple[Value, Value]:
+    """Round r's pairs ([n/2] int64 p < q) of `round_robin` for a symbolic even n, computed: after r
+    rounds, player 0 stays and seat j >= 1 holds 1 + ((j - 1 - r) mod (n - 1))."""
+    one = g.const(1, dtype=I64)
+    rounds = g.op("Sub", n, one)
+    seats = g.op("Range", g.const(0, dtype=I64), g.op("Div", n, g.const(2, dtype=I64)), one)
+
+    def player(j: Value) -> Value:
+        turned = g.op("Mod", g.op("Add", g.op("Sub", g.op("Sub", j, one), r), rounds), rounds)
+        return g.op("Where", g.op("Equal", j, g.const(0, dtype=I64)), j, g.op("Add", turned, one))
+
+    a, b = player(seats), player(g.op("Sub", rounds, seats))
+    return g.op("Where", g.op("Less", a, b), a, b), g.op("Where", g.op("Less", a, b), b, a)
+
+
+def pad_to(g: GraphBuilder, x: Value, batch: SymInt, rows: SymInt, cols: SymInt, to_rows: SymInt,
+           to_cols: SymInt) -> Value:
+    """A [batch, rows, cols] stack with zero columns, then rows, appended up to [batch, to_rows, to_cols]
+    (a symbolic size may append none)."""
+    if not same_size(cols, to_cols):
+        x = g.op("Concat", x, fill(g, [batch, rows, size_sub(g, to_cols, cols)], 0, x.dtype), axis=2)
+    if not same_size(rows, to_rows):
+        x = g.op("Concat", x, fill(g, [batch, size_sub(g, to_rows, rows), to_cols], 0, x.dtype), axis=1)
+    return x
+
+
+def even(g: GraphBuilder, n: SymInt) -> SymInt:
+    """n rounded up to even."""
+    if isinstance(n, int):
+        return n + n % 2
+    return g.op("Add", n, g.op("Mod", n, g.const(2, dtype=I64)))
+
+
+def padded_even(g: GraphBuilder, x: Value, batch: SymInt, rows: SymInt, cols: SymInt, *,
+                both: bool) -> tuple[Value, SymInt]:
     """x with a zero column (and row, when `both`) appended when cols is odd; the new column count."""
-    if cols % 2 == 0:
+    size = even(g, cols)
+    if isinstance(size, int) and size == cols:
         return x, cols
-    x = g.op("Concat", x, fill(g, [batch, rows, 1], 0, x.dtype), axis=2)
-    if both:
-        x = g.op("Concat", x, fill(g, [batch, 1, cols + 1], 0, x.dtype), axis=1)
-    return x, cols + 1
+    return pad_to(g, x, batch, rows, cols, size if both else rows, size), size
 
 
-def diagonal_of(g: GraphBuilder, x: Value, n: int) -> Value:
+def diagonal_of(g: GraphBuilder, x: Value, n: SymInt) -> Value:
     """The diagonals of a [batch, n, n] stack as [batch, n, 1]."""
-    return g.op("MatMul", masked(g, g.const(torch.eye(n, dtype=torch.bool)), x), g.const(torch.ones(n, 1, dtype=x.dtype)))
+    return g.op("MatMul", masked(g, eye(g, n, n, torch.bool), x), ones(g, n, 1, x.dtype))
 
 
-def jacobi(g: GraphBuilder, x: Value, batch: int, m: int, n: int, *, one_sided: bool,
+def ones(g: GraphBuilder, rows: SymInt, cols: SymInt, dtype: torch.dtype) -> Value:
+    if isinstance(rows, int) and isinstance(cols, int):
+        return g.const(torch.ones(rows, cols, dtype=dtype))
+    return fill(g, [rows, cols], 1, dtype)
+
+
+def scaled_eps(g: GraphBuilder, dtype: torch.dtype, k: SymInt) -> Value:
+    """eps * k in dtype."""
+    if isinstance(k, int):
+        return g.const(torch.finfo(dtype).eps * k, dtype=dtype)
+    return g.op("Mul", g.const(torch.finfo(dtype).eps, dtype=dtype), cast(g, k, dtype))
+
+
+def jacobi(g: GraphBuilder, x: Value, batch: SymInt, m: SymInt, n: SymInt, *, one_sided: bool,
            vectors: bool = False) -> list[Value]:
     """Cyclic Jacobi in round-robin order on a [batch, m, n] stack (n even). Two-sided (m == n, x
     symmetric): x <- J^T x J until it is diagonal, the rotated entries set to zero. One-sided (Hestenes):
@@ -67,14 +124,17 @@ def jacobi(g: GraphBuilder, x: Value, batch: int, m: int, n: int, *, one_sided: 
     |s_pq| <= tol sqrt(|s_pp s_qq|) is left alone, and the loop stops when every pair is. Returns
     [x], or [x, V] with V the product of the rotations when `vectors` is set."""
     dtype = x.dtype
-    ps, qs = round_robin(n)
-    rounds = len(ps)
-    tol = g.const(torch.finfo(dtype).eps * (m if one_sided else n), dtype=dtype)
-    pairs_p, pairs_q = g.const(ps, dtype=I64), g.const(qs, dtype=I64)
-    idx, eye = arange_row(g, n), g.const(torch.eye(n, dtype=dtype))
-    offdiagonal = g.const(~torch.eye(n, dtype=torch.bool))
+    rounds = size_sub(g, n, 1)
+    if isinstance(n, int):
+        ps, qs = round_robin(n)
+        pairs_p, pairs_q = g.const(ps, dtype=I64), g.const(qs, dtype=I64)
+    tol = scaled_eps(g, dtype, m if one_sided else n)
+    idx, identity_n = arange_row(g, n), eye(g, n, n, dtype)
+    offdiagonal = g.op("Not", eye(g, n, n, torch.bool)) if not isinstance(n, int) else \
+        g.const(~torch.eye(n, dtype=torch.bool))
     zero, one = g.const(0, dtype=dtype), g.const(1, dtype=dtype)
-    ones = g.const(torch.ones(n, 1, dtype=dtype))
+    column_of_ones = ones(g, n, 1, dtype)
+    half = n // 2 if isinstance(n, int) else -1
 
     def step(body: GraphBuilder, i: Value, state: list[Value]) -> list[Value]:
         x = state[0]
@@ -84,12 +144,16 @@ def jacobi(g: GraphBuilder, x: Value, batch: int, m: int, n: int, *, one_sided: 
         bound = body.op("Mul", tol, body.op("Sqrt", body.op("Abs", body.op("Mul", d, transposed(body, d)))))
         above = body.op("And", offdiagonal, body.op("Greater", body.op("Abs", s), bound))
         again = cast(body, body.op("ReduceMax", cast(body, above, torch.float32), keepdims=0), torch.bool)
-        r = body.op("Sub", i, body.op("Mul", body.op("Div", i, body.const(rounds, dtype=I64)), body.const(rounds, dtype=I64)))
-        r1 = index1(body, r)
-        ep = cast(body, body.op("Equal", reshape(body, body.op("Gather", pairs_p, r1, axis=0), [n // 2, 1]), idx), dtype)
-        eq = cast(body, body.op("Equal", reshape(body, body.op("Gather", pairs_q, r1, axis=0), [n // 2, 1]), idx), dtype)
+        r = body.op("Sub", i, body.op("Mul", body.op("Div", i, as_i64(body, rounds)), as_i64(body, rounds)))
+        if isinstance(n, int):
+            r1 = index1(body, r)
+            p, q = body.op("Gather", pairs_p, r1, axis=0), body.op("Gather", pairs_q, r1, axis=0)
+        else:
+            p, q = round_robin_pairs(body, r, n)
+        ep = cast(body, body.op("Equal", reshape(body, p, [half, 1]), idx), dtype)
+        eq = cast(body, body.op("Equal", reshape(body, q, [half, 1]), idx), dtype)
         s_pp, s_qq = body.op("MatMul", ep, d), body.op("MatMul", eq, d)  # [batch, n/2, 1]
-        s_pq = body.op("MatMul", body.op("Mul", body.op("MatMul", ep, s), eq), ones)
+        s_pq = body.op("MatMul", body.op("Mul", body.op("MatMul", ep, s), eq), column_of_ones)
         skip = body.op("Not", body.op("Greater", body.op("Abs", s_pq),
                                       body.op("Mul", tol, body.op("Sqrt", body.op("Abs", body.op("Mul", s_pp, s_qq))))))
         # t = tan(theta) zeroing s_pq: the smaller root of t^2 + 2 tau t - 1 = 0
@@ -106,7 +170,8 @@ def jacobi(g: GraphBuilder, x: Value, batch: int, m: int, n: int, *, one_sided: 
         svec = body.op("MatMul", transposed(body, sn), body.op("Sub", ep, eq))
         partner = body.op("Add", body.op("MatMul", body.op("Transpose", ep, perm=[1, 0]), eq),
                           body.op("MatMul", body.op("Transpose", eq, perm=[1, 0]), ep))
-        j = body.op("Add", body.op("Mul", eye, transposed(body, cvec)), body.op("Mul", partner, transposed(body, svec)))
+        j = body.op("Add", body.op("Mul", identity_n, transposed(body, cvec)),
+                    body.op("Mul", partner, transposed(body, svec)))
         if one_sided:
             x = body.op("MatMul", x, j)
         else:
@@ -115,23 +180,23 @@ def jacobi(g: GraphBuilder, x: Value, batch: int, m: int, n: int, *, one_sided: 
         return [x, body.op("MatMul", state[1], j), again] if vectors else [x, again]
 
     state = [x, identity(g, batch, n, dtype)] if vectors else [x]
-    return loop(g, JACOBI_SWEEPS * rounds, state, step, name="jacobi", stop=True)
+    return loop(g, size_mul(g, JACOBI_SWEEPS, rounds), state, step, name="jacobi", stop=True)
 
 
-def sort_rows(g: GraphBuilder, x: Value, batch: int, n: int, *, descending: bool) -> Value:
+def sort_rows(g: GraphBuilder, x: Value, batch: SymInt, n: SymInt, *, descending: bool) -> Value:
     """x [batch, n] sorted along its rows, stable: each value's rank counts the values before it, and a
     one-hot of the ranks permutes by MatMul (TopK's k changed form at opset 10)."""
     xi, xj = reshape(g, x, [batch, n, 1]), reshape(g, x, [batch, 1, n])
     before = g.op("Greater" if descending else "Less", xj, xi)
     tie = g.op("Not", g.op("Or", g.op("Less", xj, xi), g.op("Greater", xj, xi)))
-    earlier = g.const(torch.ones(n, n, dtype=torch.bool).tril(-1))  # [i, j]: j < i
+    earlier = tril_mask(g, n, n, -1)  # [i, j]: j < i
     count = g.op("Or", before, g.op("And", tie, earlier))
-    rank = cast(g, g.op("MatMul", cast(g, count, x.dtype), g.const(torch.ones(n, 1, dtype=x.dtype))), I64)
+    rank = cast(g, g.op("MatMul", cast(g, count, x.dtype), ones(g, n, 1, x.dtype)), I64)
     onehot = cast(g, g.op("Equal", arange_col(g, n), reshape(g, rank, [batch, 1, n])), x.dtype)
     return reshape(g, g.op("MatMul", onehot, xi), [batch, n])
 
 
-def symmetric(g: GraphBuilder, a: Value, n: int, upper: bool) -> Value:
+def symmetric(g: GraphBuilder, a: Value, n: SymInt, upper: bool) -> Value:
     """The symmetric matrices given by the lower (or upper) triangle of a [batch, n, n] stack."""
     half = masked(g, (triu_mask if upper else tril_mask)(g, n, n, 0), a)
     strict = masked(g, (triu_mask if upper else tril_mask)(g, n, n, 1 if upper else -1), a)
@@ -140,36 +205,51 @@ def symmetric(g: GraphBuilder, a: Value, n: int, upper: bool) -> Value:
 
 def eigvalsh(g: GraphBuilder, A: Value, upper: bool, what: str) -> Value:
     """Eigenvalues (ascending) of the symmetric matrices given by one triangle of A."""
-    shape = matrix_shape(A, what)
+    shape = matrix_shape(g, A, what)
     n = square_size(shape, what)
     batch = shape[:-2]
-    count = math.prod(batch)
+    count = size_prod(g, batch)
     sym, size = padded_even(g, symmetric(g, flatten(g, A, batch, [n, n]), n, upper), count, n, n, both=True)
     d = reshape(g, diagonal_of(g, jacobi(g, sym, count, size, size, one_sided=False)[0], size), [count, size])
-    if size != n:
-        d = g.op("Gather", d, g.const(list(range(n)), dtype=I64), axis=1)
+    if not same_size(size, n):
+        d = g.op("Gather", d, first_indices(g, n), axis=1)
     return reshape(g, sort_rows(g, d, count, n, descending=False), batch + [n])
 
 
 def svdvals(g: GraphBuilder, A: Value, what: str) -> Value:
     """Singular values (descending) by one-sided Jacobi on the taller orientation of A: the norms of the
     orthogonalized columns."""
-    shape = matrix_shape(A, what)
+    shape = matrix_shape(g, A, what)
     batch, (m, n) = shape[:-2], shape[-2:]
-    count, k = math.prod(batch), min(m, n)
+    count, k = size_prod(g, batch), size_min(g, m, n)
     a = flatten(g, A, batch, [m, n])
-    if m < n:
-        a, m, n = transposed(g, a), n, m
+    a, m, n = taller(g, a, count, m, n)
     a, size = padded_even(g, a, count, m, n, both=False)
     a = jacobi(g, a, count, m, size, one_sided=True)[0]
-    norms = reshape(g, g.op("Sqrt", g.op("MatMul", g.const(torch.ones(1, m, dtype=A.dtype)), g.op("Mul", a, a))),
-                    [count, size])
+    norms = reshape(g, g.op("Sqrt", g.op("MatMul", ones(g, 1, m, A.dtype), g.op("Mul", a, a))), [count, size])
+    if not isinstance(size, int):
+        # the zero columns of a padding to square may end anywhere: the k largest norms, sorted
+        norms = g.op("Gather", sort_rows(g, norms, count, size, descending=True), first_indices(g, k), axis=1)
+        return reshape(g, norms, batch + [k])
     if size != k:
-        norms = g.op("Gather", norms, g.const(list(range(k)), dtype=I64), axis=1)
+        norms = g.op("Gather", norms, first_indices(g, k), axis=1)
     return reshape(g, sort_rows(g, norms, count, k, descending=True), batch + [k])
 
 
-def cutoff(g: GraphBuilder, atol, rtol, top: Value, m: int, n: int) -> Value:
+def taller(g: GraphBuilder, a: Value, batch: SymInt, m: SymInt, n: SymInt) -> tuple[Value, SymInt, SymInt]:
+    """A [batch, m, n] stack in an orientation with at least as many rows as columns, for one-sided
+    Jacobi: transposed when m < n. Where that is not known when the graph is built (m and n symbolic),
+    padded with zeros to square [max, max] instead: the padding adds zero singular values only (a zero
+    column stays zero under the rotations), which sort last."""
+    if isinstance(m, int) and isinstance(n, int):
+        return (transposed(g, a), n, m) if m < n else (a, m, n)
+    if same_size(m, n):
+        return a, m, n
+    size = size_max(g, m, n)
+    return pad_to(g, a, batch, m, n, size, size), size, size
+
+
+def cutoff(g: GraphBuilder, atol, rtol, top: Value, m: SymInt, n: SymInt) -> Value:
     """max(atol, rtol * top), top [..., 1] the largest singular value: atol defaults to 0 and rtol to
     eps * max(m, n), or to 0 where atol > 0. atol and rtol are floats, None, or tensors broadcasting
     with the batch shape."""
@@ -179,38 +259,40 @@ def cutoff(g: GraphBuilder, atol, rtol, top: Value, m: int, n: int) -> Value:
         if x is None:
             return g.const(default, dtype=dtype)
         if isinstance(x, Value):
-            if not x.is_static:
-                raise NotImplementedError("a tolerance tensor of dynamic shape")
-            return reshape(g, cast(g, x, dtype), list(x.shape) + [1])
+            if x.shape is None:
+                raise NotImplementedError("a tolerance tensor of unknown rank")
+            return reshape(g, cast(g, x, dtype), sizes(g, x) + [1])
         return g.const(float(x), dtype=dtype)
 
-    default_rtol = torch.finfo(dtype).eps * max(m, n)
+    default_rtol = scaled_eps(g, dtype, size_max(g, m, n))
     a = tolerance(atol, 0.0)
     if rtol is None and atol is not None:
-        r = g.op("Where", g.op("Greater", a, g.const(0, dtype=dtype)), g.const(0, dtype=dtype),
-                 g.const(default_rtol, dtype=dtype))
+        r = g.op("Where", g.op("Greater", a, g.const(0, dtype=dtype)), g.const(0, dtype=dtype), default_rtol)
+    elif rtol is None:
+        r = default_rtol
     else:
-        r = tolerance(rtol, default_rtol)
+        r = tolerance(rtol, 0.0)
     return g.op("Max", a, g.op("Mul", r, top))
 
 
 BUNCH_KAUFMAN_ALPHA = (1 + math.sqrt(17)) / 8
 
 
-def pick(g: GraphBuilder, x: Value, index: Value, batch: int, n: int) -> Value:
+def pick(g: GraphBuilder, x: Value, index: Value, batch: SymInt, n: SymInt) -> Value:
     """x[b, 0, index[b]] of a [batch, 1, n] stack, index [batch, 1, 1]: [batch, 1, 1]."""
-    offsets = g.const((torch.arange(batch) * n).reshape(batch, 1))
-    flat = g.op("Gather", reshape(g, x, [batch * n]), g.op("Add", reshape(g, index, [batch, 1]), offsets), axis=0)
+    offsets = row_offsets(g, batch, n)
+    flat = g.op("Gather", reshape(g, x, [size_mul(g, batch, n)]), g.op("Add", reshape(g, index, [batch, 1]), offsets),
+                axis=0)
     return reshape(g, flat, [batch, 1, 1])
 
 
-def largest(g: GraphBuilder, x: Value, batch: int, n: int) -> tuple[Value, Value]:
+def largest(g: GraphBuilder, x: Value, batch: SymInt, n: SymInt) -> tuple[Value, Value]:
     """(max, first index of it) over the last axis of a [batch, 1, n] stack, both [batch, 1, 1]."""
     index = g.op("ArgMax", x, axis=2, keepdims=1)
     return pick(g, x, index, batch, n), index
 
 
-def swap_indices(g: GraphBuilder, a: Value, b: Value, n: int) -> Value:
+def swap_indices(g: GraphBuilder, a: Value, b: Value, n: SymInt) -> Value:
     """[batch, n] int64: 0..n-1 with a and b ([batch, 1, 1]) exchanged."""
     idx = arange_row(g, n)
     a, b = reshape(g, a, [-1, 1]), reshape(g, b, [-1, 1])
@@ -218,7 +300,7 @@ def swap_indices(g: GraphBuilder, a: Value, b: Value, n: int) -> Value:
                                                          g.op("Add", idx, g.op("Mul", a, g.const(0, dtype=I64)))))
 
 
-def sytf2_loop(g: GraphBuilder, a: Value, batch: int, n: int) -> tuple[Value, Value, Value]:
+def sytf2_loop(g: GraphBuilder, a: Value, batch: SymInt, n: SymInt) -> tuple[Value, Value, Value]:
     """LAPACK sytf2 (lower) on a [batch, n, n] stack of symmetric matrices (read from the lower
     triangle): (L and D packed in the lower triangle, LAPACK's pivots [batch, n] int64, info [batch]).
     Each matrix keeps its own column k: a 2x2 pivot advances it by two, so the loop runs n times at
@@ -229,7 +311,7 @@ def sytf2_loop(g: GraphBuilder, a: Value, batch: int, n: int) -> tuple[Value, Va
     zero, one = g.const(0, dtype=dtype), g.const(1, dtype=dtype)
     lower = tril_mask(g, n, n, 0)
     alpha = g.const(BUNCH_KAUFMAN_ALPHA, dtype=dtype)
-    last = g.const(n - 1, dtype=I64)
+    last, size = as_i64(g, size_sub(g, n, 1)), as_i64(g, n)
 
     def column(body: GraphBuilder, w: Value, j: Value) -> Value:
         """Column j ([batch, 1, 1]) of the symmetric trailing block, as [batch, n, 1]."""
@@ -238,7 +320,7 @@ def sytf2_loop(g: GraphBuilder, a: Value, batch: int, n: int) -> tuple[Value, Va
     def step(body: GraphBuilder, i: Value, state: list[Value]) -> list[Value]:
         w, k, pivots, info = state
         kb = reshape(body, k, [batch, 1, 1])
-        active = body.op("Less", kb, body.const(n, dtype=I64))
+        active = body.op("Less", kb, size)
         kb = body.op("Where", active, kb, last)
         row_k = gather_rows(body, w, reshape(body, kb, [batch, 1]), batch, n, n)  # [batch, 1, n]
         absakk = body.op("Abs", pick(body, row_k, kb, batch, n))
@@ -276,7 +358,7 @@ def sytf2_loop(g: GraphBuilder, a: Value, batch: int, n: int) -> tuple[Value, Va
         w1 = body.op("Where", body.op("And", below_rows, body.op("Equal", cols, kb)), body.op("Mul", ak, d11), w1)
         # 2x2: the block [[a_kk, a_k1k], [a_k1k, a_k1k1]] eliminated from the rows after k + 1
         k1 = body.op("Add", kb, body.const(1, dtype=I64))
-        k1c = body.op("Where", body.op("Less", k1, body.const(n, dtype=I64)), k1, last)
+        k1c = body.op("Where", body.op("Less", k1, size), k1, last)
         ak1 = column(body, w, k1c)
         d21 = pick(body, transposed(body, ak), k1c, batch, n)
         d21 = body.op("Where", two, d21, one)
@@ -309,22 +391,24 @@ def sytf2_loop(g: GraphBuilder, a: Value, batch: int, n: int) -> tuple[Value, Va
         return [w, k, reshape(body, pivots, [batch, n]), info]
 
     start = g.op("Where", lower, a, transposed(g, a))
-    zeros = g.const(torch.zeros(batch, dtype=I64))
-    w, _, pivots, info = loop(g, n, [start, zeros, g.const(torch.zeros(batch, n, dtype=I64)), zeros], step, name="sytf2")
+    first = zeros(g, batch)
+    no_pivots = g.const(torch.zeros(batch, n, dtype=I64)) if isinstance(batch, int) and isinstance(n, int) else \
+        fill(g, [batch, n], 0, I64)
+    w, _, pivots, info = loop(g, n, [start, first, no_pivots, first], step, name="sytf2")
     return masked(g, lower, w), pivots, info
 
 
 def ldl_factor(g: GraphBuilder, A: Value, what: str) -> tuple[Value, Value, Value]:
-    shape = matrix_shape(A, what)
+    shape = matrix_shape(g, A, what)
     n = square_size(shape, what)
     batch = shape[:-2]
-    count = math.prod(batch)
+    count = size_prod(g, batch)
     ld, pivots, info = sytf2_loop(g, flatten(g, A, batch, [n, n]), count, n)
     return (unflatten(g, ld, batch, [n, n]), reshape(g, cast(g, pivots, torch.int32), batch + [n]),
             reshape(g, cast(g, info, torch.int32), batch))
 
 
-def sytrs(g: GraphBuilder, ld: Value, pivots: Value, rhs: Value, batch: int, n: int, k: int) -> Value:
+def sytrs(g: GraphBuilder, ld: Value, pivots: Value, rhs: Value, batch: SymInt, n: SymInt, k: SymInt) -> Value:
     """LAPACK sytrs (lower): X with A X = rhs from sytrf's packed L, D and pivots ([batch, n] int64):
     a forward pass through the blocks of P L D, then a backward one through L^T P^T, each matrix
     stepping by its own block sizes."""
@@ -340,7 +424,7 @@ def sytrs(g: GraphBuilder, ld: Value, pivots: Value, rhs: Value, batch: int, n: 
         two = body.op("Less", code, body.const(0, dtype=I64))
         return two, body.op("Sub", body.op("Where", two, body.op("Neg", code), code), body.const(1, dtype=I64))
 
-    def row(body: GraphBuilder, x: Value, j: Value, cols: int) -> Value:
+    def row(body: GraphBuilder, x: Value, j: Value, cols: SymInt) -> Value:
         return gather_rows(body, x, reshape(body, j, [batch, 1]), batch, n, cols)
 
     def column_below(body: GraphBuilder, j: Value, start: Value) -> Value:
@@ -351,7 +435,7 @@ def sytrs(g: GraphBuilder, ld: Value, pivots: Value, rhs: Value, batch: int, n: 
         return pick(body, row(body, ld_t, j, n), i, batch, n)
 
     def clamp(body: GraphBuilder, j: Value) -> Value:
-        inside = body.op("And", body.op("Less", j, body.const(n, dtype=I64)), body.op("Not", body.op("Less", j, body.const(0, dtype=I64))))
+        inside = body.op("And", body.op("Less", j, as_i64(body, n)), body.op("Not", body.op("Less", j, body.const(0, dtype=I64))))
         return body.op("Where", inside, j, body.const(0, dtype=I64)), inside
 
     def forward(body: GraphBuilder, i: Value, state: list[Value]) -> list[Value]:
@@ -397,24 +481,28 @@ def sytrs(g: GraphBuilder, ld: Value, pivots: Value, rhs: Value, batch: int, n: 
         size = body.op("Where", reshape(body, two, [batch]), body.const(2, dtype=I64), body.const(1, dtype=I64))
         return [x, body.op("Where", reshape(body, active, [batch]), body.op("Sub", kcur, size), kcur)]
 
-    x, _ = loop(g, n, [rhs, g.const(torch.zeros(batch, dtype=I64))], forward, name="sytrs_forward")
-    x, _ = loop(g, n, [x, g.const(torch.full((batch,), n - 1, dtype=I64))], backward, name="sytrs_backward")
+    x, _ = loop(g, n, [rhs, zeros(g, batch)], forward, name="sytrs_forward")
+    if isinstance(batch, int) and isinstance(n, int):
+        last = g.const(torch.full((batch,), n - 1, dtype=I64))
+    else:
+        last = g.op("Add", zeros(g, batch), as_i64(g, size_sub(g, n, 1)))
+    x, _ = loop(g, n, [x, last], backward, name="sytrs_backward")
     return x
 
 
-def first_rows(g: GraphBuilder, x: Value, rows: int, axis: int) -> Value:
-    return g.op("Gather", x, g.const(list(range(rows)), dtype=I64), axis=axis)
+def first_rows(g: GraphBuilder, x: Value, rows: SymInt, axis: int) -> Value:
+    return g.op("Gather", x, first_indices(g, rows), axis=axis)
 
 
 def pinv(g: GraphBuilder, A: Value, atol, rtol, hermitian: bool, what: str) -> Value:
     """linalg.pinv: V diag(1/sigma) U^T over the singular values above the cutoff, from one-sided Jacobi
     (A V = U diag(sigma), so it is V diag(1/sigma^2) (A V)^T); for `hermitian`, Q diag(1/lambda) Q^T over
     the eigenvalues of the lower triangle's symmetric matrix whose magnitude is above it."""
-    shape = matrix_shape(A, what)
+    shape = matrix_shape(g, A, what)
     batch, (m, n) = shape[:-2], shape[-2:]
     if 0 in shape:
         return fill(g, batch + [n, m], 0, A.dtype)
-    count, dtype = math.prod(batch), A.dtype
+    count, dtype = size_prod(g, batch), A.dtype
     zero, one = g.const(0, dtype=dtype), g.const(1, dtype=dtype)
     a = flatten(g, A, batch, [m, n])
     if hermitian:
@@ -425,18 +513,28 @@ def pinv(g: GraphBuilder, A: Value, atol, rtol, hermitian: bool, what: str) -> V
         keep = g.op("Greater", magnitude, cutoff(g, atol, rtol, largest(g, magnitude, count, size)[0], m, n))
         w = g.op("Where", keep, g.op("Reciprocal", g.op("Where", keep, lam, one)), zero)
         result = g.op("MatMul", g.op("Mul", q, w), transposed(g, q))
-        if size != n:
+        if not same_size(size, n):
             result = first_rows(g, first_rows(g, result, n, 1), n, 2)
         return unflatten(g, result, batch, [n, m])
-    tall = m >= n
-    rows, cols = (m, n) if tall else (n, m)
-    x, size = padded_even(g, a if tall else transposed(g, a), count, rows, cols, both=False)
+    if isinstance(m, int) and isinstance(n, int):
+        tall = m >= n
+        rows, cols = (m, n) if tall else (n, m)
+        x = a if tall else transposed(g, a)
+    else:
+        # the pseudo-inverse of A padded with zeros to square is pinv(A) padded likewise (see `taller`)
+        tall, (x, rows, cols) = True, taller(g, a, count, m, n)
+    x, size = padded_even(g, x, count, rows, cols, both=False)
     x, v = jacobi(g, x, count, rows, size, one_sided=True, vectors=True)
-    squares = g.op("MatMul", g.const(torch.ones(1, rows, dtype=dtype)), g.op("Mul", x, x))  # [count, 1, size]
+    squares = g.op("MatMul", ones(g, 1, rows, dtype), g.op("Mul", x, x))  # [count, 1, size]
     sigma = g.op("Sqrt", squares)
     keep = g.op("Greater", sigma, cutoff(g, atol, rtol, largest(g, sigma, count, size)[0], m, n))
     w = g.op("Where", keep, g.op("Reciprocal", g.op("Where", keep, squares, one)), zero)
     result = g.op("MatMul", g.op("Mul", v, w), transposed(g, x))  # [count, size, rows]
-    if size != cols:
-        result = first_rows(g, result, cols, 1)
+    if isinstance(size, int):
+        if size != cols:
+            result = first_rows(g, result, cols, 1)
+    else:
+        result = first_rows(g, result, n, 1)
+        if not same_size(rows, m):
+            result = first_rows(g, result, m, 2)
     return unflatten(g, result if tall else transposed(g, result), batch, [n, m])

@@ -1,9 +1,10 @@
-"""Opset-9 base, linear algebra: factorizations, solves, inverses and matrix functions written as fixed-size elimination on static shapes.
+"""Opset-9 base, linear algebra: factorizations, solves, inverses and matrix functions written as elimination loops.
 
 ONNX has no factorization ops, so each algorithm is an ONNX Loop over the columns (or rows) of a
-stack of static-size matrices flattened to [B, m, n]: one iteration is a handful of vectorized row
-operations, Gather/Where with masks built from the iteration number, so the node count does not grow
-with the matrix size. LU (getrf), Cholesky (potrf), Householder QR (geqrf/orgqr/ormqr) and
+stack of matrices flattened to [B, m, n]: one iteration is a handful of vectorized row operations,
+Gather/Where with masks built from the iteration number, so the node count does not grow with the
+matrix size. Batch and matrix sizes may be symbolic: they are then read from Shape and the masks and
+index ranges built with Range (opset 11), where a static export has constants. LU (getrf), Cholesky (potrf), Householder QR (geqrf/orgqr/ormqr) and
 Bunch-Kaufman LDL^T (sytrf/sytrs) follow LAPACK's pivoting and sign conventions, so factors, pivots
 and info are eager's, not merely equivalent ones. Eigenvalues and singular values, whose values do not
 depend on the algorithm, come from cyclic Jacobi. Empty inputs have shape-only results, folded.
@@ -18,7 +19,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import cast, fill, loop, norm_dims, reshape, scalar_type
+from aten2onnx.symbolic._helpers import SymInt, cast, fill, loop, norm_dims, reshape, scalar_type
 from aten2onnx.symbolic._linalg import (
     I64,
     MEXP_THETAS,
@@ -30,8 +31,10 @@ from aten2onnx.symbolic._linalg import (
     flatten,
     gather_rows,
     geqrf,
+    eye,
     identity,
     inverse,
+    is_empty,
     lu_factor_results,
     lu_loop,
     masked,
@@ -46,7 +49,12 @@ from aten2onnx.symbolic._linalg import (
     permutation,
     permutation_matrix,
     qr,
+    same_sizes,
     shape_only,
+    size_min,
+    size_prod,
+    size_sub,
+    sizes,
     solve_results,
     solve_triangular,
     solve_with_lu,
@@ -56,7 +64,7 @@ from aten2onnx.symbolic._linalg import (
     unpack_lu,
     zero_based,
 )
-from aten2onnx.symbolic._linalg_spectral import cutoff, eigvalsh, ldl_factor, pinv, svdvals, sytrs
+from aten2onnx.symbolic._linalg_spectral import cutoff, eigvalsh, ldl_factor, ones, pinv, svdvals, sytrs
 from aten2onnx.symbolic.opset9_reduce import vector_norm
 from aten2onnx.symbolic.opset9_shape import matmul
 
@@ -148,9 +156,9 @@ def aten_linalg_lu(g, A, *, pivot=True):
     folded = shape_only(g, torch.ops.aten.linalg_lu.default, (A,), {"pivot": pivot})
     if folded is not None:
         return tuple(folded)
-    shape = matrix_shape(A, "linalg_lu")
+    shape = matrix_shape(g, A, "linalg_lu")
     batch, (m, n) = shape[:-2], shape[-2:]
-    b, k = math.prod(batch), min(m, n)
+    b, k = size_prod(g, batch), size_min(g, m, n)
     lu, pivots, _ = lu_loop(g, flatten(g, A, batch, [m, n]), b, m, n, pivot=pivot)
     l, u = unpack_lu(g, lu, b, m, n)
     l, u = unflatten(g, l, batch, [m, k]), unflatten(g, u, batch, [k, n])
@@ -166,17 +174,15 @@ def aten_lu_unpack(g, LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
     folded = shape_only(g, torch.ops.aten.lu_unpack.default, (LU_data, LU_pivots, unpack_data, unpack_pivots))
     if folded is not None:
         return tuple(folded)
-    shape = matrix_shape(LU_data, "lu_unpack")
+    shape = matrix_shape(g, LU_data, "lu_unpack")
     batch, (m, n) = shape[:-2], shape[-2:]
-    b, k = math.prod(batch), min(m, n)
+    b, k = size_prod(g, batch), size_min(g, m, n)
     empty = fill(g, [0], 0, LU_data.dtype)
     l = u = p = empty
     if unpack_data:
         l, u = unpack_lu(g, flatten(g, LU_data, batch, [m, n]), b, m, n)
         l, u = unflatten(g, l, batch, [m, k]), unflatten(g, u, batch, [k, n])
     if unpack_pivots:
-        if not LU_pivots.is_static:
-            raise NotImplementedError("lu_unpack is exported for static pivot shapes only")
         pivots = reshape(g, zero_based(g, LU_pivots), [b, k])
         p = unflatten(g, permutation_matrix(g, permutation(g, pivots, b, m, k), b, m, LU_data.dtype), batch, [m, m])
     return p, l, u
@@ -219,8 +225,10 @@ def aten_triangular_solve(g, self, A, upper=True, transpose=False, unitriangular
         return tuple(folded)
     x, batch = solve_triangular(g, A, self, upper=upper, left=True, transpose=transpose, unitriangular=unitriangular,
                                 what="triangular_solve")
-    n = A.shape[-1]
-    coefficient = A if list(A.shape[:-2]) == batch else g.op("Expand", A, g.const(batch + [n, n], dtype=I64))
+    n = sizes(g, A)[-1]
+    own = list(A.shape[:-2])
+    same = all(isinstance(d, int) for d in own) and same_sizes(own, batch)
+    coefficient = A if same else g.op("Expand", A, g.int_list(batch + [n, n]))
     return x, g.op("Identity", coefficient)
 
 
@@ -251,13 +259,14 @@ def aten_cholesky_solve(g, self, input2, upper=False):
     folded = shape_only(g, torch.ops.aten.cholesky_solve.default, (self, input2, upper))
     if folded is not None:
         return folded[0]
-    f_shape = matrix_shape(input2, "cholesky_solve")
+    symbols: dict[str, Value] = {}
+    f_shape = matrix_shape(g, input2, "cholesky_solve", symbols=symbols)
     n = square_size(f_shape, "cholesky_solve")
-    b_shape = matrix_shape(self, "cholesky_solve")
+    b_shape = matrix_shape(g, self, "cholesky_solve", symbols=symbols)
     if self.dtype != input2.dtype:
         raise NotImplementedError(f"cholesky_solve of {self.dtype} and {input2.dtype}")
-    batch = broadcast_batch(f_shape[:-2], b_shape[:-2])
-    count = math.prod(batch)
+    batch = broadcast_batch(g, f_shape[:-2], b_shape[:-2])
+    count = size_prod(g, batch)
     x = cholesky_solve(g, flatten(g, self, batch, b_shape[-2:]), flatten(g, input2, batch, [n, n]), upper,
                        count, n, b_shape[-1])
     return reshape(g, x, batch + b_shape[-2:])
@@ -269,10 +278,10 @@ def aten_cholesky_inverse(g, self, upper=False):
     folded = shape_only(g, torch.ops.aten.cholesky_inverse.default, (self, upper))
     if folded is not None:
         return folded[0]
-    shape = matrix_shape(self, "cholesky_inverse")
+    shape = matrix_shape(g, self, "cholesky_inverse")
     n = square_size(shape, "cholesky_inverse")
     batch = shape[:-2]
-    count = math.prod(batch)
+    count = size_prod(g, batch)
     x = cholesky_solve(g, identity(g, count, n, self.dtype), flatten(g, self, batch, [n, n]), upper, count, n, n)
     return unflatten(g, x, batch, [n, n])
 
@@ -286,9 +295,9 @@ def aten_linalg_matrix_power(g, self, n):
     if n < 0:
         self, n = aten_linalg_inv(g, self), -n
     if n == 0:
-        shape = matrix_shape(self, "matrix_power", dtypes=(self.dtype,))
+        shape = matrix_shape(g, self, "matrix_power", dtypes=(self.dtype,))
         size = square_size(shape, "matrix_power")
-        return g.op("Expand", g.const(torch.eye(size, dtype=self.dtype)), g.const(shape, dtype=I64))
+        return g.op("Expand", eye(g, size, size, self.dtype), g.int_list(shape))
     if n == 1:
         return g.op("Identity", self)
     # eager's order of products: a binary decomposition of n, bits from the lowest
@@ -307,33 +316,45 @@ def aten_linalg_matrix_power(g, self, n):
 @register("aten::linalg_tensorinv.default")
 def aten_linalg_tensorinv(g, self, ind=2):
     """linalg_tensorinv(Tensor self, int ind=2) -> Tensor"""
-    if not self.is_static:
-        raise NotImplementedError("linalg_tensorinv is exported for static shapes only")
-    shape = list(self.shape)
-    front, back = math.prod(shape[:ind]), math.prod(shape[ind:])
+    if self.shape is None:
+        raise NotImplementedError("linalg_tensorinv is exported for inputs of known rank only")
+    shape = sizes(g, self)
+    front, back = size_prod(g, shape[:ind]), size_prod(g, shape[ind:])
     out_shape = shape[ind:] + shape[:ind]
-    if front * back == 0:
+    if is_empty(shape):
         return fill(g, out_shape, 0, self.dtype)
-    return reshape(g, aten_linalg_inv(g, reshape(g, self, [front, back])), out_shape)
+    return reshape(g, aten_linalg_inv(g, square_matrices(g, self, [front, back], self.name)), out_shape)
 
 
 @register("aten::linalg_tensorsolve.default")
 def aten_linalg_tensorsolve(g, self, other, dims=None):
     """linalg_tensorsolve(Tensor self, Tensor other, int[]? dims=None) -> Tensor"""
-    if not self.is_static or not other.is_static:
-        raise NotImplementedError("linalg_tensorsolve is exported for static shapes only")
-    shape, rank = list(self.shape), self.rank
+    if self.shape is None or other.rank is None:
+        raise NotImplementedError("linalg_tensorsolve is exported for inputs of known rank only")
+    shape, rank = sizes(g, self), self.rank
     if dims:
         moved = [d % rank for d in dims]
         perm = [d for d in range(rank) if d not in moved] + moved
+        dims_before = self.shape
         self, shape = g.op("Transpose", self, perm=perm), [shape[d] for d in perm]
-        self.shape = tuple(shape)
+        self.shape = tuple(dims_before[d] for d in perm)
     result_shape = shape[other.rank:]
-    size = math.prod(result_shape)
-    if size == 0:
+    size = size_prod(g, result_shape)
+    if is_empty(result_shape):
         return fill(g, result_shape, 0, self.dtype)
-    x = aten_linalg_solve(g, reshape(g, self, [size, size]), reshape(g, other, [size]))
+    x = aten_linalg_solve(g, square_matrices(g, self, [size, size], self.name),
+                          square_matrices(g, other, [size], self.name))
     return reshape(g, x, result_shape)
+
+
+def square_matrices(g: GraphBuilder, x: Value, shape: list[SymInt], label: str) -> Value:
+    """x reshaped to `shape`, whose sizes are equal by the op's contract, though products of different
+    symbols: the result's shape names each symbolic one `label`_size, so the linalg helpers see the
+    matrix square (and a right-hand side of its size)."""
+    out = reshape(g, x, shape)
+    if not all(isinstance(d, int) for d in shape):
+        out.shape = tuple(d if isinstance(d, int) else f"{label}_size" for d in shape)
+    return out
 
 
 # -- matrix exponential --------------------------------------------------------------------------------------
@@ -348,19 +369,19 @@ def aten_linalg_tensorsolve(g, self, other, dims=None):
 @register("aten::matrix_exp.default", "aten::linalg_matrix_exp.default")
 def aten_matrix_exp(g, self):
     """matrix_exp(Tensor self) -> Tensor"""
-    shape = matrix_shape(self, "matrix_exp", dtypes=(torch.float16, torch.bfloat16, torch.float32, torch.float64))
+    shape = matrix_shape(g, self, "matrix_exp", dtypes=(torch.float16, torch.bfloat16, torch.float32, torch.float64))
     n = square_size(shape, "matrix_exp")
     batch = shape[:-2]
-    if 0 in shape:
+    if is_empty(shape):
         return fill(g, shape, 0, self.dtype)
-    if n == 1:
-        return g.op("Exp", self)  # as eager
-    count = math.prod(batch)
+    if isinstance(n, int) and n == 1:
+        return g.op("Exp", self)  # as eager (a symbolic n of 1 at run time takes the approximants: exp within rounding)
+    count = size_prod(g, batch)
     dtype = torch.float64 if self.dtype == torch.float64 else torch.float32
     thetas = MEXP_THETAS[dtype]
     a = flatten(g, cast(g, self, dtype), batch, [n, n])
     # the 1-norm: the largest column sum of magnitudes
-    col_sums = g.op("MatMul", g.const(torch.ones(1, n, dtype=dtype)), g.op("Abs", a))  # [count, 1, n]
+    col_sums = g.op("MatMul", ones(g, 1, n, dtype), g.op("Abs", a))  # [count, 1, n]
     col_sums = reshape(g, col_sums, [count, n, 1])
     widest = g.op("ArgMax", col_sums, axis=1, keepdims=0)
     norm = gather_rows(g, col_sums, widest, count, n, 1)  # [count, 1, 1]
@@ -380,18 +401,19 @@ def aten_matrix_exp(g, self):
 
     trips = g.op("ReduceMax", squarings, keepdims=0)
     result = loop(g, trips, [mexp_t18(g, powers, dtype)], step, name="squaring")[0]
-    if count == 1:
+    if not isinstance(count, int) or count == 1:
         # eager picks the degree by the norm for a single matrix only (a batch always takes degree 18);
         # degree 18 from theta_12 on, each lower degree up to its theta
         approximants = (mexp_t1, mexp_t2, mexp_t4, mexp_t8, mexp_t12)
-        result = g.op("Where", g.op("Less", norm, g.const(thetas[4], dtype=dtype)),
+        picked = g.op("Where", g.op("Less", norm, g.const(thetas[4], dtype=dtype)),
                       mexp_t12(g, powers, dtype), result)
         for theta, approximant in reversed(list(zip(thetas[:4], approximants))):
-            result = g.op("Where", g.op("Greater", norm, g.const(theta, dtype=dtype)), result,
+            picked = g.op("Where", g.op("Greater", norm, g.const(theta, dtype=dtype)), picked,
                           approximant(g, powers, dtype))
+        single = count == 1 if isinstance(count, int) else g.op("Equal", count, g.const(1, dtype=I64))
+        result = picked if single is True else g.op("Where", single, picked, result)
     # a matrix with a NaN is all NaN, as eager
-    nans = g.op("MatMul", g.op("MatMul", g.const(torch.ones(1, n, dtype=dtype)), cast(g, g.op("IsNaN", a), dtype)),
-                g.const(torch.ones(n, 1, dtype=dtype)))
+    nans = g.op("MatMul", g.op("MatMul", ones(g, 1, n, dtype), cast(g, g.op("IsNaN", a), dtype)), ones(g, n, 1, dtype))
     result = g.op("Where", g.op("Greater", nans, g.const(0, dtype=dtype)), g.const(math.nan, dtype=dtype), result)
     return cast(g, unflatten(g, result, batch, [n, n]), self.dtype)
 
@@ -406,7 +428,7 @@ def aten_geqrf(g, self):
     if folded is not None:
         return tuple(folded)
     r, taus, batch, m, n = geqrf(g, self, "geqrf")
-    return unflatten(g, r, batch, [m, n]), reshape(g, taus, batch + [min(m, n)])
+    return unflatten(g, r, batch, [m, n]), reshape(g, taus, batch + [size_min(g, m, n)])
 
 
 @register("aten::linalg_qr.default")
@@ -427,15 +449,16 @@ def aten_linalg_householder_product(g, input, tau):
     folded = shape_only(g, torch.ops.aten.linalg_householder_product.default, (input, tau))
     if folded is not None:
         return folded[0]
-    shape = matrix_shape(input, "linalg_householder_product")
-    if not tau.is_static or tau.dtype != input.dtype:
-        raise NotImplementedError("linalg_householder_product with a dynamic or differently typed tau")
-    batch, (m, n), k = shape[:-2], shape[-2:], tau.shape[-1]
-    count = math.prod(batch)
-    eye = g.op("Expand", g.const(torch.eye(m, n, dtype=input.dtype)), g.const([count, m, n], dtype=I64))
-    if k == 0:
-        return unflatten(g, eye, batch, [m, n])
-    q = apply_reflectors(g, flatten(g, input, batch, [m, n]), reshape(g, tau, [count, k]), eye, count, m, k,
+    symbols: dict[str, Value] = {}
+    shape = matrix_shape(g, input, "linalg_householder_product", symbols=symbols)
+    if tau.shape is None or tau.dtype != input.dtype:
+        raise NotImplementedError("linalg_householder_product with a tau of unknown rank or another dtype")
+    batch, (m, n), k = shape[:-2], shape[-2:], sizes(g, tau, symbols)[-1]
+    count = size_prod(g, batch)
+    start = g.op("Expand", eye(g, m, n, input.dtype), g.int_list([count, m, n]))
+    if is_empty([k]):
+        return unflatten(g, start, batch, [m, n])
+    q = apply_reflectors(g, flatten(g, input, batch, [m, n]), reshape(g, tau, [count, k]), start, count, m, k,
                          left=True, transpose=False)
     return unflatten(g, q, batch, [m, n])
 
@@ -446,16 +469,19 @@ def aten_ormqr(g, self, input2, input3, left=True, transpose=False):
     folded = shape_only(g, torch.ops.aten.ormqr.default, (self, input2, input3, left, transpose))
     if folded is not None:
         return folded[0]
-    a_shape, c_shape = matrix_shape(self, "ormqr"), matrix_shape(input3, "ormqr")
-    if not input2.is_static or len({self.dtype, input2.dtype, input3.dtype}) != 1:
-        raise NotImplementedError("ormqr with a dynamic tau or mixed dtypes")
-    m, k = a_shape[-2], input2.shape[-1]
-    batch = broadcast_batch(a_shape[:-2], list(input2.shape[:-1]), c_shape[:-2])
-    if k == 0:
+    symbols: dict[str, Value] = {}
+    a_shape = matrix_shape(g, self, "ormqr", symbols=symbols)
+    c_shape = matrix_shape(g, input3, "ormqr", symbols=symbols)
+    if input2.shape is None or len({self.dtype, input2.dtype, input3.dtype}) != 1:
+        raise NotImplementedError("ormqr with a tau of unknown rank or mixed dtypes")
+    tau_shape = sizes(g, input2, symbols)
+    m, k = a_shape[-2], tau_shape[-1]
+    batch = broadcast_batch(g, a_shape[:-2], tau_shape[:-1], c_shape[:-2])
+    if is_empty([k]):
         return g.op("Identity", input3)
-    count = math.prod(batch)
-    x = apply_reflectors(g, flatten(g, self, batch, a_shape[-2:]), reshape(g, g.op("Expand", input2, g.const(
-        batch + [k], dtype=I64)), [count, k]), flatten(g, input3, batch, c_shape[-2:]), count, m, k, left=left,
+    count = size_prod(g, batch)
+    x = apply_reflectors(g, flatten(g, self, batch, a_shape[-2:]), reshape(g, g.op("Expand", input2, g.int_list(
+        batch + [k])), [count, k]), flatten(g, input3, batch, c_shape[-2:]), count, m, k, left=left,
         transpose=transpose)
     return reshape(g, x, batch + c_shape[-2:])
 
@@ -490,22 +516,23 @@ def singular_value_norm(g: GraphBuilder, A: Value, ord, dim: list[int], keepdim:
     """The 2-norm (largest singular value), its -2 counterpart (smallest) or the nuclear norm (sum) over
     two dims of A, as eager: those dims moved last, svdvals, then amax / amin / sum."""
     x = cast(g, A, scalar_type(dtype)) if dtype is not None else A
-    shape = matrix_shape(x, "linalg_matrix_norm")
+    shape = matrix_shape(g, x, "linalg_matrix_norm")
     rank = len(shape)
     d0, d1 = norm_dims(dim, rank)
     perm = [d for d in range(rank) if d not in (d0, d1)] + [d0, d1]
     if perm != list(range(rank)):
+        dims = x.shape
         x = g.op("Transpose", x, perm=perm)
-        x.shape = tuple(shape[d] for d in perm)
-    batch, k = [shape[d] for d in perm[:-2]], min(shape[d0], shape[d1])
+        x.shape = tuple(dims[d] for d in perm)
+    batch, k = [shape[d] for d in perm[:-2]], size_min(g, shape[d0], shape[d1])
     out_shape = [1 if d in (d0, d1) else s for d, s in enumerate(shape)] if keepdim else batch
-    if k == 0 or math.prod(batch) == 0:
+    if is_empty([k] + batch):
         return fill(g, out_shape, 0, x.dtype)  # eager's empty sum; amax / amin of nothing raise there
     values = aten_linalg_svdvals(g, x)
     if ord == "nuc":
-        result = g.op("MatMul", values, g.const(torch.ones(k, 1, dtype=x.dtype)))
+        result = g.op("MatMul", values, ones(g, k, 1, x.dtype))
     else:
-        result = g.op("Gather", values, g.const([0 if ord > 0 else k - 1], dtype=I64), axis=len(batch))
+        result = g.op("Gather", values, g.int_list([0 if ord > 0 else size_sub(g, k, 1)]), axis=len(batch))
     return reshape(g, result, out_shape)
 
 
@@ -516,11 +543,11 @@ def cond(g: GraphBuilder, self: Value, p) -> Value:
         folded = shape_only(g, torch.ops.aten.linalg_cond.default, (self, p))
         if folded is not None:
             return folded[0]
-        shape = matrix_shape(self, "linalg_cond")
-        batch, k = shape[:-2], min(shape[-2:])
+        shape = matrix_shape(g, self, "linalg_cond")
+        batch, k = shape[:-2], size_min(g, shape[-2], shape[-1])
         values = aten_linalg_svdvals(g, self)
         first = g.op("Gather", values, g.const([0], dtype=I64), axis=len(batch))
-        last = g.op("Gather", values, g.const([k - 1], dtype=I64), axis=len(batch))
+        last = g.op("Gather", values, g.int_list([size_sub(g, k, 1)]), axis=len(batch))
         ratio = g.op("Div", last, first) if p == -2 else g.op("Div", first, last)
         return reshape(g, ratio, batch)
     folded = shape_only(g, torch.ops.aten.linalg_cond.p_str if isinstance(p, str) else torch.ops.aten.linalg_cond.default,
@@ -528,7 +555,7 @@ def cond(g: GraphBuilder, self: Value, p) -> Value:
     if folded is not None:
         return folded[0]
     inverse_, info = aten_linalg_inv_ex(g, self)
-    singular = g.op("Greater", reshape(g, info, list(self.shape[:-2]) + [1, 1]), g.const(0, dtype=torch.int32))
+    singular = g.op("Greater", reshape(g, info, sizes(g, self)[:-2] + [1, 1]), g.const(0, dtype=torch.int32))
     inverse_ = g.op("Where", singular, g.const(math.inf, dtype=self.dtype), inverse_)
     product = g.op("Mul", matrix_norm(g, self, p, [-2, -1], False, None),
                    matrix_norm(g, inverse_, p, [-2, -1], False, None))
@@ -590,21 +617,21 @@ def matrix_rank(g: GraphBuilder, A: Value, atol, rtol, hermitian: bool, what: st
     """The number of singular values (absolute eigenvalues when `hermitian`) above
     max(atol, rtol * the largest); atol defaults to 0 and rtol to eps * max(m, n), or 0 where atol > 0.
     atol and rtol are floats, None or tensors broadcasting with the batch."""
-    shape = matrix_shape(A, what)
+    shape = matrix_shape(g, A, what)
     batch, (m, n) = shape[:-2], shape[-2:]
-    if 0 in shape:
+    if is_empty(shape):
         return fill(g, batch, 0, I64)
     if hermitian:
         values = g.op("Abs", eigvalsh(g, A, False, what))
         k = n
         top = g.op("Max", g.op("Gather", values, g.const([0], dtype=I64), axis=len(batch)),
-                   g.op("Gather", values, g.const([k - 1], dtype=I64), axis=len(batch)))
+                   g.op("Gather", values, g.int_list([size_sub(g, k, 1)]), axis=len(batch)))
     else:
-        values, k = aten_linalg_svdvals(g, A), min(m, n)
+        values, k = aten_linalg_svdvals(g, A), size_min(g, m, n)
         top = g.op("Gather", values, g.const([0], dtype=I64), axis=len(batch))
     bound = cutoff(g, atol, rtol, top, m, n)
     above = cast(g, g.op("Greater", values, bound), A.dtype)
-    count = g.op("MatMul", above, g.const(torch.ones(k, 1, dtype=A.dtype)))
+    count = g.op("MatMul", above, ones(g, k, 1, A.dtype))
     return cast(g, reshape(g, count, batch), I64) if batch else cast(g, reshape(g, count, []), I64)
 
 
@@ -656,13 +683,15 @@ def aten_linalg_ldl_solve(g, LD, pivots, B, *, hermitian=False):
     folded = shape_only(g, torch.ops.aten.linalg_ldl_solve.default, (LD, pivots, B), {"hermitian": hermitian})
     if folded is not None:
         return folded[0]
-    ld_shape, b_shape = matrix_shape(LD, "linalg_ldl_solve"), matrix_shape(B, "linalg_ldl_solve")
+    symbols: dict[str, Value] = {}
+    ld_shape = matrix_shape(g, LD, "linalg_ldl_solve", symbols=symbols)
+    b_shape = matrix_shape(g, B, "linalg_ldl_solve", symbols=symbols)
     n = square_size(ld_shape, "linalg_ldl_solve")
-    if B.dtype != LD.dtype or not pivots.is_static:
-        raise NotImplementedError("linalg_ldl_solve with mixed dtypes or dynamic pivots")
-    batch = broadcast_batch(ld_shape[:-2], list(pivots.shape[:-1]), b_shape[:-2])
-    count = math.prod(batch)
-    codes = reshape(g, g.op("Expand", cast(g, pivots, I64), g.const(batch + [n], dtype=I64)), [count, n])
+    if B.dtype != LD.dtype or pivots.shape is None:
+        raise NotImplementedError("linalg_ldl_solve with mixed dtypes or pivots of unknown rank")
+    batch = broadcast_batch(g, ld_shape[:-2], sizes(g, pivots, symbols)[:-1], b_shape[:-2])
+    count = size_prod(g, batch)
+    codes = reshape(g, g.op("Expand", cast(g, pivots, I64), g.int_list(batch + [n])), [count, n])
     x = sytrs(g, masked(g, tril_mask(g, n, n, 0), flatten(g, LD, batch, [n, n])), codes,
               flatten(g, B, batch, b_shape[-2:]), count, n, b_shape[-1])
     return reshape(g, x, batch + b_shape[-2:])
