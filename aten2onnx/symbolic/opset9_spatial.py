@@ -15,7 +15,8 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import cast, dim_size, reshape, unsqueeze_static
+from aten2onnx.symbolic._helpers import as_value, cast, dim_size, reshape, unsqueeze_static
+from aten2onnx.symbolic.opset9_data import int_mod
 
 register = functools.partial(registry.register, opset=9)
 
@@ -615,10 +616,12 @@ def max_pool(g: GraphBuilder, x: Value, kernel_size, stride, padding, dilation, 
         if not indices:
             return g.pool("MaxPool", b, kernel_shape=kernel, strides=strides, pads=pads, dilations=dilations,
                           ceil_mode=ceil_mode)
-        if not b.is_static:
-            raise NotImplementedError("max pooling with indices is exported for static shapes only")
         y, idx = g.pool("MaxPool", b, outputs=2, kernel_shape=kernel, strides=strides, pads=pads,
                         dilations=dilations, ceil_mode=ceil_mode)
+        if not b.is_static:  # an index into the whole tensor is its plane's times plane, plus torch's
+            plane = functools.reduce(lambda a, c: g.op("Mul", a, c),
+                                     [as_value(g, dim_size(g, b, d), torch.int64) for d in range(2, b.rank)])
+            return y, int_mod(g, idx, plane)
         n, c = b.shape[:2]
         plane = math.prod(b.shape[2:])
         offsets = (torch.arange(n * c, dtype=torch.int64) * plane).reshape([n, c] + [1] * spatial)
