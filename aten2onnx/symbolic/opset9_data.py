@@ -106,6 +106,11 @@ def int_max(g: GraphBuilder, a: Value, b: Value) -> Value:
     return where(g, g.op("Greater", a, b), a, b)
 
 
+def int_min(g: GraphBuilder, a: Value, b: Value) -> Value:
+    """Elementwise min of int64 tensors (Min takes ints only from opset 12)."""
+    return where(g, g.op("Less", a, b), a, b)
+
+
 def int_clamp(g: GraphBuilder, x: Value, lo: int | Value, hi: int | Value) -> Value:
     lo = lo if isinstance(lo, Value) else g.const(lo, dtype=I64)
     hi = hi if isinstance(hi, Value) else g.const(hi, dtype=I64)

@@ -16,7 +16,7 @@ import torch
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic._helpers import as_value, cast, dim_size, reshape, unsqueeze_static
-from aten2onnx.symbolic.opset9_data import int_mod
+from aten2onnx.symbolic.opset9_data import arange_of, int_max, int_min, int_mod, where
 
 register = functools.partial(registry.register, opset=9)
 
@@ -91,6 +91,8 @@ def avg_pool(g: GraphBuilder, x: Value, kernel_size, stride, padding, ceil_mode:
                 count_include_pad=int(count_include_pad), ceil_mode=ceil_mode), x.dtype))
         except NotImplementedError:
             pass  # AveragePool has no ceil_mode at this opset (g.pool): the windows are made whole below
+    if x.shape is None or x.rank < spatial or not all(isinstance(n, int) for n in x.shape[-spatial:]):
+        return _avg_pool_dynamic(g, x, kernel, strides, begin, ceil_mode, count_include_pad, divisor_override)
     sizes = static_spatial(x, spatial, "this average pooling")
     axes = [_avg_windows(n, k, s, p, ceil_mode) for n, k, s, p in zip(sizes, kernel, strides, begin)]
     inside = _outer([a[1] for a in axes])
@@ -113,6 +115,47 @@ def avg_pool(g: GraphBuilder, x: Value, kernel_size, stride, padding, ceil_mode:
     wide = torch.float64 if x.dtype.is_floating_point else torch.int64
     total = window_sum(g, cast(g, x, wide), kernel, strides, begin, [len(a[1]) for a in axes])
     return cast(g, g.op("Div", total, g.const(divisor, dtype=wide)), x.dtype)
+
+
+def _avg_pool_dynamic(g: GraphBuilder, x: Value, kernel: list[int], strides: list[int], begin: list[int],
+                      ceil_mode: bool, count_include_pad: bool, divisor_override) -> Value:
+    """avg_pool's window sums and divisors where a spatial size is known only at run time: per axis,
+    _avg_windows computed in the graph (the window count, each window's positions and counts), the
+    windows gathered along a new axis, the positions in padding zeroed (so inf stays inf) and summed;
+    the sums are taken in float64 (int64 for integers, which divide truncating as ATen's do)."""
+    i64 = torch.int64
+    wide = torch.float64 if x.dtype.is_floating_point else i64
+    total = cast(g, x, wide)
+    rank, spatial = x.rank, len(kernel)
+    counts = []
+    for d, (k, s, p) in enumerate(zip(kernel, strides, begin)):
+        axis = rank - spatial + d
+        n = as_value(g, dim_size(g, total, axis), i64)
+        out = g.op("Add", g.op("Div", g.op("Add", n, g.const(2 * p - k + (s - 1 if ceil_mode else 0), dtype=i64)),
+                               g.const(s, dtype=i64)), g.const(1, dtype=i64))
+        if ceil_mode:  # the last window must start inside the input or the left padding
+            late = g.greater_or_equal(g.op("Mul", g.op("Sub", out, g.const(1, dtype=i64)), g.const(s, dtype=i64)),
+                                      g.op("Add", n, g.const(p, dtype=i64)))
+            out = g.op("Sub", out, cast(g, late, i64))
+        starts = g.op("Sub", g.op("Mul", arange_of(g, out, has_range=False), g.const(s, dtype=i64)),
+                      g.const(p, dtype=i64))
+        positions = g.op("Add", g.unsqueeze(starts, [1]), g.const(torch.arange(k).unsqueeze(0)))  # [out, k]
+        inside = g.op("And", g.op("Not", g.op("Less", positions, g.const(0, dtype=i64))), g.op("Less", positions, n))
+        windows = g.op("Gather", total, where(g, inside, positions, g.const(0, dtype=i64)), axis=axis)
+        mask = g.unsqueeze(inside, list(range(2, 2 + rank - axis - 1))) if axis < rank - 1 else inside
+        windows = where(g, mask, windows, g.const(0, dtype=wide))
+        total = g.reduce("ReduceSum", windows, [axis + 1], False)
+        ends = g.op("Add", starts, g.const(k, dtype=i64))
+        if count_include_pad:  # the window clipped to the padded input
+            count = g.op("Sub", int_min(g, ends, g.op("Add", n, g.const(p, dtype=i64))), starts)
+        else:
+            count = g.op("Sub", int_min(g, ends, n), int_max(g, starts, g.const(0, dtype=i64)))
+        counts.append(g.unsqueeze(count, list(range(1, spatial - d))) if d < spatial - 1 else count)
+    if divisor_override is not None:
+        divisor = g.const(divisor_override, dtype=wide)
+    else:
+        divisor = cast(g, functools.reduce(lambda a, b: g.op("Mul", a, b), counts), wide)
+    return cast(g, g.op("Div", total, divisor), x.dtype)
 
 
 def window_sum(g: GraphBuilder, x: Value, kernel: list[int], strides: list[int], begin: list[int],
