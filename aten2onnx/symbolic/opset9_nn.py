@@ -13,6 +13,7 @@ from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic import _resample
 from aten2onnx.symbolic._helpers import as_value, cast, dim_size, norm_dim, opmath
+from aten2onnx.symbolic.opset9_data import arange_of, int_mod
 from aten2onnx.symbolic.opset9_shape import gather_static
 
 register = functools.partial(registry.register, opset=9)
@@ -36,6 +37,8 @@ def pad_with(g, self, pad, mode: str, value):
         for i in range(len(pad) // 2):
             begins[self.rank - 1 - i], ends[self.rank - 1 - i] = pad[2 * i], pad[2 * i + 1]
         return g.pad(self, begins + ends, _PAD_MODES[mode], (0 if value is None else value) if mode == "constant" else None)
+    if not self.is_static and mode == "circular" and all(isinstance(p, int) for p in pad):
+        return _circular(g, self, pad)
     if mode == "constant":
         return gather_static(g, [self], lambda i: F.pad(i, pad, value=0), fill_value=0 if value is None else value)
     # F.pad in these modes wants a batch and channel dim; element numbers carry through unchanged
@@ -47,6 +50,24 @@ def pad_with(g, self, pad, mode: str, value):
         return out.reshape(out.shape[max(0, 2 - lead):]) if lead < 2 else out
 
     return gather_static(g, [self], moved)
+
+
+def _circular(g, x, pad: list[int]):
+    """Circular padding of symbolic sizes, as eager: along each padded axis of n elements, negative
+    widths crop first, to m = n - cropped elements; then a Gather of the positions
+    cropped_before + (i + m - before) % m for i < before + m + after (before, after the positive
+    widths, which eager takes up to m)."""
+    i64, rank = torch.int64, x.rank
+    for i in range(len(pad) // 2):
+        axis, before, after = rank - 1 - i, pad[2 * i], pad[2 * i + 1]
+        n = as_value(g, dim_size(g, x, axis), i64)
+        m = g.op("Add", n, g.const(min(before, 0) + min(after, 0), dtype=i64))
+        grow_before, grow_after = max(before, 0), max(after, 0)
+        count = g.op("Add", m, g.const(grow_before + grow_after, dtype=i64))
+        positions = g.op("Add", arange_of(g, count, has_range=False), g.op("Sub", m, g.const(grow_before, dtype=i64)))
+        positions = g.op("Add", int_mod(g, positions, m), g.const(max(-before, 0), dtype=i64))
+        x = g.op("Gather", x, positions, axis=axis)
+    return x
 
 
 @register("aten::pad.default")
