@@ -32,6 +32,15 @@ CASES = {
     "rfft_n": (lambda x: torch.view_as_real(fft.rfft(x, n=6)), (randn(2, 5),), (randn(3, 9),)),
     "ifft2_ortho": (lambda x: torch.view_as_real(fft.ifft2(x, norm="ortho")), (randn(2, 3, 4),), (randn(3, 5, 7),)),
     "ihfftn_forward": (lambda x: torch.view_as_real(fft.ihfftn(x, norm="forward")), (randn(3, 6),), (randn(4, 7),)),
+    "stft": (lambda x: torch.view_as_real(torch.stft(x, 8, 3, window=torch.hann_window(8), center=False,
+                                                     return_complex=True)), (randn(2, 20),), (randn(3, 27),)),
+    "stft_center_constant": (lambda x: torch.view_as_real(torch.stft(x, 8, 2, center=True, pad_mode="constant",
+                                                                     return_complex=True)), (randn(21),), (randn(30),)),
+    # stft.center itself (torch.stft pads before calling stft.default): the frames read through the padding
+    "stft_center_reflect": (lambda x: torch.view_as_real(torch.ops.aten.stft.center(
+        x, 8, 2, None, None, True, "reflect", False, None, True)), (randn(2, 21),), (randn(3, 30),)),
+    "stft_center_constant_op": (lambda x: torch.view_as_real(torch.ops.aten.stft.center(
+        x, 8, 3, 6, None, True, "constant", True, None, True)), (randn(21),), (randn(30),)),
     "fftshift": (lambda x: fft.fftshift(x), (randn(3, 5),), (randn(4, 6),)),
     "ifftshift": (lambda x: fft.ifftshift(x), (randn(2, 3, 5),), (randn(3, 4, 6),)),
     "max_pool2d_indices": (lambda x: F.max_pool2d(x, 3, 2, padding=1, ceil_mode=True, return_indices=True),

@@ -11,6 +11,7 @@ import torch
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic import _complex as cx, opset9_fft
+from aten2onnx.symbolic._carrier import real_symbolic
 from aten2onnx.symbolic._helpers import cast, norm_dims
 from aten2onnx.symbolic.opset9_fft import (
     BY_N,
@@ -273,10 +274,10 @@ def aten_istft(g, self, n_fft, hop_length=None, win_length=None, window=None, ce
 @register("aten::fft_fftshift.default")
 def aten_fft_fftshift(g, self, dim=None):
     """fft_fftshift(Tensor self, int[1]? dim=None) -> Tensor"""
-    return fft_shift(g, self, dim, 1)
+    return fft_shift(g, self, dim, 1, real_symbolic(g, "aten::roll.default"))
 
 
 @register("aten::fft_ifftshift.default")
 def aten_fft_ifftshift(g, self, dim=None):
     """fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor"""
-    return fft_shift(g, self, dim, -1)
+    return fft_shift(g, self, dim, -1, real_symbolic(g, "aten::roll.default"))

@@ -17,7 +17,7 @@ from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic import _complex as cx
 from aten2onnx.symbolic._helpers import as_value, cast, dim_size, fill, norm_dims
-from aten2onnx.symbolic.opset9_data import arange_of, int_mod
+from aten2onnx.symbolic.opset9_data import arange_of, int_clamp, int_mod, where
 
 register = functools.partial(registry.register, opset=9)
 
@@ -361,7 +361,9 @@ def stft(g: GraphBuilder, x: Value, n_fft: int, hop_length, win_length, window: 
     rank = cx.logical_rank(x)
     if rank not in (1, 2):
         raise NotImplementedError("stft of a tensor not 1-D or 2-D")
-    (length,) = _sizes(x, [rank - 1])
+    length = dim_size(g, x, rank - 1) if x.shape is not None else None
+    if not isinstance(length, (int, Value)):
+        raise NotImplementedError("stft of a tensor of unknown rank")
     hop = hop_length if hop_length is not None else n_fft // 4
     win = win_length if win_length is not None else n_fft
     left = (n_fft - win) // 2
@@ -370,6 +372,11 @@ def stft(g: GraphBuilder, x: Value, n_fft: int, hop_length, win_length, window: 
     if onesided and is_complex:
         raise NotImplementedError("a one-sided stft of a complex signal or window")
     pad = n_fft // 2 if center else (left if align_to_window else 0)
+    if isinstance(length, Value):
+        if not (0 < win <= n_fft and hop > 0):
+            raise NotImplementedError("stft sizes that eager rejects")
+        y = _frames_of(g, x, rank, length, n_fft, hop, win, left, pad, pad_mode)
+        return _stft_frames(g, x, y, rank, window, n_fft, win, left, onesided, is_complex, normalized)
     frames = 1 + (length + 2 * pad - n_fft) // hop
     if not (0 < win <= n_fft <= length + 2 * pad and hop > 0 and frames > 0):
         raise NotImplementedError("stft sizes that eager rejects")
@@ -385,6 +392,40 @@ def stft(g: GraphBuilder, x: Value, n_fft: int, hop_length, win_length, window: 
         source = torch.arange(length, dtype=torch.float64)
     index = source.to(torch.int64)[padded].reshape(frames, win)
     y = g.op("Gather", cast(g, y, torch.float64), g.const(index), axis=rank - 1)  # [..., frames, win]
+    return _stft_frames(g, x, y, rank, window, n_fft, win, left, onesided, is_complex, normalized)
+
+
+def _frames_of(g: GraphBuilder, x: Value, rank: int, length: Value, n_fft: int, hop: int, win: int, left: int,
+               pad: int, pad_mode: str) -> Value:
+    """stft's Gather of every frame's windowed samples for a signal length known only at run time:
+    the positions in the padded signal computed in the graph, then mapped into x (reflected, clamped
+    or, for constant padding, sent to a zero appended to x)."""
+    i64 = torch.int64
+    length = as_value(g, length, i64)
+    frames = g.op("Add", g.op("Div", g.op("Add", length, g.const(2 * pad - n_fft, dtype=i64)), g.const(hop, dtype=i64)),
+                  g.const(1, dtype=i64))
+    starts = g.op("Mul", arange_of(g, frames, has_range=False), g.const(hop, dtype=i64))
+    source = g.op("Add", g.unsqueeze(starts, [1]), g.const(torch.arange(win).unsqueeze(0) + left - pad))
+    y = cast(g, x, torch.float64)
+    if pad:
+        below, last = g.op("Less", source, g.const(0, dtype=i64)), g.op("Sub", length, g.const(1, dtype=i64))
+        above = g.op("Greater", source, last)
+        if pad_mode == "constant":  # both sides read the zero appended at index length
+            y = g.op("Concat", y, zeros_along(g, y, y.rank, rank - 1, 1), axis=rank - 1)
+            source = where(g, g.op("Or", below, above), length, source)
+        elif pad_mode == "replicate":
+            source = int_clamp(g, source, 0, last)
+        elif pad_mode == "reflect":
+            source = where(g, below, g.op("Neg", source), source)
+            source = where(g, above, g.op("Sub", g.op("Mul", last, g.const(2, dtype=i64)), source), source)
+        else:
+            raise NotImplementedError(f"stft's {pad_mode!r} padding of a signal of symbolic length")
+    return g.op("Gather", y, source, axis=rank - 1)  # [..., frames, win]
+
+
+def _stft_frames(g: GraphBuilder, x: Value, y: Value, rank: int, window: Value | None, n_fft: int, win: int,
+                 left: int, onesided: bool, is_complex: bool, normalized: bool) -> Value:
+    """stft's windowing and DFT of the gathered frames y [..., frames, win]."""
     if window is not None:
         y = window_times(g, y, window, complex_frames=x.complex)
     cols = n_fft // 2 + 1 if onesided else n_fft

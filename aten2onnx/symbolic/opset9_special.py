@@ -173,14 +173,15 @@ def aten_ldexp(g, self, other):
 # -- small composites ---------------------------------------------------------------------------------
 
 
-def fft_shift(g: GraphBuilder, x: Value, dim, sign: int) -> Value:
+def fft_shift(g: GraphBuilder, x: Value, dim, sign: int, roll=aten_roll) -> Value:
     """fftshift (sign 1) or ifftshift (-1) of a real tensor or a complex carrier (its logical dims):
-    a roll by half of each dim. A dim known only at run time is rolled by a Gather of the positions
-    (i + first) % n, first = ceil(n / 2) (fftshift) or floor(n / 2) (ifftshift), computed in the graph."""
+    a roll by half of each dim (by roll, the handler of aten::roll that the caller dispatched). A dim
+    known only at run time is rolled by a Gather of the positions (i + first) % n, first = ceil(n / 2)
+    (fftshift) or floor(n / 2) (ifftshift), computed in the graph."""
     rank = cx.logical_rank(x)
     dims = list(range(rank)) if dim is None else [norm_dim(d, rank) for d in dim]
     if x.is_static:
-        return aten_roll(g, x, [sign * (x.shape[d] // 2) for d in dims], dims)
+        return roll(g, x, [sign * (x.shape[d] // 2) for d in dims], dims)
     i64 = torch.int64
     for d in dims:
         n = as_value(g, dim_size(g, x, d), i64)
