@@ -184,7 +184,7 @@ class Case:
 
 CASES = [
     Case("energy_forces", Energy, lambda n: (torch.randn(n, 3),), {"pos": {0: "atoms"}}),
-    # static: convolution_backward and max pooling's indices are exported for static shapes only
+    # static: convolution_backward is exported for static shapes only
     Case("cnn_saliency", Saliency, lambda n: (torch.randn(n, 2, 6, 6),)),
     Case("grad_outputs_ones_like", GradOutputs, lambda n: (torch.randn(n, 4),)),
     Case("two_inputs", TwoInputs, lambda n: (torch.randn(n, 4), torch.randn(n, 4)),

@@ -35,7 +35,7 @@ def normalize_key(name: str) -> str:
 
 
 # torch's functions on symbolic values that torch.export leaves in graphs as Python calls
-SYM_FUNCTIONS = ("torch::sym_ite", "torch::sym_not", "torch::sym_max", "torch::sym_min")
+SYM_FUNCTIONS = ("torch::sym_ite", "torch::sym_not", "torch::sym_max", "torch::sym_min", "torch::sym_float")
 
 
 def is_python_key(key: str) -> bool:

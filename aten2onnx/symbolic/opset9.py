@@ -24,6 +24,7 @@ from aten2onnx.symbolic._helpers import (
     compare,
     dim_size,
     equal,
+    fill,
     float_unary,
     is_full_slice,
     norm_dim,
@@ -540,16 +541,25 @@ def aten_sym_stride(g, self, dim):
     return g.op("ReduceProd", after, keepdims=0)
 
 
+def torch_reshape(g: GraphBuilder, x: Value, shape: list) -> Value:
+    """x as torch's view/reshape reads shape. A size 0 there makes the result empty, so it is made of
+    the shape (ConstantOfShape): Reshape would read the 0 as "keep the input's size", and
+    onnxruntime's shape inference refuses a 0 beside a size it cannot see."""
+    if any(isinstance(s, int) and s == 0 for s in shape):
+        return fill(g, list(shape), 0, x.dtype)
+    return reshape(g, x, shape)
+
+
 @register("aten::view.default", "aten::_unsafe_view.default")
 def aten_view(g, self, size):
     """view(Tensor(a) self, SymInt[] size) -> Tensor(a)"""
-    return reshape(g, self, size)
+    return torch_reshape(g, self, size)
 
 
 @register("aten::reshape.default")
 def aten_reshape(g, self, shape):
     """reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)"""
-    return reshape(g, self, shape)
+    return torch_reshape(g, self, shape)
 
 
 @register("aten::expand.default")

@@ -28,6 +28,7 @@ from aten2onnx.symbolic.opset9_fft import (
     pair_parts,
     zeros_along,
 )
+from aten2onnx.symbolic.opset9_special import fft_shift
 
 register = functools.partial(registry.register, opset=9, complex=True)
 
@@ -125,14 +126,14 @@ register("aten::fft_hfftn.default")(opset9_fft.aten_fft_hfftn)
 def aten__fft_r2c(g, self, dim, normalization, onesided):
     """_fft_r2c(Tensor self, int[] dim, int normalization, bool onesided) -> Tensor"""
     dims = norm_dims(dim, cx.logical_rank(self))
-    return dft(g, self, dims, _sizes(self, dims), normalization, inverse=False, onesided=onesided)
+    return dft(g, self, dims, [None] * len(dims), normalization, inverse=False, onesided=onesided)
 
 
 @register("aten::_fft_c2c.default")
 def aten__fft_c2c(g, self, dim, normalization, forward):
     """_fft_c2c(Tensor self, SymInt[] dim, int normalization, bool forward) -> Tensor"""
     dims = norm_dims(dim, cx.logical_rank(self))
-    return dft(g, self, dims, _sizes(self, dims), normalization, inverse=not forward)
+    return dft(g, self, dims, [None] * len(dims), normalization, inverse=not forward)
 
 
 @register("aten::_fft_c2r.default")
@@ -270,22 +271,13 @@ def aten_istft(g, self, n_fft, hop_length=None, win_length=None, window=None, ce
 # -- shifts -----------------------------------------------------------------------------------------
 
 
-def _shift(g: GraphBuilder, x: Value, dim, sign: int) -> Value:
-    """fftshift (sign 1) or ifftshift (-1): a roll of the carrier by half of each dim."""
-    rank, shape = cx.logical_rank(x), cx.logical_shape(x)
-    dims = list(range(rank)) if dim is None else cx.dims(dim, rank)
-    if not x.is_static:
-        raise NotImplementedError("fftshift needs static sizes along the shifted dims")
-    return real_symbolic(g, "aten::roll.default")(g, x, [sign * (shape[d] // 2) for d in dims], dims)
-
-
 @register("aten::fft_fftshift.default")
 def aten_fft_fftshift(g, self, dim=None):
     """fft_fftshift(Tensor self, int[1]? dim=None) -> Tensor"""
-    return _shift(g, self, dim, 1)
+    return fft_shift(g, self, dim, 1, real_symbolic(g, "aten::roll.default"))
 
 
 @register("aten::fft_ifftshift.default")
 def aten_fft_ifftshift(g, self, dim=None):
     """fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor"""
-    return _shift(g, self, dim, -1)
+    return fft_shift(g, self, dim, -1, real_symbolic(g, "aten::roll.default"))

@@ -96,9 +96,19 @@ def arange_of(g: GraphBuilder, n: int | Value, *, has_range: bool) -> Value:
     return out
 
 
+def int_mod(g: GraphBuilder, a: Value, n: Value) -> Value:
+    """a mod n for int64 a >= 0 and n > 0, by Div (Mod takes ints only from opset 10)."""
+    return g.op("Sub", a, g.op("Mul", g.op("Div", a, n), n))
+
+
 def int_max(g: GraphBuilder, a: Value, b: Value) -> Value:
     """Elementwise max of int64 tensors (Max takes ints only from opset 12)."""
     return where(g, g.op("Greater", a, b), a, b)
+
+
+def int_min(g: GraphBuilder, a: Value, b: Value) -> Value:
+    """Elementwise min of int64 tensors (Min takes ints only from opset 12)."""
+    return where(g, g.op("Less", a, b), a, b)
 
 
 def int_clamp(g: GraphBuilder, x: Value, lo: int | Value, hi: int | Value) -> Value:

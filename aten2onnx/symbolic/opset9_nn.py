@@ -11,7 +11,9 @@ import torch.nn.functional as F
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
+from aten2onnx.symbolic import _resample
 from aten2onnx.symbolic._helpers import as_value, cast, dim_size, norm_dim, opmath
+from aten2onnx.symbolic.opset9_data import arange_of, int_mod
 from aten2onnx.symbolic.opset9_shape import gather_static
 
 register = functools.partial(registry.register, opset=9)
@@ -35,6 +37,8 @@ def pad_with(g, self, pad, mode: str, value):
         for i in range(len(pad) // 2):
             begins[self.rank - 1 - i], ends[self.rank - 1 - i] = pad[2 * i], pad[2 * i + 1]
         return g.pad(self, begins + ends, _PAD_MODES[mode], (0 if value is None else value) if mode == "constant" else None)
+    if not self.is_static and mode == "circular" and all(isinstance(p, int) for p in pad):
+        return _circular(g, self, pad)
     if mode == "constant":
         return gather_static(g, [self], lambda i: F.pad(i, pad, value=0), fill_value=0 if value is None else value)
     # F.pad in these modes wants a batch and channel dim; element numbers carry through unchanged
@@ -46,6 +50,24 @@ def pad_with(g, self, pad, mode: str, value):
         return out.reshape(out.shape[max(0, 2 - lead):]) if lead < 2 else out
 
     return gather_static(g, [self], moved)
+
+
+def _circular(g, x, pad: list[int]):
+    """Circular padding of symbolic sizes, as eager: along each padded axis of n elements, negative
+    widths crop first, to m = n - cropped elements; then a Gather of the positions
+    cropped_before + (i + m - before) % m for i < before + m + after (before, after the positive
+    widths, which eager takes up to m)."""
+    i64, rank = torch.int64, x.rank
+    for i in range(len(pad) // 2):
+        axis, before, after = rank - 1 - i, pad[2 * i], pad[2 * i + 1]
+        n = as_value(g, dim_size(g, x, axis), i64)
+        m = g.op("Add", n, g.const(min(before, 0) + min(after, 0), dtype=i64))
+        grow_before, grow_after = max(before, 0), max(after, 0)
+        count = g.op("Add", m, g.const(grow_before + grow_after, dtype=i64))
+        positions = g.op("Add", arange_of(g, count, has_range=False), g.op("Sub", m, g.const(grow_before, dtype=i64)))
+        positions = g.op("Add", int_mod(g, positions, m), g.const(max(-before, 0), dtype=i64))
+        x = g.op("Gather", x, positions, axis=axis)
+    return x
 
 
 @register("aten::pad.default")
@@ -149,33 +171,49 @@ def aten_log_sigmoid(g, self):
 # -- linear resampling: separable, one constant matrix per spatial axis --------------------------------------
 
 
-def separable(g, x, op, args_for):
-    """x resampled by op, an ATen op that is linear and separable over the spatial axes (linear,
-    bilinear, bicubic, trilinear, area): along each axis, a MatMul by the matrix that op makes of
-    an identity basis laid along that axis. Transpose and MatMul read the same at every opset.
-    Half types are resampled in float32 and rounded once (ATen's CPU kernels accumulate them in float32;
-    some round between axes or keep their weights in the dtype, which this does not follow)."""
-    if not x.is_static:
-        raise NotImplementedError("resampling is exported for static shapes only")
-    spatial = x.rank - 2
+def separable(g, x, op, args_for, dynamic_for=None, spatial=None):
+    """x resampled by op, an ATen op that is linear and separable over the trailing `spatial` axes
+    (all but batch and channel by default; linear, bilinear, bicubic, trilinear, area): along each
+    axis, a MatMul by the matrix that op makes of an identity basis laid along that axis. Transpose and
+    MatMul read the same at every opset. An axis of a size known only at run time (or an output size
+    the graph computes) takes dynamic_for(k, n_in)'s matrix instead, computed in the graph
+    (_resample.py). Half types are resampled in float32 and rounded once (ATen's CPU kernels
+    accumulate them in float32; some round between axes or keep their weights in the dtype, which
+    this does not follow)."""
+    spatial = x.rank - 2 if spatial is None else spatial
     dtype, acc = x.dtype, opmath(x.dtype)
     out = cast(g, x, acc)
-    shape = list(x.shape)
     for k in range(spatial):
-        n = shape[2 + k]
-        basis = torch.eye(n, dtype=torch.float64).reshape([n, 1] + [n if j == k else 1 for j in range(spatial)])
-        result = op(basis, *args_for(k))
-        matrix = result.reshape(n, -1) if spatial == 1 else result.flatten(2).reshape(n, -1)
-        n_out = result.shape[2 + k]
-        matrix = result[(slice(None), 0) + tuple(slice(None) if j == k else 0 for j in range(spatial))]
-        axis = 2 + k
+        axis = x.rank - spatial + k
+        n, args = (x.shape[axis] if x.shape is not None else None), args_for(k)
+        if isinstance(n, int) and not any(isinstance(a, Value) for a in _leaves(args)):
+            basis = torch.eye(n, dtype=torch.float64).reshape([n, 1] + [n if j == k else 1 for j in range(spatial)])
+            result = op(basis, *args)
+            matrix = g.const(result[(slice(None), 0) + tuple(slice(None) if j == k else 0 for j in range(spatial))]
+                             .to(acc))
+        elif dynamic_for is None:
+            raise NotImplementedError("this resampling is exported for static shapes only")
+        else:
+            matrix = cast(g, dynamic_for(k, dim_size(g, x, axis)), acc)
         perm = [d for d in range(x.rank) if d != axis] + [axis]
         inverse = [perm.index(d) for d in range(x.rank)]
         moved = g.op("Transpose", out, perm=perm)
-        mixed = g.op("MatMul", moved, g.const(matrix.to(acc)))
-        out = g.op("Transpose", mixed, perm=inverse)
-        shape[axis] = n_out
+        out = g.op("Transpose", g.op("MatMul", moved, matrix), perm=inverse)
     return cast(g, out, dtype)
+
+
+def _leaves(args) -> list:
+    return [a for arg in args for a in (arg if isinstance(arg, (list, tuple)) else [arg])]
+
+
+def _interp_dynamic(g, weights, output_size, align_corners, scale_factors):
+    """dynamic_for of an upsample_*.vec: weights(g, n_in, n_out, align_corners, scale) along axis k,
+    the output size the one given or floor(n_in * scale)."""
+    def matrix(k, n_in):
+        scale = None if scale_factors is None else scale_factors[k]
+        n_out = _resample.output_size(g, n_in, None if output_size is None else output_size[k], scale)
+        return weights(g, n_in, n_out, align_corners, scale if output_size is None else None)
+    return matrix
 
 
 def _interp_args(output_size, align_corners, scale_factors, with_align=True):
@@ -191,40 +229,46 @@ def _interp_args(output_size, align_corners, scale_factors, with_align=True):
 @register("aten::upsample_linear1d.vec")
 def aten_upsample_linear1d(g, input, output_size, align_corners, scale_factors):
     """upsample_linear1d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor"""
-    return separable(g, input, torch.ops.aten.upsample_linear1d.vec, _interp_args(output_size, align_corners, scale_factors))
+    return separable(g, input, torch.ops.aten.upsample_linear1d.vec, _interp_args(output_size, align_corners, scale_factors),
+                     _interp_dynamic(g, _resample.linear, output_size, align_corners, scale_factors))
 
 
 @register("aten::upsample_bilinear2d.vec")
 def aten_upsample_bilinear2d(g, input, output_size, align_corners, scale_factors):
     """upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor"""
-    return separable(g, input, torch.ops.aten.upsample_bilinear2d.vec, _interp_args(output_size, align_corners, scale_factors))
+    return separable(g, input, torch.ops.aten.upsample_bilinear2d.vec, _interp_args(output_size, align_corners, scale_factors),
+                     _interp_dynamic(g, _resample.linear, output_size, align_corners, scale_factors))
 
 
 @register("aten::upsample_trilinear3d.vec")
 def aten_upsample_trilinear3d(g, input, output_size, align_corners, scale_factors):
     """upsample_trilinear3d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor"""
-    return separable(g, input, torch.ops.aten.upsample_trilinear3d.vec, _interp_args(output_size, align_corners, scale_factors))
+    return separable(g, input, torch.ops.aten.upsample_trilinear3d.vec, _interp_args(output_size, align_corners, scale_factors),
+                     _interp_dynamic(g, _resample.linear, output_size, align_corners, scale_factors))
 
 
 @register("aten::upsample_bicubic2d.vec")
 def aten_upsample_bicubic2d(g, input, output_size, align_corners, scale_factors):
     """upsample_bicubic2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor"""
-    return separable(g, input, torch.ops.aten.upsample_bicubic2d.vec, _interp_args(output_size, align_corners, scale_factors))
+    return separable(g, input, torch.ops.aten.upsample_bicubic2d.vec, _interp_args(output_size, align_corners, scale_factors),
+                     _interp_dynamic(g, _resample.cubic, output_size, align_corners, scale_factors))
 
 
 def adaptive_avg(g, x, output_size):
     """Adaptive average pooling, by the same separable matrices."""
     spatial = len(output_size)
     pool = {1: F.adaptive_avg_pool1d, 2: F.adaptive_avg_pool2d, 3: F.adaptive_avg_pool3d}[spatial]
+    dynamic = (lambda k, n_in: _resample.area(g, n_in, output_size[k]))
+    if x.rank == spatial + 1 and not x.is_static:  # unbatched: the trailing axes pooled as they are
+        return separable(g, x, lambda b, size: pool(b, size),
+                         lambda k: ([s if j == k else 1 for j, s in enumerate(output_size)],), dynamic, spatial)
     if x.rank == spatial + 1:  # unbatched: pool a batch of one
-        if not x.is_static:
-            raise NotImplementedError("unbatched adaptive pooling of dynamic shape")
         one = g.op("Reshape", x, g.const([1] + list(x.shape), dtype=torch.int64))
         one.shape = (1,) + tuple(x.shape)
         out = adaptive_avg(g, one, output_size)
         return g.op("Reshape", out, g.const(list(x.shape[:1]) + list(output_size), dtype=torch.int64))
     return separable(g, x, lambda b, size: pool(b, size),
-                     lambda k: ([s if j == k else 1 for j, s in enumerate(output_size)],))
+                     lambda k: ([s if j == k else 1 for j, s in enumerate(output_size)],), dynamic)
 
 
 @register("aten::adaptive_avg_pool2d.default", "aten::adaptive_avg_pool1d.default")
@@ -236,10 +280,10 @@ def aten_adaptive_avg_pool2d(g, self, output_size):
     if self.rank == len(output_size) + 1:
         return adaptive_avg(g, self, list(output_size))
     x = cast(g, self, opmath(self.dtype))  # half types averaged in float32, rounded once (ATen's kernel)
-    if all(s == 1 for s in output_size):
+    if all(isinstance(s, int) and s == 1 for s in output_size):
         return cast(g, g.op("GlobalAveragePool", x), self.dtype)
     spatial = list(self.shape[-len(output_size):])
-    if not all(isinstance(s, int) and s % o == 0 for s, o in zip(spatial, output_size)):
+    if not all(isinstance(s, int) and isinstance(o, int) and s % o == 0 for s, o in zip(spatial, output_size)):
         return adaptive_avg(g, self, list(output_size))
     kernel = [s // o for s, o in zip(spatial, output_size)]
     return cast(g, g.op("AveragePool", x, kernel_shape=kernel, strides=kernel), self.dtype)

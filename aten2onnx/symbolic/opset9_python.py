@@ -137,6 +137,12 @@ def py_sym_ite(g, b, t, f):
     return g.op("Where", as_value(g, b, torch.bool), t, f)
 
 
+@register("torch::sym_float")
+def py_sym_float(g, a):
+    """A SymInt as a SymFloat (interpolate's recomputed scales): a graph value as float64, as Python's float."""
+    return float(a) if not isinstance(a, Value) else cast(g, a, torch.float64)
+
+
 @register("torch::sym_not")
 def py_sym_not(g, a):
     return (not a) if not isinstance(a, Value) else g.op("Not", as_value(g, a, torch.bool))

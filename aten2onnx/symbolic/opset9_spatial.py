@@ -15,7 +15,8 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import cast, dim_size, reshape, unsqueeze_static
+from aten2onnx.symbolic._helpers import as_value, cast, dim_size, reshape, unsqueeze_static
+from aten2onnx.symbolic.opset9_data import arange_of, int_max, int_min, int_mod, where
 
 register = functools.partial(registry.register, opset=9)
 
@@ -90,6 +91,8 @@ def avg_pool(g: GraphBuilder, x: Value, kernel_size, stride, padding, ceil_mode:
                 count_include_pad=int(count_include_pad), ceil_mode=ceil_mode), x.dtype))
         except NotImplementedError:
             pass  # AveragePool has no ceil_mode at this opset (g.pool): the windows are made whole below
+    if x.shape is None or x.rank < spatial or not all(isinstance(n, int) for n in x.shape[-spatial:]):
+        return _avg_pool_dynamic(g, x, kernel, strides, begin, ceil_mode, count_include_pad, divisor_override)
     sizes = static_spatial(x, spatial, "this average pooling")
     axes = [_avg_windows(n, k, s, p, ceil_mode) for n, k, s, p in zip(sizes, kernel, strides, begin)]
     inside = _outer([a[1] for a in axes])
@@ -112,6 +115,47 @@ def avg_pool(g: GraphBuilder, x: Value, kernel_size, stride, padding, ceil_mode:
     wide = torch.float64 if x.dtype.is_floating_point else torch.int64
     total = window_sum(g, cast(g, x, wide), kernel, strides, begin, [len(a[1]) for a in axes])
     return cast(g, g.op("Div", total, g.const(divisor, dtype=wide)), x.dtype)
+
+
+def _avg_pool_dynamic(g: GraphBuilder, x: Value, kernel: list[int], strides: list[int], begin: list[int],
+                      ceil_mode: bool, count_include_pad: bool, divisor_override) -> Value:
+    """avg_pool's window sums and divisors where a spatial size is known only at run time: per axis,
+    _avg_windows computed in the graph (the window count, each window's positions and counts), the
+    windows gathered along a new axis, the positions in padding zeroed (so inf stays inf) and summed;
+    the sums are taken in float64 (int64 for integers, which divide truncating as ATen's do)."""
+    i64 = torch.int64
+    wide = torch.float64 if x.dtype.is_floating_point else i64
+    total = cast(g, x, wide)
+    rank, spatial = x.rank, len(kernel)
+    counts = []
+    for d, (k, s, p) in enumerate(zip(kernel, strides, begin)):
+        axis = rank - spatial + d
+        n = as_value(g, dim_size(g, total, axis), i64)
+        out = g.op("Add", g.op("Div", g.op("Add", n, g.const(2 * p - k + (s - 1 if ceil_mode else 0), dtype=i64)),
+                               g.const(s, dtype=i64)), g.const(1, dtype=i64))
+        if ceil_mode:  # the last window must start inside the input or the left padding
+            late = g.greater_or_equal(g.op("Mul", g.op("Sub", out, g.const(1, dtype=i64)), g.const(s, dtype=i64)),
+                                      g.op("Add", n, g.const(p, dtype=i64)))
+            out = g.op("Sub", out, cast(g, late, i64))
+        starts = g.op("Sub", g.op("Mul", arange_of(g, out, has_range=False), g.const(s, dtype=i64)),
+                      g.const(p, dtype=i64))
+        positions = g.op("Add", g.unsqueeze(starts, [1]), g.const(torch.arange(k).unsqueeze(0)))  # [out, k]
+        inside = g.op("And", g.op("Not", g.op("Less", positions, g.const(0, dtype=i64))), g.op("Less", positions, n))
+        windows = g.op("Gather", total, where(g, inside, positions, g.const(0, dtype=i64)), axis=axis)
+        mask = g.unsqueeze(inside, list(range(2, 2 + rank - axis - 1))) if axis < rank - 1 else inside
+        windows = where(g, mask, windows, g.const(0, dtype=wide))
+        total = g.reduce("ReduceSum", windows, [axis + 1], False)
+        ends = g.op("Add", starts, g.const(k, dtype=i64))
+        if count_include_pad:  # the window clipped to the padded input
+            count = g.op("Sub", int_min(g, ends, g.op("Add", n, g.const(p, dtype=i64))), starts)
+        else:
+            count = g.op("Sub", int_min(g, ends, n), int_max(g, starts, g.const(0, dtype=i64)))
+        counts.append(g.unsqueeze(count, list(range(1, spatial - d))) if d < spatial - 1 else count)
+    if divisor_override is not None:
+        divisor = g.const(divisor_override, dtype=wide)
+    else:
+        divisor = cast(g, functools.reduce(lambda a, b: g.op("Mul", a, b), counts), wide)
+    return cast(g, g.op("Div", total, divisor), x.dtype)
 
 
 def window_sum(g: GraphBuilder, x: Value, kernel: list[int], strides: list[int], begin: list[int],
@@ -261,30 +305,50 @@ def _where_zero(g: GraphBuilder, like: Value) -> Value:
     return g.op("Where", g.op("Less", like, g.const(0.0, like=like)), g.const(0.0, like=like), g.const(0.0, like=like))
 
 
-def _reflect(g: GraphBuilder, x: Value, twice_low: int, twice_high: int) -> Value:
-    """x reflected off low and high until it lies between them (ATen's reflect_coordinates)."""
+def _num(g: GraphBuilder, v: int | float | Value, like: Value, plus: float = 0.0) -> Value:
+    """v + plus in like's dtype: a constant for a number, computed for a size known only at run time."""
+    if not isinstance(v, Value):
+        return g.const(float(v) + plus, like=like)
+    v = cast(g, v, like.dtype)
+    return g.op("Add", v, g.const(plus, like=like)) if plus else v
+
+
+def _reflect(g: GraphBuilder, x: Value, twice_low: int, twice_high: int | Value) -> Value:
+    """x reflected off low and high until it lies between them (ATen's reflect_coordinates); a high
+    bound computed in the graph may equal the low one (a size of one), which maps x to 0 as well."""
     if twice_low == twice_high:
         return _where_zero(g, x)
-    low, period = twice_low / 2, float(twice_high - twice_low)
+    low = twice_low / 2
+    period = _num(g, twice_high, x, -float(twice_low))
     dist = g.op("Abs", g.op("Sub", x, g.const(low, like=x)))
-    turns = g.op("Floor", g.op("Div", dist, g.const(period, like=x)))
-    extra = g.op("Sub", dist, g.op("Mul", turns, g.const(period, like=x)))
-    return g.op("Add", g.op("Min", extra, g.op("Sub", g.const(period, like=x), extra)), g.const(low, like=x))
+    turns = g.op("Floor", g.op("Div", dist, period))
+    extra = g.op("Sub", dist, g.op("Mul", turns, period))
+    out = g.op("Add", g.op("Min", extra, g.op("Sub", period, extra)), g.const(low, like=x))
+    if isinstance(twice_high, Value):
+        out = g.op("Where", g.op("Equal", twice_high, g.const(twice_low, dtype=torch.int64)), _where_zero(g, x), out)
+    return out
 
 
-def _clip(g: GraphBuilder, x: Value, size: int, nan_to: float) -> Value:
-    x = g.op("Where", g.op("IsNaN", x), g.const(nan_to, like=x), x)
-    return g.op("Min", g.op("Max", x, g.const(0.0, like=x)), g.const(float(size - 1), like=x))
+def _clip(g: GraphBuilder, x: Value, size: int | Value, nan_to: float | Value) -> Value:
+    x = g.op("Where", g.op("IsNaN", x), _num(g, nan_to, x), x)
+    return g.op("Min", g.op("Max", x, g.const(0.0, like=x)), _num(g, size, x, -1.0))
 
 
-def _pad_coordinate(g: GraphBuilder, x: Value, size: int, padding_mode: int, align_corners: bool,
-                    nan_to: float) -> Value:
+def _twice(g: GraphBuilder, size: int | Value, minus: int) -> int | Value:
+    """2 * size - minus, an int where size is one."""
+    if isinstance(size, int):
+        return 2 * size - minus
+    return g.op("Sub", g.op("Mul", size, g.const(2, dtype=torch.int64)), g.const(minus, dtype=torch.int64))
+
+
+def _pad_coordinate(g: GraphBuilder, x: Value, size: int | Value, padding_mode: int, align_corners: bool,
+                    nan_to: float | Value) -> Value:
     """ATen's compute_coordinates: border clips, reflection reflects then clips, zeros leaves x. The
     clip sends NaN to nan_to: ATen's 2-D (vectorized) kernel clips it to 0, its 3-D one to size - 1."""
     if padding_mode == 1:
         return _clip(g, x, size, nan_to)
     if padding_mode == 2:
-        bounds = (0, 2 * (size - 1)) if align_corners else (-1, 2 * size - 1)
+        bounds = (0, _twice(g, size, 2)) if align_corners else (-1, _twice(g, size, 1))
         return _clip(g, _reflect(g, x, *bounds), size, nan_to)
     return x
 
@@ -316,22 +380,22 @@ def _cubic_weights(g: GraphBuilder, t: Value) -> list[Value]:
     return [far(g.op("Add", t, c(1.0))), near(t), near(g.op("Sub", c(1.0), t)), far(g.op("Sub", c(2.0), t))]
 
 
-def _tap(g: GraphBuilder, coord: Value, size: int) -> tuple[Value, Value]:
+def _tap(g: GraphBuilder, coord: Value, size: int | Value) -> tuple[Value, Value]:
     """An integral coordinate as (in-bounds mask, int64 index clamped to 0 where outside)."""
     inside = g.op("And", g.op("Greater", coord, g.const(-1.0, like=coord)),
-                  g.op("Less", coord, g.const(float(size), like=coord)))
+                  g.op("Less", coord, _num(g, size, coord)))
     index = cast(g, g.op("Where", inside, coord, g.const(0.0, like=coord)), torch.int64)
     return inside, index
 
 
-def _axis_taps(g: GraphBuilder, coord: Value, size: int, interpolation_mode: int, padding_mode: int,
-               align_corners: bool, nan_to: float) -> list[tuple[Value, Value, Value | None]]:
+def _axis_taps(g: GraphBuilder, coord: Value, size: int | Value, interpolation_mode: int, padding_mode: int,
+               align_corners: bool, nan_to: float | Value) -> list[tuple[Value, Value, Value | None]]:
     """The (mask, index, weight) taps along one axis for grid coordinates in [-1, 1]."""
     c = lambda v: g.const(v, like=coord)
     if align_corners:
-        x = g.op("Mul", g.op("Div", g.op("Add", coord, c(1.0)), c(2.0)), c(float(size - 1)))
+        x = g.op("Mul", g.op("Div", g.op("Add", coord, c(1.0)), c(2.0)), _num(g, size, coord, -1.0))
     else:
-        x = g.op("Div", g.op("Sub", g.op("Mul", g.op("Add", coord, c(1.0)), c(float(size))), c(1.0)), c(2.0))
+        x = g.op("Div", g.op("Sub", g.op("Mul", g.op("Add", coord, c(1.0)), _num(g, size, coord)), c(1.0)), c(2.0))
     if interpolation_mode == 2:  # bicubic pads each tap, not the sample point
         low = g.op("Floor", x)
         weights = _cubic_weights(g, g.op("Sub", x, low))
@@ -372,35 +436,46 @@ def grid_sample(g: GraphBuilder, input: Value, grid: Value, interpolation_mode: 
     each output point a flat column index (zeroed where it falls outside), the taps summed with
     their interpolation weights in ATen's order. Half types round each step, as ATen's do.
     GridSample (opset 16, N-D from 20) is not used at any opset: onnxruntime's computes half types
-    in float32 and departs from ATen for NaN, infinite or far-out grid coordinates."""
+    in float32 and departs from ATen for NaN, infinite or far-out grid coordinates. Sizes known only
+    at run time enter as graph values (the coordinates' scales, bounds and the table's offsets)."""
     spatial = input.rank - 2 if input.rank is not None else 0
-    if spatial not in (2, 3) or grid.rank != spatial + 2 or not input.is_static:
-        raise NotImplementedError("grid sampling is exported for static 4-D or 5-D inputs")
+    if spatial not in (2, 3) or grid.rank != spatial + 2:
+        raise NotImplementedError("grid sampling is exported for 4-D or 5-D inputs")
     if interpolation_mode == 2 and spatial == 3:
         raise NotImplementedError("bicubic grid sampling is defined for 4-D inputs only")
-    result = input.dtype
+    result, builder = input.dtype, g  # builder: the GraphBuilder's own emitters, for integer shape work
     if result in (torch.float16, torch.bfloat16):
         g = HalfSteps(g, result)
     dtype = torch.float32 if result in (torch.float16, torch.bfloat16) else result
-    n, channels, *sizes = input.shape
-    plane = math.prod(sizes)
-    table = g.op("Reshape", g.op("Transpose", cast(g, input, dtype), perm=[1, 0] + list(range(2, spatial + 2))),
-                 g.const([channels, n * plane], dtype=torch.int64))
+    static = input.is_static
+    n, channels, *sizes = input.shape if static else [dim_size(g, input, d) for d in range(spatial + 2)]
+    product = (lambda v: math.prod(v)) if static else (
+        lambda v: functools.reduce(lambda a, b: g.op("Mul", as_value(g, a, torch.int64), as_value(g, b, torch.int64)),
+                                   v, 1))
+    plane = product(sizes)
+    moved = g.op("Transpose", cast(g, input, dtype), perm=[1, 0] + list(range(2, spatial + 2)))
+    table = g.op("Reshape", moved, g.const([channels, n * plane], dtype=torch.int64) if static
+                 else builder.int_list([channels, g.op("Mul", as_value(g, n, torch.int64), plane)]))
     grid = cast(g, grid, dtype)
     per_axis = []
     for d, size in enumerate(sizes):  # grid's last dim holds (x, y[, z]): the innermost axis first
         coord = g.op("Gather", grid, g.const(spatial - 1 - d, dtype=torch.int64), axis=spatial + 1)
-        nan_to = 0.0 if spatial == 2 else float(size - 1)
+        nan_to = 0.0 if spatial == 2 else (float(size - 1) if static else g.op("Sub", size, g.const(1, dtype=torch.int64)))
         per_axis.append(_axis_taps(g, coord, size, interpolation_mode, padding_mode, align_corners, nan_to))
-    batch = g.const((torch.arange(n, dtype=torch.int64) * plane).reshape([n] + [1] * spatial))
-    strides = [math.prod(sizes[d + 1:]) for d in range(spatial)]
+    if static:
+        batch = g.const((torch.arange(n, dtype=torch.int64) * plane).reshape([n] + [1] * spatial))
+    else:
+        batch = builder.unsqueeze(builder.op("Mul", arange_of(builder, n, has_range=False), plane),
+                                  list(range(1, spatial + 1)))
+    strides = [product(sizes[d + 1:]) for d in range(spatial)]
 
     def sample(taps, weight: Value | None = None) -> Value:
         """[C, N, out...]: the input at one tap per axis times weight; zero outside the input, where
         ATen's 3-D kernel skips the term (a NaN weight too) and its 2-D one multiplies a zero."""
         index, inside = batch, None
         for (mask, idx, _), stride in zip(taps, strides):
-            index = g.op("Add", index, idx if stride == 1 else g.op("Mul", idx, g.const(stride, dtype=torch.int64)))
+            index = g.op("Add", index, idx if isinstance(stride, int) and stride == 1
+                         else g.op("Mul", idx, as_value(g, stride, torch.int64)))
             inside = mask if inside is None else g.op("And", inside, mask)
         zero = g.const(0.0, dtype=dtype)
         value = g.op("Gather", table, index, axis=1)
@@ -615,10 +690,12 @@ def max_pool(g: GraphBuilder, x: Value, kernel_size, stride, padding, dilation, 
         if not indices:
             return g.pool("MaxPool", b, kernel_shape=kernel, strides=strides, pads=pads, dilations=dilations,
                           ceil_mode=ceil_mode)
-        if not b.is_static:
-            raise NotImplementedError("max pooling with indices is exported for static shapes only")
         y, idx = g.pool("MaxPool", b, outputs=2, kernel_shape=kernel, strides=strides, pads=pads,
                         dilations=dilations, ceil_mode=ceil_mode)
+        if not b.is_static:  # an index into the whole tensor is its plane's times plane, plus torch's
+            plane = functools.reduce(lambda a, c: g.op("Mul", a, c),
+                                     [as_value(g, dim_size(g, b, d), torch.int64) for d in range(2, b.rank)])
+            return y, int_mod(g, idx, plane)
         n, c = b.shape[:2]
         plane = math.prod(b.shape[2:])
         offsets = (torch.arange(n * c, dtype=torch.int64) * plane).reshape([n, c] + [1] * spatial)

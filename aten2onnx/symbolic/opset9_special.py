@@ -10,10 +10,21 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import cast, norm_dim, promote, result_type, scalar_type, to_float
+from aten2onnx.symbolic import _complex as cx
+from aten2onnx.symbolic._helpers import (
+    as_value,
+    cast,
+    dim_size,
+    norm_dim,
+    promote,
+    result_type,
+    scalar_type,
+    to_float,
+)
 from aten2onnx.symbolic.opset9 import extremum
 from aten2onnx.symbolic.opset9_math import float_result, is_zero
 from aten2onnx.symbolic.opset9_reduce import vector_norm
+from aten2onnx.symbolic.opset9_data import arange_of, int_mod
 from aten2onnx.symbolic.opset9_shape import aten_roll
 
 register = functools.partial(registry.register, opset=9)
@@ -162,11 +173,22 @@ def aten_ldexp(g, self, other):
 # -- small composites ---------------------------------------------------------------------------------
 
 
-def fft_shift(g: GraphBuilder, x: Value, dim, sign: int) -> Value:
-    dims = list(range(x.rank)) if dim is None else [norm_dim(d, x.rank) for d in dim]
-    if not x.is_static:
-        raise NotImplementedError("fftshift needs static sizes along the shifted dims")
-    return aten_roll(g, x, [sign * (x.shape[d] // 2) for d in dims], dims)
+def fft_shift(g: GraphBuilder, x: Value, dim, sign: int, roll=aten_roll) -> Value:
+    """fftshift (sign 1) or ifftshift (-1) of a real tensor or a complex carrier (its logical dims):
+    a roll by half of each dim (by roll, the handler of aten::roll that the caller dispatched). A dim
+    known only at run time is rolled by a Gather of the positions (i + first) % n, first = ceil(n / 2)
+    (fftshift) or floor(n / 2) (ifftshift), computed in the graph."""
+    rank = cx.logical_rank(x)
+    dims = list(range(rank)) if dim is None else [norm_dim(d, rank) for d in dim]
+    if x.is_static:
+        return roll(g, x, [sign * (x.shape[d] // 2) for d in dims], dims)
+    i64 = torch.int64
+    for d in dims:
+        n = as_value(g, dim_size(g, x, d), i64)
+        first = g.op("Div", g.op("Add", n, g.const(1, dtype=i64)) if sign == 1 else n, g.const(2, dtype=i64))
+        positions = g.op("Add", arange_of(g, n, has_range=False), first)
+        x = g.op("Gather", x, int_mod(g, positions, n), axis=d)
+    return x
 
 
 @register("aten::fft_fftshift.default")

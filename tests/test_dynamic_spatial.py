@@ -1,0 +1,100 @@
+"""Symbolic spatial sizes, lengths and pad widths (issue 20): FFTs, shifts, pooling, resampling, grid
+sampling, circular padding and im2col exported with every dim Dim.AUTO, natively (fallback="error"),
+and right against eager at the example and at a second size, in onnxruntime and in our runtime."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from conftest import run_ort
+
+import aten2onnx
+
+fft = torch.fft
+
+
+def randn(*shape, dtype=torch.float32):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(sum(shape)), dtype=dtype)
+
+
+def grid(*shape):
+    """Grid coordinates in [-1.2, 1.2]: some outside, for the padding modes."""
+    return torch.rand(*shape, generator=torch.Generator().manual_seed(7)) * 2.4 - 1.2
+
+
+# name: (function of the inputs, inputs at the example size, inputs at a second size)
+CASES = {
+    "fft": (lambda x: torch.view_as_real(fft.fft(x)), (randn(3, 5),), (randn(4, 8),)),
+    "rfft_n": (lambda x: torch.view_as_real(fft.rfft(x, n=6)), (randn(2, 5),), (randn(3, 9),)),
+    "ifft2_ortho": (lambda x: torch.view_as_real(fft.ifft2(x, norm="ortho")), (randn(2, 3, 4),), (randn(3, 5, 7),)),
+    "ihfftn_forward": (lambda x: torch.view_as_real(fft.ihfftn(x, norm="forward")), (randn(3, 6),), (randn(4, 7),)),
+    "stft": (lambda x: torch.view_as_real(torch.stft(x, 8, 3, window=torch.hann_window(8), center=False,
+                                                     return_complex=True)), (randn(2, 20),), (randn(3, 27),)),
+    "stft_center_constant": (lambda x: torch.view_as_real(torch.stft(x, 8, 2, center=True, pad_mode="constant",
+                                                                     return_complex=True)), (randn(21),), (randn(30),)),
+    # stft.center itself (torch.stft pads before calling stft.default): the frames read through the padding
+    "stft_center_reflect": (lambda x: torch.view_as_real(torch.ops.aten.stft.center(
+        x, 8, 2, None, None, True, "reflect", False, None, True)), (randn(2, 21),), (randn(3, 30),)),
+    "stft_center_constant_op": (lambda x: torch.view_as_real(torch.ops.aten.stft.center(
+        x, 8, 3, 6, None, True, "constant", True, None, True)), (randn(21),), (randn(30),)),
+    "fftshift": (lambda x: fft.fftshift(x), (randn(3, 5),), (randn(4, 6),)),
+    "ifftshift": (lambda x: fft.ifftshift(x), (randn(2, 3, 5),), (randn(3, 4, 6),)),
+    "max_pool2d_indices": (lambda x: F.max_pool2d(x, 3, 2, padding=1, ceil_mode=True, return_indices=True),
+                           (randn(2, 2, 7, 7),), (randn(3, 3, 9, 8),)),
+    "avg_pool2d_ceil_divisor": (lambda x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, divisor_override=2),
+                                (randn(2, 3, 9, 9),), (randn(3, 4, 10, 12),)),
+    "avg_pool1d_float64": (lambda x: F.avg_pool1d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False),
+                           (randn(2, 3, 8, dtype=torch.float64),), (randn(3, 2, 11, dtype=torch.float64),)),
+    "adaptive_avg_pool2d": (lambda x: F.adaptive_avg_pool2d(x, (3, 4)), (randn(2, 2, 7, 9),), (randn(3, 3, 10, 11),)),
+    "adaptive_avg_pool1d_unbatched": (lambda x: F.adaptive_avg_pool1d(x, 3), (randn(2, 7),), (randn(3, 10),)),
+    "bilinear_scale": (lambda x: F.interpolate(x, scale_factor=1.7, mode="bilinear"),
+                       (randn(2, 3, 4, 5),), (randn(3, 2, 6, 7),)),
+    "bicubic_align_size": (lambda x: F.interpolate(x, size=(5, 6), mode="bicubic", align_corners=True),
+                           (randn(2, 3, 4, 4),), (randn(3, 2, 7, 5),)),
+    "linear_shrink": (lambda x: F.interpolate(x, scale_factor=0.6, mode="linear"), (randn(2, 3, 8),), (randn(3, 2, 11),)),
+    "trilinear_recomputed": (lambda x: F.interpolate(x, scale_factor=1.5, mode="trilinear", recompute_scale_factor=True),
+                             (randn(2, 2, 3, 4, 5),), (randn(3, 3, 4, 5, 6),)),
+    "area": (lambda x: F.interpolate(x, size=(3, 2), mode="area"), (randn(2, 3, 5, 7),), (randn(3, 2, 8, 9),)),
+    "pad_circular": (lambda x: F.pad(x, (-1, 2, 1, 1), mode="circular"), (randn(2, 3, 4, 5),), (randn(3, 2, 6, 7),)),
+    # one channel (a size-1 dim, which capture specializes): im2col's view to [0, 9, L] has a static 0
+    "unfold_empty_batch": (lambda x: F.unfold(x, 3), (randn(0, 1, 5, 5),), (randn(0, 1, 6, 7),)),
+    "grid_sample_reflection": (lambda x, g: F.grid_sample(x, g, padding_mode="reflection", align_corners=False),
+                               (randn(2, 3, 4, 5), grid(2, 3, 3, 2)), (randn(3, 2, 6, 7), grid(3, 4, 5, 2))),
+    "grid_sample_3d_border": (lambda x, g: F.grid_sample(x, g, mode="nearest", padding_mode="border", align_corners=True),
+                              (randn(2, 2, 3, 4, 5), grid(2, 2, 3, 3, 3)), (randn(3, 3, 4, 5, 6), grid(3, 3, 2, 4, 3))),
+}
+
+
+class Call(torch.nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args):
+        return self.fn(*args)
+
+
+def flat(out) -> list[torch.Tensor]:
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+@pytest.mark.parametrize("opset", [13, 18, 26])
+@pytest.mark.parametrize("name", list(CASES))
+def test_symbolic_sizes_export_natively_and_right_at_another_size(name, opset):
+    fn, example, other = CASES[name]
+    dynamic = tuple({d: torch.export.Dim.AUTO for d in range(t.dim())} for t in example)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exported = aten2onnx.export(Call(fn), example, dynamic_shapes=(dynamic,), opset=opset, fallback="error")
+    for args in (example, other):
+        expected = flat(fn(*args))
+        ours = flat(exported.run(*args))
+        theirs = run_ort(exported.model_proto, dict(zip(exported.input_names, args)))
+        assert len(ours) == len(theirs) == len(expected)
+        for a, b, want in zip(ours, theirs, expected):
+            torch.testing.assert_close(a, want, rtol=1e-4, atol=1e-5)
+            torch.testing.assert_close(torch.as_tensor(np.asarray(b)), want, rtol=1e-4, atol=1e-5)
