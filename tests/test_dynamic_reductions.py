@@ -1,0 +1,71 @@
+"""Symbolic sizes computed in the graph: ops whose translation needs a size (an element count, a class
+count, a loop length) exported with every dim Dim.AUTO, with no ATen fallback, and right at the example
+size and at another one, against eager, in onnxruntime and in aten2onnx.runtime."""
+
+import warnings
+
+import pytest
+import torch
+
+import aten2onnx
+from conftest import flat_tensors, run_ort
+
+F = torch.nn.functional
+
+
+def randn(*shape):
+    return torch.randn(*shape)
+
+
+class Fn(torch.nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args):
+        return self.fn(*args)
+
+
+# name: (function of the inputs, inputs at size n); n = 3 is exported, n = 5 checked as well
+CASES = {
+    "var_dim": (lambda x: torch.var(x, dim=1), lambda n: (randn(n, n + 2, 3),)),
+    "var_all_correction0": (lambda x: torch.var(x, correction=0), lambda n: (randn(n, 4),)),
+    "std_keepdim": (lambda x: torch.std(x, dim=(0, 2), keepdim=True), lambda n: (randn(n, 3, n + 1),)),
+    "var_mean_correction2": (lambda x: torch.var_mean(x, dim=-1, correction=2), lambda n: (randn(2, n),)),
+    "std_mean_unbiased": (lambda x: torch.std_mean(x), lambda n: (randn(n, n),)),
+    "batch_norm_train": (lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True),
+                         lambda n: (randn(n, 3, n + 1), randn(3), randn(3))),
+    "batch_norm_eval": (lambda x, m, v: F.batch_norm(x, m, v, training=False),
+                        lambda n: (randn(n, 3, n), randn(3), torch.rand(3) + 0.5)),
+    "native_batch_norm_eval": (lambda x, w, b, m, v: torch.native_batch_norm(x, w, b, m, v, False, 0.1, 1e-5),
+                               lambda n: (randn(n, 4), randn(4), randn(4), randn(4), torch.rand(4) + 0.5)),
+    "group_norm": (lambda x, w, b: F.group_norm(x, 2, w, b), lambda n: (randn(n, 4, n + 1), randn(4), randn(4))),
+    "instance_norm": (lambda x, w, b: F.instance_norm(x, weight=w, bias=b),
+                      lambda n: (randn(n, 3, n + 2, 2), randn(3), randn(3))),
+}
+
+
+def check(name: str, opset: int) -> None:
+    fn, make = CASES[name]
+    model = Fn(fn).eval()
+    example = make(3)
+    dynamic = (tuple({d: torch.export.Dim.AUTO for d in range(t.dim())} for t in example),)
+    ep = torch.export.export(model, example, dynamic_shapes=dynamic, strict=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exported = aten2onnx.export(ep, example, opset=opset, fallback="error")
+    for args in (example, make(5)):
+        with torch.no_grad():
+            expected = flat_tensors(model(*args))
+        got_ours = flat_tensors(exported.run(*args))
+        got_ort = run_ort(exported.model_proto, dict(zip(exported.input_names, args)))
+        assert len(got_ours) == len(got_ort) == len(expected)
+        for want, ours, theirs in zip(expected, got_ours, got_ort):
+            torch.testing.assert_close(ours, want, rtol=1e-4, atol=1e-5)
+            torch.testing.assert_close(torch.from_numpy(theirs), want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("opset", [13, 18])
+@pytest.mark.parametrize("name", list(CASES))
+def test_symbolic_sizes_are_computed_in_the_graph(name, opset):
+    check(name, opset)
