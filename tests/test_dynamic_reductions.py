@@ -55,6 +55,14 @@ CASES = {
                        lambda n: (randn(n, n + 1), torch.randint(-n, n * (n + 1), (n, 2)), randn(n, 2))),
     "diagonal_scatter": (lambda x, src: torch.diagonal_scatter(x, src, 1, 0, 1),
                          lambda n: (randn(n, n + 2, 2), randn(2, n))),
+    # losses: the class count read from the graph (one-hot, default weights, smoothing)
+    "cross_entropy_smoothing": (lambda x, t: F.cross_entropy(x, t, label_smoothing=0.2),
+                                lambda n: (randn(n, n + 2, 2), torch.randint(0, n + 2, (n, 2)))),
+    "nll_loss_unbatched": (lambda x, t: F.nll_loss(x, t, reduction="sum"),
+                           lambda n: (randn(n).log_softmax(0), torch.tensor(n - 1))),
+    "bilinear": (lambda a, b, w, bias: F.bilinear(a, b, w, bias),
+                 lambda n: (randn(n, 2, 4), randn(n, 2, n + 1), randn(5, 4, n + 1), randn(5))),  # torch fixes out_features
+    "addbmm": (lambda x, a, b: torch.addbmm(x, a, b), lambda n: (randn(n, n + 1), randn(2, n, 4), randn(2, 4, n + 1))),
     "instance_norm": (lambda x, w, b: F.instance_norm(x, weight=w, bias=b),
                       lambda n: (randn(n, 3, n + 2, 2), randn(3), randn(3))),
 }
