@@ -63,6 +63,12 @@ CASES = {
     "bilinear": (lambda a, b, w, bias: F.bilinear(a, b, w, bias),
                  lambda n: (randn(n, 2, 4), randn(n, 2, n + 1), randn(5, 4, n + 1), randn(5))),  # torch fixes out_features
     "addbmm": (lambda x, a, b: torch.addbmm(x, a, b), lambda n: (randn(n, n + 1), randn(2, n, 4), randn(2, 4, n + 1))),
+    # cumulative ops: the [n, n] triangle built from an arange of the symbolic length
+    "cumprod": (lambda x: torch.cumprod(x, 1), lambda n: (torch.rand(2, n, 3) + 0.5,)),
+    "cummax": (lambda x: torch.cummax(x, 0), lambda n: (randn(n, n + 1),)),
+    "cummin": (lambda x: torch.cummin(x, -1), lambda n: (torch.randint(0, 3, (n, n + 1)),)),
+    "logcumsumexp": (lambda x: torch.logcumsumexp(x, 1), lambda n: (randn(n, n + 2),)),
+    "cosine_similarity": (lambda a, b: F.cosine_similarity(a, b, dim=-1), lambda n: (randn(n, n + 1), randn(n, n + 1))),
     "instance_norm": (lambda x, w, b: F.instance_norm(x, weight=w, bias=b),
                       lambda n: (randn(n, 3, n + 2, 2), randn(3), randn(3))),
 }

@@ -252,7 +252,8 @@ def aten_cosine_similarity(g, x1, x2, dim=1, eps=1e-08):
     a, b = promote(g, x1, x2)
     ones = g.op("Add", g.op("Mul", a, c(g, 0.0, a)), g.op("Mul", b, c(g, 0.0, b)))
     a, b = g.op("Add", a, ones), g.op("Add", b, ones)  # broadcast both to one shape
-    shape = static_shape(a, "cosine_similarity") if a.is_static else None
+    # (a symbolic shape keeps at least its rank, for the reductions along a negative dim)
+    shape = static_shape(a, "cosine_similarity") if a.is_static else (None,) * max(x1.rank, x2.rank)
     a.shape = b.shape = shape
     # torch normalizes each input by max(||x||, eps) before the dot product; the norms and the sum
     # accumulate in opmath (float32 for half types) and round once, the divisions and products round
