@@ -69,6 +69,9 @@ CASES = {
     "cummin": (lambda x: torch.cummin(x, -1), lambda n: (torch.randint(0, 3, (n, n + 1)),)),
     "logcumsumexp": (lambda x: torch.logcumsumexp(x, 1), lambda n: (randn(n, n + 2),)),
     "cosine_similarity": (lambda a, b: F.cosine_similarity(a, b, dim=-1), lambda n: (randn(n, n + 1), randn(n, n + 1))),
+    # attention's default scale 1 / sqrt(head dim) of a symbolic head dim
+    "sdpa_default_scale": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v),
+                           lambda n: (randn(2, n, n + 1), randn(2, n + 2, n + 1), randn(2, n + 2, 4))),
     "instance_norm": (lambda x, w, b: F.instance_norm(x, weight=w, bias=b),
                       lambda n: (randn(n, 3, n + 2, 2), randn(3), randn(3))),
 }
