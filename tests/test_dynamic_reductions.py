@@ -72,6 +72,9 @@ CASES = {
     # attention's default scale 1 / sqrt(head dim) of a symbolic head dim
     "sdpa_default_scale": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v),
                            lambda n: (randn(2, n, n + 1), randn(2, n + 2, n + 1), randn(2, n + 2, 4))),
+    # mode: all-pairs counts over rows of a symbolic length (ties: the smallest value, its last index)
+    "mode": (lambda x: torch.mode(x, 1), lambda n: (torch.randint(0, 3, (2, n + 3, n)),)),
+    "mode_keepdim": (lambda x: torch.mode(x, 0, keepdim=True), lambda n: (torch.randint(0, 2, (n + 1, n)).float(),)),
     "instance_norm": (lambda x, w, b: F.instance_norm(x, weight=w, bias=b),
                       lambda n: (randn(n, 3, n + 2, 2), randn(3), randn(3))),
 }
