@@ -75,6 +75,11 @@ CASES = {
     # mode: all-pairs counts over rows of a symbolic length (ties: the smallest value, its last index)
     "mode": (lambda x: torch.mode(x, 1), lambda n: (torch.randint(0, 3, (2, n + 3, n)),)),
     "mode_keepdim": (lambda x: torch.mode(x, 0, keepdim=True), lambda n: (torch.randint(0, 2, (n + 1, n)).float(),)),
+    # bucketize/searchsorted: comparisons counted over a boundary count read from the graph
+    "bucketize": (lambda x, b: torch.bucketize(x, b, right=True),
+                  lambda n: (torch.randint(0, 9, (n, 2)).float(), torch.arange(0, 2 * n + 1, 2).float())),
+    "searchsorted_batched": (lambda s, v: torch.searchsorted(s, v),
+                             lambda n: (torch.sort(randn(2, n + 2)).values, randn(2, n))),
     "instance_norm": (lambda x, w, b: F.instance_norm(x, weight=w, bias=b),
                       lambda n: (randn(n, 3, n + 2, 2), randn(3), randn(3))),
 }

@@ -216,6 +216,8 @@ def count_below(g: GraphBuilder, seq: Value, values: Value, right: bool, out_int
     if seq.dtype != values.dtype:
         common = torch.promote_types(seq.dtype, values.dtype)
         seq, values = cast(g, seq, common), cast(g, values, common)
+    if not (values.is_static and seq.is_static):
+        return count_below_symbolic(g, seq, values, right, out_int32)
     v_shape = static_shape(values, "searchsorted")
     n = static_shape(seq, "searchsorted")[-1]
     if seq.rank == 1:
@@ -231,6 +233,18 @@ def count_below(g: GraphBuilder, seq: Value, values: Value, right: bool, out_int
     counts.shape = shape
     out = axis_sum(g, counts, -1, keepdim=False)
     return cast(g, out, torch.int32 if out_int32 else torch.int64)
+
+
+def count_below_symbolic(g: GraphBuilder, seq: Value, values: Value, right: bool, out_int32: bool) -> Value:
+    """count_below for symbolic sizes: values [..., m, 1] against seq [n] or [..., 1, n], the comparisons
+    counted in int64 by a ReduceSum over the last axis (of a length read from the graph)."""
+    if values.rank is None or seq.rank is None:
+        raise NotImplementedError("searchsorted needs its inputs' ranks")
+    v = g.unsqueeze(values, [values.rank])
+    s = seq if seq.rank == 1 else g.unsqueeze(seq, [seq.rank - 1])
+    below = g.op("Not", g.op("Less", v, s)) if right else g.op("Greater", v, s)
+    counts = g.reduce("ReduceSum", cast(g, below, torch.int64), [values.rank], False)
+    return cast(g, counts, torch.int32 if out_int32 else torch.int64)
 
 
 @register("aten::searchsorted.Tensor")
