@@ -67,6 +67,8 @@ CASES = {
     "cumprod": (lambda x: torch.cumprod(x, 1), lambda n: (torch.rand(2, n, 3) + 0.5,)),
     "cummax": (lambda x: torch.cummax(x, 0), lambda n: (randn(n, n + 1),)),
     "cummin": (lambda x: torch.cummin(x, -1), lambda n: (torch.randint(0, 3, (n, n + 1)),)),
+    # (uint8: the filler 0 past the diagonal equals real values; those positions must not count)
+    "cummax_uint8": (lambda x: torch.cummax(x, 1), lambda n: (torch.randint(0, 2, (2, n + 1), dtype=torch.uint8),)),
     "logcumsumexp": (lambda x: torch.logcumsumexp(x, 1), lambda n: (randn(n, n + 2),)),
     "cosine_similarity": (lambda a, b: F.cosine_similarity(a, b, dim=-1), lambda n: (randn(n, n + 1), randn(n, n + 1))),
     # attention's default scale 1 / sqrt(head dim) of a symbolic head dim

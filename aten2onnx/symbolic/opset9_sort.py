@@ -104,8 +104,8 @@ def aten_median(g, self):
 
 def triangular(g: GraphBuilder, x: Value, dim: int, filler) -> tuple[Value, list[int], SymInt, Value]:
     """x with dim moved last and widened to [..., n(i), n(j)], entries j > i replaced by filler; with the
-    permutation used, n (an int, or a 0-d int64 value for a symbolic dim) and the positions j ([n, n]
-    where static, else a [1, n] row that broadcasts)."""
+    permutation used, n (an int, or a 0-d int64 value for a symbolic dim) and the positions [n, n]: j where
+    j <= i, else -1."""
     if x.rank is None:
         raise NotImplementedError("cumulative op needs its input's rank")
     rank = x.rank
@@ -116,11 +116,12 @@ def triangular(g: GraphBuilder, x: Value, dim: int, filler) -> tuple[Value, list
     if x.is_static:
         rows = reshape(g, moved, [x.shape[d] for d in perm[:-1]] + [1, n])
         mask = g.const(torch.ones(n, n, dtype=torch.bool).tril())
-        j = g.const(torch.arange(n).expand(n, n))
+        j = g.const(torch.arange(n).expand(n, n).tril(0) - torch.ones(n, n, dtype=torch.int64).triu(1))
     else:  # j <= i of two aranges read from the graph
         rows = g.unsqueeze(moved, [rank - 1])
         j = reshape(g, arange_of(g, n, has_range=False), [1, -1])
         mask = g.op("Not", g.op("Greater", j, reshape(g, j, [-1, 1])))
+        j = g.op("Where", mask, j, g.const(-1, dtype=torch.int64))
     out = g.op("Where", mask, rows, g.const(filler, like=x))
     out.shape = tuple(x.shape[d] for d in perm[:-1]) + (x.shape[dim], x.shape[dim]) if x.shape else None
     return out, perm, n, j
