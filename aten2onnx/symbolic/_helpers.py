@@ -3,6 +3,7 @@ between opsets (`axes_as_input=True`); none of them asks for the target opset.""
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Callable, Sequence
 
@@ -206,6 +207,17 @@ def dim_size(g: GraphBuilder, x: Value, dim: int) -> SymInt:
     if x.shape is not None and isinstance(x.shape[dim], int):
         return x.shape[dim]
     return g.op("Gather", g.op("Shape", x), g.const(dim, dtype=torch.int64), axis=0)
+
+
+def sym_prod(g: GraphBuilder, sizes: Sequence[SymInt]) -> SymInt:
+    """The product of sizes (dim_size's ints and 0-d int64 values): an int where all are ints, else a
+    0-d int64 value, the static sizes folded into one factor."""
+    static = math.prod(n for n in sizes if isinstance(n, int))
+    dynamic = [n for n in sizes if not isinstance(n, int)]
+    if not dynamic:
+        return static
+    n = functools.reduce(lambda a, b: g.op("Mul", a, b), dynamic)
+    return n if static == 1 else g.op("Mul", n, g.const(static, dtype=torch.int64))
 
 
 def reshape(g: GraphBuilder, x: Value, shape: list[SymInt]) -> Value:

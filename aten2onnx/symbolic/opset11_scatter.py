@@ -12,9 +12,11 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import INT64_MAX, as_value, cast, dim_size, norm_dim, opmath, reshape, unsqueeze_static
+from aten2onnx.symbolic._helpers import (INT64_MAX, as_value, cast, dim_size, norm_dim, opmath, reshape, sym_prod,
+                                         unsqueeze_static)
 from aten2onnx.symbolic.opset9 import extremum
 from aten2onnx.symbolic.opset9_scatter import reduce_into
+from aten2onnx.symbolic.opset9_shape import diagonal_dynamic
 from aten2onnx.symbolic.opset11 import index_layout
 
 register = functools.partial(registry.register, opset=11)
@@ -212,12 +214,17 @@ def strided_positions(shape: list[int], size: list[int], stride: list[int], offs
     return positions.reshape(-1, 1)
 
 
-def scatter_flat(g: GraphBuilder, self: Value, src: Value, positions: torch.Tensor) -> Value:
-    shape = list(self.shape)
+def scatter_flat(g: GraphBuilder, self: Value, src: Value, positions: torch.Tensor | Value) -> Value:
+    """self with src's elements written at flat positions ([n, 1]); a symbolic self keeps the shape the
+    graph reads from it."""
     flat = g.op("Reshape", self, g.const([-1], dtype=torch.int64))
     updates = g.op("Reshape", cast(g, src, self.dtype), g.const([-1], dtype=torch.int64))
-    out = g.scatter_nd(flat, g.const(positions), updates)
-    return g.op("Reshape", out, g.const(shape, dtype=torch.int64))
+    out = g.scatter_nd(flat, positions if isinstance(positions, Value) else g.const(positions), updates)
+    if self.is_static:
+        return g.op("Reshape", out, g.const(list(self.shape), dtype=torch.int64))
+    out = g.op("Reshape", out, g.op("Shape", self))
+    out.shape = self.shape
+    return out
 
 
 @register("aten::as_strided_scatter.default")
@@ -231,8 +238,15 @@ def aten_as_strided_scatter(g, self, src, size, stride, storage_offset=None):
 @register("aten::diagonal_scatter.default")
 def aten_diagonal_scatter(g, self, src, offset=0, dim1=0, dim2=1):
     """diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor"""
-    if not self.is_static:
-        raise NotImplementedError("diagonal_scatter needs static shapes")
+    if not self.is_static:  # the flat positions of self's diagonal, computed in the graph
+        if self.rank is None:
+            raise NotImplementedError("diagonal_scatter needs self's rank")
+        i64 = torch.int64
+        numel = as_value(g, sym_prod(g, [dim_size(g, self, d) for d in range(self.rank)]), i64)
+        ids = g.op("Reshape", g.op("Range", g.const(0, dtype=i64), numel, g.const(1, dtype=i64)), g.op("Shape", self))
+        ids.shape = self.shape
+        diagonal = diagonal_dynamic(g, ids, offset, norm_dim(dim1, self.rank), norm_dim(dim2, self.rank))
+        return scatter_flat(g, self, src, g.op("Reshape", diagonal, g.const([-1, 1], dtype=i64)))
     shape = list(self.shape)
     positions = torch.arange(math.prod(shape)).reshape(shape).diagonal(offset, dim1, dim2).reshape(-1, 1)
     return scatter_flat(g, self, src, positions)

@@ -65,14 +65,22 @@ def default_scale(query: Value, scale) -> float:
     return 1.0 / math.sqrt(head_dim)
 
 
+def scale_of(g: GraphBuilder, query: Value, scale) -> Value:
+    """default_scale as a value of query's dtype: for a symbolic head dim, 1 / sqrt(E) computed in the graph
+    (in float64, as eager computes the factor, then rounded)."""
+    if scale is not None or query.shape is None or isinstance(query.shape[-1], int):
+        return g.const(default_scale(query, scale), like=query)
+    head_dim = cast(g, dim_size(g, query, query.rank - 1), torch.float64)
+    return cast(g, g.op("Reciprocal", g.op("Sqrt", head_dim)), query.dtype)
+
+
 def attention_scores(g: GraphBuilder, query: Value, key: Value, attn_mask, is_causal: bool, scale, *,
                      has_range: bool) -> Value:
     """q k^T * scale, -inf where is_causal or a bool attn_mask masks, plus a float attn_mask: the scores
     attention takes the softmax of (key with as many heads as query)."""
     rank = query.rank
-    scale = default_scale(query, scale)
     key_t = g.op("Transpose", key, perm=transpose_perm(rank, rank - 2, rank - 1))
-    scores = g.op("Mul", g.op("MatMul", query, key_t), g.const(scale, like=query))
+    scores = g.op("Mul", g.op("MatMul", query, key_t), scale_of(g, query, scale))
     if is_causal:
         mask = causal_mask(g, query, key, has_range=has_range)
         scores = g.op("Where", mask, scores, g.const(float("-inf"), like=scores))

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import cast, fill, norm_dim, reshape
+from aten2onnx.symbolic._helpers import cast, dim_size, fill, norm_dim, reshape, sym_prod
 
 register = functools.partial(registry.register, opset=9)
 
@@ -574,20 +574,31 @@ def aten_histogramdd_tensorlist_bins(g, self, bins, range=None, weight=None, den
 
 
 def put(g: GraphBuilder, self: Value, index: Value, source: Value, accumulate: bool, *, scatter_add: bool) -> Value:
-    """self.flatten()[index] = source (or += source), indices counted from the end where negative."""
-    shape = static(self, "put")
-    x = to_shape(g, self, [math.prod(shape)])
-    if math.prod(static(index, "put")) == 0:
-        return self
-    index = wrap_negative(g, flat(g, index), math.prod(shape))
+    """self.flatten()[index] = source (or += source), indices counted from the end where negative.
+    Symbolic sizes: self's element count is computed in the graph."""
+    if self.is_static and index.is_static:
+        shape, numel = list(self.shape), math.prod(self.shape)
+        x = to_shape(g, self, [numel])
+        if math.prod(index.shape) == 0:
+            return self
+    else:
+        if self.rank is None:
+            raise NotImplementedError("put needs self's rank")
+        shape, numel = None, sym_prod(g, [dim_size(g, self, d) for d in range(self.rank)])
+        x = flat(g, self)
+    index = wrap_negative(g, flat(g, index), numel)
     source = flat(g, cast(g, source, self.dtype))
     if accumulate:
         total = accumulator(self.dtype)
-        added = count_1d(g, math.prod(shape), index, source, total, scatter_add=scatter_add)
+        added = count_1d(g, numel, index, source, total, scatter_add=scatter_add)
         out = cast(g, g.op("Add", cast(g, x, total), added), self.dtype)
     else:
         out = g.scatter_elements(x, index, source, 0)
-    return to_shape(g, out, shape)
+    if shape is not None:
+        return to_shape(g, out, shape)
+    out = g.op("Reshape", out, g.op("Shape", self))
+    out.shape = self.shape
+    return out
 
 
 @register("aten::put.default")

@@ -9,8 +9,9 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import cast, norm_dim, opmath, promote, reshape, to_float
-from aten2onnx.symbolic.opset9 import aten_mul, static_dim
+from aten2onnx.symbolic._helpers import SymInt, cast, dim_size, fill, norm_dim, opmath, promote, reshape, to_float
+from aten2onnx.symbolic.opset9 import aten_mul
+from aten2onnx.symbolic.opset9_data import arange_of
 from aten2onnx.symbolic.opset9_norm import axis_sum, static_shape
 from aten2onnx.symbolic.opset9_reduce import mean_of
 
@@ -254,7 +255,8 @@ def aten_cosine_similarity(g, x1, x2, dim=1, eps=1e-08):
     a, b = promote(g, x1, x2)
     ones = g.op("Add", g.op("Mul", a, c(g, 0.0, a)), g.op("Mul", b, c(g, 0.0, b)))
     a, b = g.op("Add", a, ones), g.op("Add", b, ones)  # broadcast both to one shape
-    shape = static_shape(a, "cosine_similarity") if a.is_static else None
+    # (a symbolic shape keeps at least its rank, for the reductions along a negative dim)
+    shape = static_shape(a, "cosine_similarity") if a.is_static else (None,) * max(x1.rank, x2.rank)
     a.shape = b.shape = shape
     # torch normalizes each input by max(||x||, eps) before the dot product; the norms and the sum
     # accumulate in opmath (float32 for half types) and round once, the divisions and products round
@@ -285,10 +287,17 @@ def class_last(g: GraphBuilder, x: Value) -> Value:
     return out
 
 
-def one_hot_of(g: GraphBuilder, target: Value, classes: int) -> Value:
-    """[...] int targets -> [..., C] bool."""
+def one_hot_of(g: GraphBuilder, target: Value, classes: SymInt) -> Value:
+    """[...] int targets -> [..., C] bool (C an int, or a 0-d int64 value read from a symbolic shape)."""
     t = g.unsqueeze(target, [target.rank])
-    return g.op("Equal", cast(g, t, torch.int64), g.const(list(range(classes)), dtype=torch.int64))
+    return g.op("Equal", cast(g, t, torch.int64), arange_of(g, classes, has_range=False))
+
+
+def per_class(g: GraphBuilder, value: float, classes: SymInt, like: Value) -> Value:
+    """value / classes in like's dtype, classes an int or a 0-d int64 graph value."""
+    if isinstance(classes, int):
+        return c(g, value / classes, like)
+    return g.op("Div", c(g, value, like), cast(g, classes, like.dtype))
 
 
 def class_sum(g: GraphBuilder, x: Value) -> Value:
@@ -304,15 +313,21 @@ def nll(g: GraphBuilder, logp: Value, target: Value, weight, reduction: int, ign
     """NLL of log-probabilities logp [N, C, d...] (or [C]) at int targets; with label smoothing,
     the cross-entropy variant. Returns the loss, or (loss, per-element weight) unless reduced by mean."""
     if logp.rank == 1:  # unbatched: one row, and a 0-d loss when unreduced
-        logp, target = reshape(g, logp, [1, logp.shape[0]]), reshape(g, target, [1])
+        logp, target = reshape(g, logp, [1, -1]), reshape(g, target, [1])
+        logp.shape = (1, logp.shape[1] if logp.shape is not None else None)
         if reduction == NONE:
             loss, w_t = nll(g, logp, target, weight, reduction, ignore_index, smoothing)
             return reshape(g, loss, []), w_t
     x = class_last(g, logp)
-    classes = static_dim(x, x.rank - 1, "nll_loss's classes")
+    classes = dim_size(g, x, x.rank - 1)
     hot = one_hot_of(g, target, classes)
     zero = c(g, 0.0, x)
-    w = cast(g, weight, x.dtype) if weight is not None else g.const(torch.ones(classes, dtype=x.dtype))
+    if weight is not None:
+        w = cast(g, weight, x.dtype)
+    elif isinstance(classes, int):
+        w = g.const(torch.ones(classes, dtype=x.dtype))
+    else:
+        w = fill(g, reshape(g, classes, [1]), 1.0, x.dtype)
     valid = g.op("Not", g.op("Equal", cast(g, target, torch.int64), g.const(ignore_index, dtype=torch.int64)))
     w_hot = g.op("Where", hot, g.op("Add", w, g.op("Mul", x, zero)), zero)
     w_hot.shape = x.shape
@@ -325,7 +340,7 @@ def nll(g: GraphBuilder, logp: Value, target: Value, weight, reduction: int, ign
         wx.shape = x.shape
         smooth_loss = g.op("Where", valid, g.op("Neg", class_sum(g, wx)), zero)
         loss = g.op("Add", g.op("Mul", loss, c(g, 1.0 - smoothing, x)),
-                    g.op("Mul", smooth_loss, c(g, smoothing / classes, x)))
+                    g.op("Mul", smooth_loss, per_class(g, smoothing, classes, x)))
     if reduction == MEAN:
         return g.op("Div", g.op("ReduceSum", loss, keepdims=0), g.op("ReduceSum", w_t, keepdims=0))
     return reduced(g, loss, reduction), w_t
@@ -354,17 +369,22 @@ def aten_cross_entropy_loss(g, self, target, weight=None, reduction=1, ignore_in
 def soft_cross_entropy(g: GraphBuilder, logp: Value, target: Value, weight, reduction: int,
                        smoothing: float) -> Value:
     """Cross entropy against class probabilities."""
-    classes = static_shape(logp, "cross_entropy")[0 if logp.rank == 1 else 1]
+    classes = dim_size(g, logp, 0 if logp.rank == 1 else 1)
     t = cast(g, target, logp.dtype)
     if smoothing:
-        t = g.op("Add", g.op("Mul", t, c(g, 1.0 - smoothing, t)), c(g, smoothing / classes, t))
+        t = g.op("Add", g.op("Mul", t, c(g, 1.0 - smoothing, t)), per_class(g, smoothing, classes, t))
     x = class_last(g, logp)
-    prod = g.op("Mul", x, class_last(g, reshape(g, t, list(logp.shape))))
+    if logp.is_static:
+        t = reshape(g, t, list(logp.shape))
+    else:  # target is logp's shape
+        t.shape = logp.shape
+    prod = g.op("Mul", x, class_last(g, t))
     if weight is not None:
         prod = g.op("Mul", prod, cast(g, weight, x.dtype))
     prod.shape = x.shape
     loss = g.op("Neg", axis_sum(g, prod, -1, keepdim=False))
     if reduction == MEAN and logp.rank > 1:
-        batch = static_shape(logp, "cross_entropy")[0]
-        return g.op("Div", g.op("ReduceSum", loss, keepdims=0), c(g, float(batch), loss))
+        batch = dim_size(g, logp, 0)
+        count = c(g, float(batch), loss) if isinstance(batch, int) else cast(g, batch, loss.dtype)
+        return g.op("Div", g.op("ReduceSum", loss, keepdims=0), count)
     return reduced(g, loss, reduction)

@@ -12,7 +12,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import cast, fill, norm_dim, opmath, reshape
+from aten2onnx.symbolic._helpers import SymInt, cast, dim_size, fill, norm_dim, opmath, reshape, sym_prod
 
 register = functools.partial(registry.register, opset=9)
 
@@ -24,7 +24,11 @@ def static_shape(x: Value, what: str) -> list[int]:
 
 
 def axis_sum(g: GraphBuilder, x: Value, axis: int, *, keepdim: bool, scale: float = 1.0) -> Value:
-    """scale * sum over one axis, by a MatMul with a column of `scale`s; x must be static."""
+    """scale * sum over one axis, by a MatMul with a column of `scale`s where x is static, else a
+    ReduceSum (x's rank must be known)."""
+    if not x.is_static:
+        out = g.reduce("ReduceSum", x, [known_axis(x, axis, "this reduction")], keepdim)
+        return out if scale == 1.0 else g.op("Mul", out, g.const(scale, like=out))
     shape = static_shape(x, "this reduction")
     axis = norm_dim(axis, len(shape))
     n = shape[axis]
@@ -37,8 +41,19 @@ def axis_sum(g: GraphBuilder, x: Value, axis: int, *, keepdim: bool, scale: floa
 
 
 def axis_mean(g: GraphBuilder, x: Value, axis: int, *, keepdim: bool) -> Value:
+    if not x.is_static:
+        return g.reduce("ReduceMean", x, [known_axis(x, axis, "mean")], keepdim)
     n = static_shape(x, "mean")[norm_dim(axis, x.rank)]
     return axis_sum(g, x, axis, keepdim=keepdim, scale=1.0 / max(n, 1))
+
+
+def known_axis(x: Value, axis: int, what: str) -> int:
+    """axis counted from the front; a negative one needs x's rank known."""
+    if axis >= 0:
+        return axis
+    if x.rank is None:
+        raise NotImplementedError(f"{what} along a negative axis needs its input's rank")
+    return norm_dim(axis, x.rank)
 
 
 def moments(g: GraphBuilder, x2: Value, axis: int) -> tuple[Value, Value]:
@@ -55,10 +70,12 @@ def rstd_of(g: GraphBuilder, var: Value, eps: float) -> Value:
 
 def affine(g: GraphBuilder, y: Value, weight, bias, channel_axis: int | None) -> Value:
     """y * weight + bias, the parameters laid along channel_axis (None: trailing dims)."""
+    rank = y.rank  # (the Mul's result may not know its rank where y's dims are symbolic)
+
     def laid(p: Value) -> Value:
         if channel_axis is None:
             return p
-        return reshape(g, p, [-1] + [1] * (y.rank - channel_axis - 1))
+        return reshape(g, p, [-1] + [1] * (rank - channel_axis - 1))
     if weight is not None:
         y = g.op("Mul", y, laid(cast(g, weight, y.dtype)))
     if bias is not None:
@@ -71,19 +88,29 @@ def saved(g: GraphBuilder, stat: Value, dtype: torch.dtype) -> Value:
     return cast(g, cast(g, stat, dtype), stat.dtype)
 
 
-def grouped_stats(g: GraphBuilder, x: Value, outer: list[int], eps: float, *,
+def grouped_stats(g: GraphBuilder, x: Value, outer: list[SymInt], eps: float, *,
                   saved_stats: bool = False) -> tuple[Value, Value, Value]:
     """Normalize x over everything after its `outer` leading dims: (y, mean, rstd) in opmath(x.dtype),
-    the statistics of shape [prod(outer), 1]; saved_stats normalizes with them rounded to x's dtype."""
-    shape = static_shape(x, "normalization")
-    rows = math.prod(outer)
-    x2 = cast(g, reshape(g, x, [rows, math.prod(shape) // max(rows, 1)]), opmath(x.dtype))
+    the statistics of shape [prod(outer), 1]; saved_stats normalizes with them rounded to x's dtype.
+    outer's sizes may be graph values (symbolic dims)."""
+    if x.is_static and all(isinstance(n, int) for n in outer):
+        shape = list(x.shape)
+        rows = math.prod(outer)
+        x2 = reshape(g, x, [rows, math.prod(shape) // max(rows, 1)])
+    else:
+        shape = g.op("Shape", x)
+        x2 = reshape(g, x, [sym_prod(g, outer), -1])
+    x2 = cast(g, x2, opmath(x.dtype))
     mean, var = moments(g, x2, 1)
     rstd = rstd_of(g, var, eps)
     if saved_stats:
         mean, rstd = saved(g, mean, x.dtype), saved(g, rstd, x.dtype)
     y = g.op("Mul", g.op("Sub", x2, mean), rstd)
-    return reshape(g, y, shape), mean, rstd
+    if isinstance(shape, list):
+        return reshape(g, y, shape), mean, rstd
+    y = g.op("Reshape", y, shape)
+    y.shape = x.shape
+    return y, mean, rstd
 
 
 @register("aten::native_layer_norm.default")
@@ -112,7 +139,7 @@ def aten_rms_norm(g, input, normalized_shape, weight=None, eps=None):
 
 
 def group_norm(g: GraphBuilder, x: Value, groups: int, weight, bias, eps: float) -> tuple[Value, Value, Value]:
-    n = static_shape(x, "group_norm")[0]
+    n = dim_size(g, x, 0)
     y, mean, rstd = grouped_stats(g, x, [n, groups], eps)
     return (cast(g, affine(g, y, weight, bias, 1), x.dtype), cast(g, reshape(g, mean, [n, groups]), x.dtype),
             cast(g, reshape(g, rstd, [n, groups]), x.dtype))
@@ -214,11 +241,19 @@ def batch_norm_eval(g: GraphBuilder, input: Value, weight, bias, running_mean: V
         return reshape(g, cast(g, p, acc), [-1] + [1] * (input.rank - 2))
     x = cast(g, input, acc)
     y = g.op("Mul", g.op("Sub", x, laid(running_mean)), laid(rstd_of(g, cast(g, running_var, acc), eps)))
+    y.shape = input.shape  # (known where the broadcast of symbolic dims is not)
     return cast(g, affine(g, y, weight, bias, 1), input.dtype)
 
 
 def empty(g: GraphBuilder, dtype: torch.dtype) -> Value:
     return fill(g, [0], 0, dtype)
+
+
+def per_channel(g: GraphBuilder, shape: tuple[int, ...] | Value, value: float, dtype: torch.dtype) -> Value:
+    """A 1-D tensor of value: a constant for a static shape, else ConstantOfShape of the graph's shape."""
+    if isinstance(shape, Value):
+        return fill(g, shape, value, dtype)
+    return g.const(torch.full(shape, value, dtype=dtype))
 
 
 @register("aten::batch_norm.default")
@@ -227,10 +262,11 @@ def aten_batch_norm(g, input, weight, bias, running_mean, running_var, training,
     if training or running_mean is None:
         # (the running statistics it updates in place are written back by functionalization, not here)
         return batch_norm_train(g, input, weight, bias, eps)[0]
-    channels = running_mean.shape[0]
     acc = opmath(input.dtype)
-    weight = g.const(torch.ones(channels, dtype=acc)) if weight is None else cast(g, weight, acc)
-    bias = g.const(torch.zeros(channels, dtype=acc)) if bias is None else cast(g, bias, acc)
+    # BatchNormalization takes a scale and a bias: ones and zeros stand in, of running_mean's size
+    channels = running_mean.shape if running_mean.is_static else g.op("Shape", running_mean)
+    weight = per_channel(g, channels, 1.0, acc) if weight is None else cast(g, weight, acc)
+    bias = per_channel(g, channels, 0.0, acc) if bias is None else cast(g, bias, acc)
     y = g.op("BatchNormalization", cast(g, input, acc), weight, bias, cast(g, running_mean, acc),
              cast(g, running_var, acc), epsilon=float(eps))
     return cast(g, y, input.dtype)
@@ -285,9 +321,9 @@ def aten_instance_norm(g, input, weight, bias, running_mean, running_var, use_in
     """instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor"""
     if not use_input_stats:
         return batch_norm_eval(g, input, weight, bias, running_mean, running_var, eps)
-    shape = static_shape(input, "instance_norm")
+    outer = [dim_size(g, input, 0), dim_size(g, input, 1)]
     # ATen runs instance norm as a batch norm over (1, N*C, ...), which saves its statistics in input's dtype
-    y, _, _ = grouped_stats(g, input, shape[:2], eps, saved_stats=True)
+    y, _, _ = grouped_stats(g, input, outer, eps, saved_stats=True)
     return cast(g, affine(g, y, weight, bias, 1), input.dtype)
 
 

@@ -11,7 +11,8 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import cast, fill, loop, norm_dim, promote, reshape
+from aten2onnx.symbolic._helpers import cast, dim_size, fill, loop, norm_dim, promote, reshape
+from aten2onnx.symbolic.opset9_data import arange_of
 from aten2onnx.symbolic.opset9_loss import one_hot_of, reduced
 from aten2onnx.symbolic.opset9_norm import axis_sum, static_shape
 from aten2onnx.symbolic.opset9_reduce import sum_dtype
@@ -663,6 +664,8 @@ def aten_mode(g, self, dim=-1, keepdim=False):
     """mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)"""
     if self.rank == 0:
         return self, g.const(0, dtype=torch.int64)
+    if not self.is_static:
+        return mode_symbolic(g, self, norm_dim(dim, self.rank), keepdim)
     shape = static_shape(self, "mode")
     dim = norm_dim(dim, len(shape))
     moved, _ = to_last(g, self, dim)
@@ -683,4 +686,27 @@ def aten_mode(g, self, dim=-1, keepdim=False):
                      g.const(-1, dtype=torch.int64))
     index = g.op("ArgMax", positions, axis=1, keepdims=1)
     out = [d for i, d in enumerate(shape) if i != dim] if not keepdim else [1 if i == dim else d for i, d in enumerate(shape)]
+    return cast(g, reshape(g, value, out), self.dtype), reshape(g, index, out)
+
+
+def mode_symbolic(g: GraphBuilder, self: Value, dim: int, keepdim: bool) -> tuple[Value, Value]:
+    """aten_mode for symbolic sizes: the same all-pairs counts over rows of a length read from the graph;
+    the largest count and the smallest most frequent value are ReduceMax and ReduceMin of the rows."""
+    rank = self.rank
+    perm = [d for d in range(rank) if d != dim] + [dim]
+    moved = g.op("Transpose", self, perm=perm) if dim != rank - 1 else self
+    n = dim_size(g, self, dim)
+    key = moved if moved.dtype in (torch.float32, torch.float64, torch.int64) else \
+        cast(g, moved, torch.float32 if moved.dtype.is_floating_point else torch.int64)
+    x = shaped(reshape(g, key, [-1, n]), (None, None))
+    pairs = same(g, reshape(g, x, [-1, n, 1]), reshape(g, x, [-1, 1, n]))
+    counts = g.reduce("ReduceSum", cast(g, pairs, torch.float32), [2], False)
+    most = g.reduce("ReduceMax", counts, [1], True)
+    fill_value = math.inf if x.dtype.is_floating_point else torch.iinfo(x.dtype).max
+    candidates = g.op("Where", g.op("Less", counts, most), g.const(fill_value, dtype=x.dtype), x)
+    value = g.reduce("ReduceMin", candidates, [1], True)
+    positions = g.op("Where", same(g, x, value), reshape(g, arange_of(g, n, has_range=False), [1, -1]),
+                     g.const(-1, dtype=torch.int64))
+    index = g.op("ArgMax", positions, axis=1, keepdims=1)
+    out = [1 if i == dim else dim_size(g, self, i) for i in range(rank) if keepdim or i != dim]
     return cast(g, reshape(g, value, out), self.dtype), reshape(g, index, out)

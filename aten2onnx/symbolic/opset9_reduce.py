@@ -10,7 +10,8 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import cast, loop, norm_dim, norm_dims, opmath, reshape, scalar_type
+from aten2onnx.symbolic._helpers import (cast, dim_size, loop, norm_dim, norm_dims, opmath, reshape, scalar_type,
+                                         sym_prod)
 
 register = functools.partial(registry.register, opset=9)
 
@@ -25,15 +26,6 @@ def dims_of(x: Value, dim) -> list[int]:
     return norm_dims(dim, x.rank) if dim else list(range(x.rank))
 
 
-def count(x: Value, axes: list[int]) -> int:
-    if x.shape is None or not all(isinstance(x.shape[a], int) for a in axes):
-        raise NotImplementedError("var/std over dynamic dims")
-    n = 1
-    for a in axes:
-        n *= x.shape[a]
-    return n
-
-
 def var_mean(g: GraphBuilder, x: Value, dim, correction, keepdim: bool) -> tuple[Value, Value]:
     x = x if x.dtype.is_floating_point else cast(g, x, torch.get_default_dtype())
     axes = dims_of(x, dim)
@@ -41,8 +33,12 @@ def var_mean(g: GraphBuilder, x: Value, dim, correction, keepdim: bool) -> tuple
     mean = g.reduce("ReduceMean", x, axes, True)
     centered = g.op("Sub", x, mean)
     sq = g.reduce("ReduceSum", g.op("Mul", centered, centered), axes, keepdim)
-    n = count(x, axes) if x.rank else 1
-    var = g.op("Div", sq, g.const(float(max(n - correction, 0)), like=x))
+    n = sym_prod(g, [dim_size(g, x, a) for a in axes]) if x.rank else 1
+    if isinstance(n, int):
+        dof = g.const(float(max(n - correction, 0)), like=x)
+    else:  # max(n - correction, 0), as ATen clamps the degrees of freedom
+        dof = g.max(g.op("Sub", cast(g, n, x.dtype), g.const(float(correction), like=x)), g.const(0.0, like=x))
+    var = g.op("Div", sq, dof)
     if not keepdim:
         mean = g.reduce("ReduceMean", x, axes, False)
     return var, mean

@@ -13,7 +13,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import cast, norm_dim, opmath
+from aten2onnx.symbolic._helpers import cast, dim_size, norm_dim, opmath
 
 register = functools.partial(registry.register, opset=9)
 
@@ -22,9 +22,11 @@ def scatter(g: GraphBuilder, self: Value, dim: int, index: Value, src, *, reduct
     dim = norm_dim(dim, self.rank)
     if isinstance(src, Value) and src.shape != index.shape:
         # torch reads only src[:index.shape]; ScatterElements wants updates shaped like indices.
-        if src.shape is None or index.shape is None or not all(isinstance(d, int) for d in index.shape):
-            raise NotImplementedError("scatter with a src larger than index needs static shapes")
-        src = g.slice(src, [0] * index.rank, list(index.shape), list(range(index.rank)))
+        # (index's symbolic sizes are read from its shape in the graph)
+        if index.rank is None:
+            raise NotImplementedError("scatter with a src larger than index needs index's rank")
+        src = g.slice(src, [0] * index.rank, [dim_size(g, index, d) for d in range(index.rank)],
+                      list(range(index.rank)))
     if not isinstance(src, Value) or src.rank == 0:
         value = g.const(src, dtype=self.dtype) if not isinstance(src, Value) else cast(g, src, self.dtype)
         src = g.op("Expand", value, g.op("Shape", index))

@@ -25,6 +25,7 @@ from aten2onnx.symbolic._helpers import (
     result_type,
     scalar_type,
     slice_axis,
+    sym_prod,
     unsqueeze_static,
 )
 from aten2onnx.symbolic.opset9 import (
@@ -659,7 +660,7 @@ def aten_addbmm(g, self, batch1, batch2, *, beta=1, alpha=1):
             a, b = (reshape(g, slice_axis(g, x, 0, i, i + 1), list(x.shape[1:])) for x in (batch1, batch2))
             out = opmath_scaled_matmul(g, out, a, b, beta if i == 0 else 1, alpha)
         return out
-    n, m = batch1.shape[1], batch2.shape[2]
+    n, m = dim_size(g, batch1, 1), dim_size(g, batch2, 2)
     product = matmul(g, reshape(g, aten_permute(g, batch1, [1, 0, 2]), [n, -1]),
                      reshape(g, batch2, [-1, m]))
     return scaled_add(g, self, product, beta, alpha)
@@ -714,8 +715,11 @@ def aten_linalg_vecdot(g, x, y, *, dim=-1):
 
 
 def _sum_axis(g: GraphBuilder, x: Value, axis: int) -> Value:
-    """Sum over one axis by MatMul with ones (the same at every opset): move it last, multiply."""
+    """Sum over one axis by MatMul with ones (the same at every opset): move it last, multiply. A
+    symbolic axis is a ReduceSum (the builder's emitter spells its axes)."""
     rank = x.rank
+    if x.shape is not None and not isinstance(x.shape[axis], int):
+        return g.reduce("ReduceSum", x, [axis], False)
     n = static_dim(x, axis, "sum")
     if axis != rank - 1:
         x = g.op("Transpose", x, perm=[d for d in range(rank) if d != axis] + [axis])
@@ -756,17 +760,20 @@ def aten_cross(g, self, other, dim=None):
 def aten_bilinear(g, input1, input2, weight, bias=None):
     """bilinear(Tensor input1, Tensor input2, Tensor weight, Tensor? bias=None) -> Tensor"""
     # y_k = x1 W_k x2^T + b_k: (x1 @ W) per k, then multiply by x2 and sum.
-    out_features, in1, in2 = weight.shape
+    # (sizes are ints where static, else read from the graph)
+    out_features, in1, in2 = (dim_size(g, weight, d) for d in range(3))
     x1 = reshape(g, input1, [-1, in1])
     x2 = reshape(g, input2, [-1, in2])
-    w = reshape(g, aten_permute(g, weight, [1, 0, 2]), [in1, out_features * in2])
+    w = reshape(g, aten_permute(g, weight, [1, 0, 2]), [in1, sym_prod(g, [out_features, in2])])
     t = reshape(g, matmul(g, x1, w), [-1, out_features, in2])
-    t.shape = (None, out_features, in2)
-    y = _sum_axis(g, g.op("Mul", t, reshape(g, x2, [-1, 1, in2])), 2)
+    t.shape = (None, weight.shape[0], weight.shape[2])
+    terms = g.op("Mul", t, reshape(g, x2, [-1, 1, in2]))
+    terms.shape = terms.shape or t.shape
+    y = _sum_axis(g, terms, 2)
     if bias is not None:
         y = g.op("Add", y, bias)
-    y.shape = (None, out_features)
-    lead = [static_dim(input1, d, "bilinear") for d in range(input1.rank - 1)]
+    y.shape = (None, weight.shape[0])
+    lead = [dim_size(g, input1, d) for d in range(input1.rank - 1)]
     return reshape(g, y, lead + [out_features])
 
 

@@ -10,7 +10,8 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import cast, dim_size, norm_dim, opmath, reshape
+from aten2onnx.symbolic._helpers import SymInt, cast, dim_size, norm_dim, opmath, reshape
+from aten2onnx.symbolic.opset9_data import arange_of
 from aten2onnx.symbolic.opset9_norm import axis_sum, static_shape
 from aten2onnx.symbolic.opset9_reduce import sum_dtype
 
@@ -101,23 +102,37 @@ def aten_median(g, self):
 # -- cumulative ops: x laid along a [n, n] lower-triangular mask, reduced over the last axis -------------------------
 
 
-def triangular(g: GraphBuilder, x: Value, dim: int, filler) -> tuple[Value, list[int], int]:
-    """x with dim moved last and widened to [..., n(i), n(j)], entries j > i replaced by filler;
-    with the permutation used and n."""
-    shape = static_shape(x, "cumulative op")
-    rank = len(shape)
+def triangular(g: GraphBuilder, x: Value, dim: int, filler) -> tuple[Value, list[int], SymInt, Value]:
+    """x with dim moved last and widened to [..., n(i), n(j)], entries j > i replaced by filler; with the
+    permutation used, n (an int, or a 0-d int64 value for a symbolic dim) and the positions [n, n]: j where
+    j <= i, else -1."""
+    if x.rank is None:
+        raise NotImplementedError("cumulative op needs its input's rank")
+    rank = x.rank
     dim = norm_dim(dim, rank)
     perm = [d for d in range(rank) if d != dim] + [dim]
     moved = g.op("Transpose", x, perm=perm) if dim != rank - 1 else x
-    n = shape[dim]
-    rows = reshape(g, moved, [shape[d] for d in perm[:-1]] + [1, n])
-    mask = g.const(torch.ones(n, n, dtype=torch.bool).tril())
-    return g.op("Where", mask, rows, g.const(filler, like=x)), perm, n
+    n = dim_size(g, x, dim)
+    if x.is_static:
+        rows = reshape(g, moved, [x.shape[d] for d in perm[:-1]] + [1, n])
+        mask = g.const(torch.ones(n, n, dtype=torch.bool).tril())
+        j = g.const(torch.arange(n).expand(n, n).tril(0) - torch.ones(n, n, dtype=torch.int64).triu(1))
+    else:  # j <= i of two aranges read from the graph
+        rows = g.unsqueeze(moved, [rank - 1])
+        j = reshape(g, arange_of(g, n, has_range=False), [1, -1])
+        mask = g.op("Not", g.op("Greater", j, reshape(g, j, [-1, 1])))
+        j = g.op("Where", mask, j, g.const(-1, dtype=torch.int64))
+    out = g.op("Where", mask, rows, g.const(filler, like=x))
+    out.shape = tuple(x.shape[d] for d in perm[:-1]) + (x.shape[dim], x.shape[dim]) if x.shape else None
+    return out, perm, n, j
 
 
 def restore(g: GraphBuilder, y: Value, x: Value, perm: list[int]) -> Value:
     """[..., n, 1] in moved order -> x's layout."""
-    y = reshape(g, y, [x.shape[d] for d in perm])
+    if x.is_static:
+        y = reshape(g, y, [x.shape[d] for d in perm])
+    else:
+        y = g.squeeze(y, [len(perm)])
     if perm[-1] != len(perm) - 1:
         y = g.op("Transpose", y, perm=[perm.index(d) for d in range(len(perm))])
     return y
@@ -137,7 +152,7 @@ def cum_extreme(g: GraphBuilder, self: Value, dim: int, *, largest: bool) -> tup
     if self.rank == 0:
         return self, g.const(0, dtype=torch.int64)
     x = cast(g, self, torch.int32) if self.dtype == torch.bool else self
-    masked, perm, n = triangular(g, x, dim, extreme_fill(x.dtype, largest))
+    masked, perm, n, j = triangular(g, x, dim, extreme_fill(x.dtype, largest))
     last = self.rank  # the j axis of the widened [..., n, n]
     values, _ = topk(g, masked, 1, last, largest)
     # the index: the last j <= i holding the extreme (NaN matching NaN); the filler past i may equal it
@@ -145,8 +160,7 @@ def cum_extreme(g: GraphBuilder, self: Value, dim: int, *, largest: bool) -> tup
     hit = g.equal(masked, values)
     if x.dtype.is_floating_point:
         hit = g.op("Or", hit, g.op("And", g.op("IsNaN", masked), g.op("IsNaN", values)))
-    j = torch.arange(n).expand(n, n).tril(0) - torch.ones(n, n, dtype=torch.int64).triu(1)
-    candidates = g.op("Where", hit, g.const(j), g.const(-1, dtype=torch.int64))
+    candidates = g.op("Where", hit, j, g.const(-1, dtype=torch.int64))
     idx = g.reduce("ReduceMax", candidates, [last], keepdims=True)
     return cast(g, restore(g, values, self, perm), self.dtype), restore(g, idx, self, perm)
 
@@ -169,12 +183,12 @@ def aten_logcumsumexp(g, self, dim):
     if self.rank == 0:
         return self
     x = cast(g, self, opmath(self.dtype))  # ATen computes half types in float32 and rounds each result once
-    masked, perm, n = triangular(g, x, dim, float("-inf"))
+    masked, perm, n, _ = triangular(g, x, dim, float("-inf"))
     m, _ = topk(g, masked, 1, -1, True)
     finite = g.op("Less", g.op("Abs", m), g.const(float("inf"), like=m))
     m = g.op("Where", finite, m, g.const(0.0, like=m))
     shifted = g.op("Exp", g.op("Sub", masked, m))
-    shifted.shape = tuple(static_shape(self, "logcumsumexp")[d] for d in perm[:-1]) + (n, n)
+    shifted.shape = masked.shape
     out = g.op("Add", g.op("Log", axis_sum(g, shifted, -1, keepdim=True)), m)
     return cast(g, restore(g, out, x, perm), self.dtype)
 
@@ -183,7 +197,7 @@ def cumprod(g: GraphBuilder, self: Value, dim: int, dtype) -> Value:
     x = cast(g, self, sum_dtype(self, dtype))
     if x.rank == 0:
         return x
-    masked, perm, n = triangular(g, x, dim, 1)
+    masked, perm, _, _ = triangular(g, x, dim, 1)
     axis = masked.rank - 1
     prod = g.reduce("ReduceProd", masked, [axis], True)
     return restore(g, prod, self, perm)
@@ -203,6 +217,8 @@ def count_below(g: GraphBuilder, seq: Value, values: Value, right: bool, out_int
     if seq.dtype != values.dtype:
         common = torch.promote_types(seq.dtype, values.dtype)
         seq, values = cast(g, seq, common), cast(g, values, common)
+    if not (values.is_static and seq.is_static):
+        return count_below_symbolic(g, seq, values, right, out_int32)
     v_shape = static_shape(values, "searchsorted")
     n = static_shape(seq, "searchsorted")[-1]
     if seq.rank == 1:
@@ -218,6 +234,18 @@ def count_below(g: GraphBuilder, seq: Value, values: Value, right: bool, out_int
     counts.shape = shape
     out = axis_sum(g, counts, -1, keepdim=False)
     return cast(g, out, torch.int32 if out_int32 else torch.int64)
+
+
+def count_below_symbolic(g: GraphBuilder, seq: Value, values: Value, right: bool, out_int32: bool) -> Value:
+    """count_below for symbolic sizes: values [..., m, 1] against seq [n] or [..., 1, n], the comparisons
+    counted in int64 by a ReduceSum over the last axis (of a length read from the graph)."""
+    if values.rank is None or seq.rank is None:
+        raise NotImplementedError("searchsorted needs its inputs' ranks")
+    v = g.unsqueeze(values, [values.rank])
+    s = seq if seq.rank == 1 else g.unsqueeze(seq, [seq.rank - 1])
+    below = g.op("Not", g.op("Less", v, s)) if right else g.op("Greater", v, s)
+    counts = g.reduce("ReduceSum", cast(g, below, torch.int64), [values.rank], False)
+    return cast(g, counts, torch.int32 if out_int32 else torch.int64)
 
 
 @register("aten::searchsorted.Tensor")
