@@ -1,0 +1,59 @@
+"""Ops exported with symbolic sizes (issue 20): each case exports once with the marked dims dynamic, must
+translate natively (no ATen fallback node), and must match eager in onnxruntime and in our runtime on the
+example and on inputs of another size, at opsets 13, 18 and the newest."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import aten2onnx
+from conftest import flat_tensors, run_ort
+from optable import TOL, Call
+
+AUTO = torch.export.Dim.AUTO
+OPSETS = (13, 18, 26)
+
+
+def ramp(*shape, step=0.05):
+    """Values on a grid of `step` (many ties of x / scale for fake quantization), shuffled."""
+    n = torch.Size(shape).numel()
+    return (torch.arange(n) - n // 2)[torch.randperm(n)].reshape(shape).float() * step
+
+
+# name: (fn, make(n) -> args with a size n somewhere, the dynamic dims of each argument)
+CASES = {
+    "fake_quantize_per_tensor": (lambda x: torch.fake_quantize_per_tensor_affine(x, 0.1, 3, -128, 127),
+                                 lambda n: (ramp(n, 5),), ({0: AUTO, 1: AUTO},)),
+    "fake_quantize_per_tensor_qparams": (lambda x, s, z: torch.fake_quantize_per_tensor_affine(x, s, z, 0, 15),
+                                         lambda n: (ramp(3, n), torch.tensor(0.1), torch.tensor(4, dtype=torch.int32)),
+                                         ({0: AUTO, 1: AUTO}, None, None)),
+    "fake_quantize_per_channel": (lambda x, s, z: torch.fake_quantize_per_channel_affine(x, s, z, 1, -128, 127),
+                                  lambda n: (ramp(n, 3, n + 1), torch.tensor([0.1, 0.05, 0.3]),
+                                             torch.tensor([0, 3, -2], dtype=torch.int32)),
+                                  ({0: AUTO, 2: AUTO}, None, None)),
+}
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+@pytest.mark.parametrize("name", list(CASES))
+def test_op_exports_natively_with_symbolic_sizes(name, opset):
+    fn, make, dims = CASES[name]
+    example, other = make(5), make(8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exported = aten2onnx.export(Call(fn), example, opset=opset, dynamic_shapes=(dims,), fallback="error")
+    assert not exported.fallback_ops
+    for args in (example, other):
+        with torch.no_grad():
+            expected = flat_tensors(fn(*args))
+        ours = flat_tensors(exported.run(*args))
+        theirs = [torch.from_numpy(a) for a in run_ort(exported.model_proto, dict(zip(exported.input_names, args)))]
+        assert len(ours) == len(theirs) == len(expected)
+        for want, a, b in zip(expected, ours, theirs):
+            rtol, atol = TOL.get(want.dtype, (0, 0))
+            torch.testing.assert_close(a, want, rtol=rtol, atol=atol, equal_nan=True)
+            torch.testing.assert_close(b, want, rtol=rtol, atol=atol, equal_nan=True)
