@@ -24,6 +24,17 @@ def ramp(*shape, step=0.05):
     return (torch.arange(n) - n // 2)[torch.randperm(n)].reshape(shape).float() * step
 
 
+def bags(n, *, last=False):
+    """Indices into 10 rows (padding row 2 among them) and offsets of bags of 2, the first bag empty;
+    both counts grow with n."""
+    indices = torch.randint(0, 10, (n,))
+    indices[::3] = 2
+    offsets = torch.cat([torch.zeros(1, dtype=torch.long), torch.arange(0, n, 2)] +
+                        ([torch.tensor([n])] if last else []))
+    return indices, offsets, torch.randn(10, 4), torch.rand(n)
+
+
+aten = torch.ops.aten
 # name: (fn, make(n) -> args with a size n somewhere, the dynamic dims of each argument)
 CASES = {
     "fake_quantize_per_tensor": (lambda x: torch.fake_quantize_per_tensor_affine(x, 0.1, 3, -128, 127),
@@ -35,6 +46,17 @@ CASES = {
                                   lambda n: (ramp(n, 3, n + 1), torch.tensor([0.1, 0.05, 0.3]),
                                              torch.tensor([0, 3, -2], dtype=torch.int32)),
                                   ({0: AUTO, 2: AUTO}, None, None)),
+    "embedding_bag_padding": (
+        lambda i, o, w, p: (F.embedding_bag(i, w, o, mode="sum", padding_idx=2),
+                            F.embedding_bag(i, w, o, mode="mean", padding_idx=-8),
+                            F.embedding_bag(i, w, o, mode="sum", per_sample_weights=p, padding_idx=2),
+                            aten.embedding_bag.padding_idx(w, i, o, False, 2, False, None, False, 2)),
+        bags, ({0: AUTO}, {0: AUTO}, None, {0: AUTO})),
+    "embedding_bag_last_offset": (
+        lambda i, o, w, p: (aten.embedding_bag.padding_idx(w, i, o, False, 1, False, None, True, 2),
+                            aten.embedding_bag.padding_idx(w, i, o, False, 0, False, p, True, None),
+                            aten._embedding_bag(w, i, o, False, 2, False, None, True, -1)),
+        lambda n: bags(n, last=True), ({0: AUTO}, {0: AUTO}, None, {0: AUTO})),
 }
 
 
