@@ -24,6 +24,12 @@ def ramp(*shape, step=0.05):
     return (torch.arange(n) - n // 2)[torch.randperm(n)].reshape(shape).float() * step
 
 
+def with_nans(x):
+    """x with a few NaNs (adaptive max pooling picks a window's last NaN)."""
+    x.view(-1)[::7] = float("nan")
+    return x
+
+
 def bags(n, *, last=False):
     """Indices into 10 rows (padding row 2 among them) and offsets of bags of 2, the first bag empty;
     both counts grow with n."""
@@ -57,6 +63,13 @@ CASES = {
                             aten.embedding_bag.padding_idx(w, i, o, False, 0, False, p, True, None),
                             aten._embedding_bag(w, i, o, False, 2, False, None, True, -1)),
         lambda n: bags(n, last=True), ({0: AUTO}, {0: AUTO}, None, {0: AUTO})),
+    # pooled lengths symbolic (batch and channels too): windows computed in the graph; NaNs and ties
+    "adaptive_max_pool": (
+        lambda a, b, c: (F.adaptive_max_pool1d(a, 3, return_indices=True),
+                         F.adaptive_max_pool2d(b, (3, 6), return_indices=True),
+                         F.adaptive_max_pool3d(c, (2, 3, 2), return_indices=True)),
+        lambda n: (with_nans(ramp(2, 3, n + 2).round()), with_nans(ramp(2, n, n + 1).round()), torch.randn(1, 2, n, 4, n)),
+        ({0: AUTO, 1: AUTO, 2: AUTO}, {0: AUTO, 1: AUTO, 2: AUTO}, {2: AUTO, 4: AUTO})),
 }
 
 
