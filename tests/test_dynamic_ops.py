@@ -70,6 +70,14 @@ CASES = {
                          F.adaptive_max_pool3d(c, (2, 3, 2), return_indices=True)),
         lambda n: (with_nans(ramp(2, 3, n + 2).round()), with_nans(ramp(2, n, n + 1).round()), torch.randn(1, 2, n, 4, n)),
         ({0: AUTO, 1: AUTO, 2: AUTO}, {0: AUTO, 1: AUTO, 2: AUTO}, {2: AUTO, 4: AUTO})),
+    # repeated rows and columns, in an order that is not sorted; eager sorts slices lexicographically
+    "unique_dim": (
+        lambda a, b, c: (torch.unique(a, dim=0, return_inverse=True, return_counts=True),
+                         torch.unique(a, dim=-1, return_counts=True), torch.unique(b, dim=1, return_inverse=True),
+                         torch.unique(c, dim=0), aten.unique_dim(c, 1, False)),
+        lambda n: (torch.randint(-2, 2, (n, 3)), torch.randint(0, 2, (2, n), dtype=torch.int32),
+                   torch.randint(0, 3, (n, 2, 3)).float() / 2),
+        ({0: AUTO}, {1: AUTO}, {0: AUTO})),
 }
 
 

@@ -173,6 +173,11 @@ TABLE = [
     Entry("unique", lambda x: torch.unique(x, return_inverse=True, return_counts=True),
           [lambda d: (torch.tensor([[3, 1, 2], [3, 0, 1]], dtype=d),)], (torch.float32, torch.int64),  # no int32 ORT kernel
           opsets=(11, 18), keys=("aten::_unique2.default",)),
+    Entry("unique_dim", lambda x: (torch.unique(x, dim=0, return_inverse=True, return_counts=True),
+                                   torch.unique(x, dim=1, return_counts=True)),
+          [lambda d: (torch.tensor([[3, 1, 2, 1], [0, 5, 1, 5], [3, 1, 2, 1], [0, 5, 0, 5]], dtype=d),)],
+          (torch.float32, torch.float64, torch.int32, torch.int64), opsets=(11, 18, 26),
+          keys=("aten::unique_dim.default",)),
     Entry("relu_int", torch.relu, [lambda d: (torch.tensor([-3, 0, 5], dtype=d),)], (torch.int32, torch.int64),
           opsets=(9, 13, 14), keys=("aten::relu.default",)),
     # ONNX defines Add, Mul, Max, Clip, TopK, ReduceMax... on no bools: computed in a wider type, cast back
