@@ -63,6 +63,13 @@ CASES = {
                             aten.embedding_bag.padding_idx(w, i, o, False, 0, False, p, True, None),
                             aten._embedding_bag(w, i, o, False, 2, False, None, True, -1)),
         lambda n: bags(n, last=True), ({0: AUTO}, {0: AUTO}, None, {0: AUTO})),
+    # the table's size symbolic too (torch.export keeps it so where no padding_idx is given)
+    "embedding_bag_symbolic_table": (
+        lambda i, o, w, p: (aten.embedding_bag.padding_idx(w, i, o, False, 0, False, p, False, None),
+                            aten.embedding_bag.padding_idx(w, i, o, False, 1, False, None, True, None)),
+        lambda n: (torch.arange(n) % 4 + n, torch.cat([torch.arange(0, n, 2), torch.tensor([n])]), torch.randn(n + 4, n - 2),
+                   torch.rand(n)),
+        ({0: AUTO}, {0: AUTO}, {0: AUTO, 1: AUTO}, {0: AUTO})),
     # pooled lengths symbolic (batch and channels too): windows computed in the graph; NaNs and ties
     "adaptive_max_pool": (
         lambda a, b, c: (F.adaptive_max_pool1d(a, 3, return_indices=True),

@@ -895,18 +895,19 @@ def embedding_bag(g: GraphBuilder, weight: Value, indices: Value, offsets: Value
     return out, cast(g, offset2bag, index_dtype), cast(g, bag_size, index_dtype), cast(g, max_indices, index_dtype)
 
 
-def bag_padding(padding_idx: int | None, rows: int, *, negative_is_none: bool) -> int | None:
-    """embedding_bag.padding_idx counts a negative padding_idx from the end; _embedding_bag reads it as none."""
+def bag_padding(padding_idx: int | None, weight: Value, *, negative_is_none: bool) -> int | None:
+    """embedding_bag.padding_idx counts a negative padding_idx from the end; _embedding_bag reads it as
+    none. (Only a negative one needs the table's row count, which torch.export then keeps static.)"""
     if padding_idx is None or (negative_is_none and padding_idx < 0):
         return None
-    return padding_idx + rows if padding_idx < 0 else padding_idx
+    return padding_idx + static(weight, "embedding_bag with a negative padding_idx")[0] if padding_idx < 0 else padding_idx
 
 
 @register("aten::embedding_bag.padding_idx")
 def aten_embedding_bag_padding_idx(g, weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights,
                                    include_last_offset, padding_idx):
     """embedding_bag.padding_idx(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq, int mode, bool sparse, Tensor? per_sample_weights, bool include_last_offset, int? padding_idx) -> (Tensor, Tensor, Tensor, Tensor)"""
-    padding = bag_padding(padding_idx, static(weight, "embedding_bag")[0], negative_is_none=False)
+    padding = bag_padding(padding_idx, weight, negative_is_none=False)
     return embedding_bag(g, weight, indices, offsets, mode, per_sample_weights, include_last_offset, padding)
 
 
@@ -921,7 +922,7 @@ def aten_embedding_bag(g, weight, indices, offsets, scale_grad_by_freq=False, mo
 def aten__embedding_bag(g, weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False,
                         per_sample_weights=None, include_last_offset=False, padding_idx=-1):
     """_embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)"""
-    padding = bag_padding(padding_idx, static(weight, "embedding_bag")[0], negative_is_none=True)
+    padding = bag_padding(padding_idx, weight, negative_is_none=True)
     return embedding_bag(g, weight, indices, offsets, mode, per_sample_weights, include_last_offset, padding)
 
 
