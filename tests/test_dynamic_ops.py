@@ -107,3 +107,17 @@ def test_op_exports_natively_with_symbolic_sizes(name, opset):
             rtol, atol = TOL.get(want.dtype, (0, 0))
             torch.testing.assert_close(a, want, rtol=rtol, atol=atol, equal_nan=True)
             torch.testing.assert_close(b, want, rtol=rtol, atol=atol, equal_nan=True)
+
+
+# below the opset their translation needs (Round, Unique, GatherElements: 11), a clear error naming it
+BELOW = {"fake_quantize_per_tensor": "supported from opset 11", "fake_quantize_per_channel": "supported from opset 11",
+         "unique_dim": "supported from opset 11", "adaptive_max_pool": "no GatherElements at opset 10"}
+
+
+@pytest.mark.parametrize("name", list(BELOW))
+def test_op_below_its_opset_is_a_clear_error(name):
+    fn, make, dims = CASES[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(aten2onnx.UnsupportedOperatorError, match=BELOW[name]):
+            aten2onnx.export(Call(fn), make(5), opset=10, dynamic_shapes=(dims,), fallback="error")
