@@ -63,6 +63,10 @@ CASES = {
                             aten.embedding_bag.padding_idx(w, i, o, False, 0, False, p, True, None),
                             aten._embedding_bag(w, i, o, False, 2, False, None, True, -1)),
         lambda n: bags(n, last=True), ({0: AUTO}, {0: AUTO}, None, {0: AUTO})),
+    # 2-D indices (F.embedding_bag flattens them, with offsets from a symbolic arange)
+    "embedding_bag_2d": (
+        lambda i, w: (F.embedding_bag(i, w, mode="mean", padding_idx=0), F.embedding_bag(i, w, mode="max")),
+        lambda n: (torch.randint(0, 6, (n, n - 2)), torch.randn(6, 3)), ({0: AUTO, 1: AUTO}, None)),
     # the table's size symbolic too (torch.export keeps it so where no padding_idx is given)
     "embedding_bag_symbolic_table": (
         lambda i, o, w, p: (aten.embedding_bag.padding_idx(w, i, o, False, 0, False, p, False, None),
