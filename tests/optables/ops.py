@@ -240,7 +240,7 @@ TABLE = [
           [lambda d: (torch.arange(-60, 60).reshape(4, 3, 10).to(d) * 0.05, torch.tensor([0.1, 0.05, 0.3]),
                       torch.tensor([0, 3, 2], dtype=torch.int32),
                       torch.ones(1, dtype=torch.long))],
-          FLOATS, opsets=(11, 13, 18, 26),
+          FLOATS + (torch.float16,), opsets=(11, 13, 18, 26),
           keys=("aten::fake_quantize_per_tensor_affine.default", "aten::fake_quantize_per_tensor_affine.tensor_qparams",
                 "aten::fake_quantize_per_channel_affine.default",
                 "aten::fake_quantize_per_tensor_affine_cachemask.default",
