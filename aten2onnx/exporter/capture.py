@@ -23,7 +23,7 @@ from aten2onnx.errors import CaptureError, warn_user
 from aten2onnx.exporter import caches, dynamic
 from aten2onnx.exporter.gradients import HINT, GradientCalls, below_autograd, saved_tensors_attached, transformed
 from aten2onnx.exporter.passes.packed import packed_sequences
-from aten2onnx.exporter.passes.tracing import DataDependentChecks, causal_masks_taken_as_given
+from aten2onnx.exporter.passes.tracing import DataDependentChecks, causal_masks_taken_as_given, fake_kernels
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -275,6 +275,7 @@ def capture(model: Any, args: tuple, kwargs: dict | None, dynamic_shapes: Any,
         return model
     module = model if isinstance(model, torch.nn.Module) else _function_module(model)
     caches.register()  # a transformers cache among the inputs flattens with no registration by the user
+    fake_kernels()  # ATen ops torch cannot trace for want of a fake kernel (fake quantization)
     dynamic_shapes = _every_argument(module, args, kwargs, dynamic_shapes)
     failures: list[tuple[str, BaseException]] = []
     recorder = _Recorder()

@@ -1,4 +1,4 @@
-"""Opset 11: Unique (so unique) and GatherElements (take_along_dim) arrive."""
+"""Opset 11: Unique (so unique, and unique along a dim) and GatherElements (take_along_dim) arrive."""
 
 from __future__ import annotations
 
@@ -38,3 +38,12 @@ def aten__unique2(g, self, sorted=True, return_inverse=False, return_counts=Fals
     empty = g.const(torch.zeros(0, dtype=torch.int64))
     inverse = g.op("Reshape", inverse, g.op("Shape", self)) if return_inverse else empty
     return values, inverse, counts if return_counts else empty
+
+
+@register("aten::unique_dim.default")
+def aten_unique_dim(g, self, dim, sorted=True, return_inverse=False, return_counts=False):
+    """unique_dim(Tensor self, int dim, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)"""
+    # Eager sorts the slices lexicographically whatever `sorted` says, as Unique's sorted=1 does along an
+    # axis, and returns the inverse indices and counts whatever the flags say.
+    values, _, inverse, counts = g.op("Unique", self, axis=norm_dim(dim, self.rank), sorted=1, outputs=4)
+    return values, inverse, counts

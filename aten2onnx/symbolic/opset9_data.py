@@ -18,7 +18,8 @@ import torch.nn.functional as F
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import cast, dim_size, fill, norm_dim, reshape, sym_prod
+from aten2onnx.symbolic._helpers import INT64_MAX, cast, dim_size, fill, norm_dim, reshape, sym_prod
+from aten2onnx.symbolic.opset9 import positions_along
 
 register = functools.partial(registry.register, opset=9)
 
@@ -863,52 +864,49 @@ def embedding_bag(g: GraphBuilder, weight: Value, indices: Value, offsets: Value
     """Bags of embedding rows reduced by sum (weighted by per_sample_weights), mean or max; padding rows
     left out and empty bags zero. Also eager's bookkeeping outputs: each index's bag (empty on the
     unweighted float sum path, as eager skips it), the bag sizes and the rows the max picked; where eager
-    leaves these uninitialized (sum, mean), zeros or the bag sizes as eager fills them."""
+    leaves these uninitialized (sum, mean), zeros or the bag sizes as eager fills them. The counts of
+    indices and offsets may be symbolic: a [bags, n] membership mask built from the offsets selects the rows."""
     if indices.rank != 1 or offsets.rank != 1:
         raise NotImplementedError("embedding_bag with 2-D indices (F.embedding_bag flattens them)")
-    (n,), (_, width) = static(indices, "embedding_bag"), static(weight, "embedding_bag")
-    (marks,) = static(offsets, "embedding_bag")
-    bags = marks - 1 if include_last_offset else marks
+    n, marks = dim_size(g, indices, 0), dim_size(g, offsets, 0)
     index_dtype = indices.dtype
     idx = cast(g, indices, I64)
     off = cast(g, offsets, I64)
-    starts = g.op("Gather", off, g.const(torch.arange(bags)), axis=0)
     if include_last_offset:
-        ends = g.op("Gather", off, g.const(torch.arange(1, bags + 1)), axis=0)
+        starts, ends = g.slice(off, [0], [-1], [0]), g.slice(off, [1], [INT64_MAX], [0])
     else:
-        ends = g.op("Concat", g.op("Gather", off, g.const(torch.arange(1, bags)), axis=0), ints(g, [n]), axis=0)
-    position = g.const(torch.arange(n))
-    member = between(g, position, to_shape(g, starts, [bags, 1]), to_shape(g, ends, [bags, 1]))  # [bags, n]
+        starts = off
+        ends = g.op("Concat", g.slice(off, [1], [INT64_MAX], [0]), g.int_list([n]), axis=0)
+    position = positions_along(g, indices, 0)  # [n]
+    member = between(g, position, g.unsqueeze(starts, [1]), g.unsqueeze(ends, [1]))  # [bags, n]
     if padding_idx is not None:
-        member = g.op("And", member, g.op("Not", g.op("Equal", to_shape(g, idx, [1, n]), g.const(padding_idx, dtype=I64))))
-    count = cast(g, g.op("MatMul", cast(g, member, torch.float64), g.const(torch.ones(n, 1, dtype=torch.float64))), I64)
-    count = to_shape(g, count, [bags])
-    rows = to_shape(g, g.op("Gather", weight, idx, axis=0), [1, n, width])
-    inside = to_shape(g, member, [bags, n, 1])
+        member = g.op("And", member, g.op("Not", g.op("Equal", idx, g.const(padding_idx, dtype=I64))))
+    count = g.reduce("ReduceSum", cast(g, member, I64), [1], False)  # [bags]
+    rows = g.unsqueeze(g.op("Gather", weight, idx, axis=0), [0])  # [1, n, width]
+    inside = g.unsqueeze(member, [2])  # [bags, n, 1]
     dtype = weight.dtype
     zero = g.const(0, dtype=dtype)
     if mode == 2:
         picked = g.op("Where", inside, rows, g.const(-math.inf, dtype=dtype))
-        nonempty = to_shape(g, g.op("Greater", count, g.const(0, dtype=I64)), [bags, 1])
+        nonempty = g.unsqueeze(g.op("Greater", count, g.const(0, dtype=I64)), [1])
         out = g.op("Where", nonempty, g.reduce("ReduceMax", picked, [1], False), zero)
         best = g.op("Gather", idx, g.op("ArgMax", picked, axis=1, keepdims=0), axis=0)
         max_indices = g.op("Where", nonempty, best, g.const(0, dtype=I64))
     else:
         if per_sample_weights is not None:
-            rows = g.op("Mul", rows, to_shape(g, cast(g, per_sample_weights, dtype), [1, n, 1]))
+            rows = g.op("Mul", rows, g.unsqueeze(cast(g, per_sample_weights, dtype), [0, 2]))
         terms = g.op("Where", inside, rows, zero)  # Where, not a product: a NaN row stays in its bag
-        out = to_shape(g, g.op("MatMul", g.const(torch.ones(1, n, dtype=dtype)), terms), [bags, width])
+        out = g.reduce("ReduceSum", terms, [1], False)  # [bags, width]
         if mode == 1:
             nonempty = g.op("Greater", count, g.const(0, dtype=I64))
             divisor = cast(g, g.op("Where", nonempty, count, g.const(1, dtype=I64)), dtype)
-            out = g.op("Div", out, to_shape(g, divisor, [bags, 1]))
+            out = g.op("Div", out, g.unsqueeze(divisor, [1]))
     fast_sum = mode == 0 and padding_idx is None and dtype in (torch.float32, torch.float16, torch.bfloat16)
     if fast_sum:
         offset2bag = fill(g, [0], 0, index_dtype)
-    else:
-        reached = g.op("Not", g.op("Greater", to_shape(g, off, [1, marks]), g.const(torch.arange(n).reshape(n, 1))))
-        seen = g.op("MatMul", cast(g, reached, torch.float64), g.const(torch.ones(marks, 1, dtype=torch.float64)))
-        offset2bag = g.op("Sub", to_shape(g, cast(g, seen, I64), [n]), g.const(1, dtype=I64))
+    else:  # the number of offsets at or before each position, less one
+        reached = g.op("Not", g.op("Greater", off, g.unsqueeze(position, [1])))  # [n, marks]
+        offset2bag = g.op("Sub", g.reduce("ReduceSum", cast(g, reached, I64), [1], False), g.const(1, dtype=I64))
     if mode == 0:
         bag_size = fill(g, [marks], 0, I64)
         max_indices = bag_size
@@ -918,18 +916,19 @@ def embedding_bag(g: GraphBuilder, weight: Value, indices: Value, offsets: Value
     return out, cast(g, offset2bag, index_dtype), cast(g, bag_size, index_dtype), cast(g, max_indices, index_dtype)
 
 
-def bag_padding(padding_idx: int | None, rows: int, *, negative_is_none: bool) -> int | None:
-    """embedding_bag.padding_idx counts a negative padding_idx from the end; _embedding_bag reads it as none."""
+def bag_padding(padding_idx: int | None, weight: Value, *, negative_is_none: bool) -> int | None:
+    """embedding_bag.padding_idx counts a negative padding_idx from the end; _embedding_bag reads it as
+    none. (Only a negative one needs the table's row count, which torch.export then keeps static.)"""
     if padding_idx is None or (negative_is_none and padding_idx < 0):
         return None
-    return padding_idx + rows if padding_idx < 0 else padding_idx
+    return padding_idx + static(weight, "embedding_bag with a negative padding_idx")[0] if padding_idx < 0 else padding_idx
 
 
 @register("aten::embedding_bag.padding_idx")
 def aten_embedding_bag_padding_idx(g, weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights,
                                    include_last_offset, padding_idx):
     """embedding_bag.padding_idx(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq, int mode, bool sparse, Tensor? per_sample_weights, bool include_last_offset, int? padding_idx) -> (Tensor, Tensor, Tensor, Tensor)"""
-    padding = bag_padding(padding_idx, static(weight, "embedding_bag")[0], negative_is_none=False)
+    padding = bag_padding(padding_idx, weight, negative_is_none=False)
     return embedding_bag(g, weight, indices, offsets, mode, per_sample_weights, include_last_offset, padding)
 
 
@@ -944,7 +943,7 @@ def aten_embedding_bag(g, weight, indices, offsets, scale_grad_by_freq=False, mo
 def aten__embedding_bag(g, weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False,
                         per_sample_weights=None, include_last_offset=False, padding_idx=-1):
     """_embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)"""
-    padding = bag_padding(padding_idx, static(weight, "embedding_bag")[0], negative_is_none=True)
+    padding = bag_padding(padding_idx, weight, negative_is_none=True)
     return embedding_bag(g, weight, indices, offsets, mode, per_sample_weights, include_last_offset, padding)
 
 

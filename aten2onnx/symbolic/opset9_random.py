@@ -1,5 +1,5 @@
 """Opset-9 base, random draws: rand/randn/randint (and their _like forms), bernoulli, dropout in
-training mode, and randperm, by RandomUniform/RandomNormal. A graph draws its own numbers each run: results are
+training mode, randperm and multinomial, by RandomUniform/RandomNormal. A graph draws its own numbers each run: results are
 samples from the same distribution as eager PyTorch's, never the same numbers. (The exporter never
 folds random nodes into constants.)"""
 
@@ -11,7 +11,7 @@ import torch
 
 from aten2onnx import _dtypes, registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import cast, fill, scalar_type
+from aten2onnx.symbolic._helpers import cast, dim_size, fill, reshape, scalar_type
 
 register = functools.partial(registry.register, opset=9)
 
@@ -135,3 +135,26 @@ def aten_randperm(g, n, *, dtype=torch.int64, layout=None, device=None, pin_memo
     keys = draw(g, "RandomUniform", [n], torch.float32)
     _, order = g.topk(keys, n, 0)
     return cast(g, order, scalar_type(dtype, torch.int64))
+
+
+@register("aten::multinomial.default")
+def aten_multinomial(g, self, num_samples, replacement=False, *, generator=None):
+    """multinomial(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor"""
+    # An exponential race: category c finishes at E_c / p_c (E_c exponential, p_c its weight), first with
+    # probability p_c / sum(p), and the later finishers are draws without replacement from the rest. With
+    # replacement each sample runs its own race; without, the num_samples first finishers of one race.
+    # A category of weight 0 never finishes (its key is -inf).
+    weights = g.unsqueeze(cast(g, self, torch.float64), [self.rank - 1])  # [..., 1, categories]
+    lead = [dim_size(g, self, d) for d in range(self.rank - 1)]
+    races = [num_samples if replacement else 1]
+    # drawn in float32 (onnxruntime draws no float64 from RandomUniformLike from opset 22)
+    u = cast(g, draw(g, "RandomUniform", lead + races + [dim_size(g, self, self.rank - 1)], torch.float32),
+             torch.float64)
+    finish = g.op("Div", g.op("Neg", g.op("Log", g.op("Sub", g.const(1.0, dtype=torch.float64), u))), weights)
+    key = g.op("Where", g.op("Greater", weights, g.const(0.0, dtype=torch.float64)), g.op("Neg", finish),
+               g.const(float("-inf"), dtype=torch.float64))
+    if replacement:
+        return g.op("ArgMax", key, axis=self.rank, keepdims=0)
+    k = num_samples if isinstance(num_samples, int) else reshape(g, num_samples, [1])
+    _, order = g.topk(g.squeeze(key, [self.rank - 1]), k, self.rank - 1)
+    return order

@@ -15,7 +15,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import as_value, cast, dim_size, reshape, unsqueeze_static
+from aten2onnx.symbolic._helpers import SymInt, as_value, cast, dim_size, reshape, unsqueeze_static
 from aten2onnx.symbolic.opset9_data import arange_of, int_max, int_min, int_mod, where
 
 register = functools.partial(registry.register, opset=9)
@@ -222,35 +222,61 @@ def adaptive_bins(size: int, out: int) -> list[list[int]]:
     return [b + [b[-1]] * (width - len(b)) for b in bins]
 
 
+def adaptive_window_table(g: GraphBuilder, size: SymInt, out: int) -> tuple[Value, SymInt]:
+    """ATen's adaptive bins along one axis as a [out, width] index table (see adaptive_bins) and its
+    width. A symbolic size has its bins computed in the graph: start = floor(i * size / out), end =
+    ceil((i + 1) * size / out), each padded to the widest by repeating its last index."""
+    if isinstance(size, int):
+        table = adaptive_bins(size, out)
+        return g.const(table, dtype=torch.int64), len(table[0])
+    size = reshape(g, cast(g, size, torch.int64), [])
+    i, o = g.const(list(range(out)), dtype=torch.int64), g.const(out, dtype=torch.int64)
+    starts = g.op("Div", g.op("Mul", i, size), o)
+    ends = g.op("Div", g.op("Add", g.op("Mul", g.op("Add", i, g.const(1, dtype=torch.int64)), size),
+                            g.const(out - 1, dtype=torch.int64)), o)
+    lengths = g.op("Sub", ends, starts)
+    width = g.reduce("ReduceMax", lengths, [0], False)
+    k = reshape(g, g.op("NonZero", g.op("ConstantOfShape", reshape(g, width, [1]),
+                                          value=torch.ones(1, dtype=torch.int64))), [1, -1])
+    last = g.unsqueeze(g.op("Sub", lengths, g.const(1, dtype=torch.int64)), [1])
+    return g.op("Add", g.unsqueeze(starts, [1]), g.min(k, last)), width
+
+
 def adaptive_max(g: GraphBuilder, x: Value, output_size) -> tuple[Value, Value]:
     """Adaptive max pooling with ATen's indices (flat within each plane): each output's window is
-    gathered by a static index table, and the winner is the first maximum, or the last NaN if the
-    window holds one (ATen's scan keeps a NaN it meets, and a later NaN replaces it). The pooled dims
-    must be static; batch and channels may be symbolic (their windows are then read by GatherElements)."""
+    gathered by an index table (a constant, or computed in the graph for a symbolic pooled dim), and the
+    winner is the first maximum, or the last NaN if the window holds one (ATen's scan keeps a NaN it
+    meets, and a later NaN replaces it). With any symbolic dim the winners are read by GatherElements."""
     spatial = len(output_size)
-    if x.shape is None or x.rank not in (spatial + 1, spatial + 2) \
-            or not all(isinstance(n, int) for n in x.shape[-spatial:]):
-        raise NotImplementedError("adaptive max pooling is exported for (batched) channel-first inputs whose "
-                                  "pooled dims are static")
-    lead, sizes = [dim_size(g, x, d) for d in range(x.rank - spatial)], list(x.shape[-spatial:])
-    bins = [adaptive_bins(n, o) for n, o in zip(sizes, output_size)]
-    widths = [len(b[0]) for b in bins]
-    width = math.prod(widths)
+    if x.shape is None or x.rank not in (spatial + 1, spatial + 2):
+        raise NotImplementedError("adaptive max pooling is exported for (batched) channel-first inputs")
+    lead = [dim_size(g, x, d) for d in range(x.rank - spatial)]
+    sizes = [dim_size(g, x, d) for d in range(x.rank - spatial, x.rank)]
+    tables = [adaptive_window_table(g, n, o) for n, o in zip(sizes, output_size)]
     windows = x
-    for d, table in enumerate(bins):  # lead + [O1, K1, ..., Od, Kd, size(d+1), ...]
-        windows = g.op("Gather", windows, g.const(table, dtype=torch.int64), axis=len(lead) + 2 * d)
+    for d, (table, _) in enumerate(tables):  # lead + [O1, K1, ..., Od, Kd, size(d+1), ...]
+        windows = g.op("Gather", windows, table, axis=len(lead) + 2 * d)
     first = len(lead)
     perm = list(range(first)) + [first + 2 * d for d in range(spatial)] + [first + 2 * d + 1 for d in range(spatial)]
+    widths = [w for _, w in tables]
+    width = math.prod(widths) if all(isinstance(w, int) for w in widths) else -1
     windows = reshape(g, g.op("Transpose", windows, perm=perm), lead + list(output_size) + [width])
 
     key = windows if windows.dtype in (torch.float32, torch.float64) else cast(g, windows, torch.float32)
     nan = g.op("IsNaN", key)
     last = len(lead) + spatial
     first_max = g.op("ArgMax", g.op("Where", nan, g.const(float("-inf"), like=key), key), axis=last, keepdims=0)
-    reversed_nan = g.op("Gather", cast(g, nan, torch.float32), g.const(list(range(width - 1, -1, -1)),
-                                                                      dtype=torch.int64), axis=last)
-    last_nan = g.op("Sub", g.const(width - 1, dtype=torch.int64),
-                    g.op("ArgMax", reversed_nan, axis=last, keepdims=0))
+    if width == -1:
+        width = reshape(g, g.op("Gather", g.op("Shape", windows), g.const([last], dtype=torch.int64), axis=0), [])
+        # the last NaN: the largest slot number among the NaN slots (0 where there is none)
+        slots = cast(g, reshape(g, g.op("NonZero", g.op("ConstantOfShape", reshape(g, width, [1]),
+                                                         value=torch.ones(1, dtype=torch.int64))), [-1]), torch.float32)
+        last_nan = g.op("ArgMax", g.op("Mul", cast(g, nan, torch.float32), slots), axis=last, keepdims=0)
+    else:
+        reversed_nan = g.op("Gather", cast(g, nan, torch.float32), g.const(list(range(width - 1, -1, -1)),
+                                                                          dtype=torch.int64), axis=last)
+        last_nan = g.op("Sub", g.const(width - 1, dtype=torch.int64),
+                        g.op("ArgMax", reversed_nan, axis=last, keepdims=0))
     if not x.is_static:
         def pick(table: Value, slot: Value) -> Value:
             return g.squeeze(g.op("GatherElements", table, g.unsqueeze(slot, [last]), axis=last), [last])
@@ -265,15 +291,20 @@ def adaptive_max(g: GraphBuilder, x: Value, output_size) -> tuple[Value, Value]:
         winner = g.op("Where", has_nan, last_nan, first_max)
         values = g.op("Gather", reshape(g, windows, [-1]), g.op("Add", row_start, winner), axis=0)
 
-    # the plane index of each window slot, per output position
-    strides = [math.prod(sizes[d + 1:]) for d in range(spatial)]
-    plane = torch.zeros(list(output_size) + widths, dtype=torch.int64)
-    for d, table in enumerate(bins):
+    # the plane index of each window slot, per output position: sum over axes of bin index * stride
+    plane = None
+    for d, (table, _) in enumerate(tables):
         shape = [1] * (2 * spatial)
-        shape[d], shape[spatial + d] = output_size[d], widths[d]
-        plane = plane + torch.tensor(table, dtype=torch.int64).reshape(shape) * strides[d]
-    positions = torch.arange(math.prod(output_size), dtype=torch.int64).reshape(list(output_size)) * width
-    indices = g.op("Gather", g.const(plane.reshape(-1)), g.op("Add", g.const(positions), winner), axis=0)
+        shape[d], shape[spatial + d] = output_size[d], -1
+        after = sizes[d + 1:]
+        stride = g.const(math.prod(after), dtype=torch.int64) if all(isinstance(n, int) for n in after) else \
+            g.reduce("ReduceProd", g.slice(g.op("Shape", x), [x.rank - len(after)], [x.rank], [0]), [0], False)
+        term = reshape(g, table, shape)
+        term = g.op("Mul", term, stride)
+        plane = term if plane is None else g.op("Add", plane, term)
+    positions = g.const(torch.arange(math.prod(output_size), dtype=torch.int64).reshape(list(output_size)))
+    positions = g.op("Mul", positions, width if isinstance(width, Value) else g.const(width, dtype=torch.int64))
+    indices = g.op("Gather", reshape(g, plane, [-1]), g.op("Add", positions, winner), axis=0)
     return values, indices
 
 

@@ -173,6 +173,11 @@ TABLE = [
     Entry("unique", lambda x: torch.unique(x, return_inverse=True, return_counts=True),
           [lambda d: (torch.tensor([[3, 1, 2], [3, 0, 1]], dtype=d),)], (torch.float32, torch.int64),  # no int32 ORT kernel
           opsets=(11, 18), keys=("aten::_unique2.default",)),
+    Entry("unique_dim", lambda x: (torch.unique(x, dim=0, return_inverse=True, return_counts=True),
+                                   torch.unique(x, dim=1, return_counts=True)),
+          [lambda d: (torch.tensor([[3, 1, 2, 1], [0, 5, 1, 5], [3, 1, 2, 1], [0, 5, 0, 5]], dtype=d),)],
+          (torch.float32, torch.float64, torch.int32, torch.int64), opsets=(11, 18, 26),
+          keys=("aten::unique_dim.default",)),
     Entry("relu_int", torch.relu, [lambda d: (torch.tensor([-3, 0, 5], dtype=d),)], (torch.int32, torch.int64),
           opsets=(9, 13, 14), keys=("aten::relu.default",)),
     # ONNX defines Add, Mul, Max, Clip, TopK, ReduceMax... on no bools: computed in a wider type, cast back
@@ -223,4 +228,24 @@ TABLE = [
           [lambda d: (torch.randn(2, 2, 3, 4).to(d), torch.randn(2, 2, 5, 4).to(d), torch.randn(2, 2, 5, 4).to(d),
                       torch.tensor([[True, False, True, False, True], [False] * 5, [True] * 5]).expand(2, 1, 3, 5))],
           opsets=(9, 13, 18, 23), keys=("aten::scaled_dot_product_attention.default",)),
+    # fake quantization: ties of x / scale (half to even), both ends of the range, a narrow range, per channel
+    Entry("fake_quantize", lambda x, s, z, e: (
+              torch.fake_quantize_per_tensor_affine(x, 0.1, 3, -128, 127),
+              torch.fake_quantize_per_tensor_affine(x, s[1], z[1], 0, 15),
+              torch.fake_quantize_per_channel_affine(x, s, z, 1, 0, 255),
+              torch.ops.aten.fake_quantize_per_tensor_affine_cachemask(x, 0.25, -2, -8, 7),
+              torch.ops.aten._fake_quantize_per_tensor_affine_cachemask_tensor_qparams(x, s[:1], z[:1], e, -128, 127),
+              torch.ops.aten._fake_quantize_per_tensor_affine_cachemask_tensor_qparams(x, s[:1], z[:1], e * 0, 0, 3),
+              torch.ops.aten.fake_quantize_per_channel_affine_cachemask(x.transpose(0, 1), s, z, 0, -4, 4)),
+          [lambda d: (torch.arange(-60, 60).reshape(4, 3, 10).to(d) * 0.05, torch.tensor([0.1, 0.05, 0.3]),
+                      torch.tensor([0, 3, 2], dtype=torch.int32),
+                      torch.ones(1, dtype=torch.long))],
+          FLOATS + (torch.float16,), opsets=(11, 13, 18, 26),
+          keys=("aten::fake_quantize_per_tensor_affine.default", "aten::fake_quantize_per_tensor_affine.tensor_qparams",
+                "aten::fake_quantize_per_channel_affine.default",
+                "aten::fake_quantize_per_tensor_affine_cachemask.default",
+                "aten::_fake_quantize_per_tensor_affine_cachemask_tensor_qparams.default",
+                "aten::fake_quantize_per_channel_affine_cachemask.default", "aten::select.int", "aten::slice.Tensor",
+                "aten::transpose.int",
+                "aten::mul.Tensor")),
 ]

@@ -71,7 +71,7 @@ UNTESTED: dict[str, str] = {
     **_each("dispatched by tests/test_random.py::test_random_op_draws_from_eager_distribution_on_every_run",
             "aten::bernoulli.default", "aten::native_dropout.default", "aten::rand.default",
             "aten::rand_like.default", "aten::randint.low", "aten::randint_like.default", "aten::randn.default",
-            "aten::randn_like.default", "aten::randperm.default"),
+            "aten::randn_like.default", "aten::randperm.default", "aten::multinomial.default"),
     **_each("dispatched by tests/test_scatter.py::test_accumulate_before_opset_16_falls_back_with_the_reason",
             "aten::index_put.default"),
     **_each("dispatched by tests/test_scatter.py::test_scatter_matches_eager",

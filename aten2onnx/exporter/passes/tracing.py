@@ -31,6 +31,29 @@ def causal_masks_taken_as_given() -> Iterator[None]:
         transformer._detect_is_causal_mask = detect
 
 
+_FAKE_QUANTIZE = ("aten::fake_quantize_per_tensor_affine_cachemask",
+                  "aten::_fake_quantize_per_tensor_affine_cachemask_tensor_qparams",
+                  "aten::fake_quantize_per_channel_affine_cachemask")
+
+
+def _output_and_mask(self: torch.Tensor, *args) -> tuple[torch.Tensor, torch.Tensor]:
+    return torch.empty_like(self), torch.empty_like(self, dtype=torch.bool)
+
+
+@functools.cache
+def fake_kernels() -> None:
+    """Fake kernels for ATen ops that torch ships without one, so torch.export can trace them: the
+    cachemask forms that torch.fake_quantize_per_tensor_affine and _per_channel_affine (and the
+    torch.ao FakeQuantize modules) dispatch to, each an output like the input and a bool mask.
+    Registered once, for the process; an op torch has since given a fake kernel is left as it is."""
+    for name in _FAKE_QUANTIZE:
+        if not torch._C._dispatch_has_kernel_for_dispatch_key(name, "Meta"):
+            try:
+                torch.library.register_fake(name)(_output_and_mask)
+            except RuntimeError:  # torch registered one since this was written
+                pass
+
+
 def _cov(input: torch.Tensor, *, correction: int = 1, fweights: torch.Tensor | None = None,
          aweights: torch.Tensor | None = None) -> torch.Tensor:
     """torch.cov as tensor ops (ATen's cov checks its arguments with data-dependent comparisons,

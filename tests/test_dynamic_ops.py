@@ -1,0 +1,128 @@
+"""Ops exported with symbolic sizes (issue 20): each case exports once with the marked dims dynamic, must
+translate natively (no ATen fallback node), and must match eager in onnxruntime and in our runtime on the
+example and on inputs of another size, at opsets 13, 18 and the newest; below the opset an op's translation
+needs, the export fails naming it. (multinomial, random, is checked by statistics in test_random.py.)"""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import aten2onnx
+from conftest import flat_tensors, run_ort
+from optable import TOL, Call
+
+AUTO = torch.export.Dim.AUTO
+OPSETS = (13, 18, 26)
+
+
+def ramp(*shape, step=0.05):
+    """Values on a grid of `step` (many ties of x / scale for fake quantization), shuffled."""
+    n = torch.Size(shape).numel()
+    return (torch.arange(n) - n // 2)[torch.randperm(n)].reshape(shape).float() * step
+
+
+def with_nans(x):
+    """x with a few NaNs (adaptive max pooling picks a window's last NaN)."""
+    x.view(-1)[::7] = float("nan")
+    return x
+
+
+def bags(n, *, last=False):
+    """Indices into 10 rows (padding row 2 among them) and offsets of bags of 2, the first bag empty;
+    both counts grow with n."""
+    indices = torch.randint(0, 10, (n,))
+    indices[::3] = 2
+    offsets = torch.cat([torch.zeros(1, dtype=torch.long), torch.arange(0, n, 2)] +
+                        ([torch.tensor([n])] if last else []))
+    return indices, offsets, torch.randn(10, 4), torch.rand(n)
+
+
+aten = torch.ops.aten
+# name: (fn, make(n) -> args with a size n somewhere, the dynamic dims of each argument)
+CASES = {
+    "fake_quantize_per_tensor": (lambda x: torch.fake_quantize_per_tensor_affine(x, 0.1, 3, -128, 127),
+                                 lambda n: (ramp(n, 5),), ({0: AUTO, 1: AUTO},)),
+    "fake_quantize_per_tensor_qparams": (lambda x, s, z: torch.fake_quantize_per_tensor_affine(x, s, z, 0, 15),
+                                         lambda n: (ramp(3, n), torch.tensor(0.1), torch.tensor(4, dtype=torch.int32)),
+                                         ({0: AUTO, 1: AUTO}, None, None)),
+    "fake_quantize_per_channel": (lambda x, s, z: torch.fake_quantize_per_channel_affine(x, s, z, 1, -128, 127),
+                                  lambda n: (ramp(n, 3, n + 1), torch.tensor([0.1, 0.05, 0.3]),
+                                             torch.tensor([0, 3, -2], dtype=torch.int32)),
+                                  ({0: AUTO, 2: AUTO}, None, None)),
+    "embedding_bag_padding": (
+        lambda i, o, w, p: (F.embedding_bag(i, w, o, mode="sum", padding_idx=2),
+                            F.embedding_bag(i, w, o, mode="mean", padding_idx=-8),
+                            F.embedding_bag(i, w, o, mode="sum", per_sample_weights=p, padding_idx=2),
+                            aten.embedding_bag.padding_idx(w, i, o, False, 2, False, None, False, 2)),
+        bags, ({0: AUTO}, {0: AUTO}, None, {0: AUTO})),
+    "embedding_bag_last_offset": (
+        lambda i, o, w, p: (aten.embedding_bag.padding_idx(w, i, o, False, 1, False, None, True, 2),
+                            aten.embedding_bag.padding_idx(w, i, o, False, 0, False, p, True, None),
+                            aten._embedding_bag(w, i, o, False, 2, False, None, True, -1)),
+        lambda n: bags(n, last=True), ({0: AUTO}, {0: AUTO}, None, {0: AUTO})),
+    # 2-D indices (F.embedding_bag flattens them, with offsets from a symbolic arange)
+    "embedding_bag_2d": (
+        lambda i, w: (F.embedding_bag(i, w, mode="mean", padding_idx=0), F.embedding_bag(i, w, mode="max")),
+        lambda n: (torch.randint(0, 6, (n, n - 2)), torch.randn(6, 3)), ({0: AUTO, 1: AUTO}, None)),
+    # the table's size symbolic too (torch.export keeps it so where no padding_idx is given)
+    "embedding_bag_symbolic_table": (
+        lambda i, o, w, p: (aten.embedding_bag.padding_idx(w, i, o, False, 0, False, p, False, None),
+                            aten.embedding_bag.padding_idx(w, i, o, False, 1, False, None, True, None)),
+        lambda n: (torch.arange(n) % 4 + n, torch.cat([torch.arange(0, n, 2), torch.tensor([n])]), torch.randn(n + 4, n - 2),
+                   torch.rand(n)),
+        ({0: AUTO}, {0: AUTO}, {0: AUTO, 1: AUTO}, {0: AUTO})),
+    # pooled lengths symbolic (batch and channels too): windows computed in the graph; NaNs and ties
+    "adaptive_max_pool": (
+        lambda a, b, c: (F.adaptive_max_pool1d(a, 3, return_indices=True),
+                         F.adaptive_max_pool2d(b, (3, 6), return_indices=True),
+                         F.adaptive_max_pool3d(c, (2, 3, 2), return_indices=True)),
+        lambda n: (with_nans(ramp(2, 3, n + 2).round()), with_nans(ramp(2, n, n + 1).round()), torch.randn(1, 2, n, 4, n)),
+        ({0: AUTO, 1: AUTO, 2: AUTO}, {0: AUTO, 1: AUTO, 2: AUTO}, {2: AUTO, 4: AUTO})),
+    # repeated rows and columns, in an order that is not sorted; eager sorts slices lexicographically
+    "unique_dim": (
+        lambda a, b, c: (torch.unique(a, dim=0, return_inverse=True, return_counts=True),
+                         torch.unique(a, dim=-1, return_counts=True), torch.unique(b, dim=1, return_inverse=True),
+                         torch.unique(c, dim=0), aten.unique_dim(c, 1, False)),
+        lambda n: (torch.randint(-2, 2, (n, 3)), torch.randint(0, 2, (2, n), dtype=torch.int32),
+                   torch.randint(0, 3, (n, 2, 3)).float() / 2),
+        ({0: AUTO}, {1: AUTO}, {0: AUTO})),
+}
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+@pytest.mark.parametrize("name", list(CASES))
+def test_op_exports_natively_with_symbolic_sizes(name, opset):
+    fn, make, dims = CASES[name]
+    example, other = make(5), make(8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exported = aten2onnx.export(Call(fn), example, opset=opset, dynamic_shapes=(dims,), fallback="error")
+    assert not exported.fallback_ops
+    for args in (example, other):
+        with torch.no_grad():
+            expected = flat_tensors(fn(*args))
+        ours = flat_tensors(exported.run(*args))
+        theirs = [torch.from_numpy(a) for a in run_ort(exported.model_proto, dict(zip(exported.input_names, args)))]
+        assert len(ours) == len(theirs) == len(expected)
+        for want, a, b in zip(expected, ours, theirs):
+            rtol, atol = TOL.get(want.dtype, (0, 0))
+            torch.testing.assert_close(a, want, rtol=rtol, atol=atol, equal_nan=True)
+            torch.testing.assert_close(b, want, rtol=rtol, atol=atol, equal_nan=True)
+
+
+# below the opset their translation needs (Round, Unique, GatherElements: 11), a clear error naming it
+BELOW = {"fake_quantize_per_tensor": "supported from opset 11", "fake_quantize_per_channel": "supported from opset 11",
+         "unique_dim": "supported from opset 11", "adaptive_max_pool": "no GatherElements at opset 10"}
+
+
+@pytest.mark.parametrize("name", list(BELOW))
+def test_op_below_its_opset_is_a_clear_error(name):
+    fn, make, dims = CASES[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(aten2onnx.UnsupportedOperatorError, match=BELOW[name]):
+            aten2onnx.export(Call(fn), make(5), opset=10, dynamic_shapes=(dims,), fallback="error")
