@@ -79,9 +79,22 @@ def test_softmax_along_an_axis_is_direct_where_the_op_works_along_one_axis(op, d
 
 
 @pytest.mark.parametrize("opset", [9, 10])
-def test_smallest_first_topk_before_opset_11_refuses(opset):
-    with pytest.raises(aten2onnx.UnsupportedOperatorError, match="export at opset 11 or later"):
-        aten2onnx.export(lambda x: x.sort(-1).values, (torch.randn(6),), opset=opset, fallback="error")
+def test_smallest_first_topk_before_opset_11_is_the_largest_of_the_negation(opset):
+    x = torch.tensor([3.0, -0.0, 1.0, 0.0, 1.0, float("-inf")])
+    exported = aten2onnx.export(lambda x: x.sort(dim=-1, stable=True), (x,), opset=opset, fallback="error")
+    model = exported.model_proto
+    onnx.checker.check_model(model, full_check=True)
+    (node,) = nodes(model, "TopK")
+    assert {a.name for a in node.attribute} <= {"axis", "k"}  # no largest attribute before 11
+    got = run_ort(model, {exported.input_names[0]: x})
+    want = x.sort(dim=-1, stable=True)
+    torch.testing.assert_close(torch.from_numpy(got[0]), want.values)
+    assert torch.equal(torch.from_numpy(got[1]), want.indices)  # ties lower index first
+
+
+def test_smallest_first_topk_before_opset_11_refuses_int64():
+    with pytest.raises(aten2onnx.UnsupportedOperatorError, match="TopK"):
+        aten2onnx.export(lambda x: x.sort(-1).values, (torch.tensor([3, 1, 2]),), opset=9, fallback="error")
 
 
 def test_an_op_the_opset_does_not_define_refuses():

@@ -6,7 +6,7 @@ gets the spelling of the op version in effect at the builder's opset: whether ax
 are attributes (ReduceSum before 13, the other reductions before 18, Squeeze/Unsqueeze/Split before 13, Slice
 before 10, which slices a static dim by positions where its attributes cannot say it) or inputs, and whether
 Softmax/LogSoftmax work along one axis (from 13) or flatten to 2-D at it. `g.topk` writes k as an attribute or
-an input and keeps the smallest where the version can (11); `g.pool` writes ceil_mode and dilations where the
+an input and keeps the smallest where the version can (11; before, the largest of x with its order reversed); `g.pool` writes ceil_mode and dilations where the
 version has them (10); `g.gather` wraps negative indices where Gather reads none (before 11);
 `g.scatter_elements` is Scatter before 11, and it and `g.scatter_nd` take the reductions the version has (16,
 18). Where an op's version takes no such element type, or does not exist yet, `g.equal`, `g.less_or_equal`,
@@ -238,10 +238,13 @@ class Emitters:
     def topk(self, x: Value, k: int | Value, axis: int, largest: bool = True) -> tuple[Value, Value]:
         """The k largest (or smallest) entries along axis, sorted, ties lower index first, and their indices;
         k an int or a one-element int graph value. TopK takes k as an attribute before 10 (an int only) and
-        as an input from it, and keeps the largest only before 11; anything else is NotImplementedError."""
+        as an input from it, and keeps the largest only before 11: there the smallest are the largest of x
+        under an order-reversing map that is its own inverse and exact (-x for floats, -1 - x, that is ~x,
+        for signed integers, the type's maximum - x for unsigned ones, Not for bools), mapped back.
+        Anything else is NotImplementedError."""
         if not largest and not has_attribute("TopK", "largest", self.opset):
-            raise NotImplementedError(f"opset {self.opset} TopK keeps the largest only; export at opset "
-                                      f"{_first_with_attribute('TopK', 'largest')} or later")
+            values, indices = self.topk(self._reversed_order(x), k, axis)
+            return self._reversed_order(values), indices
         order = {"largest": int(largest), "sorted": 1} if has_attribute("TopK", "largest", self.opset) else {}
         if not self._as_input("TopK", "K"):
             if not isinstance(k, int):
@@ -255,6 +258,18 @@ class Emitters:
             if k_value.rank != 1:
                 k_value = self.op("Reshape", k_value, self.const([1], dtype=torch.int64))
         return self.op("TopK", x, k_value, outputs=2, axis=axis, **order)
+
+    def _reversed_order(self, x: Value) -> Value:
+        """x under an exact order-reversing involution (see topk); x's dtype must be known."""
+        if x.dtype == torch.bool:
+            return self.op("Not", x)
+        if x.dtype is not None and x.dtype.is_floating_point:
+            return self.op("Neg", x)
+        if x.dtype is None or x.dtype.is_complex:
+            raise NotImplementedError(f"TopK keeps the largest only at opset {self.opset}, and {x.dtype} has no "
+                                      f"order to reverse; export at opset {_first_with_attribute('TopK', 'largest')}")
+        top = -1 if x.dtype.is_signed else torch.iinfo(x.dtype).max  # -1 - x is ~x: no overflow
+        return self.op("Sub", self.const(top, like=x), x)
 
     def gather(self, x: Value, indices: Value, axis: int) -> Value:
         """x's entries at indices along axis, a negative index counting from the end. Gather reads negative
