@@ -7,6 +7,9 @@ onnxruntime and in aten2onnx.runtime, and compare with eager.
     python scripts/opinfo_sweep.py --dtypes float16,int32,bool --opsets 18 --samples 1 --json sweep.json
                                                          # one table (and sweep.<dtype>.json) per dtype
     python scripts/opinfo_sweep.py --dtypes all          # every dtype in ALL_DTYPES
+    python scripts/opinfo_sweep.py --dtypes float16 --opsets 18 --samples 1 --jobs 1 --record docs/coverage/sweep.json
+                                                         # merge the result per dtype x opset into the file
+                                                         # scripts/gen_operators.py renders in docs/operators.md
 
 Each listed dtype is swept on its own, over the OpInfos that support it on CPU; float32, the default,
 also takes OpInfos without float32 support at their first of int64, int32, bool, float64 (the float32
@@ -586,6 +589,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--timeout", type=int, default=120, help="seconds per OpInfo")
     parser.add_argument("--json", default="")
+    parser.add_argument("--record", default="",
+                        help="merge a compact result (counts and non-native OpInfos per dtype x opset, with the "
+                             "command and date) into this JSON file, as docs/coverage/sweep.json is kept")
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("-v", "--verbose", action="store_true", help="print every non-native result")
     parser.add_argument("--dynamic", action="store_true",
@@ -647,7 +653,51 @@ def main(argv: list[str] | None = None) -> int:
             with open(path, "w") as f:
                 json.dump({"opsets": opsets, "dtypes": d, "samples": args.samples, "exact": args.exact,
                            "dynamic": args.dynamic, "results": rs}, f, indent=1)
+    if args.record:
+        if wanted or args.limit or args.exact or args.dynamic:
+            parser.error("--record keeps whole sweeps only: no --ops, --limit, --exact or --dynamic")
+        command = "python scripts/opinfo_sweep.py " + " ".join(a for a in (argv if argv is not None else sys.argv[1:])
+                                                               if not a.startswith("--record") and a != args.record)
+        record(args.record, by_dtype, opsets, args.samples, command.strip())
     return 0
+
+
+def record(path: str, by_dtype: dict[str, list[dict]], opsets: list[int], samples: int, command: str) -> None:
+    """Merge per dtype x opset: the counts, the non-native OpInfos (name -> "fallback: ops" or "category"),
+    the OpInfos passing by tie order, with the run's command, date and torch version. Other entries of the
+    file are kept, so runs of different dtypes and opsets accumulate."""
+    import datetime
+
+    import torch
+
+    data = {"runs": {}}
+    if os.path.exists(path):
+        with open(path) as f:
+            data = json.load(f)
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    for d, rs in by_dtype.items():
+        tested = [r for r in rs if "skipped" not in r]
+        for o in opsets:
+            not_native, ties = {}, []
+            counts = collections.Counter()
+            for r in tested:
+                e = r["opsets"][str(o)]
+                counts[e["status"]] += 1
+                if e["status"] == "fallback":
+                    not_native[r["name"]] = "fallback: " + ", ".join(e["fallback_ops"])
+                elif e["status"] == "fail":
+                    not_native[r["name"]] = e["category"]
+                elif e.get("ties"):
+                    ties.append(r["name"])
+            data["runs"][f"{d}@{o}"] = {
+                "dtype": d, "opset": o, "samples": samples, "tested": len(tested),
+                **{s: counts[s] for s in STATUSES}, "ties": sorted(ties), "not_native": dict(sorted(not_native.items())),
+                "command": command, "date": date, "torch": torch.__version__.split("+")[0]}
+    data["runs"] = dict(sorted(data["runs"].items()))
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(data, f, indent=1, sort_keys=False)
+        f.write("\n")
 
 
 def report_one(r: dict, verbose: bool) -> None:
