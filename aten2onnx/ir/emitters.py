@@ -7,7 +7,8 @@ are attributes (ReduceSum before 13, the other reductions before 18, Squeeze/Uns
 before 10, which slices a static dim by positions where its attributes cannot say it) or inputs, and whether
 Softmax/LogSoftmax work along one axis (from 13) or flatten to 2-D at it. `g.topk` writes k as an attribute or
 an input and keeps the smallest where the version can (11; before, the largest of x with its order reversed); `g.pool` writes ceil_mode and dilations where the
-version has them (10); `g.gather` wraps negative indices where Gather reads none (before 11);
+version has them (10); `g.gather` wraps negative indices where Gather reads none (before 11); `g.gather_elements` is a Gather
+from the flattened tensor before GatherElements (11); `g.round` is spelled with Floor before Round (11);
 `g.scatter_elements` is Scatter before 11, and it and `g.scatter_nd` take the reductions the version has (16,
 18). Where an op's version takes no such element type, or does not exist yet, `g.equal`, `g.less_or_equal`,
 `g.greater_or_equal`, `g.max`, `g.min` and `g.clip` write the same result with older ops (Equal on floats from
@@ -285,6 +286,44 @@ class Emitters:
             negative = self.op("Less", indices, self.const(0, like=indices))
             indices = self.op("Where", negative, self.op("Add", indices, n), indices)
         return self.op("Gather", x, indices, axis=axis)
+
+    def round(self, x: Value) -> Value:
+        """x rounded half to even, as torch.round. Round arrives at 11; before, from Floor exactly: f = floor(x),
+        d = x - f (exact), plus one where d > 0.5 or d == 0.5 and f is odd."""
+        if op_types.signature("Round", self.opset) is not None:
+            return self.op("Round", x)
+        f = self.op("Floor", x)
+        d = self.op("Sub", x, f)
+        half, two = self.const(0.5, like=x), self.const(2.0, like=x)
+        odd = self.op("Sub", f, self.op("Mul", self.op("Floor", self.op("Div", f, two)), two))  # 1 where f is odd
+        up = self.op("Or", self.op("Greater", d, half),
+                     self.op("And", self.equal(d, half), self.equal(odd, self.const(1.0, like=x))))
+        return self.op("Add", f, self.op("Cast", up, to=_dtypes.to_onnx(x.dtype)))
+
+    def gather_elements(self, x: Value, indices: Value, axis: int) -> Value:
+        """x's entries at indices along axis, every other coordinate that of the index (a negative index
+        counting from the end). GatherElements arrives at 11; before, with static shapes, it is a Gather
+        from x flattened at each index's flat position (a constant offset per position plus the index
+        times the axis' stride); a dynamic shape there is NotImplementedError."""
+        if op_types.signature("GatherElements", self.opset) is not None:
+            return self.op("GatherElements", x, indices, axis=axis)
+        shapes = (x.shape, indices.shape)
+        if any(s is None or not all(isinstance(d, int) for d in s) for s in shapes):
+            raise NotImplementedError(f"GatherElements arrives at opset 11; at {self.opset} it is spelled with "
+                                      "Gather on static shapes only; export at opset 11 or later")
+        x_shape, i_shape = list(x.shape), list(indices.shape)
+        axis = axis % max(len(x_shape), 1)
+        strides = [math.prod(x_shape[d + 1:]) for d in range(len(x_shape))]
+        grids = torch.meshgrid(*[torch.arange(n) for n in i_shape], indexing="ij") if i_shape else ()
+        base = sum((grids[d] * strides[d] for d in range(len(i_shape)) if d != axis),
+                   torch.zeros(i_shape, dtype=torch.int64))
+        index = indices if indices.dtype == torch.int64 else self.op("Cast", indices, to=onnx.TensorProto.INT64)
+        n = self.const(x_shape[axis], dtype=torch.int64)
+        index = self.op("Where", self.op("Less", index, self.const(0, dtype=torch.int64)), self.op("Add", index, n), index)
+        flat = self.op("Add", self.const(base), self.op("Mul", index, self.const(strides[axis], dtype=torch.int64)))
+        out = self.op("Gather", self.op("Reshape", x, self.const([-1], dtype=torch.int64)), flat, axis=0)
+        out.shape = tuple(i_shape)  # the indices' shape, as GatherElements gives
+        return out
 
     def pool(self, op_type: str, x: Value, *, ceil_mode: bool = False, dilations: Sequence[int] | None = None,
              outputs: int = 1, **attributes) -> Value | tuple[Value, ...]:
