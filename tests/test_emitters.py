@@ -98,10 +98,25 @@ def test_smallest_first_topk_before_opset_11_refuses_int64():
 
 
 def test_an_op_the_opset_does_not_define_refuses():
-    with pytest.raises(aten2onnx.UnsupportedOperatorError, match="defines no GatherElements at opset 10"):
-        aten2onnx.export(lambda s, i, v: torch.searchsorted(s, v, sorter=i),
-                         (torch.tensor([3.0, 1.0, 2.0]), torch.tensor([1, 2, 0]), torch.randn(4)), opset=10,
-                         fallback="error")
+    from aten2onnx.ir import GraphBuilder
+
+    g = GraphBuilder(10)
+    x, i = g.input("x", torch.float32, (3,)), g.input("i", torch.int64, (3,))
+    with pytest.raises(NotImplementedError, match="defines no GatherElements at opset 10"):
+        g.op("GatherElements", x, i, axis=0)
+
+
+@pytest.mark.parametrize("opset", [9, 10, 11])
+def test_gather_elements_before_opset_11_is_a_gather_from_the_flattened_tensor(opset):
+    # searchsorted's sorter is read by GatherElements; before 11 it is a Gather at flat positions
+    s, i, v = torch.tensor([[3.0, 1.0, 2.0], [0.5, 9.0, -1.0]]), torch.tensor([[1, 2, 0], [2, 0, 1]]), torch.randn(2, 4)
+    exported = aten2onnx.export(lambda s, i, v: torch.searchsorted(s, v, sorter=i), (s, i, v), opset=opset,
+                                fallback="error")
+    model = exported.model_proto
+    onnx.checker.check_model(model, full_check=True)
+    assert bool(nodes(model, "GatherElements")) == (opset >= 11)
+    (got,) = run_ort(model, dict(zip(exported.input_names, (s, i, v))))
+    assert torch.equal(torch.from_numpy(got), torch.searchsorted(s, v, sorter=i))
 
 
 @pytest.mark.parametrize("opset", OPSETS)
