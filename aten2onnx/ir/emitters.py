@@ -329,7 +329,18 @@ class Emitters:
              outputs: int = 1, **attributes) -> Value | tuple[Value, ...]:
         """MaxPool or AveragePool with the attributes given. ceil_mode (both) and dilations (MaxPool; AveragePool
         from 19) are attributes from the version that gains them; before it only their defaults can be said,
-        and anything else is NotImplementedError."""
+        but for MaxPool's ceil_mode on static spatial sizes: the windows ceil mode adds are those that more
+        padding at the end gives (MaxPool's padding never wins, and its indices count in the unpadded input).
+        That is also how it is said where ONNX's ceil mode would count one more window than torch's (one
+        starting in the end padding, which torch drops). Anything else is NotImplementedError."""
+        if ceil_mode and op_type == "MaxPool":
+            spatial = x.shape[2:] if x.shape is not None else None
+            if spatial is not None and all(isinstance(n, int) for n in spatial):
+                args = (list(spatial), attributes["kernel_shape"], attributes.get("strides"), attributes.get("pads"),
+                        dilations)
+                if not has_attribute(op_type, "ceil_mode", self.opset) or _ceil_pads(*args, onnx_rule=True) != _ceil_pads(*args):
+                    attributes["pads"] = _ceil_pads(*args)
+                    ceil_mode = False
         versioned = {"ceil_mode": (int(ceil_mode), not ceil_mode)}  # name: (value, whether it is the default)
         if dilations is not None:
             versioned["dilations"] = (list(dilations), all(d == 1 for d in dilations))
@@ -389,6 +400,25 @@ SCATTER_REDUCTIONS = {16: ("add", "mul"), 18: ("add", "mul", "max", "min")}
 # Softmax and LogSoftmax flatten the input to 2-D at `axis` before this version; from it they work along
 # `axis` alone (the schema's signature is the same: its meaning changed).
 SOFTMAX_ALONG_ONE_AXIS = 13
+
+
+def _ceil_pads(sizes: list[int], kernel: Sequence[int], strides: Sequence[int] | None, pads: Sequence[int] | None,
+               dilations: Sequence[int] | None, *, onnx_rule: bool = False) -> list[int]:
+    """pads with the end ones grown so that floor-mode pooling gives ceil mode's windows, as torch counts
+    them: rounded up, less a last window that would start past the input and the begin padding (with
+    onnx_rule, as ONNX's ceil_mode counts them: rounded up only)."""
+    n = len(sizes)
+    strides = list(strides or [1] * n)
+    pads = list(pads or [0] * (2 * n))
+    dilations = list(dilations or [1] * n)
+    for i, size in enumerate(sizes):
+        span = dilations[i] * (kernel[i] - 1) + 1
+        room = size + pads[i] + pads[n + i] - span
+        out = -(-room // strides[i]) + 1
+        if not onnx_rule and (out - 1) * strides[i] >= size + pads[i]:
+            out -= 1
+        pads[n + i] += max((out - 1) * strides[i] + span - (size + pads[i] + pads[n + i]), 0)
+    return pads
 
 
 def _first_with_input(op_type: str, name: str) -> int:
