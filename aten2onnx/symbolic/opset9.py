@@ -411,9 +411,13 @@ def aten_bitwise_or(g, self, other):
 @register("aten::bitwise_not.default")
 def aten_bitwise_not(g, self):
     """bitwise_not(Tensor self) -> Tensor"""
-    if self.dtype != torch.bool:
-        raise NotImplementedError(f"bitwise_not on {self.dtype} needs opset 18 (BitwiseNot)")
-    return g.op("Not", self)
+    if self.dtype == torch.bool:
+        return g.op("Not", self)
+    if self.dtype.is_floating_point or self.dtype.is_complex:
+        raise NotImplementedError(f"bitwise_not on {self.dtype}: torch defines it on integers and bools only")
+    # ~x is -1 - x in two's complement (the type's maximum - x unsigned): no overflow either way
+    top = -1 if self.dtype.is_signed else torch.iinfo(self.dtype).max
+    return g.op("Sub", g.const(top, dtype=self.dtype), self)
 
 
 @register("aten::where.self")

@@ -204,6 +204,10 @@ TABLE = [
                 "aten::tril.default", "aten::where.ScalarOther")),
     Entry("bool_sort", lambda a: (a.sort(0).values, a.sort(1, descending=True).values, a.unique()), [lambda d: (torch.rand(3, 4) > 0.5,)],
           (torch.bool,), opsets=(11, 18), keys=("aten::_unique2.default", "aten::sort.default")),
+    Entry("bitwise_not", torch.bitwise_not,
+          [lambda d: (torch.tensor([[0, 1, -1, 5], [7, -128 if d.is_signed else 255, 127, 2]]).to(d),)],
+          (torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64), opsets=(9, 13, 18),
+          keys=("aten::bitwise_not.default",)),  # before 18 (BitwiseNot), -1 - x (or max - x): no overflow
     Entry("narrow_int_reductions", lambda x: (x.amax(1), x.amin(0), x.max(), -x.abs(), x.relu(), x.clamp(-1, 2),
                                               torch.maximum(x, x.flip(0))),
           [lambda d: (torch.tensor([[-3, 0, 5], [7, -128 if d != torch.uint8 else 200, 1]], dtype=d),)],
