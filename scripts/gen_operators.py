@@ -167,9 +167,9 @@ def sweep_section(path: pathlib.Path = SWEEP) -> list[str]:
             pct = 100 * r["native"] / (r["tested"] or 1)
             cells.append(f"{r['native']}/{r['tested']} ({pct:.1f}%), {r['fallback']} fallback, {r['fail']} fail")
         out.append(f"| {d} | " + " | ".join(cells) + " |")
-    commands = sorted({(r["command"], r["date"], r["torch"]) for r in runs.values()})
-    out += ["", "From these runs (torch version and UTC date):", ""]
-    out += [f"- `{c}` (torch {t}, {date})" for c, date, t in commands]
+    commands = sorted({(r["command"], r.get("commit", "unknown"), r["date"], r["torch"]) for r in runs.values()})
+    out += ["", "From these runs (commit swept, torch version, UTC date):", ""]
+    out += [f"- `{c}` (commit {commit}, torch {t}, {date})" for c, commit, date, t in commands]
     for d in dtypes:
         mine = {o: runs[f"{d}@{o}"] for o in opsets if f"{d}@{o}" in runs}
         names = sorted({n for r in mine.values() for n in r["not_native"]})

@@ -674,7 +674,15 @@ def record(path: str, by_dtype: dict[str, list[dict]], opsets: list[int], sample
     if os.path.exists(path):
         with open(path) as f:
             data = json.load(f)
+    import subprocess
+
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    try:  # the commit swept (a dirty tree marked so)
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        commit = subprocess.run(["git", "-C", root, "describe", "--always", "--dirty", "--abbrev=7"],
+                                capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = "unknown"
     for d, rs in by_dtype.items():
         tested = [r for r in rs if "skipped" not in r]
         for o in opsets:
@@ -692,7 +700,7 @@ def record(path: str, by_dtype: dict[str, list[dict]], opsets: list[int], sample
             data["runs"][f"{d}@{o}"] = {
                 "dtype": d, "opset": o, "samples": samples, "tested": len(tested),
                 **{s: counts[s] for s in STATUSES}, "ties": sorted(ties), "not_native": dict(sorted(not_native.items())),
-                "command": command, "date": date, "torch": torch.__version__.split("+")[0]}
+                "command": command, "date": date, "commit": commit, "torch": torch.__version__.split("+")[0]}
     data["runs"] = dict(sorted(data["runs"].items()))
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     with open(path, "w") as f:

@@ -94,5 +94,5 @@ def test_recorded_sweeps_accumulate_per_dtype_and_opset_and_render_as_tables(tmp
     assert "| bool | 1/1 (100.0%), 0 fallback, 0 fail |" in text
     assert "| `gcd` | fallback: aten::gcd.default |" in text and "| `cov` | capture error |" in text
     assert "Native by ties (indices of equal values): `sort`." in text
-    assert "`python scripts/opinfo_sweep.py --dtypes int8 --opsets 9`" in text
+    assert "- `python scripts/opinfo_sweep.py --dtypes int8 --opsets 9` (commit " in text
     assert gen.sweep_section(tmp_path / "none.json") == []
