@@ -656,8 +656,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.record:
         if wanted or args.limit or args.exact or args.dynamic:
             parser.error("--record keeps whole sweeps only: no --ops, --limit, --exact or --dynamic")
-        command = "python scripts/opinfo_sweep.py " + " ".join(a for a in (argv if argv is not None else sys.argv[1:])
-                                                               if not a.startswith("--record") and a != args.record)
+        given = list(argv if argv is not None else sys.argv[1:])
+        kept = [a for i, a in enumerate(given)  # what the result depends on: not where it was written
+                if not a.startswith(("--record", "--json", "-v")) and not (i and given[i - 1] in ("--record", "--json"))]
+        command = "python scripts/opinfo_sweep.py " + " ".join(kept)
         record(args.record, by_dtype, opsets, args.samples, command.strip())
     return 0
 
