@@ -679,10 +679,15 @@ def record(path: str, by_dtype: dict[str, list[dict]], opsets: list[int], sample
     import subprocess
 
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
-    try:  # the commit swept (a dirty tree marked so)
+    try:  # the commit swept, "-dirty" when tracked files other than the record itself differ from it
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        commit = subprocess.run(["git", "-C", root, "describe", "--always", "--dirty", "--abbrev=7"],
-                                capture_output=True, text=True, check=True).stdout.strip()
+        git = ["git", "-C", root]
+        commit = subprocess.run([*git, "rev-parse", "--short=7", "HEAD"], capture_output=True, text=True,
+                                check=True).stdout.strip()
+        changed = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                  f":!{os.path.relpath(os.path.abspath(path), root)}"],
+                                 capture_output=True, text=True, check=True).stdout.strip()
+        commit += "-dirty" if changed else ""
     except (OSError, subprocess.CalledProcessError):
         commit = "unknown"
     for d, rs in by_dtype.items():
