@@ -1,4 +1,5 @@
-"""Generate docs/operators.md, the operator coverage table, from the symbolic registry.
+"""Generate docs/operators.md, the operator coverage table, from the symbolic registry and the OpInfo
+sweep results recorded in docs/coverage/sweep.json (`scripts/opinfo_sweep.py --record`).
 
     python scripts/gen_operators.py           # rewrite docs/operators.md
     python scripts/gen_operators.py --check   # exit 1 if docs/operators.md is stale
@@ -15,6 +16,7 @@ from aten2onnx.coverage import decomposed_overloads, entries, span
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "operators.md"
+SWEEP = ROOT / "docs" / "coverage" / "sweep.json"
 COMMAND = "python scripts/gen_operators.py"
 
 
@@ -109,6 +111,7 @@ def render() -> str:
              "node's arguments, so this lists what is tried, not what succeeds."), "",
             "| overload | decomposition |", "| --- | --- |"]
     out += [f"| `{_cell(key)}` | {_source(source)} |" for key, source in decomposed]
+    out += sweep_section()
     out += ["", "## Partial handlers", "",
             ("Found by reading the source of each handler and of the helpers it calls, so a case listed "
              "here may be unreachable at some of the opsets named."), ""]
@@ -123,6 +126,65 @@ def render() -> str:
             out.append(f"- {label} {', '.join(map(str, opsets))}, in `{function}`: {quoted}")
         out.append("")
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+DTYPE_ORDER = ("float32", "float16", "bfloat16", "float64", "int8", "int16", "int32", "int64", "uint8", "bool",
+               "complex64", "complex128")
+
+
+def sweep_section(path: pathlib.Path = SWEEP) -> list[str]:
+    """The OpInfo sweep's results per dtype x opset (counts, then the OpInfos not native somewhere and why),
+    from the file `opinfo_sweep.py --record` keeps; nothing when there is none."""
+    import json
+
+    if not path.exists():
+        return []
+    runs = json.loads(path.read_text())["runs"]
+    dtypes = sorted({r["dtype"] for r in runs.values()},
+                    key=lambda d: (DTYPE_ORDER.index(d) if d in DTYPE_ORDER else len(DTYPE_ORDER), d))
+    opsets = sorted({r["opset"] for r in runs.values()})
+    out = ["", "## OpInfo sweep by dtype and opset", "",
+           ("PyTorch's OpInfo database exported op by op (`scripts/opinfo_sweep.py`, one sample per OpInfo): "
+            "*native* means the export has no `ATen` fallback node and its outputs match eager in onnxruntime "
+            "and in `aten2onnx.runtime` within `torch.testing.assert_close`'s tolerances for the output dtype "
+            "(integers and bools exactly; float32 and complex64 at (1e-4, 1e-5)); bfloat16, which "
+            "onnxruntime's Python API cannot feed, and ops onnxruntime's CPU build has no kernel for are judged "
+            "in `aten2onnx.runtime`. *fallback*: correct only with `ATen` nodes run by `aten2onnx.runtime`; "
+            "*fail*: an error or a mismatch. Where torch leaves the order of equal values unspecified (sort "
+            "without `stable=True`, topk, kthvalue, median, mode), an index output passes when it picks "
+            "values equal to those eager's picks (*ties*). Each dtype is swept over the OpInfos that support it "
+            "on CPU; float32 also takes those without float32 at their first of int64, int32, bool, float64."),
+           "", "Cells: native / tested (%), then fallback and fail counts.", "",
+           "| dtype | " + " | ".join(f"opset {o}" for o in opsets) + " |",
+           "| --- |" + " --- |" * len(opsets)]
+    for d in dtypes:
+        cells = []
+        for o in opsets:
+            r = runs.get(f"{d}@{o}")
+            if r is None:
+                cells.append("—")
+                continue
+            pct = 100 * r["native"] / (r["tested"] or 1)
+            cells.append(f"{r['native']}/{r['tested']} ({pct:.1f}%), {r['fallback']} fallback, {r['fail']} fail")
+        out.append(f"| {d} | " + " | ".join(cells) + " |")
+    commands = sorted({(r["command"], r.get("commit", "unknown"), r["date"], r["torch"]) for r in runs.values()})
+    out += ["", "From these runs (commit swept, torch version, UTC date):", ""]
+    out += [f"- `{c}` (commit {commit}, torch {t}, {date})" for c, commit, date, t in commands]
+    for d in dtypes:
+        mine = {o: runs[f"{d}@{o}"] for o in opsets if f"{d}@{o}" in runs}
+        names = sorted({n for r in mine.values() for n in r["not_native"]})
+        out += ["", f"### Not native in {d}", ""]
+        ties = sorted({n for r in mine.values() for n in r["ties"]})
+        if ties:
+            out += [f"Native by ties (indices of equal values): {', '.join(f'`{n}`' for n in ties)}.", ""]
+        if not names:
+            out.append("Every OpInfo tested is native at every opset swept.")
+            continue
+        out += ["| OpInfo | " + " | ".join(f"opset {o}" for o in mine) + " |", "| --- |" + " --- |" * len(mine)]
+        for n in names:
+            out.append(f"| `{_cell(n)}` | " + " | ".join(_cell(r["not_native"].get(n, "native")) for r in mine.values())
+                       + " |")
+    return out
 
 
 def _source(source: str | None) -> str:

@@ -7,12 +7,21 @@ onnxruntime and in aten2onnx.runtime, and compare with eager.
     python scripts/opinfo_sweep.py --dtypes float16,int32,bool --opsets 18 --samples 1 --json sweep.json
                                                          # one table (and sweep.<dtype>.json) per dtype
     python scripts/opinfo_sweep.py --dtypes all          # every dtype in ALL_DTYPES
+    python scripts/opinfo_sweep.py --dtypes float16 --opsets 18 --samples 1 --jobs 1 --record docs/coverage/sweep.json
+                                                         # merge the result per dtype x opset into the file
+                                                         # scripts/gen_operators.py renders in docs/operators.md
 
 Each listed dtype is swept on its own, over the OpInfos that support it on CPU; float32, the default,
 also takes OpInfos without float32 support at their first of int64, int32, bool, float64 (the float32
 sweep's historical population). Outputs are compared with torch.testing.assert_close's default
 tolerances for their dtype (integers and bools exactly), except float32 and complex64, which keep
 the looser (1e-4, 1e-5) that onnxruntime's kernels need.
+
+Where torch leaves the order of equal values unspecified (sort and argsort without stable=True, topk,
+kthvalue, median, nanmedian, mode: eager's CPU kernels use an unstable sort, so among equal values its
+indices are not reproducible by any other implementation), an index output that differs from eager's
+passes if it picks equal values of the input (x.gather(dim, indices) equal to eager's); such OpInfos are
+counted as "ties" in the summary (TIE_ORDER).
 
 Each OpInfo is classified per opset as native (every sample passes in onnxruntime and our runtime
 with no ATen fallback node), fallback (passes only counting ATen nodes run in our runtime), or fail
@@ -164,17 +173,50 @@ def tolerance(dtype, sweep_dtype: str) -> tuple:
     return None, None
 
 
-def compare(got: list, want: list, dtype_name: str) -> None:
-    """Each output against eager's within tolerance(output dtype, dtype_name), NaN equal to NaN."""
+# OpInfo name -> (where its dim argument is: (position in args, keyword, default), the outputs that are indices
+# along it) for the ops whose order among equal values torch leaves unspecified (see the module docstring).
+TIE_ORDER = {"sort": ((0, "dim", -1), (1,)), "argsort": ((0, "dim", -1), (0,)), "topk": ((1, "dim", -1), (1,)),
+             "kthvalue": ((1, "dim", -1), (1,)), "median": ((0, "dim", None), (1,)),
+             "nanmedian": ((0, "dim", None), (1,)), "mode": ((0, "dim", -1), (1,))}
+
+
+def tie_rule(op, sample) -> tuple[int, tuple[int, ...]] | None:
+    """(dim, index output positions) when the sample's index outputs may order equal values as they like
+    (TIE_ORDER, and for sort/argsort not stable=True); the input is the sample's first tensor."""
+    import torch
+
+    entry = TIE_ORDER.get(opinfo_name(op))
+    if entry is None or not isinstance(sample.input, torch.Tensor) or sample.input.dim() == 0:
+        return None
+    (position, keyword, default), outputs = entry
+    if sample.kwargs.get("stable"):
+        return None
+    dim = sample.args[position] if len(sample.args) > position else sample.kwargs.get(keyword, default)
+    return None if dim is None else (dim, outputs)
+
+
+def compare(got: list, want: list, dtype_name: str, ties: tuple | None = None) -> bool:
+    """Each output against eager's within tolerance(output dtype, dtype_name), NaN equal to NaN. With
+    ties = (x, dim, index output positions), an index output that differs from eager's passes if it picks
+    values of x equal to those eager's picks; returns whether that was needed."""
     import torch
 
     if len(got) != len(want):
         raise AssertionError(f"{len(got)} outputs, eager has {len(want)}")
-    for g, w in zip(got, want):
+    by_value = False
+    for i, (g, w) in enumerate(zip(got, want)):
         g = torch.as_tensor(g)
+        g = g.reshape(w.shape) if g.numel() == w.numel() and g.shape != w.shape and g.dim() == 0 else g
         rtol, atol = tolerance(w.dtype, dtype_name)
-        torch.testing.assert_close(g.reshape(w.shape) if g.numel() == w.numel() and g.shape != w.shape and g.dim() == 0 else g,
-                                   w, rtol=rtol, atol=atol, equal_nan=True)
+        if ties is not None and i in ties[2] and g.shape == w.shape and not torch.equal(g, w):
+            x, dim = ties[0], ties[1]
+            picked = [x.gather(dim, t.unsqueeze(dim) if t.dim() < x.dim() else t) for t in (g, w)]
+            if not same_values(*picked):
+                raise AssertionError(f"output {i}: indices of different values than eager's")
+            by_value = True
+            continue
+        torch.testing.assert_close(g, w, rtol=rtol, atol=atol, equal_nan=True)
+    return by_value
 
 
 def same_values(a, b) -> bool:
@@ -228,11 +270,12 @@ def run_exact(ep, inputs: list, expected: list, opset: int) -> tuple[bool, list[
 
 
 def run_sample(ep, inputs: list, expected: list, opset: int, dtype_name: str,
-               more: list[tuple[list, list]] = ()) -> tuple[bool, list[str], str | None]:
-    """(native, fallback ops, the node onnxruntime has no CPU kernel for or None) for one sample at one
-    opset, or Failure. more: other (inputs, expected) the same export is checked on (a second size), a
-    failure there in a category "second size: ...". bfloat16 is judged in our runtime: onnxruntime only
-    loads the model."""
+               more: list[tuple[list, list]] = (), ties: tuple | None = None) -> tuple[bool, list[str], str | None, bool]:
+    """(native, fallback ops, the node onnxruntime has no CPU kernel for or None, whether an index output
+    passed only by the values it picks) for one sample at one opset, or Failure. more: other (inputs,
+    expected) the same export is checked on (a second size), a failure there in a category "second size:
+    ...". ties: (dim, index output positions) of tie_rule, the input being the first. bfloat16 is judged
+    in our runtime: onnxruntime only loads the model."""
     import aten2onnx
 
     try:
@@ -242,22 +285,26 @@ def run_sample(ep, inputs: list, expected: list, opset: int, dtype_name: str,
     except Exception as e:
         raise Failure("export error", short(e)) from e
     fallback = list(exported.fallback_ops)
-    native, missing = True, None
+    native, missing, by_value = True, None, False
     for k, (given, wanted) in enumerate([(inputs, expected), *more]):
         try:
-            native, gap = _check_export(exported, given, wanted, dtype_name)
+            native, gap, tied = _check_export(exported, given, wanted, dtype_name,
+                                              None if ties is None else (given[0], *ties))
         except Failure as f:
             if k:
                 f.category = f"second size: {f.category}"
             raise
         missing = missing or gap
-    return native, fallback, missing
+        by_value = by_value or tied
+    return native, fallback, missing, by_value
 
 
-def _check_export(exported, inputs: list, expected: list, dtype_name: str) -> tuple[bool, str | None]:
+def _check_export(exported, inputs: list, expected: list, dtype_name: str,
+                  ties: tuple | None = None) -> tuple[bool, str | None, bool]:
     """(whether exported runs inputs natively (else it has fallback nodes), the node onnxruntime has no
-    CPU kernel for or None), its results matching expected in aten2onnx.runtime and, when native and
-    onnxruntime has the kernels, onnxruntime; Failure otherwise."""
+    CPU kernel for or None, whether an index output passed by the values it picks (compare's ties)), its
+    results matching expected in aten2onnx.runtime and, when native and onnxruntime has the kernels,
+    onnxruntime; Failure otherwise."""
     import onnxruntime as ort
     import torch
 
@@ -276,11 +323,11 @@ def _check_export(exported, inputs: list, expected: list, dtype_name: str) -> tu
     except Exception as e:
         raise Failure("runtime error", short(e)) from e
     try:
-        compare(got, expected, dtype_name)
+        tied = compare(got, expected, dtype_name, ties)
     except Exception as e:
         raise Failure("runtime mismatch", short(e)) from e
     if fallback:
-        return False, None
+        return False, None, tied
     options = ort.SessionOptions()
     options.log_severity_level = 4
     options.intra_op_num_threads = 1
@@ -289,10 +336,10 @@ def _check_export(exported, inputs: list, expected: list, dtype_name: str) -> tu
     except Exception as e:
         missing = ort_missing_kernel(e)
         if missing:
-            return True, missing  # judged by our runtime; onnxruntime's CPU build lacks a kernel
+            return True, missing, tied  # judged by our runtime; onnxruntime's CPU build lacks a kernel
         raise Failure("ORT error", short(e)) from e
     if any(t.dtype == torch.bfloat16 for t in list(feeds.values()) + list(expected) if isinstance(t, torch.Tensor)):
-        return True, None  # onnxruntime's Python API cannot pass bfloat16 tensors; judged by our runtime
+        return True, None, tied  # onnxruntime's Python API cannot pass bfloat16 tensors; judged by our runtime
     try:
         names = {i.name for i in sess.get_inputs()}
         # only the user outputs: the model also returns the new values of inputs it writes
@@ -303,13 +350,13 @@ def _check_export(exported, inputs: list, expected: list, dtype_name: str) -> tu
     except Exception as e:
         missing = ort_missing_kernel(e)
         if missing:
-            return True, missing
+            return True, missing, tied
         raise Failure("ORT error", short(e)) from e
     try:
-        compare([torch.as_tensor(x) for x in got], expected, dtype_name)
+        tied = compare([torch.as_tensor(x) for x in got], expected, dtype_name, ties) or tied
     except Exception as e:
         raise Failure("ORT mismatch", short(e)) from e
-    return True, None
+    return True, None, tied
 
 
 def ort_missing_kernel(e: BaseException) -> str | None:
@@ -447,10 +494,13 @@ def sweep_op(task: tuple) -> dict:
                             native, fallback, bitwise = run_exact(ep, inputs, eager, opset)
                             entry["bitwise"] = entry["bitwise"] and bitwise
                         else:
-                            native, fallback, missing = run_sample(ep, inputs, eager, opset,
-                                                                   str(dtype).split(".")[1], more)
+                            native, fallback, missing, tied = run_sample(ep, inputs, eager, opset,
+                                                                         str(dtype).split(".")[1], more,
+                                                                         tie_rule(op, sample))
                             if missing:
                                 entry["ort_missing"] = missing
+                            if tied:
+                                entry["ties"] = True
                     except Timeout:
                         raise
                     except Failure as f:
@@ -494,6 +544,11 @@ def summarize(results: list[dict], opsets: list[int], top: int) -> str:
             lines.append(f"          onnxruntime has no CPU kernel for {len(no_kernel)} of the {native} native "
                          f"(judged in our runtime; onnxruntime runs {native - len(no_kernel)}): " + ", ".join(no_kernel[:top])
                          + (" ..." if len(no_kernel) > top else ""))
+        tied = sorted(r["name"] for r in tested if r["opsets"][str(o)]["status"] == "native"
+                      and r["opsets"][str(o)].get("ties"))
+        if tied:
+            lines.append(f"          ties: {len(tied)} of the {native} native order equal values unlike eager "
+                         f"(TIE_ORDER; indices of equal values): " + ", ".join(tied))
         if any("bitwise" in r["opsets"][str(o)] for r in tested):
             bitwise = [r for r in tested if r["opsets"][str(o)]["status"] == "native" and r["opsets"][str(o)]["bitwise"]]
             lines.append(f"          exact: bitwise {len(bitwise)} of the {native} native; not bitwise: " + ", ".join(
@@ -534,6 +589,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--timeout", type=int, default=120, help="seconds per OpInfo")
     parser.add_argument("--json", default="")
+    parser.add_argument("--record", default="",
+                        help="merge a compact result (counts and non-native OpInfos per dtype x opset, with the "
+                             "command and date) into this JSON file, as docs/coverage/sweep.json is kept")
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("-v", "--verbose", action="store_true", help="print every non-native result")
     parser.add_argument("--dynamic", action="store_true",
@@ -595,7 +653,66 @@ def main(argv: list[str] | None = None) -> int:
             with open(path, "w") as f:
                 json.dump({"opsets": opsets, "dtypes": d, "samples": args.samples, "exact": args.exact,
                            "dynamic": args.dynamic, "results": rs}, f, indent=1)
+    if args.record:
+        if wanted or args.limit or args.exact or args.dynamic:
+            parser.error("--record keeps whole sweeps only: no --ops, --limit, --exact or --dynamic")
+        given = list(argv if argv is not None else sys.argv[1:])
+        kept = [a for i, a in enumerate(given)  # what the result depends on: not where it was written
+                if not a.startswith(("--record", "--json", "-v")) and not (i and given[i - 1] in ("--record", "--json"))]
+        command = "python scripts/opinfo_sweep.py " + " ".join(kept)
+        record(args.record, by_dtype, opsets, args.samples, command.strip())
     return 0
+
+
+def record(path: str, by_dtype: dict[str, list[dict]], opsets: list[int], samples: int, command: str) -> None:
+    """Merge per dtype x opset: the counts, the non-native OpInfos (name -> "fallback: ops" or "category"),
+    the OpInfos passing by tie order, with the run's command, date and torch version. Other entries of the
+    file are kept, so runs of different dtypes and opsets accumulate."""
+    import datetime
+
+    import torch
+
+    data = {"runs": {}}
+    if os.path.exists(path):
+        with open(path) as f:
+            data = json.load(f)
+    import subprocess
+
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    try:  # the commit swept, "-dirty" when tracked files other than the record itself differ from it
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        git = ["git", "-C", root]
+        commit = subprocess.run([*git, "rev-parse", "--short=7", "HEAD"], capture_output=True, text=True,
+                                check=True).stdout.strip()
+        changed = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                  f":!{os.path.relpath(os.path.abspath(path), root)}"],
+                                 capture_output=True, text=True, check=True).stdout.strip()
+        commit += "-dirty" if changed else ""
+    except (OSError, subprocess.CalledProcessError):
+        commit = "unknown"
+    for d, rs in by_dtype.items():
+        tested = [r for r in rs if "skipped" not in r]
+        for o in opsets:
+            not_native, ties = {}, []
+            counts = collections.Counter()
+            for r in tested:
+                e = r["opsets"][str(o)]
+                counts[e["status"]] += 1
+                if e["status"] == "fallback":
+                    not_native[r["name"]] = "fallback: " + ", ".join(e["fallback_ops"])
+                elif e["status"] == "fail":
+                    not_native[r["name"]] = e["category"]
+                elif e.get("ties"):
+                    ties.append(r["name"])
+            data["runs"][f"{d}@{o}"] = {
+                "dtype": d, "opset": o, "samples": samples, "tested": len(tested),
+                **{s: counts[s] for s in STATUSES}, "ties": sorted(ties), "not_native": dict(sorted(not_native.items())),
+                "command": command, "date": date, "commit": commit, "torch": torch.__version__.split("+")[0]}
+    data["runs"] = dict(sorted(data["runs"].items()))
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(data, f, indent=1, sort_keys=False)
+        f.write("\n")
 
 
 def report_one(r: dict, verbose: bool) -> None:

@@ -79,16 +79,44 @@ def test_softmax_along_an_axis_is_direct_where_the_op_works_along_one_axis(op, d
 
 
 @pytest.mark.parametrize("opset", [9, 10])
-def test_smallest_first_topk_before_opset_11_refuses(opset):
-    with pytest.raises(aten2onnx.UnsupportedOperatorError, match="export at opset 11 or later"):
-        aten2onnx.export(lambda x: x.sort(-1).values, (torch.randn(6),), opset=opset, fallback="error")
+def test_smallest_first_topk_before_opset_11_is_the_largest_of_the_negation(opset):
+    x = torch.tensor([3.0, -0.0, 1.0, 0.0, 1.0, float("-inf")])
+    exported = aten2onnx.export(lambda x: x.sort(dim=-1, stable=True), (x,), opset=opset, fallback="error")
+    model = exported.model_proto
+    onnx.checker.check_model(model, full_check=True)
+    (node,) = nodes(model, "TopK")
+    assert {a.name for a in node.attribute} <= {"axis", "k"}  # no largest attribute before 11
+    got = run_ort(model, {exported.input_names[0]: x})
+    want = x.sort(dim=-1, stable=True)
+    torch.testing.assert_close(torch.from_numpy(got[0]), want.values)
+    assert torch.equal(torch.from_numpy(got[1]), want.indices)  # ties lower index first
+
+
+def test_smallest_first_topk_before_opset_11_refuses_int64():
+    with pytest.raises(aten2onnx.UnsupportedOperatorError, match="TopK"):
+        aten2onnx.export(lambda x: x.sort(-1).values, (torch.tensor([3, 1, 2]),), opset=9, fallback="error")
 
 
 def test_an_op_the_opset_does_not_define_refuses():
-    with pytest.raises(aten2onnx.UnsupportedOperatorError, match="defines no GatherElements at opset 10"):
-        aten2onnx.export(lambda s, i, v: torch.searchsorted(s, v, sorter=i),
-                         (torch.tensor([3.0, 1.0, 2.0]), torch.tensor([1, 2, 0]), torch.randn(4)), opset=10,
-                         fallback="error")
+    from aten2onnx.ir import GraphBuilder
+
+    g = GraphBuilder(10)
+    x, i = g.input("x", torch.float32, (3,)), g.input("i", torch.int64, (3,))
+    with pytest.raises(NotImplementedError, match="defines no GatherElements at opset 10"):
+        g.op("GatherElements", x, i, axis=0)
+
+
+@pytest.mark.parametrize("opset", [9, 10, 11])
+def test_gather_elements_before_opset_11_is_a_gather_from_the_flattened_tensor(opset):
+    # searchsorted's sorter is read by GatherElements; before 11 it is a Gather at flat positions
+    s, i, v = torch.tensor([[3.0, 1.0, 2.0], [0.5, 9.0, -1.0]]), torch.tensor([[1, 2, 0], [2, 0, 1]]), torch.randn(2, 4)
+    exported = aten2onnx.export(lambda s, i, v: torch.searchsorted(s, v, sorter=i), (s, i, v), opset=opset,
+                                fallback="error")
+    model = exported.model_proto
+    onnx.checker.check_model(model, full_check=True)
+    assert bool(nodes(model, "GatherElements")) == (opset >= 11)
+    (got,) = run_ort(model, dict(zip(exported.input_names, (s, i, v))))
+    assert torch.equal(torch.from_numpy(got), torch.searchsorted(s, v, sorter=i))
 
 
 @pytest.mark.parametrize("opset", OPSETS)
@@ -97,18 +125,34 @@ def test_a_pool_takes_ceil_mode_where_its_version_has_the_attribute(op, opset):
     x = torch.randn(2, 3, 7)
     fn = getattr(torch.nn.functional, op)
     has_ceil = "ceil_mode" in onnx.defs.get_schema("MaxPool", opset).attributes
-    if op == "max_pool1d" and not has_ceil:
-        with pytest.raises(aten2onnx.UnsupportedOperatorError, match="has no ceil_mode; export at opset 10"):
-            aten2onnx.export(lambda x: fn(x, 2, ceil_mode=True), (x,), opset=opset, fallback="error")
-        return
-    exported = aten2onnx.export(lambda x: fn(x, 2, ceil_mode=True), (x,), opset=opset)
+    exported = aten2onnx.export(lambda x: fn(x, 2, ceil_mode=True), (x,), opset=opset, fallback="error")
     model = exported.model_proto
     onnx.checker.check_model(model, full_check=True)
     (node,) = nodes(model, "MaxPool" if op == "max_pool1d" else "AveragePool")
-    ceil = {a.name: a.i for a in node.attribute}.get("ceil_mode")
-    assert ceil == (1 if has_ceil else None)  # AveragePool without it: the windows are padded whole
+    attributes = {a.name: (a.i if a.type == onnx.AttributeProto.INT else list(a.ints)) for a in node.attribute}
+    assert attributes.get("ceil_mode") == (1 if has_ceil else None)  # AveragePool without it: windows padded whole
+    if op == "max_pool1d" and not has_ceil:
+        assert attributes["pads"] == [0, 1]  # the window ceil mode adds, padded at the end
     (got,) = run_ort(model, {exported.input_names[0]: x})
     torch.testing.assert_close(torch.from_numpy(got), fn(x, 2, ceil_mode=True))
+
+
+@pytest.mark.parametrize("opset", [9, 10, 18])
+@pytest.mark.parametrize("kernel, stride, padding, size", [(3, 2, 1, 8), (2, 3, 0, 6), (4, 3, 2, 10), (3, 2, 0, 4),
+                                                           (2, 2, 1, 5)])
+def test_max_pool_ceil_mode_pads_the_end_before_opset_10_and_where_onnx_counts_a_window_torch_drops(
+        kernel, stride, padding, size, opset):
+    x = torch.randn(2, 3, size, size + 1)
+
+    def fn(x):
+        return torch.nn.functional.max_pool2d(x, kernel, stride, padding, ceil_mode=True, return_indices=True)
+
+    exported = aten2onnx.export(fn, (x,), opset=opset, fallback="error")
+    onnx.checker.check_model(exported.model_proto, full_check=True)
+    got = run_ort(exported.model_proto, {exported.input_names[0]: x})
+    want = fn(x)
+    torch.testing.assert_close(torch.from_numpy(got[0]), want[0])
+    assert torch.equal(torch.from_numpy(got[1]), want[1])
 
 
 @pytest.mark.parametrize("opset", OPSETS)

@@ -67,3 +67,32 @@ def test_check_flag_fails_on_a_stale_file_and_says_what_to_run(tmp_path, monkeyp
     assert gen.COMMAND in capsys.readouterr().err
     monkeypatch.setattr(gen, "ROOT", tmp_path)
     assert gen.main([]) == 0 and gen.main(["--check"]) == 0
+
+
+def load_sweep():
+    spec = importlib.util.spec_from_file_location("opinfo_sweep", ROOT / "scripts" / "opinfo_sweep.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def result(name, status, **extra):
+    return {"name": name, "dtype": "int8", "opsets": {"9": {"status": status, "fallback_ops": [], **extra}}}
+
+
+def test_recorded_sweeps_accumulate_per_dtype_and_opset_and_render_as_tables(tmp_path):
+    gen, sweep = load_generator(), load_sweep()
+    path = tmp_path / "sweep.json"
+    int8 = [result("add", "native"), result("sort", "native", ties=True),
+            result("gcd", "fallback", fallback_ops=["aten::gcd.default"]),
+            result("cov", "fail", category="capture error"), {"name": "rand", "dtype": "int8", "skipped": "random"}]
+    sweep.record(str(path), {"int8": int8}, [9], 1, "python scripts/opinfo_sweep.py --dtypes int8 --opsets 9")
+    bool_ = [{**result("add", "native"), "dtype": "bool"}]
+    sweep.record(str(path), {"bool": bool_}, [9], 1, "python scripts/opinfo_sweep.py --dtypes bool --opsets 9")
+    text = "\n".join(gen.sweep_section(path))
+    assert "| int8 | 2/4 (50.0%), 1 fallback, 1 fail |" in text
+    assert "| bool | 1/1 (100.0%), 0 fallback, 0 fail |" in text
+    assert "| `gcd` | fallback: aten::gcd.default |" in text and "| `cov` | capture error |" in text
+    assert "Native by ties (indices of equal values): `sort`." in text
+    assert "- `python scripts/opinfo_sweep.py --dtypes int8 --opsets 9` (commit " in text
+    assert gen.sweep_section(tmp_path / "none.json") == []

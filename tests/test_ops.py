@@ -36,6 +36,23 @@ def test_opinfo_subset(name):
     assert_opinfo_native(name, [13, 18])
 
 
+# OpInfos native at opset 9 through its own spellings: TopK of the order-reversed values for the smallest first,
+# GatherElements as a flat Gather, Round from Floor, MaxPool's ceil mode as end padding, ~x as -1 - x,
+# dynamic arange by NonZero, integer and/or/xor bit by bit
+OPSET9_SPELLINGS = [
+    ("sort", "float32"), ("argsort", "float16"), ("msort", "float32"), ("kthvalue", "float32"), ("median", "float32"),
+    ("nanmedian", "float32"), ("quantile", "float32"), ("nanquantile", "float32"), ("masked.median", "float32"),
+    ("cummin", "float32"), ("topk", "int8"), ("nn.functional.max_pool2d", "float32"),
+    ("nn.functional.max_pool1d", "float32"), ("bitwise_not", "int64"), ("nn.functional.one_hot", "int64"),
+    ("bitwise_and", "int64"), ("__rxor__", "int32"), ("bitwise_or", "uint8"),
+]
+
+
+@pytest.mark.parametrize("name, dtype", OPSET9_SPELLINGS)
+def test_opinfo_native_at_opset_9(name, dtype):
+    assert_opinfo_native(name, [9], dtype=dtype)
+
+
 # -- hypothesis: elementwise ops on broadcastable shapes and dtypes ------------------------------------------
 
 SHAPES = st.lists(st.integers(1, 3), min_size=0, max_size=3)

@@ -6,8 +6,9 @@ gets the spelling of the op version in effect at the builder's opset: whether ax
 are attributes (ReduceSum before 13, the other reductions before 18, Squeeze/Unsqueeze/Split before 13, Slice
 before 10, which slices a static dim by positions where its attributes cannot say it) or inputs, and whether
 Softmax/LogSoftmax work along one axis (from 13) or flatten to 2-D at it. `g.topk` writes k as an attribute or
-an input and keeps the smallest where the version can (11); `g.pool` writes ceil_mode and dilations where the
-version has them (10); `g.gather` wraps negative indices where Gather reads none (before 11);
+an input and keeps the smallest where the version can (11; before, the largest of x with its order reversed); `g.pool` writes ceil_mode and dilations where the
+version has them (10); `g.gather` wraps negative indices where Gather reads none (before 11); `g.gather_elements` is a Gather
+from the flattened tensor before GatherElements (11); `g.round` is spelled with Floor before Round (11);
 `g.scatter_elements` is Scatter before 11, and it and `g.scatter_nd` take the reductions the version has (16,
 18). Where an op's version takes no such element type, or does not exist yet, `g.equal`, `g.less_or_equal`,
 `g.greater_or_equal`, `g.max`, `g.min` and `g.clip` write the same result with older ops (Equal on floats from
@@ -238,10 +239,13 @@ class Emitters:
     def topk(self, x: Value, k: int | Value, axis: int, largest: bool = True) -> tuple[Value, Value]:
         """The k largest (or smallest) entries along axis, sorted, ties lower index first, and their indices;
         k an int or a one-element int graph value. TopK takes k as an attribute before 10 (an int only) and
-        as an input from it, and keeps the largest only before 11; anything else is NotImplementedError."""
+        as an input from it, and keeps the largest only before 11: there the smallest are the largest of x
+        under an order-reversing map that is its own inverse and exact (-x for floats, -1 - x, that is ~x,
+        for signed integers, the type's maximum - x for unsigned ones, Not for bools), mapped back.
+        Anything else is NotImplementedError."""
         if not largest and not has_attribute("TopK", "largest", self.opset):
-            raise NotImplementedError(f"opset {self.opset} TopK keeps the largest only; export at opset "
-                                      f"{_first_with_attribute('TopK', 'largest')} or later")
+            values, indices = self.topk(self._reversed_order(x), k, axis)
+            return self._reversed_order(values), indices
         order = {"largest": int(largest), "sorted": 1} if has_attribute("TopK", "largest", self.opset) else {}
         if not self._as_input("TopK", "K"):
             if not isinstance(k, int):
@@ -255,6 +259,18 @@ class Emitters:
             if k_value.rank != 1:
                 k_value = self.op("Reshape", k_value, self.const([1], dtype=torch.int64))
         return self.op("TopK", x, k_value, outputs=2, axis=axis, **order)
+
+    def _reversed_order(self, x: Value) -> Value:
+        """x under an exact order-reversing involution (see topk); x's dtype must be known."""
+        if x.dtype == torch.bool:
+            return self.op("Not", x)
+        if x.dtype is not None and x.dtype.is_floating_point:
+            return self.op("Neg", x)
+        if x.dtype is None or x.dtype.is_complex:
+            raise NotImplementedError(f"TopK keeps the largest only at opset {self.opset}, and {x.dtype} has no "
+                                      f"order to reverse; export at opset {_first_with_attribute('TopK', 'largest')}")
+        top = -1 if x.dtype.is_signed else torch.iinfo(x.dtype).max  # -1 - x is ~x: no overflow
+        return self.op("Sub", self.const(top, like=x), x)
 
     def gather(self, x: Value, indices: Value, axis: int) -> Value:
         """x's entries at indices along axis, a negative index counting from the end. Gather reads negative
@@ -271,11 +287,60 @@ class Emitters:
             indices = self.op("Where", negative, self.op("Add", indices, n), indices)
         return self.op("Gather", x, indices, axis=axis)
 
+    def round(self, x: Value) -> Value:
+        """x rounded half to even, as torch.round. Round arrives at 11; before, from Floor exactly: f = floor(x),
+        d = x - f (exact), plus one where d > 0.5 or d == 0.5 and f is odd."""
+        if op_types.signature("Round", self.opset) is not None:
+            return self.op("Round", x)
+        f = self.op("Floor", x)
+        d = self.op("Sub", x, f)
+        half, two = self.const(0.5, like=x), self.const(2.0, like=x)
+        odd = self.op("Sub", f, self.op("Mul", self.op("Floor", self.op("Div", f, two)), two))  # 1 where f is odd
+        up = self.op("Or", self.op("Greater", d, half),
+                     self.op("And", self.equal(d, half), self.equal(odd, self.const(1.0, like=x))))
+        return self.op("Add", f, self.op("Cast", up, to=_dtypes.to_onnx(x.dtype)))
+
+    def gather_elements(self, x: Value, indices: Value, axis: int) -> Value:
+        """x's entries at indices along axis, every other coordinate that of the index (a negative index
+        counting from the end). GatherElements arrives at 11; before, with static shapes, it is a Gather
+        from x flattened at each index's flat position (a constant offset per position plus the index
+        times the axis' stride); a dynamic shape there is NotImplementedError."""
+        if op_types.signature("GatherElements", self.opset) is not None:
+            return self.op("GatherElements", x, indices, axis=axis)
+        shapes = (x.shape, indices.shape)
+        if any(s is None or not all(isinstance(d, int) for d in s) for s in shapes):
+            raise NotImplementedError(f"GatherElements arrives at opset 11; at {self.opset} it is spelled with "
+                                      "Gather on static shapes only; export at opset 11 or later")
+        x_shape, i_shape = list(x.shape), list(indices.shape)
+        axis = axis % max(len(x_shape), 1)
+        strides = [math.prod(x_shape[d + 1:]) for d in range(len(x_shape))]
+        grids = torch.meshgrid(*[torch.arange(n) for n in i_shape], indexing="ij") if i_shape else ()
+        base = sum((grids[d] * strides[d] for d in range(len(i_shape)) if d != axis),
+                   torch.zeros(i_shape, dtype=torch.int64))
+        index = indices if indices.dtype == torch.int64 else self.op("Cast", indices, to=onnx.TensorProto.INT64)
+        n = self.const(x_shape[axis], dtype=torch.int64)
+        index = self.op("Where", self.op("Less", index, self.const(0, dtype=torch.int64)), self.op("Add", index, n), index)
+        flat = self.op("Add", self.const(base), self.op("Mul", index, self.const(strides[axis], dtype=torch.int64)))
+        out = self.op("Gather", self.op("Reshape", x, self.const([-1], dtype=torch.int64)), flat, axis=0)
+        out.shape = tuple(i_shape)  # the indices' shape, as GatherElements gives
+        return out
+
     def pool(self, op_type: str, x: Value, *, ceil_mode: bool = False, dilations: Sequence[int] | None = None,
              outputs: int = 1, **attributes) -> Value | tuple[Value, ...]:
         """MaxPool or AveragePool with the attributes given. ceil_mode (both) and dilations (MaxPool; AveragePool
         from 19) are attributes from the version that gains them; before it only their defaults can be said,
-        and anything else is NotImplementedError."""
+        but for MaxPool's ceil_mode on static spatial sizes: the windows ceil mode adds are those that more
+        padding at the end gives (MaxPool's padding never wins, and its indices count in the unpadded input).
+        That is also how it is said where ONNX's ceil mode would count one more window than torch's (one
+        starting in the end padding, which torch drops). Anything else is NotImplementedError."""
+        if ceil_mode and op_type == "MaxPool":
+            spatial = x.shape[2:] if x.shape is not None else None
+            if spatial is not None and all(isinstance(n, int) for n in spatial):
+                args = (list(spatial), attributes["kernel_shape"], attributes.get("strides"), attributes.get("pads"),
+                        dilations)
+                if not has_attribute(op_type, "ceil_mode", self.opset) or _ceil_pads(*args, onnx_rule=True) != _ceil_pads(*args):
+                    attributes["pads"] = _ceil_pads(*args)
+                    ceil_mode = False
         versioned = {"ceil_mode": (int(ceil_mode), not ceil_mode)}  # name: (value, whether it is the default)
         if dilations is not None:
             versioned["dilations"] = (list(dilations), all(d == 1 for d in dilations))
@@ -335,6 +400,25 @@ SCATTER_REDUCTIONS = {16: ("add", "mul"), 18: ("add", "mul", "max", "min")}
 # Softmax and LogSoftmax flatten the input to 2-D at `axis` before this version; from it they work along
 # `axis` alone (the schema's signature is the same: its meaning changed).
 SOFTMAX_ALONG_ONE_AXIS = 13
+
+
+def _ceil_pads(sizes: list[int], kernel: Sequence[int], strides: Sequence[int] | None, pads: Sequence[int] | None,
+               dilations: Sequence[int] | None, *, onnx_rule: bool = False) -> list[int]:
+    """pads with the end ones grown so that floor-mode pooling gives ceil mode's windows, as torch counts
+    them: rounded up, less a last window that would start past the input and the begin padding (with
+    onnx_rule, as ONNX's ceil_mode counts them: rounded up only)."""
+    n = len(sizes)
+    strides = list(strides or [1] * n)
+    pads = list(pads or [0] * (2 * n))
+    dilations = list(dilations or [1] * n)
+    for i, size in enumerate(sizes):
+        span = dilations[i] * (kernel[i] - 1) + 1
+        room = size + pads[i] + pads[n + i] - span
+        out = -(-room // strides[i]) + 1
+        if not onnx_rule and (out - 1) * strides[i] >= size + pads[i]:
+            out -= 1
+        pads[n + i] += max((out - 1) * strides[i] + span - (size + pads[i] + pads[n + i]), 0)
+    return pads
 
 
 def _first_with_input(op_type: str, name: str) -> int:

@@ -390,9 +390,50 @@ def aten_logical_or(g, self, other):
 
 def bitwise(g: GraphBuilder, bool_op: str, self: Value, other) -> Value:
     self, other = promote(g, self, other)
-    if self.dtype != torch.bool:
+    if self.dtype == torch.bool:
+        return g.op(bool_op, self, other)
+    if self.dtype.is_floating_point or self.dtype.is_complex or self.rank is None or other.rank is None:
         raise NotImplementedError(f"bitwise ops on {self.dtype} need opset 18 (Bitwise*)")
-    return g.op(bool_op, self, other)
+    a, b = (bits(g, cast(g, v, torch.int64)) for v in (self, other))
+    both = g.op("Mul", a, b)
+    either = {"And": both, "Or": g.op("Sub", g.op("Add", a, b), both),
+              "Xor": g.op("Sub", g.op("Add", a, b), g.op("Add", both, both))}[bool_op]
+    return cast(g, from_bits(g, either, max(self.rank, other.rank)), self.dtype)
+
+
+_LOW_BITS = 63  # the bits below int64's sign bit
+
+
+def bits(g: GraphBuilder, x: Value) -> Value:
+    """The 64 bits of an int64 x as 0/1 along a new last axis, least significant first: those of n = x, or of
+    ~x = -1 - x for a negative x (then flipped), by n / 2**k - 2 * (n / 2**(k + 1)) (n >= 0, so Div floors);
+    the last is the sign."""
+    i64 = torch.int64
+    negative = g.op("Less", x, g.const(0, dtype=i64))
+    n = g.op("Where", negative, g.op("Sub", g.const(-1, dtype=i64), x), x)
+    powers = g.const([1 << k for k in range(_LOW_BITS)], dtype=i64)
+    last = n.rank
+    q = g.op("Div", g.unsqueeze(n, [last]), powers)  # [..., 63]
+    q_next = g.op("Concat", g.slice(q, [1], [_LOW_BITS], [last]),
+                  g.op("Mul", g.slice(q, [0], [1], [last]), g.const(0, dtype=i64)), axis=last)
+    low = g.op("Sub", q, g.op("Add", q_next, q_next))
+    sign = g.unsqueeze(negative, [last])
+    low = g.op("Where", sign, g.op("Sub", g.const(1, dtype=i64), low), low)
+    return g.op("Concat", low, cast(g, sign, i64), axis=last)
+
+
+def from_bits(g: GraphBuilder, b: Value, last: int) -> Value:
+    """The int64 whose bits (bits' layout, along axis `last`) are b: the low ones weighted by powers of two, the
+    sign by -2**63. Summed 16 bits at a time (each sum below 2**16, exact however a kernel accumulates:
+    onnxruntime's int64 ReduceSum loses sums near 2**63), then shifted into place by products."""
+    i64 = torch.int64
+    local = g.op("Mul", b, g.const([1 << (k % 16) for k in range(_LOW_BITS)] + [-(1 << 15)], dtype=i64))
+    out = None
+    for j in range(4):
+        chunk = g.reduce("ReduceSum", g.slice(local, [16 * j], [16 * j + 16], [last]), [last], False)
+        chunk = g.op("Mul", chunk, g.const(1 << (16 * j), dtype=i64)) if j else chunk
+        out = chunk if out is None else g.op("Add", out, chunk)
+    return out
 
 
 @register("aten::__and__.Tensor", "aten::__and__.Scalar", "aten::bitwise_and.Tensor", "aten::bitwise_and.Scalar",
@@ -412,9 +453,13 @@ def aten_bitwise_or(g, self, other):
 @register("aten::bitwise_not.default")
 def aten_bitwise_not(g, self):
     """bitwise_not(Tensor self) -> Tensor"""
-    if self.dtype != torch.bool:
-        raise NotImplementedError(f"bitwise_not on {self.dtype} needs opset 18 (BitwiseNot)")
-    return g.op("Not", self)
+    if self.dtype == torch.bool:
+        return g.op("Not", self)
+    if self.dtype.is_floating_point or self.dtype.is_complex:
+        raise NotImplementedError(f"bitwise_not on {self.dtype}: torch defines it on integers and bools only")
+    # ~x is -1 - x in two's complement (the type's maximum - x unsigned): no overflow either way
+    top = -1 if self.dtype.is_signed else torch.iinfo(self.dtype).max
+    return g.op("Sub", g.const(top, dtype=self.dtype), self)
 
 
 @register("aten::where.self")

@@ -7,7 +7,9 @@ import functools
 
 import torch
 
-from aten2onnx import registry
+from onnx import TensorProto
+
+from aten2onnx import _dtypes, registry
 from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic._helpers import as_value, fill, fill_dtype
 
@@ -25,12 +27,28 @@ def creation_dtype(dtype: torch.dtype | None, *values) -> torch.dtype:
 def arange(g: GraphBuilder, start, end, step, dtype: torch.dtype | None, *, has_range: bool) -> Value:
     dtype = creation_dtype(dtype, start, end, step)
     if any(isinstance(v, Value) for v in (start, end, step)):
-        if not has_range:
-            raise NotImplementedError("arange with dynamic bounds needs opset 11 (Range)")
         if dtype.is_floating_point:
             raise NotImplementedError("arange with dynamic float bounds is not supported")
+        if not has_range:
+            return range_by_nonzero(g, start, end, step, dtype)
         return g.op("Range", *(as_value(g, v, dtype) for v in (start, end, step)))
     return g.const(torch.arange(start, end, step, dtype=dtype))
+
+
+def range_by_nonzero(g: GraphBuilder, start, end, step, dtype: torch.dtype) -> Value:
+    """Integer arange with dynamic bounds before Range (11): the positions NonZero finds in
+    ConstantOfShape(count) of ones, times step, plus start; count = max(ceil((end - start) / step), 0),
+    computed in float64 (exact for bounds below 2**53)."""
+    i64, f64 = torch.int64, torch.float64
+    s, e, d = (as_value(g, v, i64) for v in (start, end, step))
+    count = g.op("Ceil", g.op("Div", g.op("Cast", g.op("Sub", e, s), to=TensorProto.DOUBLE),
+                              g.op("Cast", d, to=TensorProto.DOUBLE)))
+    count = g.op("Max", count, g.const(0.0, dtype=f64))
+    n = g.op("Reshape", g.op("Cast", count, to=TensorProto.INT64), g.const([1], dtype=i64))
+    ones = g.op("ConstantOfShape", n, value=torch.ones(1, dtype=torch.bool))
+    steps = g.op("Reshape", g.op("NonZero", ones), g.const([-1], dtype=i64))
+    out = g.op("Add", g.op("Mul", steps, d), s)
+    return out if dtype == i64 else g.op("Cast", out, to=_dtypes.to_onnx(dtype))
 
 
 @register("aten::arange.default")

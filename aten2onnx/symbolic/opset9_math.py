@@ -12,7 +12,7 @@ from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic._helpers import (as_value, binary, cast, float_opmath, float_unary, norm_dim, opmath, promote,
                                          result_type, to_float)
-from aten2onnx.symbolic.opset9 import aten_div_mode, extremum
+from aten2onnx.symbolic.opset9 import aten_div_mode, bitwise, extremum
 
 register = functools.partial(registry.register, opset=9)
 
@@ -542,10 +542,7 @@ def aten_logical_xor(g, self, other):
           "aten::bitwise_xor.Scalar_Tensor")
 def aten_bitwise_xor(g, self, other):
     """bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor"""
-    a, b = promote(g, self, other)
-    if a.dtype != torch.bool:
-        raise NotImplementedError(f"bitwise_xor on {a.dtype} needs opset 18 (BitwiseXor)")
-    return g.op("Xor", a, b)
+    return bitwise(g, "Xor", self, other)
 
 
 @register("aten::float_power.Tensor_Tensor", "aten::float_power.Tensor_Scalar", "aten::float_power.Scalar")

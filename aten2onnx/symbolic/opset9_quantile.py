@@ -73,13 +73,13 @@ def quantile(g: GraphBuilder, self: Value, q, dim, keepdim: bool, interpolation:
         undefined = g.op("Greater", nans, zero)
         ranks = g.op("Add", g.op("Mul", qs, g.const(float(n - 1), like=x)), g.op("Mul", nans, zero))
     if interpolation in ("lower", "higher", "nearest"):
-        ranks = g.op({"lower": "Floor", "higher": "Ceil", "nearest": "Round"}[interpolation], ranks)
+        ranks = g.round(ranks) if interpolation == "nearest" else g.op({"lower": "Floor", "higher": "Ceil"}[interpolation], ranks)
     below = cast(g, ranks, torch.int64)
-    out = g.op("GatherElements", ordered, below, axis=len(shape) - 1)
+    out = g.gather_elements(ordered, below, axis=len(shape) - 1)
     if interpolation in ("linear", "midpoint"):
         weight = g.op("Sub", ranks, cast(g, below, x.dtype)) if interpolation == "linear" else \
             g.op("Add", g.op("Mul", ranks, zero), g.const(0.5, like=x))
-        above = g.op("GatherElements", ordered, cast(g, g.op("Ceil", ranks), torch.int64), axis=len(shape) - 1)
+        above = g.gather_elements(ordered, cast(g, g.op("Ceil", ranks), torch.int64), axis=len(shape) - 1)
         out = lerp(g, out, above, weight)
     out = g.op("Where", undefined, g.const(math.nan, like=x), out)  # [*batch, Q]
     if one_q:
@@ -128,17 +128,17 @@ def nan_median(g: GraphBuilder, x: Value) -> tuple[Value, Value]:
                 else torch.float32)
     # a second stable sort by NaN-ness puts NaNs after the +inf they were sorted as
     _, order = topk(g, keys, n, last, False)
-    flags = g.op("GatherElements", cast(g, nan, torch.float32), order, axis=last)
+    flags = g.gather_elements(cast(g, nan, torch.float32), shaped(order, shape), axis=last)
     _, regroup = topk(g, flags, n, last, False)
-    order = g.op("GatherElements", order, regroup, axis=last)
+    order = g.gather_elements(order, shaped(regroup, shape), axis=last)
     count = axis_sum(g, shaped(cast(g, g.op("Not", nan), torch.float32), shape), -1, keepdim=True)
     middle = g.op("Floor", g.op("Div", g.op("Max", g.op("Sub", count, g.const(1.0, dtype=torch.float32)),
                                             g.const(0.0, dtype=torch.float32)), g.const(2.0, dtype=torch.float32)))
-    index = g.op("GatherElements", order, cast(g, middle, torch.int64), axis=last)
+    index = g.gather_elements(order, shaped(cast(g, middle, torch.int64), [*shape[:-1], 1]), axis=last)
     all_nan = int(torch.nanmedian(torch.full((n,), math.nan), 0).indices)
     index = g.op("Where", g.op("Less", count, g.const(0.5, dtype=torch.float32)), g.const(all_nan, dtype=torch.int64),
                  index)
-    return g.op("GatherElements", x, index, axis=last), index
+    return g.gather_elements(x, index, axis=last), index
 
 
 @register("aten::nanmedian.dim")

@@ -252,7 +252,7 @@ def count_below_symbolic(g: GraphBuilder, seq: Value, values: Value, right: bool
 def aten_searchsorted(g, sorted_sequence, self, *, out_int32=False, right=False, side=None, sorter=None):
     """searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor"""
     if sorter is not None:
-        sorted_sequence = g.op("GatherElements", sorted_sequence, sorter, axis=sorted_sequence.rank - 1)
+        sorted_sequence = g.gather_elements(sorted_sequence, sorter, axis=sorted_sequence.rank - 1)
         sorted_sequence.shape = sorter.shape
     return count_below(g, sorted_sequence, self, right or side == "right", out_int32)
 

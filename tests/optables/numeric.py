@@ -87,7 +87,9 @@ def mode_ties(d):
 
 QUANTILE_Q = torch.tensor([0.0, 0.25, 0.5, 0.6, 1.0])
 OPSETS = (9, 18)  # the base, and the newest axes forms (the OpInfo checks below run 26 too)
-SORTING = (11, 26)  # TopK sorts ascending, stably, from opset 11
+SORTING = (9, 11, 26)  # TopK sorts ascending, stably, from opset 11; before, as the largest of -x, and
+# GatherElements is a Gather from the flattened tensor (static shapes)
+SORTING_INTS = (11, 26)  # before 11 TopK takes floats only, and int32/int64 do not widen to one exactly
 
 TABLE = [
     Entry("left_shift", torch.bitwise_left_shift, [shifts], INTS, opsets=OPSETS,
@@ -196,7 +198,7 @@ TABLE = [
           [with_nans, nan_before_inf, t(3, 4)], FLOATS, opsets=SORTING,
           keys=("aten::nanmedian.default", "aten::nanmedian.dim")),
     Entry("nanmedian_ints", lambda x: (torch.nanmedian(x), *torch.nanmedian(x, 1), *torch.nanmedian(x, -1, keepdim=True)),
-          [mode_ties], (torch.int32, torch.int64), opsets=SORTING,
+          [mode_ties], (torch.int32, torch.int64), opsets=SORTING_INTS,
           keys=("aten::nanmedian.default", "aten::nanmedian.dim")),
     Entry("nanmedian_small", lambda x: (torch.nanmedian(x), *torch.nanmedian(x, 0), *torch.nanmedian(x[None], 0),
                                         torch.nanmedian(x[:0])),
