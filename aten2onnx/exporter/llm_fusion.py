@@ -344,14 +344,15 @@ def close(got: tuple[torch.Tensor, ...], want: tuple[torch.Tensor, ...]) -> bool
 
 def choose(model: torch.nn.Module, module: Any, args: tuple, positions: int) -> Plan | None:
     """The widest plan whose eager run of module (a CacheModule of model) on args gives what the model
-    gives: attention and norms, else the norms alone, else None (nothing fused)."""
+    gives: attention and norms, else the norms alone, else None (nothing fused). The attention is
+    fused in every layer or in none: genai shares past and present buffers for all layers or none."""
     from aten2onnx.exporter.capture import eval_mode
 
     with eval_mode(model), torch.no_grad():
         want = module(*args)
         for attention in (True, False):
             candidate = plan(model, positions, attention)
-            if not candidate.forwards:
+            if not candidate.forwards or candidate.attention not in (0, module.layers):
                 continue
             with watching(module, candidate):
                 got = module(*args)
