@@ -156,3 +156,22 @@ def test_command_and_half_precision(tmp_path):
     assert torch.equal(ort_greedy(path, prompt, mask), greedy(model, prompt, mask))
     assert op_counts(half)["GroupQueryAttention"] == 2
     assert torch.equal(ort_greedy(half, prompt, mask), greedy(model.to(torch.float16), prompt, mask))
+
+
+def test_attention_is_fused_in_every_layer_or_none(tmp_path, monkeypatch):
+    """genai shares past and present buffers for every layer or none, so a model with one layer whose
+    attention does not fit (here: as if layer 1's did not) gets no GroupQueryAttention at all."""
+    from aten2onnx.exporter import llm_fusion
+
+    fits = llm_fusion.attention_forward
+    monkeypatch.setattr(llm_fusion, "attention_forward",
+                        lambda module, *args: None if getattr(module, "layer_idx", None) == 1 else fits(module, *args))
+    model = CASES[0].model()
+    with pytest.warns(UserWarning, match="exported as standard ONNX"):
+        path = aten2onnx.export_llm(model, tmp_path / "out", optimize="onnxruntime")
+    assert op_counts(path)["GroupQueryAttention"] == 0
+    config = json.loads((tmp_path / "out" / "genai_config.json").read_text())
+    assert config["search"]["past_present_share_buffer"] is False
+    prompt = torch.randint(3, VOCAB, (1, 6))
+    mask = torch.ones_like(prompt)
+    assert torch.equal(ort_greedy(path, prompt, mask), greedy(model, prompt, mask))
