@@ -47,9 +47,9 @@ CASES = [
                           sliding_window=None), 2, 5),
     Case("qwen3_moe", small(transformers.Qwen3MoeConfig, **MOE, intermediate_size=96, moe_intermediate_size=32,
                             num_experts=4, head_dim=16), 2, 9),
-    # what GroupQueryAttention is not given here: GPT-2's LayerNorm and absolute positions, a sliding
-    # window shorter than the generation
-    Case("gpt2", small(transformers.GPT2Config, n_layer=2, n_embd=64, n_head=4, n_positions=128), 0, 0),
+    # GPT-2: one head per key and value, no rotary (positions embedded first), LayerNorm (not fused)
+    Case("gpt2", small(transformers.GPT2Config, n_layer=2, n_embd=64, n_head=4, n_positions=128), 2, 0),
+    # what GroupQueryAttention is not given here: a sliding window shorter than the generation
     Case("mistral_window", small(transformers.MistralConfig, **DECODER, sliding_window=8), 0, 5),
 ]
 # MoE models and the unfusable variants are the long tail: run by default, left out by -m "not slow"
@@ -85,7 +85,9 @@ def test_fusions_where_the_architecture_allows_them(exported):
     for node in proto.graph.node:
         if node.op_type == "GroupQueryAttention":  # as the model builder emits it: one packed QKV, rotary inside
             attributes = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
-            assert attributes["num_heads"] == 4 and attributes["kv_num_heads"] == 2 and attributes["do_rotary"] == 1
+            gpt2 = case.name == "gpt2"
+            assert attributes["num_heads"] == 4 and attributes["kv_num_heads"] == (4 if gpt2 else 2)
+            assert attributes["do_rotary"] == (0 if gpt2 else 1)
             # Qwen3 norms each head's query and key before the rotary, so its three come apart
             assert (node.input[1] == "" and node.input[2] == "") is (case.name != "qwen3_moe")
     config = json.loads(open(os.path.join(os.path.dirname(path), "genai_config.json")).read())

@@ -192,25 +192,31 @@ def rotary_tables(model: torch.nn.Module, head: int, positions: int) -> tuple[to
     return cos[:, :half].contiguous(), sin[:, :half].contiguous()
 
 
-def attention_forward(module: torch.nn.Module, config: Any, tables: tuple | None, lengths: Lengths) -> Any | None:
-    """A forward for a decoder self-attention module of the LLaMA family (q_proj/k_proj/v_proj or a
-    packed qkv_proj, o_proj, optional per-head q_norm/k_norm) as one GroupQueryAttention; None for
-    a module of another shape or with what GroupQueryAttention is not given here (sliding window,
-    softcap, a rotary that is not a static table)."""
+@dataclasses.dataclass
+class Attention:
+    """What one GroupQueryAttention computes for a module: its packed QKV projection, head counts and
+    size, scale, output projection, optional per-head query/key norms, and whether the rotary is inside."""
+
+    weight: torch.Tensor  # [(heads + 2 * kv_heads) * head, hidden], as for torch.nn.functional.linear
+    bias: torch.Tensor | None
+    heads: int
+    kv_heads: int
+    head: int
+    scale: float
+    out: torch.nn.Module
+    norms: tuple[Any, Any] = (None, None)
+    rotary: bool = True
+
+
+def llama_attention(module: torch.nn.Module, config: Any) -> Attention | None:
+    """The LLaMA family's self-attention (q_proj/k_proj/v_proj or a packed qkv_proj, o_proj, optional
+    per-head q_norm/k_norm, the rotary from the decoder's position embeddings)."""
     names = {name for name, _ in module.named_children()}
-    packed = "qkv_proj" in names
-    if not ({"q_proj", "k_proj", "v_proj", "o_proj"} <= names or {"qkv_proj", "o_proj"} <= names) or tables is None:
+    if not ({"q_proj", "k_proj", "v_proj", "o_proj"} <= names or {"qkv_proj", "o_proj"} <= names):
         return None
-    if not isinstance(getattr(module, "layer_idx", None), int) or not isinstance(getattr(module, "scaling", None),
-                                                                                  float):
+    if not isinstance(getattr(module, "scaling", None), float):
         return None
-    if getattr(module, "sliding_window", getattr(config, "sliding_window", None)) is not None \
-            or getattr(config, "attn_logit_softcapping", None) is not None:
-        return None
-    heads, kv_heads = config.num_attention_heads, config.num_key_value_heads
-    head = module.head_dim
-    norms = [getattr(module, "q_norm", None), getattr(module, "k_norm", None)]
-    if packed:
+    if "qkv_proj" in names:
         weight, bias = module.qkv_proj.weight, module.qkv_proj.bias
     else:
         projections = [module.q_proj, module.k_proj, module.v_proj]
@@ -218,14 +224,41 @@ def attention_forward(module: torch.nn.Module, config: Any, tables: tuple | None
             return None
         weight = torch.cat([p.weight.detach() for p in projections])
         bias = None if projections[0].bias is None else torch.cat([p.bias.detach() for p in projections])
-    if weight.shape[0] != (heads + 2 * kv_heads) * head:
-        return None
-    cos_cache, sin_cache = tables
+    return Attention(weight, bias, config.num_attention_heads, config.num_key_value_heads, module.head_dim,
+                     module.scaling, module.o_proj, (getattr(module, "q_norm", None), getattr(module, "k_norm", None)))
 
-    def forward(hidden_states: torch.Tensor, position_embeddings: Any = None, attention_mask: Any = None,
-                past_key_values: Any = None, **kwargs: Any) -> tuple[torch.Tensor, None]:
+
+def gpt2_attention(module: torch.nn.Module, config: Any) -> Attention | None:
+    """GPT-2's self-attention: one Conv1D c_attn (weight [hidden, 3 * hidden]) and c_proj, every head
+    its own key and value, no rotary (positions are embedded before the first layer)."""
+    if not {"c_attn", "c_proj"} <= {name for name, _ in module.named_children()} \
+            or getattr(module, "is_cross_attention", True) or not isinstance(getattr(module, "scaling", None), float):
+        return None
+    heads = module.num_heads
+    return Attention(module.c_attn.weight.detach().t(), module.c_attn.bias, heads, heads, module.head_dim,
+                     module.scaling, module.c_proj, rotary=False)
+
+
+def attention_forward(module: torch.nn.Module, config: Any, tables: tuple | None, lengths: Lengths) -> Any | None:
+    """A forward for a decoder self-attention module as one GroupQueryAttention; None for a module of
+    another shape or with what GroupQueryAttention is not given here (sliding window, softcap, a rotary
+    that is not a static table)."""
+    if not isinstance(getattr(module, "layer_idx", None), int):
+        return None
+    if getattr(module, "sliding_window", getattr(config, "sliding_window", None)) is not None \
+            or getattr(config, "attn_logit_softcapping", None) is not None:
+        return None
+    attention = llama_attention(module, config) or gpt2_attention(module, config)
+    if attention is None or (attention.rotary and tables is None):
+        return None
+    heads, kv_heads, head, norms = attention.heads, attention.kv_heads, attention.head, attention.norms
+    if attention.weight.shape[0] != (heads + 2 * kv_heads) * head or heads % kv_heads:
+        return None
+    cos_cache, sin_cache = tables if attention.rotary else (None, None)
+
+    def forward(hidden_states: torch.Tensor, *args: Any, past_key_values: Any = None, **kwargs: Any) -> tuple:
         layer = past_key_values.layers[module.layer_idx]
-        qkv = torch.nn.functional.linear(hidden_states, weight, bias)
+        qkv = torch.nn.functional.linear(hidden_states, attention.weight, attention.bias)
         query, key, value = qkv, None, None
         if any(norm is not None for norm in norms):
             batch, seq = hidden_states.shape[:2]
@@ -234,8 +267,9 @@ def attention_forward(module: torch.nn.Module, config: Any, tables: tuple | None
             key = norms[1](key.view(batch, seq, kv_heads, head)).view(batch, seq, kv_heads * head)
         out, layer.keys, layer.values = torch.ops.aten2onnx.group_query_attention(
             query, key, value, layer.keys, layer.values, lengths.seqlens_k, lengths.total,
-            cos_cache.to(hidden_states.dtype), sin_cache.to(hidden_states.dtype), heads, kv_heads, module.scaling)
-        return module.o_proj(out), None
+            None if cos_cache is None else cos_cache.to(hidden_states.dtype),
+            None if sin_cache is None else sin_cache.to(hidden_states.dtype), heads, kv_heads, attention.scale)
+        return attention.out(out), None
 
     return forward
 
