@@ -3,9 +3,10 @@ our own whose symbolics emit onnxruntime's fused contrib ops (GroupQueryAttentio
 inside and the packed QKV projection, SimplifiedLayerNormalization, SkipSimplifiedLayerNormalization).
 
 The substitution is made on the modules at capture, not by matching ONNX patterns: a module is
-replaced only when its structure is one this file knows (q/k/v or packed qkv projections, a static
-rotary table, no sliding window or softcap), and the whole replacement is then run eagerly against
-the model as it was; a model whose outputs differ is exported unfused (standard ONNX), never wrong.
+replaced only when its structure is one this file knows (LLaMA-family q/k/v or packed qkv projections
+with a static rotary table, GPT-2's c_attn; no sliding window or softcap), attention in every layer or
+in none, and the whole replacement is then run eagerly against the model as it was; a model whose
+outputs differ is exported unfused (standard ONNX), never wrong.
 """
 
 from __future__ import annotations
