@@ -100,9 +100,11 @@ def test_onnxruntime_generates_transformers_greedy_tokens(exported):
     prompt = torch.randint(3, VOCAB, (1, 7))
     mask = torch.ones_like(prompt)
     assert torch.equal(ort_greedy(path, prompt, mask), greedy(model, prompt, mask))
-    # a batch of two unpadded prompts (GroupQueryAttention takes each row's length from the mask)
+    # a batch of two prompts of different lengths, the shorter left-padded, follows the attention mask
     batch = torch.randint(3, VOCAB, (2, 6))
+    batch[1, :2] = SPECIAL["pad_token_id"]
     mask = torch.ones_like(batch)
+    mask[1, :2] = 0
     assert torch.equal(ort_greedy(path, batch, mask), greedy(model, batch, mask))
 
 

@@ -98,7 +98,8 @@ class CacheModule(torch.nn.Module):
         self.model = model
         self.layers = layout.layers
         self.position_ids = position_ids
-        self.on_mask: Callable[[torch.Tensor], None] | None = None  # told each call's attention mask (llm_fusion)
+        # told each call's input_ids, attention_mask and position_ids (llm_fusion)
+        self.on_mask: Callable[[torch.Tensor, torch.Tensor, torch.Tensor | None], None] | None = None
 
     def forward(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
         from transformers import DynamicCache
@@ -107,7 +108,7 @@ class CacheModule(torch.nn.Module):
         position_ids = inputs[2] if self.position_ids else None
         past = inputs[3 if self.position_ids else 2:]
         if self.on_mask is not None:
-            self.on_mask(attention_mask)
+            self.on_mask(input_ids, attention_mask, position_ids)
         cache = DynamicCache(ddp_cache_data=[(past[2 * i], past[2 * i + 1]) for i in range(self.layers)],
                              config=self.model.config)
         kwargs = {"position_ids": position_ids} if self.position_ids else {}

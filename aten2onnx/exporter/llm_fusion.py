@@ -29,6 +29,7 @@ MICROSOFT = "com.microsoft"
 ORT_ONNX_DOMAIN_OPS = ("SimplifiedLayerNormalization",)
 # rotary embeddings whose table depends on the position only (not on the sequence length seen so far)
 STATIC_ROPE = frozenset({"default", "linear", "llama3"})
+GQA_HEAD_MULTIPLE = 16
 
 
 # -- the ops the fused modules are captured as -------------------------------------------------------
@@ -36,12 +37,15 @@ STATIC_ROPE = frozenset({"default", "linear", "llama3"})
 def group_query_attention(query: torch.Tensor, key: torch.Tensor | None, value: torch.Tensor | None,
                           past_key: torch.Tensor, past_value: torch.Tensor, seqlens_k: torch.Tensor,
                           total_sequence_length: torch.Tensor, cos_cache: torch.Tensor | None,
-                          sin_cache: torch.Tensor | None, num_heads: int, kv_num_heads: int,
+                          sin_cache: torch.Tensor | None, position_ids: torch.Tensor | None,
+                          attention_bias: torch.Tensor | None, num_heads: int, kv_num_heads: int,
                           scale: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """onnxruntime's GroupQueryAttention (causal, past and present not sharing a buffer): query
     [B, S, N*H] with key and value [B, S, K*H], or query packing all three when key is None; past
-    [B, K, P, H]; seqlens_k [B] int32 (each row's total length - 1); the rotary, when cos_cache is
-    given, at positions seqlens_k + 1 - S + s. Returns (output [B, S, N*H], present key, present value)."""
+    [B, K, P, H]; seqlens_k [B] int32 (each row's total length - 1), the query at index
+    seqlens_k + 1 - S + s seeing the keys up to it; the rotary, when cos_cache is given, at
+    position_ids (default: those indices); attention_bias [B, 1, S, T] added to the scores.
+    Returns (output [B, S, N*H], present key, present value)."""
     batch, seq = query.shape[:2]
     head = past_key.shape[-1]
     if key is None:
@@ -50,23 +54,26 @@ def group_query_attention(query: torch.Tensor, key: torch.Tensor | None, value: 
     k = key.view(batch, seq, kv_num_heads, head).transpose(1, 2)
     v = value.view(batch, seq, kv_num_heads, head).transpose(1, 2)
     start = seqlens_k.long() + 1 - seq
-    positions = start[:, None] + torch.arange(seq)[None]
+    indices = start[:, None] + torch.arange(seq)[None]
     if cos_cache is not None:
+        positions = indices if position_ids is None else position_ids
         cos, sin = cos_cache[positions][:, None], sin_cache[positions][:, None]
         q, k = rotate(q, cos, sin), rotate(k, cos, sin)
     present_key, present_value = torch.cat([past_key, k], 2), torch.cat([past_value, v], 2)
     keys = present_key.repeat_interleave(num_heads // kv_num_heads, 1)
     values = present_value.repeat_interleave(num_heads // kv_num_heads, 1)
     scores = (q.float() @ keys.float().transpose(-1, -2)) * scale
-    visible = torch.arange(keys.shape[2])[None, None, :] <= positions[:, :, None]
+    if attention_bias is not None:
+        scores = scores + attention_bias.float()
+    visible = torch.arange(keys.shape[2])[None, None, :] <= indices[:, :, None]
     scores = scores.masked_fill(~visible[:, None], float("-inf"))
     out = (scores.softmax(-1) @ values.float()).to(query.dtype)
     return out.transpose(1, 2).reshape(batch, seq, num_heads * head), present_key, present_value
 
 
 @group_query_attention.register_fake
-def _(query, key, value, past_key, past_value, seqlens_k, total_sequence_length, cos_cache, sin_cache, num_heads,
-      kv_num_heads, scale):
+def _(query, key, value, past_key, past_value, seqlens_k, total_sequence_length, cos_cache, sin_cache, position_ids,
+      attention_bias, num_heads, kv_num_heads, scale):
     batch, seq = query.shape[:2]
     head = past_key.shape[-1]
     present = past_key.new_empty(batch, kv_num_heads, past_key.shape[2] + seq, head)
@@ -107,10 +114,10 @@ def _(input, skip, weight, epsilon):
 
 # -- their symbolics ------------------------------------------------------------------------------------
 def aten2onnx_group_query_attention(g, query, key, value, past_key, past_value, seqlens_k, total_sequence_length,
-                                    cos_cache, sin_cache, num_heads, kv_num_heads, scale):
-    """group_query_attention(Tensor query, Tensor? key, Tensor? value, Tensor past_key, Tensor past_value, Tensor seqlens_k, Tensor total_sequence_length, Tensor? cos_cache, Tensor? sin_cache, int num_heads, int kv_num_heads, float scale) -> (Tensor, Tensor, Tensor)"""
+                                    cos_cache, sin_cache, position_ids, attention_bias, num_heads, kv_num_heads, scale):
+    """group_query_attention(Tensor query, Tensor? key, Tensor? value, Tensor past_key, Tensor past_value, Tensor seqlens_k, Tensor total_sequence_length, Tensor? cos_cache, Tensor? sin_cache, Tensor? position_ids, Tensor? attention_bias, int num_heads, int kv_num_heads, float scale) -> (Tensor, Tensor, Tensor)"""
     return g.op("GroupQueryAttention", query, key, value, past_key, past_value, seqlens_k, total_sequence_length,
-                cos_cache, sin_cache, outputs=3, domain=MICROSOFT, num_heads=num_heads, kv_num_heads=kv_num_heads,
+                cos_cache, sin_cache, position_ids, attention_bias, outputs=3, domain=MICROSOFT, num_heads=num_heads, kv_num_heads=kv_num_heads,
                 scale=scale, do_rotary=int(cos_cache is not None), rotary_interleaved=0)
 
 
@@ -137,14 +144,33 @@ SYMBOLICS = {
 # -- which modules are replaced, and by what ----------------------------------------------------------
 @dataclasses.dataclass
 class Lengths:
-    """What GroupQueryAttention reads from the attention mask, set by the cache module per call."""
+    """What GroupQueryAttention reads from the model's inputs, set by the cache module per call. Every
+    row is taken as the mask's full length (the cache holds a left-padded row's padding too), its
+    padding masked by an additive bias and its rotary at the model's position ids, so that padded
+    batches are computed as transformers computes them."""
 
     seqlens_k: torch.Tensor | None = None
     total: torch.Tensor | None = None
+    position_ids: torch.Tensor | None = None
+    padding: torch.Tensor | None = None  # [B, 1, S, T] bool: a key that is padding
+    biases: dict[torch.dtype, torch.Tensor] = dataclasses.field(default_factory=dict)
 
-    def set(self, attention_mask: torch.Tensor) -> None:
-        self.seqlens_k = (attention_mask.sum(-1) - 1).to(torch.int32)
-        self.total = torch.ones_like(attention_mask[0]).sum().to(torch.int32)
+    def set(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, position_ids: torch.Tensor | None) -> None:
+        ones = torch.ones_like(attention_mask, dtype=torch.int32)
+        self.seqlens_k = ones.sum(-1, dtype=torch.int32) - 1
+        self.total = ones[0].sum(dtype=torch.int32)
+        if position_ids is None:  # as transformers derives them from the mask
+            position_ids = (attention_mask.cumsum(-1) - 1).masked_fill(attention_mask == 0, 1)[:, -input_ids.shape[1]:]
+        self.position_ids = position_ids
+        self.padding = (attention_mask == 0)[:, None, None, :].expand(-1, -1, input_ids.shape[1], -1)
+        self.biases = {}
+
+    def bias(self, dtype: torch.dtype) -> torch.Tensor:
+        """The padding as an additive bias, made once per call: the dtype's lowest finite value (not
+        -inf, so that a row of padding alone, whose output nothing reads, stays finite)."""
+        if self.biases.get(dtype) is None:
+            self.biases[dtype] = torch.zeros((), dtype=dtype).masked_fill(self.padding, torch.finfo(dtype).min)
+        return self.biases[dtype]
 
 
 @dataclasses.dataclass
@@ -253,7 +279,8 @@ def attention_forward(module: torch.nn.Module, config: Any, tables: tuple | None
     if attention is None or (attention.rotary and tables is None):
         return None
     heads, kv_heads, head, norms = attention.heads, attention.kv_heads, attention.head, attention.norms
-    if attention.weight.shape[0] != (heads + 2 * kv_heads) * head or heads % kv_heads:
+    # onnxruntime's CPU GroupQueryAttention refuses a head size that is not a multiple of 16
+    if attention.weight.shape[0] != (heads + 2 * kv_heads) * head or heads % kv_heads or head % GQA_HEAD_MULTIPLE:
         return None
     cos_cache, sin_cache = tables if attention.rotary else (None, None)
 
@@ -269,7 +296,9 @@ def attention_forward(module: torch.nn.Module, config: Any, tables: tuple | None
         out, layer.keys, layer.values = torch.ops.aten2onnx.group_query_attention(
             query, key, value, layer.keys, layer.values, lengths.seqlens_k, lengths.total,
             None if cos_cache is None else cos_cache.to(hidden_states.dtype),
-            None if sin_cache is None else sin_cache.to(hidden_states.dtype), heads, kv_heads, attention.scale)
+            None if sin_cache is None else sin_cache.to(hidden_states.dtype),
+            None if cos_cache is None else lengths.position_ids, lengths.bias(hidden_states.dtype), heads, kv_heads,
+            attention.scale)
         return attention.out(out), None
 
     return forward
