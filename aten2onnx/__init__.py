@@ -216,11 +216,10 @@ def export_llm(
     max_length: genai's context_length and search max_length (default: the model's max positions).
     optimize: None: standard ONNX, run by genai with past_present_share_buffer false. "onnxruntime":
         onnxruntime's contrib ops where the model's modules are ones they compute (checked by running
-        both): each attention as one GroupQueryAttention (packed QKV projection, rotary inside,
-        seqlens_k and total_sequence_length from the attention mask; genai's
-        past_present_share_buffer true), RMS norms as SimplifiedLayerNormalization, a residual add
-        into a norm as SkipSimplifiedLayerNormalization. GroupQueryAttention takes each row's tokens as
-        the first attention_mask.sum() positions (right-padded), as the model builder's models do.
+        both): each attention as a packed QKV projection, RotaryEmbedding of query and key, and one
+        GroupQueryAttention (seqlens_k and total_sequence_length from the attention mask, its padding
+        as attention_bias; genai's past_present_share_buffer true), RMS norms as
+        SimplifiedLayerNormalization, a residual add into a norm as SkipSimplifiedLayerNormalization.
     """
     import contextlib
     import copy

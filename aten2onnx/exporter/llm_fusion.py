@@ -1,6 +1,6 @@
 """`export_llm(optimize="onnxruntime")`: the model's attention layers and RMS norms captured as ops of
-our own whose symbolics emit onnxruntime's fused contrib ops (GroupQueryAttention with the rotary
-inside and the packed QKV projection, SimplifiedLayerNormalization, SkipSimplifiedLayerNormalization).
+our own whose symbolics emit onnxruntime's fused contrib ops (GroupQueryAttention after one packed QKV
+projection and RotaryEmbedding, SimplifiedLayerNormalization, SkipSimplifiedLayerNormalization).
 
 The substitution is made on the modules at capture, not by matching ONNX patterns: a module is
 replaced only when its structure is one this file knows (LLaMA-family q/k/v or packed qkv projections
@@ -87,6 +87,22 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tenso
     return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin, rest], -1).to(x.dtype)
 
 
+@torch.library.custom_op("aten2onnx::rotary_embedding", mutates_args=())
+def rotary_embedding(input: torch.Tensor, position_ids: torch.Tensor, cos_cache: torch.Tensor, sin_cache: torch.Tensor,
+                     num_heads: int) -> torch.Tensor:
+    """onnxruntime's RotaryEmbedding (halves, not interleaved) of input [B, S, num_heads * H] at
+    position_ids [B, S], on the first 2 * cos_cache.shape[-1] features of each head."""
+    batch, seq = input.shape[:2]
+    x = input.view(batch, seq, num_heads, -1)
+    cos, sin = cos_cache[position_ids][:, :, None], sin_cache[position_ids][:, :, None]
+    return rotate(x, cos, sin).reshape(input.shape)
+
+
+@rotary_embedding.register_fake
+def _(input, position_ids, cos_cache, sin_cache, num_heads):
+    return torch.empty_like(input)
+
+
 @torch.library.custom_op("aten2onnx::simplified_layer_norm", mutates_args=())
 def simplified_layer_norm(input: torch.Tensor, weight: torch.Tensor, epsilon: float) -> torch.Tensor:
     """RMS norm over the last dim, computed in float32: weight * (x / rms(x)) in x's dtype."""
@@ -121,6 +137,12 @@ def aten2onnx_group_query_attention(g, query, key, value, past_key, past_value, 
                 scale=scale, do_rotary=int(cos_cache is not None), rotary_interleaved=0)
 
 
+def aten2onnx_rotary_embedding(g, input, position_ids, cos_cache, sin_cache, num_heads):
+    """rotary_embedding(Tensor input, Tensor position_ids, Tensor cos_cache, Tensor sin_cache, int num_heads) -> Tensor"""
+    return g.op("RotaryEmbedding", input, position_ids, cos_cache, sin_cache, domain=MICROSOFT, interleaved=0,
+                num_heads=num_heads)
+
+
 def aten2onnx_simplified_layer_norm(g, input, weight, epsilon):
     """simplified_layer_norm(Tensor input, Tensor weight, float epsilon) -> Tensor"""
     return g.op("SimplifiedLayerNormalization", input, weight, domain=MICROSOFT, axis=-1, epsilon=epsilon,
@@ -136,6 +158,7 @@ def aten2onnx_skip_simplified_layer_norm(g, input, skip, weight, epsilon):
 
 SYMBOLICS = {
     "aten2onnx::group_query_attention": aten2onnx_group_query_attention,
+    "aten2onnx::rotary_embedding": aten2onnx_rotary_embedding,
     "aten2onnx::simplified_layer_norm": aten2onnx_simplified_layer_norm,
     "aten2onnx::skip_simplified_layer_norm": aten2onnx_skip_simplified_layer_norm,
 }
@@ -288,17 +311,21 @@ def attention_forward(module: torch.nn.Module, config: Any, tables: tuple | None
         layer = past_key_values.layers[module.layer_idx]
         qkv = torch.nn.functional.linear(hidden_states, attention.weight, attention.bias)
         query, key, value = qkv, None, None
-        if any(norm is not None for norm in norms):
+        if any(norm is not None for norm in norms) or cos_cache is not None:
             batch, seq = hidden_states.shape[:2]
             query, key, value = qkv.split([heads * head, kv_heads * head, kv_heads * head], -1)
+        if any(norm is not None for norm in norms):
             query = norms[0](query.view(batch, seq, heads, head)).view(batch, seq, heads * head)
             key = norms[1](key.view(batch, seq, kv_heads, head)).view(batch, seq, kv_heads * head)
+        if cos_cache is not None:
+            # the rotary outside GroupQueryAttention: onnxruntime's kernel (1.32) rotates by position_ids
+            # but stores a prompt's keys rotated by their index, so a left-padded row would decode wrong
+            cos, sin = cos_cache.to(hidden_states.dtype), sin_cache.to(hidden_states.dtype)
+            query = torch.ops.aten2onnx.rotary_embedding(query, lengths.position_ids, cos, sin, heads)
+            key = torch.ops.aten2onnx.rotary_embedding(key, lengths.position_ids, cos, sin, kv_heads)
         out, layer.keys, layer.values = torch.ops.aten2onnx.group_query_attention(
-            query, key, value, layer.keys, layer.values, lengths.seqlens_k, lengths.total,
-            None if cos_cache is None else cos_cache.to(hidden_states.dtype),
-            None if sin_cache is None else sin_cache.to(hidden_states.dtype),
-            None if cos_cache is None else lengths.position_ids, lengths.bias(hidden_states.dtype), heads, kv_heads,
-            attention.scale)
+            query, key, value, layer.keys, layer.values, lengths.seqlens_k, lengths.total, None, None, None,
+            lengths.bias(hidden_states.dtype), heads, kv_heads, attention.scale)
         return attention.out(out), None
 
     return forward
