@@ -182,3 +182,15 @@ def test_attention_is_fused_in_every_layer_or_none(tmp_path, monkeypatch):
     prompt = torch.randint(3, VOCAB, (1, 6))
     mask = torch.ones_like(prompt)
     assert torch.equal(ort_greedy(path, prompt, mask), greedy(model, prompt, mask))
+
+
+def test_a_head_size_onnxruntime_refuses_is_not_fused(tmp_path):
+    """onnxruntime's CPU GroupQueryAttention takes head sizes that are multiples of 16 only: a model
+    with heads of 8 keeps its standard attention (fused, it would not run) and generates right."""
+    model = small(transformers.LlamaConfig, **{**DECODER, "hidden_size": 32})()
+    with pytest.warns(UserWarning, match="exported as standard ONNX"):
+        path = aten2onnx.export_llm(model, tmp_path / "out", optimize="onnxruntime")
+    assert op_counts(path)["GroupQueryAttention"] == 0
+    prompt = torch.randint(3, VOCAB, (1, 6))
+    mask = torch.ones_like(prompt)
+    assert torch.equal(ort_greedy(path, prompt, mask), greedy(model, prompt, mask))
