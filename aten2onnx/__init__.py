@@ -214,19 +214,24 @@ def export_llm(
     from an empty cache (past_sequence_length 0) and each decode step.
     dtype: export the model in this dtype (a copy is cast; None keeps the model's).
     max_length: genai's context_length and search max_length (default: the model's max positions).
-    optimize: None (standard ONNX); "onnxruntime" (fused contrib ops) is not there yet.
+    optimize: None: standard ONNX, run by genai with past_present_share_buffer false. "onnxruntime":
+        onnxruntime's contrib ops where the model's modules are ones they compute (checked by running
+        both): each attention as a packed QKV projection, RotaryEmbedding of query and key, and one
+        GroupQueryAttention (seqlens_k and total_sequence_length from the attention mask, its padding
+        as attention_bias; genai's past_present_share_buffer true), RMS norms as
+        SimplifiedLayerNormalization, a residual add into a norm as SkipSimplifiedLayerNormalization.
     """
+    import contextlib
     import copy
     import json
     import tempfile
+    import warnings
 
     from aten2onnx._backend import runtime_backend
     from aten2onnx.exporter import export_program
-    from aten2onnx.exporter import llm
+    from aten2onnx.exporter import llm, llm_fusion
+    from aten2onnx.exporter.passes import PIPELINE
 
-    if optimize is not None:
-        raise ArgumentError(f"optimize={optimize!r}: onnxruntime's fused contrib ops are not emitted yet; pass "
-                            "optimize=None for a standard ONNX model that onnxruntime-genai runs")
     source = model
     model = llm.causal_lm(model)
     if dtype is not None and any(p.dtype != dtype for p in model.parameters() if p.is_floating_point()):
@@ -235,16 +240,30 @@ def export_llm(
     position_ids = llm.takes_position_ids(model)
     args, shapes = llm.example_inputs(model, layout, position_ids)
     names = llm.input_names(layout, position_ids)
-    exported = export_program(llm.cache_module(model, layout, position_ids), args, None, opset=opset,
-                              dynamic_shapes=shapes, fallback="aten", input_names=names,
-                              output_names=llm.output_names(layout), custom_symbolics=None,
-                              backend=runtime_backend(), progress=progress, exact=False)
+    module = llm.cache_module(model, layout, position_ids)
+    plan = None
+    if optimize == "onnxruntime":
+        plan = llm_fusion.choose(model, module, args, llm.context_length(model, max_length))
+        if plan is None or not plan.attention:
+            warnings.warn(f"optimize='onnxruntime': {type(model).__name__}'s attention is not one GroupQueryAttention "
+                          "is emitted for here (or its fused form did not reproduce the model), so it is exported as "
+                          "standard ONNX" + (", its RMS norms fused" if plan is not None else ""), stacklevel=2)
+    with llm_fusion.watching(module, plan) if plan is not None else contextlib.nullcontext():
+        exported = export_program(module, args, None, opset=opset, dynamic_shapes=shapes, fallback="aten",
+                                  input_names=names, output_names=llm.output_names(layout),
+                                  custom_symbolics=llm_fusion.SYMBOLICS if plan is not None else None,
+                                  backend=runtime_backend(), progress=progress, exact=False,
+                                  pipeline=llm_fusion.pipeline(PIPELINE) if plan is not None else PIPELINE)
     llm.check_symbolic(exported.model_proto, names)
     out_dir = os.fspath(out_dir)
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, "model.onnx")
     exported.save(path)
-    config = llm.genai_config(model, layout, position_ids, "model.onnx", max_length)
+    if plan is not None:
+        llm_fusion.finish(path)
+    kept_positions = position_ids and "position_ids" in llm_fusion.graph_inputs(path)
+    config = llm.genai_config(model, layout, kept_positions, "model.onnx", max_length,
+                              share_buffer=plan is not None and plan.attention > 0)
     with tempfile.NamedTemporaryFile("w", dir=out_dir, suffix=".tmp", delete=False) as f:
         json.dump(config, f, indent=4)
     os.replace(f.name, os.path.join(out_dir, "genai_config.json"))

@@ -105,7 +105,7 @@ def _parser() -> argparse.ArgumentParser:
     llm.add_argument("out_dir", metavar="OUT_DIR")
     llm.add_argument("--opset", type=int, default=18)
     llm.add_argument("--optimize", choices=["onnxruntime"], default=None,
-                     help="emit onnxruntime's fused contrib ops (not there yet)")
+                     help="emit onnxruntime's fused contrib ops (GroupQueryAttention, SkipSimplifiedLayerNormalization, ...)")
     llm.add_argument("--max-length", type=int, default=None, help="genai's context length")
     llm.set_defaults(handler=_export_llm)
 

@@ -1,9 +1,10 @@
-"""LLM decode speed in onnxruntime-genai: aten2onnx.export_llm's model against onnxruntime-genai's own
+"""LLM decode speed in onnxruntime-genai: aten2onnx.export_llm's models, standard ONNX ("aten2onnx") and
+with onnxruntime's fused contrib ops (optimize="onnxruntime", "a2o-ort"), against onnxruntime-genai's own
 model builder, on the same random-init LLaMA weights saved locally (with a tokenizer built here).
 
 Per model, in one run: export time, prefill latency (the prompt appended to a fresh generator) and
 per-token decode latency (each generate_next_token after the prefill), medians over interleaved rounds
-whose order rotates; ratios against the builder's model (the anchor), and whether both generate the
+whose order rotates; ratios against the builder's model (the anchor), and whether each generates the
 same greedy tokens as transformers.
 
     python bench/llm_decode.py [--layers 4] [--hidden 256] [--prompt 64] [--new 32] [--rounds 7] [--threads 2]
@@ -96,12 +97,13 @@ def main() -> None:
                     "-p", "fp32", "-e", "cpu"], check=True, capture_output=True)
     export_seconds["builder"] = time.perf_counter() - start
 
-    start = time.perf_counter()
-    folders["aten2onnx"] = os.path.join(root, "aten2onnx")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        aten2onnx.export_llm(hf, folders["aten2onnx"])
-    export_seconds["aten2onnx"] = time.perf_counter() - start
+    for name, optimize in (("aten2onnx", None), ("a2o-ort", "onnxruntime")):
+        start = time.perf_counter()
+        folders[name] = os.path.join(root, name)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            aten2onnx.export_llm(hf, folders[name], optimize=optimize)
+        export_seconds[name] = time.perf_counter() - start
 
     for folder in folders.values():
         set_threads(folder, options.threads)

@@ -184,7 +184,7 @@ def test_folder_with_tokenizer_and_half_precision(tmp_path):
 @pytest.mark.parametrize(("model", "options", "match"), [
     ("not/a/folder", {}, "is not a folder"),
     (torch.nn.Linear(2, 2), {}, "takes a transformers causal LM"),
-    (None, {"optimize": "onnxruntime"}, "not emitted yet"),
+    (None, {"optimize": "tensorrt"}, "optimize='tensorrt' violates"),
 ])
 def test_refusals(model, options, match, tmp_path):
     model = CASES[0].model() if model is None else model

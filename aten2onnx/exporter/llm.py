@@ -10,7 +10,7 @@ import dataclasses
 import inspect
 import os
 import shutil
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -98,6 +98,8 @@ class CacheModule(torch.nn.Module):
         self.model = model
         self.layers = layout.layers
         self.position_ids = position_ids
+        # told each call's input_ids, attention_mask and position_ids (llm_fusion)
+        self.on_mask: Callable[[torch.Tensor, torch.Tensor, torch.Tensor | None], None] | None = None
 
     def forward(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
         from transformers import DynamicCache
@@ -105,6 +107,8 @@ class CacheModule(torch.nn.Module):
         input_ids, attention_mask = inputs[:2]
         position_ids = inputs[2] if self.position_ids else None
         past = inputs[3 if self.position_ids else 2:]
+        if self.on_mask is not None:
+            self.on_mask(input_ids, attention_mask, position_ids)
         cache = DynamicCache(ddp_cache_data=[(past[2 * i], past[2 * i + 1]) for i in range(self.layers)],
                              config=self.model.config)
         kwargs = {"position_ids": position_ids} if self.position_ids else {}
@@ -164,8 +168,13 @@ def check_symbolic(proto: Any, names: list[str]) -> None:
                               "so the ONNX model would fail on other sizes")
 
 
+def context_length(model: torch.nn.Module, max_length: int | None) -> int:
+    text = model.config.get_text_config()
+    return max_length or getattr(text, "max_position_embeddings", None) or getattr(text, "n_positions", None) or 2048
+
+
 def genai_config(model: torch.nn.Module, layout: CacheLayout, position_ids: bool, filename: str,
-                 max_length: int | None) -> dict:
+                 max_length: int | None, share_buffer: bool = False) -> dict:
     """onnxruntime-genai's genai_config.json for the model (greedy search by default)."""
     config = model.config
     text = config.get_text_config()
@@ -175,7 +184,7 @@ def genai_config(model: torch.nn.Module, layout: CacheLayout, position_ids: bool
         value = getattr(generation, name, None) if generation is not None else None
         return value if value is not None else getattr(config, name, None)
 
-    context = max_length or getattr(text, "max_position_embeddings", None) or getattr(text, "n_positions", None) or 2048
+    context = context_length(model, max_length)
     inputs = {"input_ids": "input_ids", "attention_mask": "attention_mask"}
     if position_ids:
         inputs["position_ids"] = "position_ids"
@@ -206,7 +215,7 @@ def genai_config(model: torch.nn.Module, layout: CacheLayout, position_ids: bool
         "search": {
             "diversity_penalty": 0.0, "do_sample": False, "early_stopping": True, "length_penalty": 1.0,
             "max_length": context, "min_length": 0, "no_repeat_ngram_size": 0, "num_beams": 1,
-            "num_return_sequences": 1, "past_present_share_buffer": False, "repetition_penalty": 1.0,
+            "num_return_sequences": 1, "past_present_share_buffer": share_buffer, "repetition_penalty": 1.0,
             "temperature": 1.0, "top_k": 1, "top_p": 1.0,
         },
     }
