@@ -15,21 +15,13 @@ import torch
 import aten2onnx
 from aten2onnx.errors import UnsupportedOperatorError
 from aten2onnx.exporter.model import COMPLEX_KEY
+from optable import Call
 
 
 def export(model, args, **kwargs):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return aten2onnx.export(model, args, **kwargs)
-
-
-class Fn(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args):
-        return self.fn(*args)
 
 
 class Rotary(torch.nn.Module):
@@ -60,7 +52,7 @@ def ort_outputs(exported, *args):
 def test_complex_inputs_and_outputs_are_real_pairs(opset):
     x = torch.randn(3, 4, dtype=torch.complex64)
     y = torch.randn(3, 4)
-    exported = export(Fn(lambda a, b: (torch.view_as_complex(torch.view_as_real(a)), a.real * b)), (x, y), opset=opset)
+    exported = export(Call(lambda a, b: (torch.view_as_complex(torch.view_as_real(a)), a.real * b)), (x, y), opset=opset)
     graph = exported.model_proto.graph
     onnx.checker.check_model(exported.model_proto, full_check=True)
     # the complex input and output are float32 [3, 4, 2]; nothing in the graph is of a complex type
@@ -92,7 +84,7 @@ def test_complex_constant_and_empty_result():
     # 1j is a constant of the graph; an empty complex result is an empty carrier
     fn = lambda a: (torch.view_as_real(a.cfloat() * 1j), torch.complex(a, a)[:, :0])  # noqa: E731
     x = torch.randn(3, 4)
-    exported = export(Fn(fn), (x,), opset=17)
+    exported = export(Call(fn), (x,), opset=17)
     want = fn(x)
     got = exported.run(x)
     torch.testing.assert_close(got[0], want[0])
@@ -102,7 +94,7 @@ def test_complex_constant_and_empty_result():
 def test_fallback_node_converts_pairs():
     # linalg.eigvals has no symbolic: its ATen node takes and returns pairs, converted in the runtime
     x = torch.randn(4, 4, dtype=torch.float64)
-    exported = export(Fn(lambda a: torch.linalg.eigvals(a) * 2), (x,), opset=17, fallback="aten")
+    exported = export(Call(lambda a: torch.linalg.eigvals(a) * 2), (x,), opset=17, fallback="aten")
     assert "aten::linalg_eigvals.default" in exported.fallback_ops
     node = next(n for n in exported.model_proto.graph.node if n.op_type == "ATen")
     attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
@@ -113,7 +105,7 @@ def test_fallback_node_converts_pairs():
 def test_complex_node_without_handler_names_complex():
     x = torch.randn(4, 4)
     with pytest.raises(UnsupportedOperatorError, match="complex"):
-        export(Fn(lambda a: torch.linalg.eigvals(a)), (x,), opset=17, fallback="error")
+        export(Call(lambda a: torch.linalg.eigvals(a)), (x,), opset=17, fallback="error")
 
 
 def test_real_handlers_never_see_carriers():
@@ -127,7 +119,7 @@ def test_real_handlers_never_see_carriers():
 
     try:
         x = torch.randn(3)
-        exported = export(Fn(lambda a: torch.exp(a) + torch.view_as_real(torch.exp(a.cfloat()))[..., 0]), (x,),
+        exported = export(Call(lambda a: torch.exp(a) + torch.view_as_real(torch.exp(a.cfloat()))[..., 0]), (x,),
                           opset=17, fallback="aten")
         assert seen == [False]
         torch.testing.assert_close(exported.run(x), torch.exp(x) + torch.exp(x.cfloat()).real)
@@ -147,7 +139,7 @@ def test_an_override_reaches_the_complex_nodes_that_lift_its_real_translation():
 
     z = torch.randn(3, 4, dtype=torch.complex64)
     index = torch.tensor([[0, 2], [1, 1], [3, 0]])
-    exported = export(Fn(lambda a, i: torch.gather(a, 1, i)), (z, index), opset=17,
+    exported = export(Call(lambda a, i: torch.gather(a, 1, i)), (z, index), opset=17,
                       custom_symbolics={"aten::gather.default": doubled_gather})
     assert calls == [False, False]  # the real and the imaginary part, each a real tensor
     torch.testing.assert_close(exported.run(z, index), 2 * torch.gather(z, 1, index))
@@ -161,7 +153,7 @@ def test_an_override_reaches_a_complex_layout_op_on_the_pairs():
         return g.op("Reshape", self, g.int_list(list(size)))
 
     z = torch.randn(2, 6, dtype=torch.complex64)
-    exported = export(Fn(lambda a: a.view(3, 4) * 1j), (z,), opset=17, custom_symbolics={"aten::view.default": view})
+    exported = export(Call(lambda a: a.view(3, 4) * 1j), (z,), opset=17, custom_symbolics={"aten::view.default": view})
     assert seen == [[3, 4, 2]]  # the complex view is the real one on the pairs, their axis kept
     torch.testing.assert_close(exported.run(z), z.view(3, 4) * 1j)
 
@@ -176,7 +168,7 @@ def test_a_user_symbolic_registered_for_complex_translates_complex_nodes():
 
     try:
         z = torch.randn(3, dtype=torch.complex64)
-        exported = export(Fn(lambda a, x: (-a, -x)), (z, torch.randn(3)), opset=17)
+        exported = export(Call(lambda a, x: (-a, -x)), (z, torch.randn(3)), opset=17)
         assert seen == [True]  # the real neg stays the built-in one
         torch.testing.assert_close(exported.run(z, torch.ones(3))[0], -z)
     finally:
@@ -186,14 +178,14 @@ def test_a_user_symbolic_registered_for_complex_translates_complex_nodes():
 def test_numpy_complex_feeds():
     x = np.random.randn(2, 3).astype(np.float32) + 1j * np.random.randn(2, 3).astype(np.float32)
     x = x.astype(np.complex64)
-    exported = export(Fn(lambda a: a.imag), (torch.from_numpy(x),), opset=17)
+    exported = export(Call(lambda a: a.imag), (torch.from_numpy(x),), opset=17)
     got = ort_outputs(exported, torch.from_numpy(x))
     np.testing.assert_allclose(np.asarray(got), x.imag)
 
 
 def test_complex32_is_carried_as_float16_pairs():
     x = torch.randn(3, 2)
-    exported = export(Fn(lambda a: torch.view_as_complex(a.half()) * 2), (x,), opset=17)
+    exported = export(Call(lambda a: torch.view_as_complex(a.half()) * 2), (x,), opset=17)
     out = exported.model_proto.graph.output[0].type.tensor_type
     assert out.elem_type == onnx.TensorProto.FLOAT16
     got = exported.run(x)
@@ -206,7 +198,7 @@ def test_fallback_node_takes_a_complex_scalar():
     x = torch.randn(4, 3, dtype=torch.complex64)
     index = torch.tensor([0, 2])
     fn = lambda a, i: a.index_fill(0, i, 1 - 2j) * 2  # noqa: E731
-    exported = export(Fn(fn), (x, index), opset=9, fallback="aten")
+    exported = export(Call(fn), (x, index), opset=9, fallback="aten")
     node = next(n for n in exported.model_proto.graph.node if n.op_type == "ATen")
     attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
     assert attrs["complex_scalars"] == [b"value"] and attrs["value"] == [1.0, -2.0]

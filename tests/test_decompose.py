@@ -11,19 +11,11 @@ import torch.nn.functional as F
 
 import aten2onnx
 from aten2onnx.symbolic import MAX_OPSET
+from optable import Call
 from conftest import flat_tensors, run_ort
 
 AUTO = torch.export.Dim.AUTO
 OPSETS = (13, 18, MAX_OPSET)
-
-
-class Fn(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args):
-        return self.fn(*args)
 
 
 def _r(*shape):
@@ -103,7 +95,7 @@ def _check_against_eager(model, exported, inputs, exact=False):
 @pytest.mark.parametrize("name", list(DECOMPOSED))
 def test_decomposed_on_symbolic_sizes(name, opset):
     fn, example, other, op = DECOMPOSED[name]
-    model = Fn(fn)
+    model = Call(fn)
     exported = _export(model, example, opset, fallback="error")
     assert op in exported.decomposed_ops
     assert any(op in note for note in exported.notes)
@@ -113,7 +105,7 @@ def test_decomposed_on_symbolic_sizes(name, opset):
 
 
 def test_pieces_keep_the_users_provenance():
-    exported = _export(Fn(lambda x: F.pixel_shuffle(x, 2)), (_r(2, 8, 4, 6),), 18)
+    exported = _export(Call(lambda x: F.pixel_shuffle(x, 2)), (_r(2, 8, 4, 6),), 18)
     stamped = [{p.key: p.value for p in n.metadata_props} for n in exported.model_proto.graph.node]
     pieces = [m for m in stamped if m.get("decomposed_from") == "aten::pixel_shuffle.default"]
     assert pieces and all(m["source"].startswith(__file__) for m in pieces)
@@ -123,7 +115,7 @@ def test_pieces_keep_the_users_provenance():
 def test_a_piece_is_decomposed_in_turn(without_builtin):
     """pad decomposes to reflection_pad1d, which decomposes to _unsafe_index (the symbolics of both hidden)."""
     without_builtin("aten::pad.default", "aten::reflection_pad1d.default")
-    model = Fn(lambda x: F.pad(x, (1, 2), mode="reflect"))
+    model = Call(lambda x: F.pad(x, (1, 2), mode="reflect"))
     exported = _export(model, (_r(2, 3, 6),), 18, fallback="error")
     assert {"aten::pad.default", "aten::reflection_pad1d.default", "aten::_unsafe_index.Tensor"} <= set(
         exported.decomposed_ops)
@@ -134,7 +126,7 @@ def test_a_piece_is_decomposed_in_turn(without_builtin):
 def test_inexpressible_pieces_fall_back_to_one_aten_node(without_builtin):
     """moveaxis decomposes to permute: with permute's symbolic hidden, moveaxis is one ATen node."""
     without_builtin("aten::permute.default")
-    model = Fn(lambda x: torch.moveaxis(x, 0, -1) * 2)
+    model = Call(lambda x: torch.moveaxis(x, 0, -1) * 2)
     exported = _export(model, (_r(2, 3, 5),), 18)
     assert exported.fallback_ops == ["aten::moveaxis.int"]
     assert exported.decomposed_ops == []
@@ -147,13 +139,13 @@ def test_inexpressible_pieces_fall_back_to_one_aten_node(without_builtin):
 def test_fallback_error_names_the_piece(without_builtin):
     without_builtin("aten::permute.default")
     with pytest.raises(aten2onnx.UnsupportedOperatorError, match="moveaxis.*permute"):
-        _export(Fn(lambda x: torch.moveaxis(x, 0, -1)), (_r(2, 3, 5),), 18, fallback="error")
+        _export(Call(lambda x: torch.moveaxis(x, 0, -1)), (_r(2, 3, 5),), 18, fallback="error")
 
 
 @pytest.mark.parametrize("name", ["pixel_shuffle", "tensordot", "hann_window"])
 def test_exact_mode_stays_bitwise_on_a_decomposed_op(name):
     fn, example, other, op = DECOMPOSED[name]
-    model = Fn(fn)
+    model = Call(fn)
     exported = _export(model, example, 18, exact=True, fallback="error")
     assert op in exported.decomposed_ops
     for inputs in (example, other):
@@ -164,7 +156,7 @@ def test_exact_mode_stays_bitwise_on_a_decomposed_op(name):
 @pytest.mark.parametrize("name", list(NATIVE))
 def test_native_on_symbolic_sizes(name, opset):
     fn, example, other, *dims = NATIVE[name]
-    model = Fn(fn)
+    model = Call(fn)
     exported = _export(model, example, opset, *dims, fallback="error")
     assert exported.fallback_ops == []
     onnx.checker.check_model(exported.model_proto, full_check=True)
@@ -182,7 +174,7 @@ def test_native_on_symbolic_sizes(name, opset):
 ])
 def test_a_decomposition_right_only_at_the_example_falls_back(name, fn, example, other, hidden, without_builtin):
     without_builtin(*hidden)
-    model = Fn(fn)
+    model = Call(fn)
     exported = _export(model, example, 18)
     assert exported.decomposed_ops == [] and exported.fallback_ops
     for got, want in zip(flat_tensors(exported.run(*other)), flat_tensors(model(*other))):

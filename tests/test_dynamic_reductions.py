@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import aten2onnx
+from optable import Call
 from conftest import flat_tensors, run_ort
 
 F = torch.nn.functional
@@ -15,15 +16,6 @@ F = torch.nn.functional
 
 def randn(*shape):
     return torch.randn(*shape)
-
-
-class Fn(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args):
-        return self.fn(*args)
 
 
 # name: (function of the inputs, inputs at size n[, opsets]); n = 3 is exported, n = 5 checked as well, at
@@ -89,7 +81,7 @@ CASES = {
 
 def check(name: str, opset: int) -> None:
     fn, make = CASES[name][:2]
-    model = Fn(fn).eval()
+    model = Call(fn).eval()
     example = make(3)
     dynamic = (tuple({d: torch.export.Dim.AUTO for d in range(t.dim())} for t in example),)
     ep = torch.export.export(model, example, dynamic_shapes=dynamic, strict=False)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from optable import Call
 from conftest import run_ort
 
 import aten2onnx
@@ -67,15 +68,6 @@ CASES = {
     "grid_sample_3d_border": (lambda x, g: F.grid_sample(x, g, mode="nearest", padding_mode="border", align_corners=True),
                               (randn(2, 2, 3, 4, 5), grid(2, 2, 3, 3, 3)), (randn(3, 3, 4, 5, 6), grid(3, 3, 2, 4, 3))),
 }
-
-
-class Call(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args):
-        return self.fn(*args)
 
 
 def flat(out) -> list[torch.Tensor]:

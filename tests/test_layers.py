@@ -25,7 +25,7 @@ ALLOWED = {
     "ir": BASE | {"_aten_node"},
     "symbolic": BASE | {"registry", "ir", "_packed_rnn"},
     "exporter": BASE | {"_aten_node", "_packed_rnn", "registry", "ir", "symbolic"},
-    "runtime": BASE | {"_aten_node"},
+    "runtime": BASE | {"_aten_node", "_packed_rnn"},  # defines the aten2onnx:: ops a saved model may call
 }
 
 

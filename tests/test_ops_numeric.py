@@ -10,17 +10,8 @@ import torch
 
 import aten2onnx
 from conftest import run_ort
-from optable import assert_opinfo_native
+from optable import Call, assert_opinfo_native
 from optables.numeric import frexp_values, inf, nextafter_values
-
-
-class Call(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args):
-        return self.fn(*args)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16])
