@@ -245,7 +245,9 @@ class Means(torch.nn.Module):
     def forward(self, x):
         return (x.mean(1), x.mean(), x.mean((0, 1), keepdim=True), x.mean(-1, dtype=torch.float64),
                 torch.nn.functional.mse_loss(x, x * 2), torch.nn.functional.l1_loss(x, x * 2),
-                torch.nn.functional.smooth_l1_loss(x, x * 2))
+                torch.nn.functional.smooth_l1_loss(x, x * 2),
+                # a loss whose rank the translation does not know: its mean divides by every element
+                torch.nn.functional.triplet_margin_loss(x, x * 2, x.flip(0), margin=1e-6))
 
 
 @pytest.mark.parametrize("size", [(3, 0), (0, 4), (5, 7)])

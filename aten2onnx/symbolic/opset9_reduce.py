@@ -433,7 +433,9 @@ def mean_of(g: GraphBuilder, x: Value, axes: list[int], keepdim: bool) -> Value:
     if x.rank == 0 or x.shape is not None and all(isinstance(x.shape[a], int) and x.shape[a] > 0 for a in reduced):
         return g.reduce("ReduceMean", x, axes, keepdim)
     total = g.reduce("ReduceSum", x, axes, keepdim)
-    sizes = g.op("Gather", g.op("Shape", x), g.const(reduced, dtype=torch.int64), axis=0)
+    if not axes:  # every element, whatever the rank (which may not be known here)
+        return g.op("Div", total, cast(g, g.op("Size", x), x.dtype))
+    sizes = g.op("Gather", g.op("Shape", x), g.const(axes, dtype=torch.int64), axis=0)
     return g.op("Div", total, cast(g, g.reduce("ReduceProd", sizes, [0], keepdims=False), x.dtype))
 
 
