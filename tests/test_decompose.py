@@ -11,11 +11,21 @@ import torch.nn.functional as F
 
 import aten2onnx
 from aten2onnx.symbolic import MAX_OPSET
-from optable import Call
 from conftest import flat_tensors, run_ort
 
 AUTO = torch.export.Dim.AUTO
 OPSETS = (13, 18, MAX_OPSET)
+
+
+class Call(torch.nn.Module):
+    """Defined here: the provenance test checks that pieces point at a line of this file."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args):
+        return self.fn(*args)
 
 
 def _r(*shape):
