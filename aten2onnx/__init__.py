@@ -258,10 +258,10 @@ def export_llm(
     out_dir = os.fspath(out_dir)
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, "model.onnx")
-    exported.save(path)
     if plan is not None:
-        llm_fusion.finish(path)
-    kept_positions = position_ids and "position_ids" in llm_fusion.graph_inputs(path)
+        llm_fusion.to_onnx_domain(exported.model_proto)
+    exported.save(path)
+    kept_positions = position_ids and "position_ids" in {i.name for i in exported.model_proto.graph.input}
     config = llm.genai_config(model, layout, kept_positions, "model.onnx", max_length,
                               share_buffer=plan is not None and plan.attention > 0)
     with tempfile.NamedTemporaryFile("w", dir=out_dir, suffix=".tmp", delete=False) as f:

@@ -220,6 +220,12 @@ def sym_prod(g: GraphBuilder, sizes: Sequence[SymInt]) -> SymInt:
     return n if static == 1 else g.op("Mul", n, g.const(static, dtype=torch.int64))
 
 
+def element_count(g: GraphBuilder, x: Value, axes: list[int], dtype: torch.dtype) -> Value:
+    """The number of elements of x along axes, as a 0-d `dtype` value computed from its shape."""
+    sizes = g.op("Gather", g.op("Shape", x), g.const(axes, dtype=torch.int64), axis=0)
+    return cast(g, g.reduce("ReduceProd", sizes, [0], keepdims=False), dtype)
+
+
 def reshape(g: GraphBuilder, x: Value, shape: list[SymInt]) -> Value:
     out = g.op("Reshape", x, g.int_list(shape))
     if out.shape is None:

@@ -12,7 +12,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import SymInt, cast, dim_size, fill, loop, reshape
+from aten2onnx.symbolic._helpers import SymInt, cast, dim_size, fill, loop, reshape, sym_prod
 from aten2onnx.symbolic.opset9_math import is_zero
 
 I64 = torch.int64
@@ -93,13 +93,6 @@ def size_mul(g: GraphBuilder, a: SymInt, b: SymInt) -> SymInt:
     return g.op("Mul", as_i64(g, a), as_i64(g, b))
 
 
-def size_prod(g: GraphBuilder, dims: list[SymInt]) -> SymInt:
-    out: SymInt = 1
-    for d in dims:
-        out = size_mul(g, out, d)
-    return out
-
-
 def size_min(g: GraphBuilder, a: SymInt, b: SymInt) -> SymInt:
     if isinstance(a, int) and isinstance(b, int):
         return min(a, b)
@@ -148,7 +141,7 @@ def flatten(g: GraphBuilder, x: Value, batch: list[SymInt], tail: list[SymInt]) 
     own = None if x.shape is None else list(x.shape[:x.rank - len(tail)])
     if own is None or not (all(isinstance(d, int) for d in own) and same_sizes(own, batch)):  # Expand to be sure
         x = g.op("Expand", x, g.int_list(batch + tail))
-    return reshape(g, x, [size_prod(g, batch), *tail])
+    return reshape(g, x, [sym_prod(g, batch), *tail])
 
 
 def unflatten(g: GraphBuilder, x: Value, batch: list[SymInt], tail: list[SymInt]) -> Value:
@@ -392,7 +385,7 @@ def inverse(g: GraphBuilder, A: Value, what: str) -> tuple[Value, Value]:
     shape = matrix_shape(g, A, what)
     n = square_size(shape, what)
     batch = shape[:-2]
-    b = size_prod(g, batch)
+    b = sym_prod(g, batch)
     x, _, _, info = factor_and_solve(g, flatten(g, A, batch, [n, n]), identity(g, b, n, A.dtype), b, n, n)
     return unflatten(g, x, batch, [n, n]), reshape(g, cast(g, info, torch.int32), batch)
 
@@ -429,7 +422,7 @@ def cholesky(g: GraphBuilder, self: Value, upper: bool, what: str) -> tuple[Valu
     shape = matrix_shape(g, self, what)
     n = square_size(shape, what)
     batch = shape[:-2]
-    b = size_prod(g, batch)
+    b = sym_prod(g, batch)
     a = flatten(g, self, batch, [n, n])
     l, info = cholesky_loop(g, transposed(g, a) if upper else a, b, n)
     return unflatten(g, transposed(g, l) if upper else l, batch, [n, n]), reshape(g, cast(g, info, torch.int32), batch)
@@ -461,7 +454,7 @@ def solve(g: GraphBuilder, A: Value, B: Value, left: bool, what: str) -> tuple[V
     b_batch, b_tail = (b_shape[:-1], [n, 1]) if vector else (b_shape[:-2], b_shape[-2:])
     # A is factored in its own batch (LU, pivots and info have its batch shape), then broadcast with B's
     a_batch, batch = a_shape[:-2], broadcast_batch(g, a_shape[:-2], b_batch)
-    a_count, count = size_prod(g, a_batch), size_prod(g, batch)
+    a_count, count = sym_prod(g, a_batch), sym_prod(g, batch)
     lu, pivots, info = lu_loop(g, flatten(g, A, a_batch, [n, n]), a_count, n, n, pivot=True)
     out_shape = batch + ([n] if vector else b_shape[-2:])
     if is_empty(out_shape):
@@ -492,7 +485,7 @@ def lu_factor(g: GraphBuilder, A: Value, pivot: bool, what: str) -> tuple[Value,
     """(LU, 1-based int32 pivots, int32 info) as linalg_lu_factor_ex."""
     shape = matrix_shape(g, A, what)
     batch, (m, n) = shape[:-2], shape[-2:]
-    b = size_prod(g, batch)
+    b = sym_prod(g, batch)
     lu, pivots, info = lu_loop(g, flatten(g, A, batch, [m, n]), b, m, n, pivot=pivot)
     return (unflatten(g, lu, batch, [m, n]), reshape(g, one_based(g, pivots), batch + [size_min(g, m, n)]),
             reshape(g, cast(g, info, torch.int32), batch))
@@ -525,7 +518,7 @@ def solve_with_lu(g: GraphBuilder, LU: Value, pivots: Value, B: Value, left: boo
     if B.dtype != LU.dtype or pivots.shape is None:
         raise NotImplementedError(f"{what}: mixed dtypes or pivots of unknown rank")
     batch = broadcast_batch(g, lu_shape[:-2], sizes(g, pivots, symbols)[:-1], b_shape[:-2])
-    count = size_prod(g, batch)
+    count = sym_prod(g, batch)
     rhs = flatten(g, B, batch, b_shape[-2:])
     if not left:
         rhs = transposed(g, rhs)
@@ -548,7 +541,7 @@ def solve_triangular(g: GraphBuilder, A: Value, B: Value, *, upper: bool, left: 
     batch = broadcast_batch(g, a_shape[:-2], b_shape[:-2])
     if is_empty(batch + b_shape[-2:]):
         return fill(g, batch + b_shape[-2:], 0, A.dtype), batch
-    count = size_prod(g, batch)
+    count = sym_prod(g, batch)
     a, rhs = flatten(g, A, batch, [n, n]), flatten(g, B, batch, b_shape[-2:])
     # X A = B is A^T X^T = B^T; a transposed triangle swaps lower and upper
     flip = transpose != (not left)
@@ -772,7 +765,7 @@ def geqrf(g: GraphBuilder, self: Value, what: str) -> tuple[Value, Value, list[S
     """(packed QR, taus) on flattened stacks, with the batch shape and m, n."""
     shape = matrix_shape(g, self, what)
     batch, (m, n) = shape[:-2], shape[-2:]
-    count = size_prod(g, batch)
+    count = sym_prod(g, batch)
     r, taus = geqrf_loop(g, flatten(g, self, batch, [m, n]), count, m, n)
     return r, taus, batch, m, n
 
@@ -785,7 +778,7 @@ def qr(g: GraphBuilder, A: Value, mode: str, what: str) -> tuple[Value, Value]:
     if folded is not None:
         return tuple(folded)
     packed, taus, batch, m, n = geqrf(g, A, what)
-    count, k = size_prod(g, batch), size_min(g, m, n)
+    count, k = sym_prod(g, batch), size_min(g, m, n)
     rows = m if mode == "complete" else k
     r = packed if same_size(rows, m) else g.op("Gather", packed, first_indices(g, rows), axis=1)
     r = unflatten(g, masked(g, triu_mask(g, rows, n, 0), r), batch, [rows, n])

@@ -9,7 +9,7 @@ import math
 import torch
 
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import SymInt, cast, fill, loop, reshape
+from aten2onnx.symbolic._helpers import SymInt, cast, fill, loop, reshape, sym_prod
 from aten2onnx.symbolic._linalg import (
     I64,
     arange_col,
@@ -29,7 +29,6 @@ from aten2onnx.symbolic._linalg import (
     size_max,
     size_min,
     size_mul,
-    size_prod,
     size_sub,
     sizes,
     square_size,
@@ -208,7 +207,7 @@ def eigvalsh(g: GraphBuilder, A: Value, upper: bool, what: str) -> Value:
     shape = matrix_shape(g, A, what)
     n = square_size(shape, what)
     batch = shape[:-2]
-    count = size_prod(g, batch)
+    count = sym_prod(g, batch)
     sym, size = padded_even(g, symmetric(g, flatten(g, A, batch, [n, n]), n, upper), count, n, n, both=True)
     d = reshape(g, diagonal_of(g, jacobi(g, sym, count, size, size, one_sided=False)[0], size), [count, size])
     if not same_size(size, n):
@@ -221,7 +220,7 @@ def svdvals(g: GraphBuilder, A: Value, what: str) -> Value:
     orthogonalized columns."""
     shape = matrix_shape(g, A, what)
     batch, (m, n) = shape[:-2], shape[-2:]
-    count, k = size_prod(g, batch), size_min(g, m, n)
+    count, k = sym_prod(g, batch), size_min(g, m, n)
     a = flatten(g, A, batch, [m, n])
     a, m, n = taller(g, a, count, m, n)
     a, size = padded_even(g, a, count, m, n, both=False)
@@ -402,7 +401,7 @@ def ldl_factor(g: GraphBuilder, A: Value, what: str) -> tuple[Value, Value, Valu
     shape = matrix_shape(g, A, what)
     n = square_size(shape, what)
     batch = shape[:-2]
-    count = size_prod(g, batch)
+    count = sym_prod(g, batch)
     ld, pivots, info = sytf2_loop(g, flatten(g, A, batch, [n, n]), count, n)
     return (unflatten(g, ld, batch, [n, n]), reshape(g, cast(g, pivots, torch.int32), batch + [n]),
             reshape(g, cast(g, info, torch.int32), batch))
@@ -502,7 +501,7 @@ def pinv(g: GraphBuilder, A: Value, atol, rtol, hermitian: bool, what: str) -> V
     batch, (m, n) = shape[:-2], shape[-2:]
     if 0 in shape:
         return fill(g, batch + [n, m], 0, A.dtype)
-    count, dtype = size_prod(g, batch), A.dtype
+    count, dtype = sym_prod(g, batch), A.dtype
     zero, one = g.const(0, dtype=dtype), g.const(1, dtype=dtype)
     a = flatten(g, A, batch, [m, n])
     if hermitian:

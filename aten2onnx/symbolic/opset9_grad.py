@@ -12,9 +12,9 @@ import torch.nn.functional as F
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic import opset9_gamma as gamma, opset9_loss as loss_ops
-from aten2onnx.symbolic._helpers import as_value, cast, fill, norm_dim, promote, reshape, scalar_type, transpose_perm
+from aten2onnx.symbolic._helpers import (as_value, cast, element_count, fill, norm_dim, promote, reshape, scalar_type,
+                                         transpose_perm)
 from aten2onnx.symbolic.opset9 import static_dim
-from aten2onnx.symbolic import opset9_norm as norm_ops
 from aten2onnx.symbolic.opset9_norm import static_shape
 
 register = functools.partial(registry.register, opset=9)
@@ -715,7 +715,7 @@ def batch_norm_backward(g: GraphBuilder, grad_out: Value, input: Value, weight, 
     else:
         axes = [0] + list(range(2, rank))
         channels = -1
-        count = norm_ops.element_count(g, input, axes, acc)
+        count = element_count(g, input, axes, acc)
 
         def sum_channels(v: Value) -> Value:
             return g.reduce("ReduceSum", v, axes, keepdims=False)

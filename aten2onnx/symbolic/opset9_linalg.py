@@ -19,7 +19,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import SymInt, cast, fill, loop, norm_dims, reshape, scalar_type
+from aten2onnx.symbolic._helpers import SymInt, cast, fill, loop, norm_dims, reshape, scalar_type, sym_prod
 from aten2onnx.symbolic._linalg import (
     I64,
     MEXP_THETAS,
@@ -52,7 +52,6 @@ from aten2onnx.symbolic._linalg import (
     same_sizes,
     shape_only,
     size_min,
-    size_prod,
     size_sub,
     sizes,
     solve_results,
@@ -158,7 +157,7 @@ def aten_linalg_lu(g, A, *, pivot=True):
         return tuple(folded)
     shape = matrix_shape(g, A, "linalg_lu")
     batch, (m, n) = shape[:-2], shape[-2:]
-    b, k = size_prod(g, batch), size_min(g, m, n)
+    b, k = sym_prod(g, batch), size_min(g, m, n)
     lu, pivots, _ = lu_loop(g, flatten(g, A, batch, [m, n]), b, m, n, pivot=pivot)
     l, u = unpack_lu(g, lu, b, m, n)
     l, u = unflatten(g, l, batch, [m, k]), unflatten(g, u, batch, [k, n])
@@ -176,7 +175,7 @@ def aten_lu_unpack(g, LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
         return tuple(folded)
     shape = matrix_shape(g, LU_data, "lu_unpack")
     batch, (m, n) = shape[:-2], shape[-2:]
-    b, k = size_prod(g, batch), size_min(g, m, n)
+    b, k = sym_prod(g, batch), size_min(g, m, n)
     empty = fill(g, [0], 0, LU_data.dtype)
     l = u = p = empty
     if unpack_data:
@@ -266,7 +265,7 @@ def aten_cholesky_solve(g, self, input2, upper=False):
     if self.dtype != input2.dtype:
         raise NotImplementedError(f"cholesky_solve of {self.dtype} and {input2.dtype}")
     batch = broadcast_batch(g, f_shape[:-2], b_shape[:-2])
-    count = size_prod(g, batch)
+    count = sym_prod(g, batch)
     x = cholesky_solve(g, flatten(g, self, batch, b_shape[-2:]), flatten(g, input2, batch, [n, n]), upper,
                        count, n, b_shape[-1])
     return reshape(g, x, batch + b_shape[-2:])
@@ -281,7 +280,7 @@ def aten_cholesky_inverse(g, self, upper=False):
     shape = matrix_shape(g, self, "cholesky_inverse")
     n = square_size(shape, "cholesky_inverse")
     batch = shape[:-2]
-    count = size_prod(g, batch)
+    count = sym_prod(g, batch)
     x = cholesky_solve(g, identity(g, count, n, self.dtype), flatten(g, self, batch, [n, n]), upper, count, n, n)
     return unflatten(g, x, batch, [n, n])
 
@@ -319,7 +318,7 @@ def aten_linalg_tensorinv(g, self, ind=2):
     if self.shape is None:
         raise NotImplementedError("linalg_tensorinv is exported for inputs of known rank only")
     shape = sizes(g, self)
-    front, back = size_prod(g, shape[:ind]), size_prod(g, shape[ind:])
+    front, back = sym_prod(g, shape[:ind]), sym_prod(g, shape[ind:])
     out_shape = shape[ind:] + shape[:ind]
     if is_empty(shape):
         return fill(g, out_shape, 0, self.dtype)
@@ -339,7 +338,7 @@ def aten_linalg_tensorsolve(g, self, other, dims=None):
         self, shape = g.op("Transpose", self, perm=perm), [shape[d] for d in perm]
         self.shape = tuple(dims_before[d] for d in perm)
     result_shape = shape[other.rank:]
-    size = size_prod(g, result_shape)
+    size = sym_prod(g, result_shape)
     if is_empty(result_shape):
         return fill(g, result_shape, 0, self.dtype)
     x = aten_linalg_solve(g, square_matrices(g, self, [size, size], self.name),
@@ -376,7 +375,7 @@ def aten_matrix_exp(g, self):
         return fill(g, shape, 0, self.dtype)
     if isinstance(n, int) and n == 1:
         return g.op("Exp", self)  # as eager (a symbolic n of 1 at run time takes the approximants: exp within rounding)
-    count = size_prod(g, batch)
+    count = sym_prod(g, batch)
     dtype = torch.float64 if self.dtype == torch.float64 else torch.float32
     thetas = MEXP_THETAS[dtype]
     a = flatten(g, cast(g, self, dtype), batch, [n, n])
@@ -454,7 +453,7 @@ def aten_linalg_householder_product(g, input, tau):
     if tau.shape is None or tau.dtype != input.dtype:
         raise NotImplementedError("linalg_householder_product with a tau of unknown rank or another dtype")
     batch, (m, n), k = shape[:-2], shape[-2:], sizes(g, tau, symbols)[-1]
-    count = size_prod(g, batch)
+    count = sym_prod(g, batch)
     start = g.op("Expand", eye(g, m, n, input.dtype), g.int_list([count, m, n]))
     if is_empty([k]):
         return unflatten(g, start, batch, [m, n])
@@ -479,7 +478,7 @@ def aten_ormqr(g, self, input2, input3, left=True, transpose=False):
     batch = broadcast_batch(g, a_shape[:-2], tau_shape[:-1], c_shape[:-2])
     if is_empty([k]):
         return g.op("Identity", input3)
-    count = size_prod(g, batch)
+    count = sym_prod(g, batch)
     x = apply_reflectors(g, flatten(g, self, batch, a_shape[-2:]), reshape(g, g.op("Expand", input2, g.int_list(
         batch + [k])), [count, k]), flatten(g, input3, batch, c_shape[-2:]), count, m, k, left=left,
         transpose=transpose)
@@ -690,7 +689,7 @@ def aten_linalg_ldl_solve(g, LD, pivots, B, *, hermitian=False):
     if B.dtype != LD.dtype or pivots.shape is None:
         raise NotImplementedError("linalg_ldl_solve with mixed dtypes or pivots of unknown rank")
     batch = broadcast_batch(g, ld_shape[:-2], sizes(g, pivots, symbols)[:-1], b_shape[:-2])
-    count = size_prod(g, batch)
+    count = sym_prod(g, batch)
     codes = reshape(g, g.op("Expand", cast(g, pivots, I64), g.int_list(batch + [n])), [count, n])
     x = sytrs(g, masked(g, tril_mask(g, n, n, 0), flatten(g, LD, batch, [n, n])), codes,
               flatten(g, B, batch, b_shape[-2:]), count, n, b_shape[-1])

@@ -12,7 +12,8 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import SymInt, cast, dim_size, fill, norm_dim, opmath, reshape, sym_prod
+from aten2onnx.symbolic._helpers import (SymInt, cast, dim_size, element_count, fill, norm_dim, opmath, reshape,
+                                         sym_prod)
 
 register = functools.partial(registry.register, opset=9)
 
@@ -188,12 +189,6 @@ def batch_stats_symbolic(g: GraphBuilder, x: Value, eps: float) -> tuple[Value, 
     y = g.op("Mul", g.op("Sub", xa, saved(g, mean, x.dtype)), saved(g, rstd_of(g, var, eps), x.dtype))
     y.shape = x.shape
     return y, reshape(g, mean, [-1]), reshape(g, var, [-1]), element_count(g, x, axes, xa.dtype)
-
-
-def element_count(g: GraphBuilder, x: Value, axes: list[int], dtype: torch.dtype) -> Value:
-    """The number of elements of x along axes, as a 0-d `dtype` value computed from its shape."""
-    sizes = g.op("Gather", g.op("Shape", x), g.const(axes, dtype=torch.int64), axis=0)
-    return cast(g, g.reduce("ReduceProd", sizes, [0], keepdims=False), dtype)
 
 
 def saved_stats_dtype(input: Value, *params: Value | None) -> torch.dtype:

@@ -10,8 +10,8 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import (cast, dim_size, loop, norm_dim, norm_dims, opmath, reshape, scalar_type,
-                                         sym_prod)
+from aten2onnx.symbolic._helpers import (cast, dim_size, element_count, loop, norm_dim, norm_dims, opmath, reshape,
+                                         scalar_type, sym_prod)
 
 register = functools.partial(registry.register, opset=9)
 
@@ -435,8 +435,7 @@ def mean_of(g: GraphBuilder, x: Value, axes: list[int], keepdim: bool) -> Value:
     total = g.reduce("ReduceSum", x, axes, keepdim)
     if not axes:  # every element, whatever the rank (which may not be known here)
         return g.op("Div", total, cast(g, g.op("Size", x), x.dtype))
-    sizes = g.op("Gather", g.op("Shape", x), g.const(axes, dtype=torch.int64), axis=0)
-    return g.op("Div", total, cast(g, g.reduce("ReduceProd", sizes, [0], keepdims=False), x.dtype))
+    return g.op("Div", total, element_count(g, x, axes, x.dtype))
 
 
 @register("aten::mean.default")
