@@ -64,6 +64,21 @@ class Call(torch.nn.Module):
         return self.fn(*args)
 
 
+def assert_runs_like_eager(exported: aten2onnx.ExportedModel, fn: Callable, args: tuple, *,
+                           tol: tuple[float, float] | None = None, equal_nan: bool = False) -> None:
+    """An export run on args, in aten2onnx.runtime and in onnxruntime, against eager fn(*args): within
+    tol (rtol, atol), or TOL by each output's dtype (exactly where it has none)."""
+    with torch.no_grad():
+        expected = flat_tensors(fn(*args))
+    ours = flat_tensors(exported.run(*args))
+    theirs = [torch.as_tensor(x) for x in run_ort(exported.model_proto, dict(zip(exported.input_names, args)))]
+    assert len(ours) == len(theirs) == len(expected)
+    for want, got_ours, got_ort in zip(expected, ours, theirs):
+        rtol, atol = tol or TOL.get(want.dtype, (0, 0))
+        torch.testing.assert_close(got_ours, want, rtol=rtol, atol=atol, equal_nan=equal_nan)
+        torch.testing.assert_close(got_ort, want, rtol=rtol, atol=atol, equal_nan=equal_nan)
+
+
 def run_both(fn: Callable, args: tuple, opset: int, *, ort: bool = True) -> None:
     with torch.no_grad():
         expected = flat_tensors(fn(*args))

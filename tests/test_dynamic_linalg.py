@@ -11,8 +11,7 @@ import pytest
 import torch
 
 import aten2onnx
-from conftest import flat_tensors, run_ort
-from optable import TOL, Call
+from optable import Call, assert_runs_like_eager
 
 LA = torch.linalg
 Dim = torch.export.Dim
@@ -162,13 +161,4 @@ def test_symbolic_sizes_are_native_and_right_on_other_sizes(case, opset):
     torch.manual_seed(0)
     exported = export(case, case.make(*EXAMPLE), opset)
     for sizes in OTHERS:
-        args = case.make(*sizes)
-        with torch.no_grad():
-            expected = flat_tensors(case.fn(*args))
-        ours = flat_tensors(exported.run(*args))
-        theirs = [torch.as_tensor(x) for x in run_ort(exported.model_proto, dict(zip(exported.input_names, args)))]
-        assert len(ours) == len(theirs) == len(expected)
-        for want, got_ours, got_ort in zip(expected, ours, theirs):
-            rtol, atol = TOL.get(want.dtype, (0, 0))
-            torch.testing.assert_close(got_ours, want, rtol=rtol, atol=atol)
-            torch.testing.assert_close(got_ort, want, rtol=rtol, atol=atol)
+        assert_runs_like_eager(exported, case.fn, case.make(*sizes))

@@ -12,8 +12,7 @@ import torch
 import torch.nn.functional as F
 
 import aten2onnx
-from conftest import flat_tensors, run_ort
-from optable import TOL, Call
+from optable import Call, assert_runs_like_eager
 
 AUTO = torch.export.Dim.AUTO
 OPSETS = (13, 18, 26)
@@ -103,15 +102,7 @@ def test_op_exports_natively_with_symbolic_sizes(name, opset):
         exported = aten2onnx.export(Call(fn), example, opset=opset, dynamic_shapes=(dims,), fallback="error")
     assert not exported.fallback_ops
     for args in (example, other):
-        with torch.no_grad():
-            expected = flat_tensors(fn(*args))
-        ours = flat_tensors(exported.run(*args))
-        theirs = [torch.from_numpy(a) for a in run_ort(exported.model_proto, dict(zip(exported.input_names, args)))]
-        assert len(ours) == len(theirs) == len(expected)
-        for want, a, b in zip(expected, ours, theirs):
-            rtol, atol = TOL.get(want.dtype, (0, 0))
-            torch.testing.assert_close(a, want, rtol=rtol, atol=atol, equal_nan=True)
-            torch.testing.assert_close(b, want, rtol=rtol, atol=atol, equal_nan=True)
+        assert_runs_like_eager(exported, fn, args, equal_nan=True)
 
 
 # below the opset their translation needs (Round, Unique, GatherElements: 11), a clear error naming it

@@ -8,8 +8,7 @@ import pytest
 import torch
 
 import aten2onnx
-from optable import Call
-from conftest import flat_tensors, run_ort
+from optable import Call, assert_runs_like_eager
 
 F = torch.nn.functional
 
@@ -89,14 +88,7 @@ def check(name: str, opset: int) -> None:
         warnings.simplefilter("ignore")
         exported = aten2onnx.export(ep, example, opset=opset, fallback="error")
     for args in (example, make(5)):
-        with torch.no_grad():
-            expected = flat_tensors(model(*args))
-        got_ours = flat_tensors(exported.run(*args))
-        got_ort = run_ort(exported.model_proto, dict(zip(exported.input_names, args)))
-        assert len(got_ours) == len(got_ort) == len(expected)
-        for want, ours, theirs in zip(expected, got_ours, got_ort):
-            torch.testing.assert_close(ours, want, rtol=1e-4, atol=1e-5)
-            torch.testing.assert_close(torch.from_numpy(theirs), want, rtol=1e-4, atol=1e-5)
+        assert_runs_like_eager(exported, model, args, tol=(1e-4, 1e-5))
 
 
 @pytest.mark.parametrize("name,opset", [(name, opset) for name, case in CASES.items()

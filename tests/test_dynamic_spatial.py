@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import warnings
 
-import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from optable import Call
-from conftest import run_ort
+from optable import Call, assert_runs_like_eager
 
 import aten2onnx
 
@@ -70,10 +68,6 @@ CASES = {
 }
 
 
-def flat(out) -> list[torch.Tensor]:
-    return list(out) if isinstance(out, (tuple, list)) else [out]
-
-
 @pytest.mark.parametrize("opset", [13, 18, 26])
 @pytest.mark.parametrize("name", list(CASES))
 def test_symbolic_sizes_export_natively_and_right_at_another_size(name, opset):
@@ -83,10 +77,4 @@ def test_symbolic_sizes_export_natively_and_right_at_another_size(name, opset):
         warnings.simplefilter("ignore")
         exported = aten2onnx.export(Call(fn), example, dynamic_shapes=(dynamic,), opset=opset, fallback="error")
     for args in (example, other):
-        expected = flat(fn(*args))
-        ours = flat(exported.run(*args))
-        theirs = run_ort(exported.model_proto, dict(zip(exported.input_names, args)))
-        assert len(ours) == len(theirs) == len(expected)
-        for a, b, want in zip(ours, theirs, expected):
-            torch.testing.assert_close(a, want, rtol=1e-4, atol=1e-5)
-            torch.testing.assert_close(torch.as_tensor(np.asarray(b)), want, rtol=1e-4, atol=1e-5)
+        assert_runs_like_eager(exported, fn, args, tol=(1e-4, 1e-5))

@@ -62,6 +62,16 @@ def exported(case: Case, tmp_path: Any) -> tuple[torch.nn.Module, str]:
     return model, path
 
 
+def left_padded(length: int, row: int, pads: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(input_ids, attention_mask) of a batch of two random prompts of `length` tokens whose `row` is
+    left-padded by `pads` tokens: a shorter prompt in the same batch."""
+    ids = torch.randint(3, VOCAB, (2, length))
+    ids[row, :pads] = SPECIAL["pad_token_id"]
+    mask = torch.ones_like(ids)
+    mask[row, :pads] = 0
+    return ids, mask
+
+
 def greedy(model: torch.nn.Module, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """transformers' greedy tokens (never stopping early at eos)."""
     with warnings.catch_warnings():
@@ -123,10 +133,7 @@ def test_onnxruntime_generates_transformers_greedy_tokens(case, tmp_path):
     want = greedy(model, prompt, mask)
     assert torch.equal(ort_greedy(path, prompt, mask), want)
     # a batch of two prompts of different lengths, the shorter left-padded, follows the attention mask
-    batch = torch.randint(3, VOCAB, (2, 6))
-    batch[1, :2] = SPECIAL["pad_token_id"]
-    mask = torch.ones_like(batch)
-    mask[1, :2] = 0
+    batch, mask = left_padded(6, row=1, pads=2)
     assert torch.equal(ort_greedy(path, batch, mask), greedy(model, batch, mask))
 
 

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import aten2onnx
-from test_llm import SPECIAL, VOCAB, Case, genai_greedy, greedy, ort_greedy, small
+from test_llm import VOCAB, Case, genai_greedy, greedy, left_padded, ort_greedy, small
 
 transformers = pytest.importorskip("transformers")
 ort = pytest.importorskip("onnxruntime")
@@ -56,10 +56,7 @@ def test_onnxruntime_generates_transformers_greedy_tokens(exported):
     prompt = torch.randint(3, VOCAB, (1, 7))
     mask = torch.ones_like(prompt)
     assert torch.equal(ort_greedy(path, prompt, mask), greedy(model, prompt, mask))
-    batch = torch.randint(3, VOCAB, (2, 6))
-    batch[1, :2] = SPECIAL["pad_token_id"]
-    mask = torch.ones_like(batch)
-    mask[1, :2] = 0
+    batch, mask = left_padded(6, row=1, pads=2)
     assert torch.equal(ort_greedy(path, batch, mask), greedy(model, batch, mask))
 
 
@@ -72,10 +69,7 @@ def test_at_opset_13(case, tmp_path):
         path = aten2onnx.export_llm(model, tmp_path / case.name, opset=13)
     assert not any(n.domain == "org.pytorch.aten" for n in onnx.load(path).graph.node)
     torch.manual_seed(3)
-    batch = torch.randint(3, VOCAB, (2, 6))
-    batch[0, :3] = SPECIAL["pad_token_id"]
-    mask = torch.ones_like(batch)
-    mask[0, :3] = 0
+    batch, mask = left_padded(6, row=0, pads=3)
     assert torch.equal(ort_greedy(path, batch, mask), greedy(model, batch, mask))
 
 

@@ -18,7 +18,7 @@ import pytest
 import torch
 
 import aten2onnx
-from test_llm import DECODER, SPECIAL, VOCAB, genai_greedy, greedy, ort_greedy, small
+from test_llm import DECODER, VOCAB, genai_greedy, greedy, left_padded, ort_greedy, small
 
 transformers = pytest.importorskip("transformers")
 ort = pytest.importorskip("onnxruntime")
@@ -104,10 +104,7 @@ def test_onnxruntime_generates_transformers_greedy_tokens(exported):
     if case.name == "mistral_window":
         return  # its attention is not fused, and the standard export of a sliding window does not follow padding
     # a batch of two prompts of different lengths, the shorter left-padded, follows the attention mask
-    batch = torch.randint(3, VOCAB, (2, 6))
-    batch[1, :2] = SPECIAL["pad_token_id"]
-    mask = torch.ones_like(batch)
-    mask[1, :2] = 0
+    batch, mask = left_padded(6, row=1, pads=2)
     assert torch.equal(ort_greedy(path, batch, mask), greedy(model, batch, mask))
 
 

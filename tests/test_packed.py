@@ -51,6 +51,10 @@ class Case:
     total_length: int | None = None
     padding_value: float = 0.0
 
+    def model(self) -> Packed:
+        return Packed(self.kind, self.batch_first, self.bidirectional, self.layers, self.enforce_sorted,
+                      self.initial_state, self.total_length, self.padding_value).eval()
+
 
 CASES = [
     Case("lstm"),
@@ -74,8 +78,7 @@ def batch(case: Case, sizes: list[int], steps: int, seed: int) -> tuple[torch.Te
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_packed_sequences_match_eager_for_mixed_lengths(case):
     torch.manual_seed(0)
-    model = Packed(case.kind, case.batch_first, case.bidirectional, case.layers, case.enforce_sorted,
-                   case.initial_state, case.total_length, case.padding_value).eval()
+    model = case.model()
     axis = {0: "batch", 1: "time"} if case.batch_first else {1: "batch", 0: "time"}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -99,8 +102,7 @@ def test_packed_sequences_match_eager_for_mixed_lengths(case):
 def test_exact_mode_runs_eagers_packed_kernels_bitwise():
     case = Case("gru_exact", "GRU", bidirectional=True, layers=2)
     torch.manual_seed(0)
-    model = Packed(case.kind, case.batch_first, case.bidirectional, case.layers, case.enforce_sorted,
-                   case.initial_state, case.total_length, case.padding_value).eval()
+    model = case.model()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         exported = aten2onnx.export(model, batch(case, [4, 6, 2], 6, 0), exact=True)
@@ -121,8 +123,7 @@ def test_saved_exact_export_runs_in_a_fresh_process(tmp_path):
 
     case = Case("lstm_saved", "LSTM", batch_first=False, layers=1)
     torch.manual_seed(0)
-    model = Packed(case.kind, case.batch_first, case.bidirectional, case.layers, case.enforce_sorted,
-                   case.initial_state, case.total_length, case.padding_value).eval()
+    model = case.model()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         aten2onnx.export(model, batch(case, [4, 6, 2], 6, 0), exact=True).save(tmp_path / "m.onnx")
