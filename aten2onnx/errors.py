@@ -120,6 +120,12 @@ class RunTimeoutError(RunError, TimeoutError):
     """A run took longer than its timeout (InferenceSession(timeout=...) or run(..., timeout=...))."""
 
 
+class NarrowedExportWarning(UserWarning):
+    """torch.export assumed something of the inputs that eager PyTorch does not need (a narrower range
+    for a dynamic dim, a fixed value for a size read from data): the exported model holds only where
+    the assumption does. The message says what was assumed and where."""
+
+
 def warn_user(message: str, category: type[Warning] = UserWarning) -> None:
     """Warn, attributed to the first caller outside aten2onnx (and its beartype wrappers)."""
     import os

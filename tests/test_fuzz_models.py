@@ -100,6 +100,14 @@ FOUND = [
     # float64 Attention (opset 23+) took its default scale as a FLOAT attribute: onnxruntime 2e-8 off eager
     program([("x0", (4, 1, 3, 3), torch.float64), ("x1", (4,), torch.uint8)],
             [("v1", "F.scaled_dot_product_attention(x0, x0, x0)")], ("v1",), seed=43583),
+    # a masked selection multiplied by the input: torch.export assumed all of it was selected (Eq(u0, 2)) and
+    # baked the size; the export now warns of the assumption (NarrowedExportWarning), and a run on inputs
+    # outside it fails as torch's own program does instead of counting as a wrong answer
+    program([("x0", (2,), BF16)], [("v2", "x0[x0 > 0]"), ("v3", "v2.unflatten(0, (v2.shape[0], 1))"),
+                                   ("v6", "v2 * x0")], ("v3",), seed=48774),
+    # trunc of -0.0 gave +0.0 (Sign(-0.0) is 0), so dividing by it gave +inf where eager gives -inf
+    program([("x0", (2, 1), F32)], [("v0", "torch.relu(x0)"), ("v1", "-v0"), ("v3", "v1.trunc()"), ("v4", "-v3"),
+                                    ("v5", "v4.reshape(-1)"), ("v6", "-v5"), ("v7", "v6 / v4")], ("v7",), dynamic=True),
 ]
 
 

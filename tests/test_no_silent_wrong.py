@@ -260,3 +260,52 @@ def test_the_mean_of_a_dynamic_dim_that_is_empty_at_run_time_is_nan_in_onnxrunti
         torch.testing.assert_close(torch.from_numpy(got), expected, equal_nan=True)
     for got, expected in zip(exported.run(x), want):
         torch.testing.assert_close(got, expected, equal_nan=True)
+
+
+class SelectedTimesInput(torch.nn.Module):
+    def forward(self, x):
+        selected = x[x > 0]
+        return selected.unflatten(0, (selected.shape[0], 1)), selected * x
+
+
+class Selections(torch.nn.Module):
+    def forward(self, x):
+        return x[x > 0] * 2, x.nonzero(), x.unique()
+
+
+def test_a_size_read_from_data_that_torch_export_fixes_is_warned_of_with_the_users_line():
+    """x[x > 0] * x: torch.export assumes every element is selected (Eq(u0, 2)) and bakes the size, which
+    the ONNX graph cannot check; the export says so, naming the line that read the size from data."""
+    with pytest.warns(aten2onnx.NarrowedExportWarning, match=r"Eq\(u0, 2\) \(the value from .*test_no_silent_wrong\.py:\d+\)"):
+        exported = aten2onnx.export(SelectedTimesInput(), (torch.tensor([1.0, 2.0]),))
+    x = torch.tensor([3.0, 4.0])  # inside the assumption: as eager
+    for got, want in zip(exported.run(x), SelectedTimesInput()(x)):
+        torch.testing.assert_close(got, want)
+
+
+def test_sizes_read_from_data_within_their_natural_bounds_are_not_warned_of(recwarn):
+    aten2onnx.export(Selections(), (torch.randn(5),))
+    assert not [w for w in recwarn if issubclass(w.category, aten2onnx.NarrowedExportWarning)]
+
+
+# rounding toward zero keeps the sign of a zero result (-0.3 and -0.0 give -0.0), which a later division
+# by it turns into -inf (eager) or +inf (a spelling that loses the sign)
+SIGNED_ZEROS = [
+    ("trunc", torch.trunc),
+    ("fix", torch.fix),
+    ("div_trunc", lambda x: torch.div(x, 3.0, rounding_mode="trunc")),
+    ("fmod", lambda x: torch.fmod(x, 1.0)),
+]
+
+
+@pytest.mark.parametrize("opset", [9, 18])
+@pytest.mark.parametrize("name, fn", SIGNED_ZEROS, ids=[n for n, _ in SIGNED_ZEROS])
+def test_rounding_toward_zero_keeps_the_sign_of_zero(name, fn, opset):
+    from optable import Call
+
+    x = torch.tensor([-0.3, -0.0, 0.0, 0.4, -2.5, 2.5, -1.0, float("nan"), float("-inf")])
+    exported = aten2onnx.export(Call(lambda x: 1 / fn(x)), (x,), opset=opset, fallback="error")
+    want = 1 / fn(x)
+    ort = run_ort(exported.model_proto, {exported.input_names[0]: x})[0]
+    for got in (exported.run(x), torch.from_numpy(ort)):
+        torch.testing.assert_close(got, want, equal_nan=True)

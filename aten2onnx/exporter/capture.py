@@ -7,6 +7,7 @@ import inspect
 import io
 import logging
 import os
+import re
 import sys
 import traceback
 import warnings
@@ -19,11 +20,12 @@ from torch.export import ExportedProgram
 from torch.export.dynamic_shapes import refine_dynamic_shapes_from_suggested_fixes
 from torch.export.graph_signature import InputKind
 
-from aten2onnx.errors import CaptureError, warn_user
+from aten2onnx.errors import CaptureError, NarrowedExportWarning, warn_user
 from aten2onnx.exporter import caches, dynamic
 from aten2onnx.exporter.gradients import HINT, GradientCalls, below_autograd, saved_tensors_attached, transformed
 from aten2onnx.exporter.passes.packed import packed_sequences
 from aten2onnx.exporter.passes.tracing import DataDependentChecks, causal_masks_taken_as_given, fake_kernels
+from aten2onnx.exporter.provenance import source_of
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -129,6 +131,40 @@ def _quiet_torch(recorder: _Recorder) -> Iterator[None]:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
+_ASSERTION = re.compile(r"Runtime assertion failed for expression (?P<expr>.+) on node")
+_UNBACKED = re.compile(r"\bu\d+\b")
+_SIZE_BOUNDS = re.compile(r"u\d+ >= 0|u\d+ <= .+")  # what every size read from data is checked against
+
+
+def data_dependent_assumptions(ep: ExportedProgram) -> list[str]:
+    """The runtime assertions of ep on values read from data (torch's unbacked symbols u0, u1, ...)
+    beyond a size's natural bounds, e.g. Eq(u0, 2) where a masked selection meets a fixed size: each
+    with the user's line that made the value. The graph we export drops them (dead_code.ASSERTIONS)."""
+    found = []
+    for node in ep.graph.nodes:
+        if node.target is not torch.ops.aten._assert_scalar.default:
+            continue
+        match = _ASSERTION.match(str(node.args[1]))
+        if match is None or not _UNBACKED.search(match["expr"]) or _SIZE_BOUNDS.fullmatch(match["expr"]):
+            continue
+        made = next((n for n in _ancestors(node.args[0]) if isinstance(n.meta.get("val"), torch.Tensor)), None)
+        where = source_of(made) if made is not None else None
+        found.append(match["expr"] + (f" (the value from {where})" if where else ""))
+    return found
+
+
+def _ancestors(node: Any) -> Iterator[torch.fx.Node]:
+    """The nodes node is computed from, nearest first."""
+    queue, seen = [node], set()
+    while queue:
+        current = queue.pop(0)
+        if not isinstance(current, torch.fx.Node) or current in seen:
+            continue
+        seen.add(current)
+        yield current
+        queue.extend(current.all_input_nodes)
+
+
 def _suggested_fixes(e: BaseException) -> list[str]:
     """The lines of torch.export's "Suggested fixes:" (e.g. `seq = Dim('seq', max=512)`), if any."""
     text = str(e)
@@ -156,7 +192,7 @@ def _refined(mode: str, module: torch.nn.Module, args: tuple, kwargs: dict | Non
         return None
     warn_user(f"torch.export narrowed the dynamic dims you declared, applying its suggested fixes: "
               f"{'; '.join(fixes)}. The exported model accepts {', '.join(_accepted_ranges(ep)) or 'static shapes only'}. "
-              "Declare the dims so in dynamic_shapes to silence this warning.")
+              "Declare the dims so in dynamic_shapes to silence this warning.", NarrowedExportWarning)
     return ep, traced
 
 
@@ -304,6 +340,13 @@ def capture(model: Any, args: tuple, kwargs: dict | None, dynamic_shapes: Any,
             captured = attempt("strict")
         if captured is not None:
             ep, traced = captured
+            assumed = data_dependent_assumptions(ep)
+            if assumed:
+                warn_user(f"torch.export assumed, of values the model reads from its inputs' data: {'; '.join(assumed)}. "
+                          "Its own program checks this at run time, an ONNX graph cannot: the exported model holds "
+                          "only for inputs where it holds (elsewhere it fails or computes with the assumed sizes). "
+                          "Where other inputs must work, avoid what forced it (e.g. a size read from data broadcast "
+                          "against a fixed size).", NarrowedExportWarning)
             if inexact is not None:
                 inexact.extend(traced)
             return ep

@@ -226,6 +226,14 @@ def element_count(g: GraphBuilder, x: Value, axes: list[int], dtype: torch.dtype
     return cast(g, g.reduce("ReduceProd", sizes, [0], keepdims=False), dtype)
 
 
+def trunc(g: GraphBuilder, x: Value) -> Value:
+    """x rounded toward zero (floating x), keeping the sign of a zero result as eager does (-0.3 and
+    -0.0 give -0.0): Floor(|x|) with x's sign, read as Sign(x + 1/x), which is -1 for -0.0 (1/x = -inf)
+    and +-1 for infinities (1/x = 0); NaN stays NaN. Not Where(x < 0, Ceil, Floor): onnxruntime's
+    Where gives +0.0 for a -0.0 it picks from its first branch."""
+    return g.op("Mul", g.op("Floor", g.op("Abs", x)), g.op("Sign", g.op("Add", x, g.op("Reciprocal", x))))
+
+
 def reshape(g: GraphBuilder, x: Value, shape: list[SymInt]) -> Value:
     out = g.op("Reshape", x, g.int_list(shape))
     if out.shape is None:

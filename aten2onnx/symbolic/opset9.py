@@ -35,6 +35,7 @@ from aten2onnx.symbolic._helpers import (
     slice_axis,
     to_float,
     transpose_perm,
+    trunc,
     unsqueeze_static,
 )
 
@@ -103,7 +104,7 @@ def aten_div_mode(g, self, other, *, rounding_mode):
         q = g.op("Div", *promote(g, self, other, to=dtype))
         if rounding_mode == "floor":
             return g.op("Floor", q)
-        return g.op("Mul", g.op("Sign", q), g.op("Floor", g.op("Abs", q)))
+        return trunc(g, q)
     a, b = promote(g, self, other, to=dtype)  # a number wraps into the dtype first: uint8 // -1 divides by 255
     if rounding_mode == "trunc":
         return g.op("Div", a, b)  # integer Div truncates

@@ -11,7 +11,7 @@ import torch
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic._helpers import (as_value, binary, cast, float_opmath, float_unary, norm_dim, opmath, promote,
-                                         result_type, to_float)
+                                         result_type, to_float, trunc)
 from aten2onnx.symbolic.opset9 import aten_div_mode, bitwise, extremum
 
 register = functools.partial(registry.register, opset=9)
@@ -57,10 +57,6 @@ for _name, _op in [("acos", "Acos"), ("asin", "Asin"), ("atan", "Atan"), ("cosh"
 def aten_ceil(g, self):
     """ceil(Tensor self) -> Tensor"""
     return self if not self.dtype.is_floating_point else g.op("Ceil", self)
-
-
-def trunc(g: GraphBuilder, x: Value) -> Value:
-    return g.op("Mul", g.op("Sign", x), g.op("Floor", g.op("Abs", x)))
 
 
 @register("aten::trunc.default", "aten::fix.default")
