@@ -189,6 +189,17 @@ def float_opmath(g: GraphBuilder, x: Value) -> Value:
     return cast(g, x, opmath(x.dtype)) if x.dtype is not None else x
 
 
+def half_step(g: GraphBuilder, x: Value, dtype: torch.dtype) -> Value:
+    """x, computed in opmath (float32) for a half `dtype`, rounded to `dtype` and kept in float32: one
+    step of eager's half arithmetic, which rounds every op's result. Written as two Casts, because
+    onnxruntime's CPU build has no half kernels for most elementwise ops: it runs a chain of them in
+    float32 and rounds only at its end, unless the graph itself rounds between them. Identity for
+    dtypes that are their own opmath."""
+    if opmath(dtype) == dtype or x.dtype == dtype:
+        return x
+    return cast(g, cast(g, x, dtype), x.dtype)
+
+
 def float_unary(g: GraphBuilder, op_type: str, self: Value) -> Value:
     return g.op(op_type, to_float(g, self))
 

@@ -9,7 +9,8 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import SymInt, cast, dim_size, fill, norm_dim, opmath, promote, reshape, to_float
+from aten2onnx.symbolic._helpers import (SymInt, cast, dim_size, fill, half_step, norm_dim, opmath, promote, reshape,
+                                         to_float)
 from aten2onnx.symbolic.opset9 import aten_mul
 from aten2onnx.symbolic.opset9_data import arange_of
 from aten2onnx.symbolic.opset9_norm import axis_sum, static_shape
@@ -175,14 +176,17 @@ def aten_poisson_nll_loss(g, input, target, log_input, full, eps, reduction):
     return reduced(g, loss, reduction)
 
 
-def row_norm(g: GraphBuilder, x: Value, p: float, eps: float, keepdim: bool = False) -> Value:
+def row_norm(g: GraphBuilder, x: Value, p: float, eps: float, keepdim: bool = False,
+             dtype: torch.dtype | None = None) -> Value:
     """The p-norm over the last dim of x + eps (pairwise_distance's convention), summed in opmath
-    (x + eps is rounded in x's dtype first, as ATen adds before it takes the norm). An integer or bool
-    x (a difference that wrapped in its dtype) + eps promotes to the default float, as in torch."""
+    (x + eps is rounded in the result dtype first, as ATen adds before it takes the norm). An integer
+    or bool x (a difference that wrapped in its dtype) + eps promotes to the default float, as in
+    torch. `dtype` is the half dtype a float32 x holds values of (see half_step)."""
     if eps:
         x = to_float(g, x)
-    d = g.op("Abs", g.op("Add", x, c(g, eps, x))) if eps else g.op("Abs", x)
-    return cast(g, norm_of_rows(g, cast(g, d, opmath(d.dtype)), p, keepdim), x.dtype)
+    dtype = dtype if dtype is not None and dtype.is_floating_point else x.dtype
+    d = g.op("Abs", half_step(g, g.op("Add", x, c(g, eps, x)), dtype)) if eps else g.op("Abs", x)
+    return cast(g, norm_of_rows(g, cast(g, d, opmath(d.dtype)), p, keepdim), dtype)
 
 
 def norm_of_rows(g: GraphBuilder, d: Value, p: float, keepdim: bool) -> Value:
@@ -201,12 +205,13 @@ def norm_of_rows(g: GraphBuilder, d: Value, p: float, keepdim: bool) -> Value:
 
 def pairwise_distance(g: GraphBuilder, x1: Value, x2: Value, p: float, eps: float, keepdim: bool) -> Value:
     a, b = promote(g, x1, x2)
-    diff = g.op("Sub", a, b)
+    dtype = a.dtype  # half inputs: each step in float32, rounded as eager's
+    diff = half_step(g, g.op("Sub", cast(g, a, opmath(dtype)), cast(g, b, opmath(dtype))), dtype)
     rank = max(a.rank, b.rank)
     if rank == 0 or diff.shape is None:
         raise NotImplementedError("pairwise_distance needs known shapes")
     # torch reduces over the last dim of the broadcast inputs, keeping 1-D inputs as one row
-    return row_norm(g, diff, p, eps, keepdim)
+    return row_norm(g, diff, p, eps, keepdim, dtype)
 
 
 @register("aten::pairwise_distance.default")
@@ -222,7 +227,11 @@ def aten_triplet_margin_loss(g, anchor, positive, negative, margin=1.0, p=2.0, e
     d_neg = pairwise_distance(g, anchor, negative, p, eps, False)
     if swap:
         d_neg = g.op("Min", d_neg, pairwise_distance(g, positive, negative, p, eps, False))
-    return reduced(g, relu(g, g.op("Add", g.op("Sub", d_pos, d_neg), c(g, margin, d_pos))), reduction)
+    # margin + d_pos - d_neg in eager's order, each step rounded in the dtype
+    dtype = d_pos.dtype
+    pos, neg = cast(g, d_pos, opmath(dtype)), cast(g, d_neg, opmath(dtype))
+    gap = half_step(g, g.op("Sub", half_step(g, g.op("Add", pos, c(g, margin, pos)), dtype), neg), dtype)
+    return reduced(g, cast(g, relu(g, gap), dtype), reduction)
 
 
 @register("aten::cosine_embedding_loss.default")
@@ -260,16 +269,17 @@ def aten_cosine_similarity(g, x1, x2, dim=1, eps=1e-08):
     a.shape = b.shape = shape
     # torch normalizes each input by max(||x||, eps) before the dot product; the norms and the sum
     # accumulate in opmath (float32 for half types) and round once, the divisions and products round
-    # in the dtype
+    # in the dtype (computed in opmath and rounded by half_step)
     dtype, acc = a.dtype, opmath(a.dtype)
+    a, b = cast(g, a, acc), cast(g, b, acc)
+    a.shape = b.shape = shape
+    floor = c(g, torch.tensor(eps, dtype=dtype).item(), a)  # clamp_min's eps in the dtype
 
-    def norm(x: Value) -> Value:
-        x = cast(g, x, acc)
-        return cast(g, g.op("Sqrt", axis_sum(g, g.op("Mul", x, x), dim, keepdim=True)), dtype)
+    def unit(x: Value) -> Value:
+        norm = half_step(g, g.op("Sqrt", axis_sum(g, g.op("Mul", x, x), dim, keepdim=True)), dtype)
+        return half_step(g, g.op("Div", x, g.op("Max", norm, floor)), dtype)
 
-    na = g.op("Max", norm(a), c(g, eps, a))
-    nb = g.op("Max", norm(b), c(g, eps, a))
-    prod = cast(g, g.op("Mul", g.op("Div", a, na), g.op("Div", b, nb)), acc)
+    prod = half_step(g, g.op("Mul", unit(a), unit(b)), dtype)
     prod.shape = shape
     return cast(g, axis_sum(g, prod, dim, keepdim=False), dtype)
 

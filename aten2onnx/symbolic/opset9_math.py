@@ -10,8 +10,8 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import (as_value, binary, cast, float_opmath, float_unary, norm_dim, opmath, promote,
-                                         result_type, to_float, trunc)
+from aten2onnx.symbolic._helpers import (as_value, binary, cast, float_opmath, float_unary, half_step, norm_dim, opmath,
+                                         promote, result_type, to_float, trunc)
 from aten2onnx.symbolic.opset9 import aten_div_mode, bitwise, extremum
 
 register = functools.partial(registry.register, opset=9)
@@ -303,11 +303,15 @@ def aten_sinc(g, self):
 
 @register("aten::logit.default")
 def aten_logit(g, self, eps=None):
-    """logit(Tensor self, float? eps=None) -> Tensor"""
-    x = to_float(g, self)
+    """logit(Tensor self, float? eps=None) -> Tensor (half types rounded after each step, as ATen's kernel)"""
+    dtype = to_float(g, self).dtype
+    x = float_opmath(g, self)
     if eps is not None:
-        x = g.op("Max", g.op("Min", x, const_like(g, 1.0 - eps, x)), const_like(g, eps, x))
-    return g.op("Log", g.op("Div", x, g.op("Sub", const_like(g, 1.0, x), x)))
+        low = torch.tensor(eps, dtype=dtype).item()  # eager clamps to eps and 1 - eps in the dtype
+        high = torch.tensor(1.0 - eps, dtype=dtype).item()
+        x = g.op("Max", g.op("Min", x, const_like(g, high, x)), const_like(g, low, x))
+    ratio = half_step(g, g.op("Div", x, half_step(g, g.op("Sub", const_like(g, 1.0, x), x), dtype)), dtype)
+    return cast(g, g.op("Log", ratio), dtype)
 
 
 # -- activations -----------------------------------------------------------------------------------------

@@ -15,7 +15,8 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import SymInt, as_value, cast, dim_size, reshape, unsqueeze_static
+from aten2onnx.symbolic._helpers import (INT64_MAX, SymInt, as_value, cast, dim_size, half_step, opmath, reshape,
+                                         unsqueeze_static)
 from aten2onnx.symbolic.opset9_data import arange_of, int_max, int_min, int_mod, where
 
 register = functools.partial(registry.register, opset=9)
@@ -609,14 +610,71 @@ def aten_upsample_bilinear2d_aa_sizes(g, self, output_size, align_corners, scale
 def conv_transpose(g: GraphBuilder, input: Value, weight: Value, bias, stride, padding, output_padding, groups,
                    dilation) -> Value:
     spatial = weight.rank - 2
+    strides, pads, dilations = expand(stride, spatial), expand(padding, spatial), expand(dilation, spatial)
+    output_padding = expand(output_padding, spatial)
 
     def run(b: Value) -> Value:
-        pads = expand(padding, spatial)
-        return g.op("ConvTranspose", b, weight, bias, strides=expand(stride, spatial), pads=pads + pads,
-                    dilations=expand(dilation, spatial), group=int(groups),
-                    output_padding=expand(output_padding, spatial))
+        if weight.is_static and eager_adds_taps_in(b.dtype, output_padding, strides):
+            return half_conv_transpose(g, b, weight, bias, strides, pads, output_padding, int(groups), dilations)
+        if all(o < s for o, s in zip(output_padding, strides)):
+            return g.op("ConvTranspose", b, weight, bias, strides=strides, pads=pads + pads, dilations=dilations,
+                        group=int(groups), output_padding=output_padding)
+        # torch takes an output padding below the dilation too, onnxruntime only one below the stride:
+        # the output padding uncovers the rows the end padding would crop, and past those, rows no tap
+        # reaches (the bias alone)
+        # (half types in float32, rounded once with the bias, as the one ConvTranspose)
+        acc = opmath(b.dtype)
+        ends = [p - o for p, o in zip(pads, output_padding)]
+        out = g.op("ConvTranspose", cast(g, b, acc), cast(g, weight, acc), strides=strides,
+                   pads=pads + [max(e, 0) for e in ends], dilations=dilations, group=int(groups))
+        if any(e < 0 for e in ends):
+            out = g.pad(out, [0] * (spatial + 2) + [0, 0, *(max(-e, 0) for e in ends)])
+        if bias is not None:
+            out = g.op("Add", out, reshape(g, cast(g, bias, acc), [-1] + [1] * spatial))
+        return cast(g, out, b.dtype)
 
     return batched(g, input, spatial, run)
+
+
+def eager_adds_taps_in(dtype: torch.dtype, output_padding: list[int], strides: list[int]) -> bool:
+    """Whether eager's CPU transposed convolution of a half dtype is its slow kernel, which adds the
+    kernel taps in the dtype: oneDNN's (one rounding, as one ConvTranspose) takes it where the host's
+    oneDNN computes the dtype and no output padding reaches the stride."""
+    if opmath(dtype) == dtype:
+        return False
+    supported = {torch.float16: torch.ops.mkldnn._is_mkldnn_fp16_supported,
+                 torch.bfloat16: torch.ops.mkldnn._is_mkldnn_bf16_supported}[dtype]
+    onednn = torch.backends.mkldnn.is_available() and torch.backends.mkldnn.enabled and supported()
+    return not onednn or any(o >= s for o, s in zip(output_padding, strides))
+
+
+def half_conv_transpose(g: GraphBuilder, x: Value, weight: Value, bias: Value | None, strides: list[int],
+                        pads: list[int], output_padding: list[int], groups: int, dilations: list[int]) -> Value:
+    """A half transposed convolution rounded as ATen's slow CPU kernel rounds it: for each kernel
+    position, the products summed over the input channels in float32 and rounded once (its gemm), then
+    the positions added into the output one at a time in the half dtype, in row-major order of the
+    kernel (its col2im), then the bias. (One ConvTranspose over half inputs rounds once, and in
+    onnxruntime runs in float32.)"""
+    dtype, acc = x.dtype, opmath(x.dtype)
+    spatial = weight.rank - 2
+    xf, wf = cast(g, x, acc), cast(g, weight, acc)
+    kernel = list(weight.shape[2:])
+    axes = list(range(2, 2 + spatial))
+    total = None
+    for position in itertools.product(*(range(k) for k in kernel)):
+        tap = g.slice(wf, list(position), [p + 1 for p in position], axes)
+        part = half_step(g, g.op("ConvTranspose", xf, tap, strides=strides, group=groups), dtype)
+        # where this tap lands in the uncropped output, then the crop of `pads`
+        before = [p * d for p, d in zip(position, dilations)]
+        after = [(k - 1 - p) * d + o for k, p, d, o in zip(kernel, position, dilations, output_padding)]
+        part = g.pad(part, [0, 0, *before, 0, 0, *after])
+        if any(pads):
+            part = g.slice(part, pads, [-p if p else INT64_MAX for p in pads], axes)
+        total = part if total is None else half_step(g, g.op("Add", total, part), dtype)
+    if bias is not None:
+        b = reshape(g, cast(g, bias, acc), [-1] + [1] * spatial)
+        total = half_step(g, g.op("Add", total, b), dtype)
+    return cast(g, total, dtype)
 
 
 @register("aten::conv_transpose1d.default")
@@ -696,11 +754,7 @@ def aten_convolution(g, input, weight, bias, stride, padding, dilation, transpos
     """convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor"""
     if not transposed:
         return conv(g, input, weight, bias, stride, padding, dilation, groups)
-    spatial = weight.rank - 2
-    expand = (lambda v: list(v) * spatial if len(v) == 1 else list(v))
-    pads = expand(padding)
-    return g.op("ConvTranspose", input, weight, bias, strides=expand(stride), pads=pads + pads,
-                dilations=expand(dilation), group=int(groups), output_padding=expand(output_padding))
+    return conv_transpose(g, input, weight, bias, stride, padding, output_padding, groups, dilation)
 
 
 def pool_args(kernel_size, stride, padding, spatial: int) -> tuple[list[int], list[int], list[int]]:

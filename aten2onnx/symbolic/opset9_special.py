@@ -15,6 +15,8 @@ from aten2onnx.symbolic._helpers import (
     as_value,
     cast,
     dim_size,
+    float_opmath,
+    half_step,
     norm_dim,
     promote,
     result_type,
@@ -147,10 +149,15 @@ def aten_special_xlog1py(g, self, other):
 
 @register("aten::special_ndtr.default")
 def aten_special_ndtr(g, self):
-    """special_ndtr(Tensor self) -> Tensor"""
-    x = to_float(g, self)
-    erf = g.op("Erf", g.op("Mul", x, g.const(1 / math.sqrt(2), like=x)))
-    return g.op("Mul", g.const(0.5, like=x), g.op("Add", g.const(1.0, like=x), erf))
+    """special_ndtr(Tensor self) -> Tensor (half types rounded after each step, as ATen's kernel)"""
+    dtype = to_float(g, self).dtype
+    x = float_opmath(g, self)
+
+    def step(v: Value) -> Value:
+        return half_step(g, v, dtype)
+
+    erf = step(g.op("Erf", step(g.op("Mul", x, g.const(1 / math.sqrt(2), like=x)))))
+    return cast(g, g.op("Mul", step(g.op("Add", g.const(1.0, like=x), erf)), g.const(0.5, like=x)), dtype)
 
 
 @register("aten::special_spherical_bessel_j0.default")
