@@ -53,6 +53,9 @@ PER_STEP = [
     ("pairwise_distance", F.pairwise_distance, lambda: (torch.randn(64, 20).half(), torch.randn(64, 20).half())),
     ("triplet_margin_loss", lambda a, p, n: F.triplet_margin_loss(a, p, n, reduction="none"),
      lambda: tuple(torch.randn(64, 12).half() for _ in range(3))),
+    # bilinear's second contraction is a bmm: its products summed in float32 and rounded once
+    ("bilinear", F.bilinear, lambda: (torch.randn(40, 6).half() * 3, torch.randn(40, 5).half() * 3,
+                                      torch.randn(3, 6, 5).half(), torch.randn(3).half())),
     ("conv_transpose1d", lambda x, w, b: F.conv_transpose1d(x, w, b, stride=2, padding=1, output_padding=1),
      lambda: (torch.randn(2, 6, 9).half(), torch.randn(6, 4, 5).half(), torch.randn(4).half())),
     ("conv_transpose2d_groups", lambda x, w, b: F.conv_transpose2d(x, w, b, stride=(2, 1), padding=(1, 2), groups=2,

@@ -8,7 +8,8 @@ before 10, which slices a static dim by positions where its attributes cannot sa
 Softmax/LogSoftmax work along one axis (from 13) or flatten to 2-D at it. `g.topk` writes k as an attribute or
 an input and keeps the smallest where the version can (11; before, the largest of x with its order reversed); `g.pool` writes ceil_mode and dilations where the
 version has them (10); `g.gather` wraps negative indices where Gather reads none (before 11); `g.gather_elements` is a Gather
-from the flattened tensor before GatherElements (11); `g.round` is spelled with Floor before Round (11);
+from the flattened tensor before GatherElements (11); `g.round` is spelled with Floor before Round (11); `g.gemm`
+is MatMul and Add for the integers onnxruntime has no Gemm for;
 `g.scatter_elements` is Scatter before 11, and it and `g.scatter_nd` take the reductions the version has (16,
 18). Where an op's version takes no such element type, or does not exist yet, `g.equal`, `g.less_or_equal`,
 `g.greater_or_equal`, `g.max`, `g.min` and `g.clip` write the same result with older ops (Equal on floats from
@@ -134,6 +135,22 @@ class Emitters:
         if hi is not None:
             x = self.min(x, hi)
         return x
+
+    def gemm(self, a: Value, b: Value, c: Value | None = None, *, alpha: float = 1.0, beta: float = 1.0,
+             trans_b: bool = False) -> Value:
+        """alpha * (a @ b, b transposed if trans_b) + beta * c, for 2-D a and b. Gemm; integers, which
+        onnxruntime has no Gemm kernel for (ONNX takes them from 9), are MatMul, the scalings and Add,
+        exact as Gemm's. Floats keep Gemm wherever it runs or not: its one rounding is eager's."""
+        if self._runs("Gemm", a, b, c) or (a.dtype is not None and a.dtype.is_floating_point):
+            return self.op("Gemm", a, b, c, alpha=float(alpha), beta=float(beta), transB=int(trans_b))
+        if trans_b:
+            b = self.op("Transpose", b, perm=[1, 0])
+        y = self.op("MatMul", a, b)
+        if alpha != 1:
+            y = self.op("Mul", y, self.const(alpha, like=y))
+        if c is None:
+            return y
+        return self.op("Add", y, c if beta == 1 else self.op("Mul", c, self.const(beta, like=c)))
 
     def reduce(self, op_type: str, x: Value, axes: Sequence[int] | None, keepdims: bool) -> Value:
         """A Reduce* over axes; all axes when axes is None or empty (as ATen reads an empty dim list). A 0-d

@@ -940,7 +940,7 @@ def aten_gather(g, self, dim, index, *, sparse_grad=False):
 def aten_linear(g, input, weight, bias=None):
     """linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor"""
     if input.rank == 2 and bias is not None and weight.rank == 2:
-        return g.op("Gemm", input, weight, bias, transB=1)
+        return g.gemm(input, weight, bias, trans_b=True)
     y = g.op("MatMul", input, aten_t(g, weight))
     return y if bias is None else g.op("Add", y, bias)
 
@@ -948,7 +948,7 @@ def aten_linear(g, input, weight, bias=None):
 @register("aten::addmm.default")
 def aten_addmm(g, self, mat1, mat2, *, beta=1, alpha=1):
     """addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor"""
-    return g.op("Gemm", mat1, mat2, self, alpha=float(alpha), beta=float(beta))
+    return g.gemm(mat1, mat2, self, alpha=alpha, beta=beta)
 
 
 @register("aten::mm.default", "aten::bmm.default")

@@ -17,6 +17,7 @@ from aten2onnx.symbolic._helpers import (
     cast,
     dim_size,
     fill,
+    half_step,
     norm_dim,
     norm_dims,
     opmath,
@@ -767,11 +768,14 @@ def aten_bilinear(g, input1, input2, weight, bias=None):
     w = reshape(g, aten_permute(g, weight, [1, 0, 2]), [in1, sym_prod(g, [out_features, in2])])
     t = reshape(g, matmul(g, x1, w), [-1, out_features, in2])
     t.shape = (None, weight.shape[0], weight.shape[2])
-    terms = g.op("Mul", t, reshape(g, x2, [-1, 1, in2]))
+    # the second contraction is eager's other bmm: half types multiply and sum in float32, rounded once
+    dtype, acc = t.dtype, opmath(t.dtype)
+    terms = g.op("Mul", cast(g, t, acc), cast(g, reshape(g, x2, [-1, 1, in2]), acc))
     terms.shape = terms.shape or t.shape
-    y = _sum_axis(g, terms, 2)
+    y = half_step(g, _sum_axis(g, terms, 2), dtype)
     if bias is not None:
-        y = g.op("Add", y, bias)
+        y = g.op("Add", y, cast(g, bias, acc))
+    y = cast(g, y, dtype)
     y.shape = (None, weight.shape[0])
     lead = [dim_size(g, input1, d) for d in range(input1.rank - 1)]
     return reshape(g, y, lead + [out_features])
