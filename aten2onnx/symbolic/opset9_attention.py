@@ -10,7 +10,8 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import as_value, cast, dim_size, norm_dim, reshape, transpose_perm, unsqueeze_static
+from aten2onnx.symbolic._helpers import (as_value, cast, dim_size, norm_dim, opmath, reshape, transpose_perm,
+                                         unsqueeze_static)
 
 register = functools.partial(registry.register, opset=9)
 
@@ -39,7 +40,15 @@ def no_attention_dropout(dropout_p: float) -> None:
 
 def attention(g: GraphBuilder, query: Value, key: Value, value: Value, attn_mask, is_causal: bool,
               scale, enable_gqa: bool, *, has_range: bool) -> Value:
-    """softmax(q k^T * scale + mask) v, the math of torch's reference implementation."""
+    """softmax(q k^T * scale + mask) v, the math of torch's reference implementation. Half types are
+    computed in float32 and rounded once, as ATen's CPU attention kernels compute them."""
+    dtype, acc = query.dtype, opmath(query.dtype)
+    if acc != dtype:
+        query, key, value = (cast(g, x, acc) for x in (query, key, value))
+        if attn_mask is not None and attn_mask.dtype != torch.bool:
+            attn_mask = cast(g, attn_mask, acc)
+        return cast(g, attention(g, query, key, value, attn_mask, is_causal, scale, enable_gqa,
+                                 has_range=has_range), dtype)
     if enable_gqa and query.shape[-3] != key.shape[-3]:
         repeats = query.shape[-3] // key.shape[-3]
         key, value = (repeat_heads(g, t, repeats) for t in (key, value))

@@ -106,6 +106,14 @@ def opmath_entries(dtypes: tuple, ort: bool) -> list[Entry]:
         Entry(f"adaptive_avg_pool2d_{tag}", lambda x: (F.adaptive_avg_pool2d(x, (3, 5)), F.adaptive_avg_pool2d(x, (2, 2))),
               [lambda d: (torch.randn(2, 3, 8, 12).to(d) * 100 + 50,)], dtypes, opsets=(13, 18), ort=ort,
               keys=("aten::adaptive_avg_pool2d.default",)),
+        # ATen's CPU attention computes half types in float32 and rounds once (at every opset, not only
+        # where ONNX's Attention op is written)
+        Entry(f"attention_{tag}", lambda q, k, v, m: (F.scaled_dot_product_attention(q, k, v),
+                                                      F.scaled_dot_product_attention(q, k, v, attn_mask=m),
+                                                      F.scaled_dot_product_attention(q, k, v, is_causal=True)),
+              [lambda d: (torch.randn(2, 3, 12, 8).to(d) * 2, torch.randn(2, 3, 12, 8).to(d) * 2,
+                          torch.randn(2, 3, 12, 8).to(d), torch.randn(12, 12).to(d))], dtypes, opsets=(13, 18), ort=ort,
+              keys=("aten::scaled_dot_product_attention.default",)),
         # ATen's CPU gemm for half types: float32 sums and beta * self + alpha * product, rounded once;
         # addbmm rounds after each batch's addmm_
         Entry(f"baddbmm_addbmm_{tag}", lambda s, s2, a, b: (torch.baddbmm(s, a, b, beta=0.5, alpha=1.5),
