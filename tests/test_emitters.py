@@ -163,15 +163,48 @@ def test_scatter_is_scatter_elements_from_11_and_reduces_where_the_version_has_t
     assert nodes(exported.model_proto, "ScatterElements" if opset >= 11 else "Scatter")
     (got,) = run_ort(exported.model_proto, dict(zip(exported.input_names, (x, i, s))))
     torch.testing.assert_close(torch.from_numpy(got), x.scatter(0, i, s))
-    for reduce, since in (("sum", 16), ("amax", 18)):
+    for reduce, since in (("sum", 16), ("prod", 16), ("amax", 18), ("amin", 18)):
         fn = (lambda x, i, s, reduce=reduce: x.scatter_reduce(0, i, s, reduce))
-        if opset < since:
-            with pytest.raises(aten2onnx.UnsupportedOperatorError, match=f"export at opset {since} or later"):
-                aten2onnx.export(fn, (x, i, s), opset=opset, fallback="error")
-        else:
-            exported = aten2onnx.export(fn, (x, i, s), opset=opset, fallback="error")
-            (got,) = run_ort(exported.model_proto, dict(zip(exported.input_names, (x, i, s))))
-            torch.testing.assert_close(torch.from_numpy(got), fn(x, i, s))
+        exported = aten2onnx.export(fn, (x, i, s), opset=opset, fallback="error")
+        # before the version with the reduction, a one-hot mask picks each row's updates
+        reducing = [n for n in exported.model_proto.graph.node if n.op_type.startswith("Scatter")
+                    and any(a.name == "reduction" for a in n.attribute)]
+        assert bool(reducing) == (opset >= since)
+        assert bool(nodes(exported.model_proto, "OneHot")) == (opset < since)
+        (got,) = run_ort(exported.model_proto, dict(zip(exported.input_names, (x, i, s))))
+        torch.testing.assert_close(torch.from_numpy(got), fn(x, i, s))
+
+
+# (reduce, include_self, dtype): duplicate indices, indices smaller than self off the axis, infinities
+# among the updates (the mask selects, never multiplies by 0)
+ONE_HOT_CASES = [(r, inc, d) for r in ("sum", "prod", "mean", "amax", "amin") for inc in (True, False)
+                 for d in (torch.float32, torch.int64)] + [("sum", True, torch.bool), ("amin", False, torch.bool)]
+
+
+@pytest.mark.parametrize("opset", [9, 13])
+@pytest.mark.parametrize("reduce, include_self, dtype", ONE_HOT_CASES)
+def test_a_scatter_reduction_the_version_lacks_is_spelled_by_a_one_hot_mask(reduce, include_self, dtype, opset):
+    torch.manual_seed(0)
+    x = (torch.randn(5, 4, 3) * 4).to(dtype)
+    s = (torch.randn(6, 3, 2) * 4).to(dtype)
+    if dtype.is_floating_point:
+        s[0, 0, 0], s[2, 1, 1] = math.inf, -math.inf
+    i = torch.randint(0, 5, (6, 3, 2))
+    index = torch.tensor([3, 0, 3, 2])
+
+    def fn(x, i, s, index):
+        return (x.scatter_reduce(0, i, s, reduce, include_self=include_self),
+                x.index_reduce(1, index, x * 2, {"sum": "mean"}.get(reduce, reduce), include_self=include_self)
+                if dtype != torch.bool else x,  # index_reduce has no "sum", and no bools
+                x.index_add(1, index, x) if dtype != torch.bool else x)
+    args = (x, i, s, index)
+    exported = aten2onnx.export(fn, args, opset=opset, fallback="error")
+    onnx.checker.check_model(exported.model_proto, full_check=True)
+    assert nodes(exported.model_proto, "OneHot")
+    for got, want in zip(run_ort(exported.model_proto, dict(zip(exported.input_names, args))), fn(*args)):
+        torch.testing.assert_close(torch.from_numpy(got), want)
+    for got, want in zip(exported.run(*args), fn(*args)):
+        torch.testing.assert_close(got, want)
 
 
 @pytest.mark.parametrize("opset", OPSETS)

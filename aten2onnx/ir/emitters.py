@@ -375,7 +375,60 @@ class Emitters:
         "mul", "max", "min"). ScatterElements arrives at 11, where it replaces Scatter, the same op without
         reductions; see _scatter_reduction for those."""
         op_type = "ScatterElements" if op_types.signature("ScatterElements", self.opset) is not None else "Scatter"
+        if reduction is not None and not self._has_scatter_reduction(op_type, reduction):
+            return self._scatter_by_one_hot(data, indices, updates, axis, reduction)
         return self.op(op_type, data, indices, updates, axis=axis, **self._scatter_reduction(op_type, reduction))
+
+    def _scatter_by_one_hot(self, data: Value, indices: Value, updates: Value, axis: int, reduction: str) -> Value:
+        """A reducing ScatterElements where the version has no such reduction (before 16; max and min before
+        18): a one-hot mask compares each update's index with every row of data's axis, the updates it picks
+        (the reduction's identity elsewhere) are reduced over the indices' axis, and the result is combined
+        with data. Off the axis, indices no larger than data, as ScatterElements takes them; data's rows
+        past them take the identity (static sizes only)."""
+        if data.dtype == torch.bool:  # or (add, max) and and (mul, min), computed on 0s and 1s
+            as_int = [self.op("Cast", v, to=onnx.TensorProto.INT32) for v in (data, updates)]
+            as_int[0].shape, as_int[1].shape = data.shape, updates.shape
+            picked = "max" if reduction in ("add", "max") else "min"
+            out = self._scatter_by_one_hot(as_int[0], indices, as_int[1], axis, picked)
+            return self.op("Cast", out, to=onnx.TensorProto.BOOL)
+        rank = data.rank
+        if rank is None or indices.rank != rank or indices.shape is None or data.shape is None \
+                or data.dtype is None or reduction not in _ONE_HOT_REDUCE:
+            raise NotImplementedError(f"opset {self.opset} has no scatter reduction {reduction!r} for this input; "
+                                      "export at opset 16 (add, mul) or 18 (max, min)")
+        identity = self.const(_identity(reduction, data.dtype), dtype=data.dtype)
+        depth = self.slice(self.op("Shape", data), [axis], [axis + 1], [0])
+        hot = self.op("OneHot", self.op("Cast", indices, to=onnx.TensorProto.INT64), depth,
+                      self.const([0, 1], dtype=torch.int64), axis=-1)
+        picked = self.op("Where", self.op("Cast", hot, to=onnx.TensorProto.BOOL), self.unsqueeze(updates, [rank]),
+                         identity)  # indices' shape + [rows of data's axis]
+        reduced = self.reduce(_ONE_HOT_REDUCE[reduction], picked, [axis], keepdims=False)
+        gathered = self.op("Transpose", reduced, perm=list(range(axis)) + [rank - 1] + list(range(axis, rank - 1)))
+        sizes = [data.shape[d] if d == axis else indices.shape[d] for d in range(rank)]
+        for d in range(rank):
+            if d == axis or indices.shape[d] == data.shape[d]:
+                continue
+            if not (isinstance(indices.shape[d], int) and isinstance(data.shape[d], int)):
+                raise NotImplementedError(f"opset {self.opset} has no scatter reduction {reduction!r}, and the "
+                                          "one-hot spelling needs static sizes where indices are smaller than data")
+            filler_sizes = [data.shape[d] - indices.shape[d] if k == d else sizes[k] for k in range(rank)]
+            pieces = [self.const([n], dtype=torch.int64) if isinstance(n, int)
+                      else self.slice(self.op("Shape", data), [k], [k + 1], [0]) for k, n in enumerate(filler_sizes)]
+            filler = self.op("ConstantOfShape", self.op("Concat", *pieces, axis=0) if rank > 1 else pieces[0],
+                             value=torch.tensor([_identity(reduction, data.dtype)], dtype=data.dtype))
+            gathered = self.op("Concat", gathered, filler, axis=d)
+            sizes[d] = data.shape[d]
+        gathered.shape = data.shape
+        if reduction in ("max", "min"):
+            return self.max(data, gathered) if reduction == "max" else self.min(data, gathered)
+        return self.op("Add" if reduction == "add" else "Mul", data, gathered)
+
+    def _has_scatter_reduction(self, op_type: str, reduction: str) -> bool:
+        try:
+            self._scatter_reduction(op_type, reduction)
+        except NotImplementedError:
+            return False
+        return True
 
     def scatter_nd(self, data: Value, indices: Value, updates: Value, reduction: str | None = None) -> Value:
         """ScatterND (from 11), its updates combined by reduction where given (see _scatter_reduction)."""
@@ -459,3 +512,17 @@ def _first_version(op_type: str, has) -> int:
         if not has(older):
             return version
         version = older.since_version
+
+
+# a reducing scatter spelled by a one-hot mask (Emitters._scatter_by_one_hot): the Reduce op per reduction
+_ONE_HOT_REDUCE = {"add": "ReduceSum", "mul": "ReduceProd", "max": "ReduceMax", "min": "ReduceMin"}
+
+
+def _identity(reduction: str, dtype: torch.dtype) -> int | float:
+    """The value a reduction leaves the other operand unchanged with, in dtype."""
+    if reduction in ("add", "mul"):
+        return 0 if reduction == "add" else 1
+    if dtype.is_floating_point:
+        return -math.inf if reduction == "max" else math.inf
+    info = torch.iinfo(dtype)
+    return info.min if reduction == "max" else info.max

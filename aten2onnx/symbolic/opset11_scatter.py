@@ -12,10 +12,8 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import (INT64_MAX, as_value, cast, dim_size, norm_dim, opmath, reshape, sym_prod,
-                                         unsqueeze_static)
+from aten2onnx.symbolic._helpers import INT64_MAX, as_value, cast, dim_size, norm_dim, sym_prod, unsqueeze_static
 from aten2onnx.symbolic.opset9 import extremum
-from aten2onnx.symbolic.opset9_scatter import reduce_into
 from aten2onnx.symbolic.opset9_shape import diagonal_dynamic
 from aten2onnx.symbolic.opset11 import index_layout
 
@@ -89,45 +87,6 @@ def index_along(g: GraphBuilder, self: Value, dim: int, index: Value, source: Va
 def aten_index_copy(g, self, dim, index, source):
     """index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor"""
     return index_along(g, self, dim, index, source, reduction=None)
-
-
-@register("aten::index_add.default")
-def aten_index_add(g, self, dim, index, source, *, alpha=1):
-    """index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor"""
-    if alpha != 1:
-        source = g.op("Mul", source, as_value(g, alpha, source.dtype))
-    return index_along(g, self, dim, index, source, reduction="add")
-
-
-def acc_differs(dtype: torch.dtype) -> bool:
-    return opmath(dtype) != dtype
-
-
-def index_reduce(g: GraphBuilder, self: Value, dim: int, index: Value, source: Value, reduce: str,
-                 include_self: bool) -> Value:
-    if self.rank == 0:  # eager reads a 0-d self, index and source as one-element vectors
-        out = index_reduce(g, reshape(g, self, [1]), 0, reshape(g, index, [1]), reshape(g, source, [1]), reduce,
-                           include_self)
-        return reshape(g, out, [])
-    if reduce in ("amax", "amin") and acc_differs(self.dtype):
-        # a maximum or minimum is exact in any float type: onnxruntime's float32 kernel computes it
-        acc = opmath(self.dtype)
-        out = index_reduce(g, cast(g, self, acc), dim, index, cast(g, source, acc), reduce, include_self)
-        return cast(g, out, self.dtype)
-    if acc_differs(self.dtype):
-        raise NotImplementedError(f"index_reduce {reduce!r} rounds each step in {self.dtype} in eager, "
-                                  "which a ScatterND reduction cannot reproduce")
-
-    def write(base, values, op):
-        values = values if isinstance(values, Value) else g.const(values, dtype=self.dtype)
-        return index_along(g, base, dim, index, values, reduction=op)
-    return reduce_into(g, self, source, reduce, include_self, write, hits=source)
-
-
-@register("aten::index_reduce.default")
-def aten_index_reduce(g, self, dim, index, source, reduce, *, include_self=True):
-    """index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor"""
-    return index_reduce(g, self, dim, index, source, reduce, include_self)
 
 
 @register("aten::index_fill.int_Scalar", "aten::index_fill.int_Tensor")

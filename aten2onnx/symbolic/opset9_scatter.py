@@ -13,7 +13,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import cast, dim_size, norm_dim, opmath
+from aten2onnx.symbolic._helpers import cast, dim_size, norm_dim, opmath, reshape
 
 register = functools.partial(registry.register, opset=9)
 
@@ -141,6 +141,89 @@ def scatter_reduce(g: GraphBuilder, self: Value, dim: int, index: Value, src: Va
 def aten_scatter_reduce(g, self, dim, index, src, reduce, *, include_self=True):
     """scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor"""
     return scatter_reduce(g, self, dim, index, src, reduce, include_self)
+
+
+# -- index_copy, index_add, index_fill, index_reduce: rows along a dim by ScatterElements --------------------
+# (opset 11 writes them with ScatterND, which it brings; these are the spelling before it)
+
+
+def rows_along(g: GraphBuilder, self: Value, dim: int, index: Value, source: Value, *,
+               reduction: str | None) -> Value:
+    """self's rows `index` along dim replaced by source's (or combined with them by reduction): each row
+    number spread over its row of source for ScatterElements. A 0-d source (a fill value) fills the rows."""
+    if self.rank == 0:  # a scalar self: its one element is the row (index can only be 0)
+        value = reshape(g, cast(g, source, self.dtype), [])
+        return value if reduction is None else g.op("Add", self, value)
+    dim = norm_dim(dim, self.rank)
+    rank = self.rank
+    index = reshape(g, cast(g, index, torch.int64), [-1])
+    source = cast(g, source, self.dtype)
+    if source.rank != rank:
+        source = g.op("Expand", source, rows_shape(g, self, dim, index))
+    spread = g.op("Expand", reshape(g, index, [1] * dim + [-1] + [1] * (rank - dim - 1)), g.op("Shape", source))
+    spread.shape = source.shape
+    return g.scatter_elements(self, spread, source, dim, reduction)
+
+
+def rows_shape(g: GraphBuilder, self: Value, dim: int, index: Value) -> Value:
+    """self's shape with its size along dim replaced by the number of indices (a 1-D int64 value)."""
+    sizes = [dim_size(g, index, 0) if d == dim else dim_size(g, self, d) for d in range(self.rank)]
+    if all(isinstance(n, int) for n in sizes):
+        return g.const(sizes, dtype=torch.int64)
+    return g.int_list(sizes)
+
+
+def acc_differs(dtype: torch.dtype) -> bool:
+    return opmath(dtype) != dtype
+
+
+def index_reduce(g: GraphBuilder, self: Value, dim: int, index: Value, source: Value, reduce: str,
+                 include_self: bool, *, along=rows_along) -> Value:
+    """index_reduce, its rows written by along(g, base, dim, index, values, reduction=...)."""
+    if self.rank == 0:  # eager reads a 0-d self, index and source as one-element vectors
+        out = index_reduce(g, reshape(g, self, [1]), 0, reshape(g, index, [1]), reshape(g, source, [1]), reduce,
+                           include_self, along=along)
+        return reshape(g, out, [])
+    if reduce in ("amax", "amin") and acc_differs(self.dtype):
+        # a maximum or minimum is exact in any float type: onnxruntime's float32 kernel computes it
+        acc = opmath(self.dtype)
+        out = index_reduce(g, cast(g, self, acc), dim, index, cast(g, source, acc), reduce, include_self, along=along)
+        return cast(g, out, self.dtype)
+    if acc_differs(self.dtype):
+        raise NotImplementedError(f"index_reduce {reduce!r} rounds each step in {self.dtype} in eager, "
+                                  "which a scatter reduction cannot reproduce")
+
+    def write(base, values, op):
+        values = values if isinstance(values, Value) else g.const(values, dtype=self.dtype)
+        return along(g, base, dim, index, values, reduction=op)
+    return reduce_into(g, self, source, reduce, include_self, write, hits=source)
+
+
+@register("aten::index_reduce.default")
+def aten_index_reduce(g, self, dim, index, source, reduce, *, include_self=True):
+    """index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor"""
+    return index_reduce(g, self, dim, index, source, reduce, include_self)
+
+
+@register("aten::index_copy.default")
+def aten_index_copy(g, self, dim, index, source):
+    """index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor"""
+    return rows_along(g, self, dim, index, source, reduction=None)
+
+
+@register("aten::index_add.default")
+def aten_index_add(g, self, dim, index, source, *, alpha=1):
+    """index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor"""
+    if alpha != 1:
+        source = g.op("Mul", source, g.const(alpha, dtype=source.dtype))
+    return rows_along(g, self, dim, index, source, reduction="add")
+
+
+@register("aten::index_fill.int_Scalar", "aten::index_fill.int_Tensor")
+def aten_index_fill(g, self, dim, index, value):
+    """index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor"""
+    value = value if isinstance(value, Value) else g.const(value, dtype=self.dtype)
+    return rows_along(g, self, dim, index, value, reduction=None)
 
 
 # -- max_unpool: ScatterElements into each flattened plane ----------------------------------------------
