@@ -38,8 +38,13 @@ def test_opinfo_subset(name):
 
 # OpInfos native at opset 9 through its own spellings: TopK of the order-reversed values for the smallest first,
 # GatherElements as a flat Gather, Round from Floor, MaxPool's ceil mode as end padding, ~x as -1 - x,
-# dynamic arange by NonZero, integer and/or/xor bit by bit
+# dynamic arange by NonZero, integer and/or/xor bit by bit, reducing scatters by a one-hot mask, writes along
+# a dim or at flat positions by Scatter
 OPSET9_SPELLINGS = [
+    ("scatter_add", "float32"), ("scatter_reduce.prod", "int64"), ("scatter_reduce.amax", "float16"),
+    ("scatter_reduce.mean", "float32"), ("index_reduce.amin", "int32"), ("index_add", "float32"),
+    ("index_copy", "float32"), ("index_fill", "int64"), ("diagonal_scatter", "float32"),
+    ("as_strided_scatter", "float32"),
     ("sort", "float32"), ("argsort", "float16"), ("msort", "float32"), ("kthvalue", "float32"), ("median", "float32"),
     ("nanmedian", "float32"), ("quantile", "float32"), ("nanquantile", "float32"), ("masked.median", "float32"),
     ("cummin", "float32"), ("topk", "int8"), ("nn.functional.max_pool2d", "float32"),

@@ -6,15 +6,13 @@ from opset 16, max/min from 18, NotImplementedError before)."""
 from __future__ import annotations
 
 import functools
-import math
 
 import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import INT64_MAX, as_value, cast, dim_size, norm_dim, sym_prod, unsqueeze_static
+from aten2onnx.symbolic._helpers import INT64_MAX, cast, dim_size, norm_dim, unsqueeze_static
 from aten2onnx.symbolic.opset9 import extremum
-from aten2onnx.symbolic.opset9_shape import diagonal_dynamic
 from aten2onnx.symbolic.opset11 import index_layout
 
 register = functools.partial(registry.register, opset=11)
@@ -167,45 +165,3 @@ def aten_select_scatter(g, self, src, dim, index):
     return index_along(g, self, dim, rows, row, reduction=None)
 
 
-def strided_positions(shape: list[int], size: list[int], stride: list[int], offset: int) -> torch.Tensor:
-    """Flat positions in a contiguous tensor of `shape` that as_strided(size, stride, offset) reads."""
-    positions = torch.as_strided(torch.arange(math.prod(shape)), size, stride, offset)
-    return positions.reshape(-1, 1)
-
-
-def scatter_flat(g: GraphBuilder, self: Value, src: Value, positions: torch.Tensor | Value) -> Value:
-    """self with src's elements written at flat positions ([n, 1]); a symbolic self keeps the shape the
-    graph reads from it."""
-    flat = g.op("Reshape", self, g.const([-1], dtype=torch.int64))
-    updates = g.op("Reshape", cast(g, src, self.dtype), g.const([-1], dtype=torch.int64))
-    out = g.scatter_nd(flat, positions if isinstance(positions, Value) else g.const(positions), updates)
-    if self.is_static:
-        return g.op("Reshape", out, g.const(list(self.shape), dtype=torch.int64))
-    out = g.op("Reshape", out, g.op("Shape", self))
-    out.shape = self.shape
-    return out
-
-
-@register("aten::as_strided_scatter.default")
-def aten_as_strided_scatter(g, self, src, size, stride, storage_offset=None):
-    """as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor"""
-    if not self.is_static or not all(isinstance(v, int) for v in [*size, *stride, storage_offset or 0]):
-        raise NotImplementedError("as_strided_scatter needs static shapes, sizes and strides")
-    return scatter_flat(g, self, src, strided_positions(list(self.shape), list(size), list(stride), storage_offset or 0))
-
-
-@register("aten::diagonal_scatter.default")
-def aten_diagonal_scatter(g, self, src, offset=0, dim1=0, dim2=1):
-    """diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor"""
-    if not self.is_static:  # the flat positions of self's diagonal, computed in the graph
-        if self.rank is None:
-            raise NotImplementedError("diagonal_scatter needs self's rank")
-        i64 = torch.int64
-        numel = as_value(g, sym_prod(g, [dim_size(g, self, d) for d in range(self.rank)]), i64)
-        ids = g.op("Reshape", g.op("Range", g.const(0, dtype=i64), numel, g.const(1, dtype=i64)), g.op("Shape", self))
-        ids.shape = self.shape
-        diagonal = diagonal_dynamic(g, ids, offset, norm_dim(dim1, self.rank), norm_dim(dim2, self.rank))
-        return scatter_flat(g, self, src, g.op("Reshape", diagonal, g.const([-1, 1], dtype=i64)))
-    shape = list(self.shape)
-    positions = torch.arange(math.prod(shape)).reshape(shape).diagonal(offset, dim1, dim2).reshape(-1, 1)
-    return scatter_flat(g, self, src, positions)

@@ -13,7 +13,8 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import cast, dim_size, norm_dim, opmath, reshape
+from aten2onnx.symbolic._helpers import as_value, cast, dim_size, norm_dim, opmath, reshape, sym_prod
+from aten2onnx.symbolic.opset9_shape import diagonal_dynamic
 
 register = functools.partial(registry.register, opset=9)
 
@@ -224,6 +225,54 @@ def aten_index_fill(g, self, dim, index, value):
     """index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor"""
     value = value if isinstance(value, Value) else g.const(value, dtype=self.dtype)
     return rows_along(g, self, dim, index, value, reduction=None)
+
+
+# -- as_strided_scatter and diagonal_scatter: writes at flat positions ----------------------------------------
+
+
+def strided_positions(shape: list[int], size: list[int], stride: list[int], offset: int) -> torch.Tensor:
+    """Flat positions in a contiguous tensor of `shape` that as_strided(size, stride, offset) reads."""
+    positions = torch.as_strided(torch.arange(math.prod(shape)), size, stride, offset)
+    return positions.reshape(-1, 1)
+
+
+def scatter_flat(g: GraphBuilder, self: Value, src: Value, positions: torch.Tensor | Value) -> Value:
+    """self with src's elements written at flat positions (any shape, read flat); a symbolic self keeps the
+    shape the graph reads from it."""
+    flat = g.op("Reshape", self, g.const([-1], dtype=torch.int64))
+    updates = g.op("Reshape", cast(g, src, self.dtype), g.const([-1], dtype=torch.int64))
+    positions = positions if isinstance(positions, Value) else g.const(positions)
+    out = g.scatter_elements(flat, g.op("Reshape", positions, g.const([-1], dtype=torch.int64)), updates, 0)
+    if self.is_static:
+        return g.op("Reshape", out, g.const(list(self.shape), dtype=torch.int64))
+    out = g.op("Reshape", out, g.op("Shape", self))
+    out.shape = self.shape
+    return out
+
+
+@register("aten::as_strided_scatter.default")
+def aten_as_strided_scatter(g, self, src, size, stride, storage_offset=None):
+    """as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor"""
+    if not self.is_static or not all(isinstance(v, int) for v in [*size, *stride, storage_offset or 0]):
+        raise NotImplementedError("as_strided_scatter needs static shapes, sizes and strides")
+    return scatter_flat(g, self, src, strided_positions(list(self.shape), list(size), list(stride), storage_offset or 0))
+
+
+@register("aten::diagonal_scatter.default")
+def aten_diagonal_scatter(g, self, src, offset=0, dim1=0, dim2=1):
+    """diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor"""
+    if not self.is_static:  # the flat positions of self's diagonal, computed in the graph
+        if self.rank is None:
+            raise NotImplementedError("diagonal_scatter needs self's rank")
+        i64 = torch.int64
+        numel = as_value(g, sym_prod(g, [dim_size(g, self, d) for d in range(self.rank)]), i64)
+        ids = g.op("Reshape", g.op("Range", g.const(0, dtype=i64), numel, g.const(1, dtype=i64)), g.op("Shape", self))
+        ids.shape = self.shape
+        diagonal = diagonal_dynamic(g, ids, offset, norm_dim(dim1, self.rank), norm_dim(dim2, self.rank))
+        return scatter_flat(g, self, src, g.op("Reshape", diagonal, g.const([-1, 1], dtype=i64)))
+    shape = list(self.shape)
+    positions = torch.arange(math.prod(shape)).reshape(shape).diagonal(offset, dim1, dim2).reshape(-1, 1)
+    return scatter_flat(g, self, src, positions)
 
 
 # -- max_unpool: ScatterElements into each flattened plane ----------------------------------------------
