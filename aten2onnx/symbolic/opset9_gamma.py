@@ -11,7 +11,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import cast, loop, result_type, to_float
+from aten2onnx.symbolic._helpers import cast, loop, opmath, result_type, to_float
 from aten2onnx.symbolic.opset9_math import float_result, is_inf
 from aten2onnx.symbolic.opset9_special import append_axis
 
@@ -355,9 +355,16 @@ def digamma(x: F64) -> F64:
     return x.eq(0.0).pick((1.0 / x < 0.0).pick(math.inf, -math.inf), out)
 
 
-def trigamma(x: F64) -> F64:
+def rounded_to(v: F64, dtype: torch.dtype) -> F64:
+    """v rounded to dtype (and held in float64 again)."""
+    return v if dtype == torch.float64 else F64(v.g, cast(v.g, cast(v.g, v.v, dtype), torch.float64))
+
+
+def trigamma(x: F64, dtype: torch.dtype = torch.float64) -> F64:
     """psi'(x): six steps of psi'(x) = psi'(x + 1) + 1/x^2, then the asymptotic series; reflected below
-    1/2 by psi'(x) = pi^2 / sin^2(pi x) - psi'(1 - x)."""
+    1/2 by psi'(x) = pi^2 / sin^2(pi x) - psi'(1 - x), with sin(pi x) as eager computes it in the input's
+    dtype: pi and pi * x rounded to it, x not reduced first (so at a pole, a non-positive integer, sin is
+    tiny but not 0 and the result huge but finite, as eager's; and far below 0, as rounded as eager's)."""
     small = x < 0.5
     w = small.pick(1.0 - x, x)
     acc = const(x.g, 0.0)
@@ -366,8 +373,9 @@ def trigamma(x: F64) -> F64:
         w = w + 1.0
     ixx = 1.0 / (w * w)
     acc = acc + (1.0 + 1.0 / (2.0 * w) + ixx * (1 / 6 - ixx * (1 / 30 - ixx * (1 / 42)))) / w
-    s = (math.pi * (x - (x + 0.5).floor())).sin()
-    return small.pick(math.pi ** 2 / (s * s) - acc, acc)
+    pi = torch.tensor(math.pi, dtype=dtype).item()
+    s = rounded_to(rounded_to(pi * x, dtype).sin(), dtype)
+    return small.pick(pi * pi / (s * s) - acc, acc)
 
 
 # Euler-Maclaurin tail coefficients of the Hurwitz zeta: (2k)! / B_2k.
@@ -569,7 +577,8 @@ def aten_polygamma(g, n, self):
     if n < 0:
         raise NotImplementedError("polygamma(n, x) is defined for n >= 0 only")
     if n <= 1:
-        return unary(g, trigamma if n else digamma, self)
+        # (eager computes half types' trigamma in float32)
+        return unary(g, functools.partial(trigamma, dtype=opmath(to_float(g, self).dtype)) if n else digamma, self)
     # (-1)^(n+1) n! zeta(n + 1, x), with ATen's roundings: zeta stored at the input's dtype, times n! at
     # float32 (float64 for float64 inputs), where n! overflows from n = 35.
     x = to_float(g, self)
