@@ -51,6 +51,12 @@ class CaptureError(ExportError):
         return list(self.details)
 
 
+class KernelOnly(NotImplementedError):
+    """Raised by a symbolic function, like NotImplementedError, where ONNX cannot express the case and
+    torch's decomposition of the op computes it otherwise than eager's kernel (other roundings): the node
+    becomes an ATen node without its decomposition being tried. The exporter catches it."""
+
+
 class SymbolicError(ExportError):
     """A symbolic function failed on one node; the message names the node, overload, opset and
     the user's source line, and the original exception is chained as `__cause__`."""

@@ -309,3 +309,19 @@ def test_rounding_toward_zero_keeps_the_sign_of_zero(name, fn, opset):
     ort = run_ort(exported.model_proto, {exported.input_names[0]: x})[0]
     for got in (exported.run(x), torch.from_numpy(ort)):
         torch.testing.assert_close(got, want, equal_nan=True)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+def test_uint8_resampling_is_eagers_kernel_not_a_float_matrix(mode):
+    # the float matrices of the linear modes were cast to uint8 (all zeros); torch's decomposition
+    # rounds otherwise than eager's fixed-point kernel: the op stays an ATen node, bitwise eager's
+    torch.manual_seed(0)
+    x = torch.randint(0, 256, (2, 3, 27, 31), dtype=torch.uint8)
+
+    def fn(x):
+        return torch.nn.functional.interpolate(x, size=(13, 40), mode=mode, align_corners=False)
+    exported = aten2onnx.export(fn, (x,), opset=18)
+    assert exported.fallback_ops and not exported.decomposed_ops
+    assert torch.equal(exported.run(x), fn(x))
+    with pytest.raises(aten2onnx.UnsupportedOperatorError, match="fixed-point"):
+        aten2onnx.export(fn, (x,), opset=18, fallback="error")

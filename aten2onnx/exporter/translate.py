@@ -16,7 +16,8 @@ import torch.utils._pytree as pytree
 from torch.export.graph_signature import InputKind
 
 from aten2onnx import _dtypes, registry as _registry
-from aten2onnx.errors import ArgumentError, ExportError, SymbolicError, UnsupportedOp, UnsupportedOperatorError, warn_user
+from aten2onnx.errors import (ArgumentError, ExportError, KernelOnly, SymbolicError, UnsupportedOp, UnsupportedOperatorError,
+                              warn_user)
 from aten2onnx.ir import op_types
 from aten2onnx.ir import GraphBuilder, Node, Subgraph, Value, body_output, dim_of, graph_type
 from aten2onnx.ir.builder import ExactCall
@@ -307,7 +308,8 @@ class Translator:
         except NotImplementedError as e:
             # The handler says ONNX cannot express this case at this opset: treat the node as unmapped.
             # Nodes it built before raising are unused and removed with the dead code.
-            self._unmapped(node, target, reason=str(e) or f"not expressible at opset {self.opset}")
+            self._unmapped(node, target, reason=str(e) or f"not expressible at opset {self.opset}",
+                           pieces=not isinstance(e, KernelOnly))
             return
         except Exception as e:
             where = f" at {source}" if source else ""

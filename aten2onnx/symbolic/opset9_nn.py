@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from aten2onnx import registry
+from aten2onnx.errors import KernelOnly
 from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic import _resample
 from aten2onnx.symbolic._helpers import as_value, cast, dim_size, norm_dim, opmath
@@ -182,6 +183,9 @@ def separable(g, x, op, args_for, dynamic_for=None, spatial=None):
     this does not follow)."""
     spatial = x.rank - 2 if spatial is None else spatial
     dtype, acc = x.dtype, opmath(x.dtype)
+    if not (dtype.is_floating_point or dtype.is_complex):
+        # eager's uint8 kernel weighs with 16-bit fixed-point weights and rounds after each axis
+        raise KernelOnly(f"linear resampling of {dtype} (eager's fixed-point weights) is not translated")
     out = cast(g, x, acc)
     for k in range(spatial):
         axis = x.rank - spatial + k
