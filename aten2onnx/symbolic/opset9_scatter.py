@@ -13,7 +13,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import as_value, cast, dim_size, norm_dim, opmath, reshape, sym_prod
+from aten2onnx.symbolic._helpers import as_value, cast, dim_size, half_step, loop, norm_dim, opmath, reshape, sym_prod
 from aten2onnx.symbolic.opset9_shape import diagonal_dynamic
 
 register = functools.partial(registry.register, opset=9)
@@ -163,7 +163,9 @@ def rows_along(g: GraphBuilder, self: Value, dim: int, index: Value, source: Val
         source = g.op("Expand", source, rows_shape(g, self, dim, index))
     spread = g.op("Expand", reshape(g, index, [1] * dim + [-1] + [1] * (rank - dim - 1)), g.op("Shape", source))
     spread.shape = source.shape
-    return g.scatter_elements(self, spread, source, dim, reduction)
+    out = g.scatter_elements(self, spread, source, dim, reduction)
+    out.shape = out.shape or self.shape  # a scatter keeps its base's shape (a Loop's state needs the rank)
+    return out
 
 
 def rows_shape(g: GraphBuilder, self: Value, dim: int, index: Value) -> Value:
@@ -191,13 +193,45 @@ def index_reduce(g: GraphBuilder, self: Value, dim: int, index: Value, source: V
         out = index_reduce(g, cast(g, self, acc), dim, index, cast(g, source, acc), reduce, include_self, along=along)
         return cast(g, out, self.dtype)
     if acc_differs(self.dtype):
-        raise NotImplementedError(f"index_reduce {reduce!r} rounds each step in {self.dtype} in eager, "
-                                  "which a scatter reduction cannot reproduce")
+        return index_reduce_in_order(g, self, dim, index, source, reduce, include_self)
 
     def write(base, values, op):
         values = values if isinstance(values, Value) else g.const(values, dtype=self.dtype)
         return along(g, base, dim, index, values, reduction=op)
     return reduce_into(g, self, source, reduce, include_self, write, hits=source)
+
+
+def index_reduce_in_order(g: GraphBuilder, self: Value, dim: int, index: Value, source: Value, reduce: str,
+                          include_self: bool) -> Value:
+    """index_reduce "prod" or "mean" of a half type as eager computes it: one index at a time (a Loop),
+    each row's product or sum rounded to the dtype, then a mean's division by the row's count."""
+    if reduce not in ("prod", "mean"):
+        raise NotImplementedError(f"index_reduce has no reduction {reduce!r}; supported: amax, amin, mean, prod")
+    dtype, acc = self.dtype, opmath(self.dtype)
+    dim = norm_dim(dim, self.rank)
+    rows = reshape(g, cast(g, index, torch.int64), [-1])
+    base = self if include_self else rows_along(g, self, dim, rows, g.const(int(reduce == "prod"), dtype=dtype),
+                                                reduction=None)
+
+    # (the state is carried in float32, rounded to the dtype at each step: Loop takes bfloat16 only from 16)
+    def step(body: GraphBuilder, i: Value, state: list[Value]) -> list[Value]:
+        (current,) = state
+        at = reshape(body, i, [1])
+        row = body.gather(rows, at, axis=0)
+        mine, theirs = body.gather(current, row, axis=dim), cast(body, body.gather(source, at, axis=dim), acc)
+        combined = half_step(body, body.op("Mul" if reduce == "prod" else "Add", mine, theirs), dtype)
+        return [rows_along(body, current, dim, row, combined, reduction=None)]
+
+    (out,) = loop(g, dim_size(g, rows, 0), [cast(g, base, acc)], step, name="index_reduce")
+    out = cast(g, out, dtype)
+    if reduce == "prod":
+        return out
+    # each row's count: 1 for self where included, 1 per index; a row counted 0 divides by 1
+    ones = ones_like(g, self, acc)
+    counts = ones if include_self else rows_along(g, ones, dim, rows, g.const(0.0, dtype=acc), reduction=None)
+    counts = rows_along(g, counts, dim, rows, ones_like(g, source, acc), reduction="add")
+    counts = g.op("Max", counts, g.const(1.0, dtype=acc))
+    return g.op("Div", out, cast(g, counts, dtype))
 
 
 @register("aten::index_reduce.default")

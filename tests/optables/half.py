@@ -114,6 +114,14 @@ def opmath_entries(dtypes: tuple, ort: bool) -> list[Entry]:
               [lambda d: (torch.randn(2, 3, 12, 8).to(d) * 2, torch.randn(2, 3, 12, 8).to(d) * 2,
                           torch.randn(2, 3, 12, 8).to(d), torch.randn(12, 12).to(d))], dtypes, opsets=(13, 18), ort=ort,
               keys=("aten::scaled_dot_product_attention.default",)),
+        # index_reduce's prod and mean go one index at a time, each step rounded to the dtype
+        Entry(f"index_reduce_{tag}", lambda x, i, s: (x.index_reduce(0, i, s, "prod"),
+                                                      x.index_reduce(0, i, s, "prod", include_self=False),
+                                                      x.index_reduce(0, i, s, "mean"),
+                                                      x.index_reduce(1, i[:3], s[:5, :3], "mean", include_self=False)),
+              [lambda d: (torch.randn(5, 6).to(d) * 2, torch.tensor([0, 2, 0, 4, 0, 2, 0]), torch.randn(7, 6).to(d) * 2)],
+              dtypes, opsets=(9, 13, 18) if dtypes[0] == torch.float16 else (13, 18), ort=ort,
+              keys=("aten::index_reduce.default", "aten::slice.Tensor")),
         # ATen's CPU gemm for half types: float32 sums and beta * self + alpha * product, rounded once;
         # addbmm rounds after each batch's addmm_
         Entry(f"baddbmm_addbmm_{tag}", lambda s, s2, a, b: (torch.baddbmm(s, a, b, beta=0.5, alpha=1.5),
