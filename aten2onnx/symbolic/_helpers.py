@@ -10,7 +10,7 @@ from typing import Callable, Sequence
 import torch
 
 from aten2onnx import _dtypes
-from aten2onnx.ir import GraphBuilder, Subgraph, Value, body_output
+from aten2onnx.ir import GraphBuilder, Subgraph, Value, body_output, op_types
 
 Operand = Value | int | float | bool
 
@@ -132,16 +132,25 @@ def loop(g: GraphBuilder, trip_count: Value | int | None, state: Sequence[Value]
     values (shaped as `state`); it returns their new values, then `scan_outputs` per-iteration values
     to stack, and last, when `stop` is set, a 0-d bool: keep going. Returns the final carried values,
     then the stacked scan outputs. `trip_count` None runs until the condition says stop; `keep_going`
-    is the condition before the first iteration."""
+    is the condition before the first iteration. A dtype the opset's Loop does not carry (bfloat16
+    before 16) is carried in float32, which holds it exactly; `step` sees and returns the dtype."""
+    signature = op_types.signature("Loop", g.opset)
+
+    def carried(dtype: torch.dtype | None) -> torch.dtype | None:
+        takes = dtype is None or signature is None or signature.takes("V", dtype)
+        return dtype if takes else torch.float32
+
     body = g.subgraph()
     i = Value(g.fresh_name(f"{name}_i"), torch.int64, (), kind="input")
     cond = Value(g.fresh_name(f"{name}_cond"), torch.bool, (), kind="input")
-    formals = [Value(g.fresh_name(f"{name}_state"), s.dtype, s.shape, kind="input") for s in state]
+    formals = [Value(g.fresh_name(f"{name}_state"), carried(s.dtype), s.shape, kind="input") for s in state]
     body.inputs = [i, cond, *formals]
-    results = list(step(body, i, formals))
+    results = list(step(body, i, [cast(body, f, s.dtype) for f, s in zip(formals, state)]))
     again = results.pop() if stop else cond
     if len(results) != len(state) + scan_outputs:
         raise ValueError(f"loop step returned {len(results)} values; expected {len(state)} carried + {scan_outputs} scanned")
+    scanned_dtypes = [r.dtype for r in results[len(state):]]
+    results = [cast(body, r, carried(r.dtype)) for r in results]
     outputs: list[Value] = []
     for value in [again, *results]:
         outputs.append(body_output(body, value, outputs))
@@ -151,14 +160,16 @@ def loop(g: GraphBuilder, trip_count: Value | int | None, state: Sequence[Value]
     graph = Subgraph(body, body.inputs, outputs, g.fresh_name(f"{name}_body"))
     trip = g.const(trip_count, dtype=torch.int64) if isinstance(trip_count, int) else trip_count
     first = keep_going if keep_going is not None else (None if trip is not None else g.const(True))
-    outs = g.op("Loop", trip, first, *state, outputs=len(state) + scan_outputs, body=graph)
+    outs = g.op("Loop", trip, first, *(cast(g, s, f.dtype) for s, f in zip(state, formals)),
+                outputs=len(state) + scan_outputs, body=graph)
     outs = [outs] if not isinstance(outs, tuple) else list(outs)
-    for out, s in zip(outs, state):
-        out.dtype, out.shape = s.dtype, s.shape
+    for out, s, f in zip(outs, state, formals):
+        out.dtype, out.shape = f.dtype, s.shape
     for out, v in zip(outs[len(state):], outputs[1 + len(state):]):
         out.dtype = v.dtype
         out.shape = None if v.shape is None else (None, *v.shape)
-    return outs
+    originals = [s.dtype for s in state] + scanned_dtypes
+    return [cast(g, out, dtype) for out, dtype in zip(outs, originals)]
 
 
 # -- arithmetic, comparisons, shapes, slices and fills shared by handlers of many families --------------

@@ -13,7 +13,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import as_value, cast, dim_size, half_step, loop, norm_dim, opmath, reshape, sym_prod
+from aten2onnx.symbolic._helpers import as_value, cast, dim_size, loop, norm_dim, opmath, reshape, sym_prod
 from aten2onnx.symbolic.opset9_shape import diagonal_dynamic
 
 register = functools.partial(registry.register, opset=9)
@@ -213,17 +213,15 @@ def index_reduce_in_order(g: GraphBuilder, self: Value, dim: int, index: Value, 
     base = self if include_self else rows_along(g, self, dim, rows, g.const(int(reduce == "prod"), dtype=dtype),
                                                 reduction=None)
 
-    # (the state is carried in float32, rounded to the dtype at each step: Loop takes bfloat16 only from 16)
     def step(body: GraphBuilder, i: Value, state: list[Value]) -> list[Value]:
         (current,) = state
         at = reshape(body, i, [1])
         row = body.gather(rows, at, axis=0)
-        mine, theirs = body.gather(current, row, axis=dim), cast(body, body.gather(source, at, axis=dim), acc)
-        combined = half_step(body, body.op("Mul" if reduce == "prod" else "Add", mine, theirs), dtype)
-        return [rows_along(body, current, dim, row, combined, reduction=None)]
+        mine, theirs = (cast(body, body.gather(x, where, axis=dim), acc) for x, where in ((current, row), (source, at)))
+        combined = body.op("Mul" if reduce == "prod" else "Add", mine, theirs)
+        return [rows_along(body, current, dim, row, cast(body, combined, dtype), reduction=None)]
 
-    (out,) = loop(g, dim_size(g, rows, 0), [cast(g, base, acc)], step, name="index_reduce")
-    out = cast(g, out, dtype)
+    (out,) = loop(g, dim_size(g, rows, 0), [base], step, name="index_reduce")
     if reduce == "prod":
         return out
     # each row's count: 1 for self where included, 1 per index; a row counted 0 divides by 1
