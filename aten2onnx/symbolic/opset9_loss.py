@@ -9,8 +9,8 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import (SymInt, cast, dim_size, fill, half_step, norm_dim, opmath, promote, reshape,
-                                         to_float)
+from aten2onnx.symbolic._helpers import (SymInt, binary, cast, dim_size, fill, half_step, norm_dim, opmath, promote,
+                                         reshape, to_float)
 from aten2onnx.symbolic.opset9 import aten_mul
 from aten2onnx.symbolic.opset9_data import arange_of
 from aten2onnx.symbolic.opset9_norm import axis_sum, static_shape
@@ -145,7 +145,9 @@ def equal(g: GraphBuilder, x: Value, value: float) -> Value:
 def aten_margin_ranking_loss(g, input1, input2, target, margin=0.0, reduction=1):
     """margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin=0., int reduction=Mean) -> Tensor"""
     a, b, t = promote(g, input1, input2, target)
-    return reduced(g, relu(g, g.op("Add", g.op("Mul", g.op("Neg", t), g.op("Sub", a, b)), c(g, margin, a))), reduction)
+    # + margin (a Python float) promotes integer inputs to the default float, as in eager
+    return reduced(g, relu(g, binary(g, "Add", g.op("Mul", g.op("Neg", t), g.op("Sub", a, b)), float(margin))),
+                   reduction)
 
 
 @register("aten::kl_div.default")

@@ -117,6 +117,12 @@ TABLE = [
     Entry("batch_norm_train", lambda x: torch.nn.functional.batch_norm(x, None, None, training=True), [t(4, 3, 2)],
           keys=("aten::batch_norm.default",)),
     Entry("instance_norm", torch.nn.functional.instance_norm, [t(2, 3, 5)], keys=("aten::instance_norm.default",)),
+    # integer inputs: + margin (a float) promotes the loss to float32, as in eager
+    Entry("margin_ranking_loss_int", lambda a, b, t: (torch.nn.functional.margin_ranking_loss(a, b, t),
+                                                      torch.nn.functional.margin_ranking_loss(a, b, t, margin=0.5,
+                                                                                              reduction="none")),
+          [lambda d: (torch.randint(-9, 9, (6,)).to(d), torch.randint(-9, 9, (6,)).to(d), torch.randint(-1, 2, (6,)).to(d))],
+          (torch.int64, torch.int8, torch.float32), opsets=(9, 18), keys=("aten::margin_ranking_loss.default",)),
     Entry("mse_l1_huber", lambda a, b: (torch.nn.functional.mse_loss(a, b), torch.nn.functional.l1_loss(a, b, reduction="sum"),
                                         torch.nn.functional.huber_loss(a, b, reduction="none", delta=0.5)),
           [t2((3, 4), (3, 4))],

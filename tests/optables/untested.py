@@ -150,7 +150,7 @@ UNTESTED: dict[str, str] = {
             "aten::logical_and.default", "aten::logical_not.default", "aten::logical_or.default",
             "aten::logit.default", "aten::logspace.Scalar_Tensor", "aten::logspace.Tensor_Scalar",
             "aten::logspace.Tensor_Tensor", "aten::logspace.default", "aten::mH.default",
-            "aten::margin_ranking_loss.default", "aten::masked_fill.Tensor", "aten::matrix_H.default",
+            "aten::masked_fill.Tensor", "aten::matrix_H.default",
             "aten::matrix_power.default", "aten::max.other", "aten::max_pool1d.default",
             "aten::max_pool1d_with_indices.default", "aten::max_pool3d.default",
             "aten::max_pool3d_with_indices.default", "aten::max_unpool3d.default", "aten::meshgrid.default",
