@@ -614,6 +614,8 @@ def conv_transpose(g: GraphBuilder, input: Value, weight: Value, bias, stride, p
     output_padding = expand(output_padding, spatial)
 
     def run(b: Value) -> Value:
+        if not b.dtype.is_floating_point:
+            return integer_conv_transpose(g, b, weight, bias, strides, pads, output_padding, int(groups), dilations)
         if weight.is_static and eager_adds_taps_in(b.dtype, output_padding, strides):
             return half_conv_transpose(g, b, weight, bias, strides, pads, output_padding, int(groups), dilations)
         if all(o < s for o, s in zip(output_padding, strides)):
@@ -634,6 +636,46 @@ def conv_transpose(g: GraphBuilder, input: Value, weight: Value, bias, stride, p
         return cast(g, out, b.dtype)
 
     return batched(g, input, spatial, run)
+
+
+def integer_conv_transpose(g: GraphBuilder, x: Value, weight: Value, bias: Value | None, strides: list[int],
+                           pads: list[int], output_padding: list[int], groups: int, dilations: list[int]) -> Value:
+    """An integer transposed convolution (ConvTranspose takes floats only): the stride's zeros put between
+    the input's entries, then integer_conv at stride 1 with the weight flipped and its channels swapped,
+    padded by dilation * (kernel - 1) - padding on each side (plus output_padding at the end)."""
+    spatial = weight.rank - 2
+    if x.shape is None or weight.shape is None or not all(isinstance(n, int) for n in [*x.shape[1:], *weight.shape]):
+        raise NotImplementedError("an integer transposed convolution is exported for static sizes only")
+    batch, channels, sizes, kernel = x.shape[0], x.shape[1], list(x.shape[2:]), list(weight.shape[2:])
+    out_per_group = weight.shape[1]
+    if any(s > 1 for s in strides):
+        # each position of the spread plane reads its entry of x, or the zero appended after x's entries
+        up = [(n - 1) * s + 1 for n, s in zip(sizes, strides)]
+        grid = torch.stack(torch.meshgrid(*(torch.arange(u) for u in up), indexing="ij")).reshape(spatial, -1)
+        strides_t = torch.tensor(strides).reshape(spatial, 1)
+        on_entry = (grid % strides_t == 0).all(0)
+        place = torch.tensor([math.prod(sizes[i + 1:]) for i in range(spatial)]).reshape(spatial, 1)
+        index = torch.where(on_entry, ((grid // strides_t) * place).sum(0), math.prod(sizes))
+        flat = reshape(g, x, [0, channels, -1])
+        zero = g.op("Mul", g.slice(flat, [0], [1], [2]), g.const(0, like=flat))
+        x = reshape(g, g.op("Gather", g.op("Concat", flat, zero, axis=2), g.const(index), axis=2), [0, channels, *up])
+        sizes = up
+        x.shape = (batch, channels, *sizes)
+    begin = [d * (k - 1) - p for d, k, p in zip(dilations, kernel, pads)]
+    end = [b + o for b, o in zip(begin, output_padding)]
+    if any(b < 0 for b in begin + end):  # more padding than the kernel reaches: those rows are cropped
+        x = g.slice(x, [max(-b, 0) for b in begin], [n - max(-e, 0) for n, e in zip(sizes, end)],
+                    list(range(2, 2 + spatial)))
+        x.shape = (batch, channels, *(n - max(-b, 0) - max(-e, 0) for n, b, e in zip(sizes, begin, end)))
+    # weight [C_in, O/groups, *k] -> [O, C_in/groups, *k], each kernel flipped
+    w = reshape(g, weight, [groups, channels // groups, out_per_group, *kernel])
+    w = reshape(g, g.op("Transpose", w, perm=[0, 2, 1, *range(3, 3 + spatial)]),
+                [groups * out_per_group, channels // groups, *kernel])
+    for axis, k in enumerate(kernel, start=2):
+        w = g.op("Gather", w, g.const(list(range(k - 1, -1, -1)), dtype=torch.int64), axis=axis)
+    w.shape = (groups * out_per_group, channels // groups, *kernel)
+    return integer_conv(g, x, w, bias, [1] * spatial, [max(b, 0) for b in begin] + [max(e, 0) for e in end],
+                        dilations, groups)
 
 
 def eager_adds_taps_in(dtype: torch.dtype, output_padding: list[int], strides: list[int]) -> bool:
@@ -712,8 +754,41 @@ def conv(g: GraphBuilder, input: Value, weight: Value, bias, stride, padding, di
         pads = same_pads(weight, expand(dilation)) if padding == "same" else [0] * spatial * 2
     else:
         pads = expand(padding) * 2
+    if not input.dtype.is_floating_point:
+        return integer_conv(g, input, weight, bias, expand(stride), pads, expand(dilation), int(groups))
     return g.op("Conv", input, weight, bias, strides=expand(stride), pads=pads, dilations=expand(dilation),
                 group=int(groups), kernel_shape=[d for d in weight.shape[2:]] if weight.is_static else None)
+
+
+def integer_conv(g: GraphBuilder, x: Value, weight: Value, bias: Value | None, strides: list[int], pads: list[int],
+                 dilations: list[int], groups: int) -> Value:
+    """An integer convolution, which ONNX's Conv (floats only) cannot say: every output position's window
+    gathered from the padded input (im2col, for static channel and spatial sizes), times the weight by
+    MatMul per group. Integer products and sums wrap as eager's do, in any order."""
+    spatial = weight.rank - 2
+    sizes, kernel = x.shape[2:] if x.shape is not None else None, weight.shape[2:] if weight.shape is not None else None
+    channels, out_channels = (x.shape[1] if x.shape is not None else None), (weight.shape[0] if weight.shape else None)
+    if not all(isinstance(n, int) for n in [*(sizes or [None]), *(kernel or [None]), channels, out_channels]):
+        raise NotImplementedError("an integer convolution is exported for static channel and spatial sizes only")
+    padded = [n + pads[i] + pads[i + spatial] for i, n in enumerate(sizes)]
+    out_sizes = [(p - d * (k - 1) - 1) // s + 1 for p, k, s, d in zip(padded, kernel, strides, dilations)]
+    # the flat index in the padded plane of each (output position, kernel tap)
+    starts = torch.stack(torch.meshgrid(*(torch.arange(o) * s for o, s in zip(out_sizes, strides)), indexing="ij"))
+    taps = torch.stack(torch.meshgrid(*(torch.arange(k) * d for k, d in zip(kernel, dilations)), indexing="ij"))
+    coords = starts.reshape(spatial, -1, 1) + taps.reshape(spatial, 1, -1)  # [spatial, P, K]
+    place = torch.tensor([math.prod(padded[i + 1:]) for i in range(spatial)]).reshape(spatial, 1, 1)
+    index = (coords * place).sum(0)
+    positions, window = index.shape
+    if any(pads):
+        x = g.pad(x, [0, 0, *pads[:spatial], 0, 0, *pads[spatial:]])
+    per_group = channels // groups
+    cols = g.op("Gather", reshape(g, x, [0, channels, -1]), g.const(index), axis=2)  # [N, C, P, K]
+    cols = reshape(g, cols, [0, groups, per_group, positions, window])
+    cols = reshape(g, g.op("Transpose", cols, perm=[0, 1, 3, 2, 4]), [0, groups, positions, per_group * window])
+    w = g.op("Transpose", reshape(g, weight, [groups, out_channels // groups, per_group * window]), perm=[0, 2, 1])
+    out = g.op("Transpose", g.op("MatMul", cols, w), perm=[0, 1, 3, 2])  # [N, groups, O / groups, P]
+    out = reshape(g, out, [0, out_channels, *out_sizes])
+    return out if bias is None else g.op("Add", out, reshape(g, bias, [out_channels] + [1] * spatial))
 
 
 def same_pads(weight: Value, dilation: list[int]) -> list[int]:

@@ -141,6 +141,27 @@ TABLE = [
           opsets=(10, 18), keys=("aten::max_pool2d_with_indices.default",)),
     Entry("avg_pool1d", lambda x: torch.nn.functional.avg_pool1d(x, 3, 2, 1), [t(2, 3, 7)], opsets=(10, 18),
           keys=("aten::avg_pool1d.default",)),
+    # integer convolutions (ONNX's Conv and ConvTranspose take floats): windows gathered, then MatMul;
+    # products that overflow wrap as eager's
+    Entry("conv_int", lambda a1, w1, a2, w2, w3: (
+        torch.nn.functional.conv1d(a1, w1, stride=2, padding=1, dilation=2),
+        torch.nn.functional.conv2d(a2, w2, torch.arange(4), stride=(2, 1), padding=(1, 2), groups=2),
+        torch.nn.functional.conv2d(a2, w2[:, :, :1], padding="same", groups=2),
+        torch.nn.functional.conv3d(a2[:, :2].unsqueeze(0), w3[:, :, :2]),
+        torch.nn.functional.conv_transpose1d(a1, w1.transpose(0, 1), stride=2, padding=3, output_padding=1),
+        torch.nn.functional.conv_transpose2d(a2, w2, torch.arange(2), stride=(3, 2), padding=(2, 1),
+                                             output_padding=(1, 0), dilation=(2, 2)),
+        torch.nn.functional.conv_transpose2d(a2, w2, stride=2, groups=2)),
+          [lambda d: (torch.randint(-9, 9, (2, 4, 9)).to(d), torch.randint(-9, 9, (3, 4, 3)).to(d),
+                      torch.randint(-9, 9, (2, 4, 5, 6)).to(d), torch.randint(-9, 9, (4, 2, 2, 3)).to(d),
+                      torch.randint(-9, 9, (2, 2, 4, 2, 3)).to(d)),
+           lambda d: (torch.randint(-2**40, 2**40, (2, 4, 9)).to(d), torch.randint(-2**30, 2**30, (3, 4, 3)).to(d),
+                      torch.randint(-2**40, 2**40, (2, 4, 5, 6)).to(d), torch.randint(-2**30, 2**30, (4, 2, 2, 3)).to(d),
+                      torch.randint(-2**30, 2**30, (2, 2, 4, 2, 3)).to(d))],
+          (torch.int64,), opsets=(13, 18),
+          keys=("aten::conv1d.default", "aten::conv2d.default", "aten::conv2d.padding", "aten::conv3d.default",
+                "aten::conv_transpose1d.default", "aten::conv_transpose2d.input",
+                "aten::transpose.int", "aten::slice.Tensor", "aten::unsqueeze.default", "aten::arange.default")),
     Entry("conv_transpose2d", lambda x, w: torch.nn.functional.conv_transpose2d(x, w, stride=2, output_padding=1),
           [t2((1, 2, 3, 3), (2, 3, 3, 3))], opsets=(9, 18), keys=("aten::conv_transpose2d.input",)),
     Entry("conv_transpose_1d_3d_unbatched", lambda x, w, v, k: (
