@@ -760,6 +760,21 @@ def conv(g: GraphBuilder, input: Value, weight: Value, bias, stride, padding, di
                 group=int(groups), kernel_shape=[d for d in weight.shape[2:]] if weight.is_static else None)
 
 
+def window_coordinates(out_sizes: list[int], kernel: list[int], strides: list[int],
+                       dilations: list[int]) -> torch.Tensor:
+    """[spatial, P, K]: the coordinates (in the padded input) each output position's kernel taps read."""
+    spatial = len(kernel)
+    starts = torch.stack(torch.meshgrid(*(torch.arange(o) * s for o, s in zip(out_sizes, strides)), indexing="ij"))
+    taps = torch.stack(torch.meshgrid(*(torch.arange(k) * d for k, d in zip(kernel, dilations)), indexing="ij"))
+    return starts.reshape(spatial, -1, 1) + taps.reshape(spatial, 1, -1)
+
+
+def flat_positions(coords: torch.Tensor, sizes: list[int]) -> torch.Tensor:
+    """Row-major flat positions of coordinates [spatial, ...] in a plane of sizes."""
+    place = torch.tensor([math.prod(sizes[i + 1:]) for i in range(len(sizes))])
+    return (coords * place.reshape([-1] + [1] * (coords.dim() - 1))).sum(0)
+
+
 def integer_conv(g: GraphBuilder, x: Value, weight: Value, bias: Value | None, strides: list[int], pads: list[int],
                  dilations: list[int], groups: int) -> Value:
     """An integer convolution, which ONNX's Conv (floats only) cannot say: every output position's window
@@ -772,12 +787,7 @@ def integer_conv(g: GraphBuilder, x: Value, weight: Value, bias: Value | None, s
         raise NotImplementedError("an integer convolution is exported for static channel and spatial sizes only")
     padded = [n + pads[i] + pads[i + spatial] for i, n in enumerate(sizes)]
     out_sizes = [(p - d * (k - 1) - 1) // s + 1 for p, k, s, d in zip(padded, kernel, strides, dilations)]
-    # the flat index in the padded plane of each (output position, kernel tap)
-    starts = torch.stack(torch.meshgrid(*(torch.arange(o) * s for o, s in zip(out_sizes, strides)), indexing="ij"))
-    taps = torch.stack(torch.meshgrid(*(torch.arange(k) * d for k, d in zip(kernel, dilations)), indexing="ij"))
-    coords = starts.reshape(spatial, -1, 1) + taps.reshape(spatial, 1, -1)  # [spatial, P, K]
-    place = torch.tensor([math.prod(padded[i + 1:]) for i in range(spatial)]).reshape(spatial, 1, 1)
-    index = (coords * place).sum(0)
+    index = flat_positions(window_coordinates(out_sizes, kernel, strides, dilations), padded)
     positions, window = index.shape
     if any(pads):
         x = g.pad(x, [0, 0, *pads[:spatial], 0, 0, *pads[spatial:]])
@@ -847,6 +857,8 @@ def max_pool(g: GraphBuilder, x: Value, kernel_size, stride, padding, dilation, 
     dilations = expand(dilation, spatial)
 
     def pool(b: Value):
+        if not b.dtype.is_floating_point:
+            return integer_max_pool(g, b, kernel, strides, pads, dilations, ceil_mode, indices=indices)
         if not indices:
             return g.pool("MaxPool", b, kernel_shape=kernel, strides=strides, pads=pads, dilations=dilations,
                           ceil_mode=ceil_mode)
@@ -862,6 +874,42 @@ def max_pool(g: GraphBuilder, x: Value, kernel_size, stride, padding, dilation, 
         return y, g.op("Sub", idx, g.const(offsets))
 
     return batched(g, x, spatial, pool)
+
+
+def integer_max_pool(g: GraphBuilder, x: Value, kernel: list[int], strides: list[int], pads: list[int],
+                     dilations: list[int], ceil_mode: bool, *, indices: bool):
+    """Max pooling of integers (MaxPool takes no int64, and int8/uint8 only from 12): every window gathered
+    from the input padded with the dtype's lowest value (static sizes), its ReduceMax, and for indices
+    its first largest entry's position in the input plane, as eager's (a window whose entries are all the
+    lowest value points at its first entry inside the input, as eager's)."""
+    spatial = len(kernel)
+    if x.shape is None or not all(isinstance(n, int) for n in x.shape[1:]):
+        raise NotImplementedError("integer max pooling is exported for static channel and spatial sizes only")
+    channels, sizes = x.shape[1], list(x.shape[2:])
+    begin = pads[:spatial]
+    out_sizes = []
+    for n, k, s, d, p in zip(sizes, kernel, strides, dilations, begin):  # torch's pooling_output_shape
+        span = n + 2 * p - d * (k - 1) - 1
+        out = (span + (s - 1 if ceil_mode else 0)) // s + 1
+        out_sizes.append(out - 1 if ceil_mode and (out - 1) * s >= n + p else out)
+    padded = [max(n + 2 * p, (o - 1) * s + d * (k - 1) + 1)
+              for n, p, o, s, d, k in zip(sizes, begin, out_sizes, strides, dilations, kernel)]
+    coords = window_coordinates(out_sizes, kernel, strides, dilations)  # [spatial, P, K]
+    lowest = torch.iinfo(x.dtype).min if x.dtype != torch.bool else False
+    x = g.pad(x, [0, 0, *begin, 0, 0, *(q - n - p for q, n, p in zip(padded, sizes, begin))], value=lowest)
+    windows = g.op("Gather", reshape(g, x, [0, channels, -1]), g.const(flat_positions(coords, padded)), axis=2)
+    values = reshape(g, g.reduce("ReduceMax", windows, [3], keepdims=False), [0, channels, *out_sizes])
+    if not indices:
+        return values
+    inside = torch.stack([(c - p >= 0) & (c - p < n) for c, p, n in zip(coords, begin, sizes)]).all(0)
+    plane = torch.where(inside, flat_positions(coords - torch.tensor(begin).reshape(-1, 1, 1), sizes), -1)
+    first_inside = plane.gather(1, inside.int().argmax(1, keepdim=True)).squeeze(1)  # [P]
+    window = plane.shape[1]
+    picked = g.op("ArgMax", windows, axis=3, keepdims=0)  # [N, C, P], the first largest
+    at = g.op("Add", picked, g.const(torch.arange(plane.shape[0]) * window))
+    found = g.op("Gather", g.const(plane.reshape(-1)), at, axis=0)
+    found = g.op("Where", g.op("Less", found, g.const(0, dtype=torch.int64)), g.const(first_inside), found)
+    return values, reshape(g, found, [0, channels, *out_sizes])
 
 
 @register("aten::max_pool1d.default")
