@@ -614,6 +614,8 @@ def conv_transpose(g: GraphBuilder, input: Value, weight: Value, bias, stride, p
     output_padding = expand(output_padding, spatial)
 
     def run(b: Value) -> Value:
+        if not b.dtype.is_floating_point:
+            return integer_conv_transpose(g, b, weight, bias, strides, pads, output_padding, int(groups), dilations)
         if weight.is_static and eager_adds_taps_in(b.dtype, output_padding, strides):
             return half_conv_transpose(g, b, weight, bias, strides, pads, output_padding, int(groups), dilations)
         if all(o < s for o, s in zip(output_padding, strides)):
@@ -634,6 +636,46 @@ def conv_transpose(g: GraphBuilder, input: Value, weight: Value, bias, stride, p
         return cast(g, out, b.dtype)
 
     return batched(g, input, spatial, run)
+
+
+def integer_conv_transpose(g: GraphBuilder, x: Value, weight: Value, bias: Value | None, strides: list[int],
+                           pads: list[int], output_padding: list[int], groups: int, dilations: list[int]) -> Value:
+    """An integer transposed convolution (ConvTranspose takes floats only): the stride's zeros put between
+    the input's entries, then integer_conv at stride 1 with the weight flipped and its channels swapped,
+    padded by dilation * (kernel - 1) - padding on each side (plus output_padding at the end)."""
+    spatial = weight.rank - 2
+    if x.shape is None or weight.shape is None or not all(isinstance(n, int) for n in [*x.shape[1:], *weight.shape]):
+        raise NotImplementedError("an integer transposed convolution is exported for static sizes only")
+    batch, channels, sizes, kernel = x.shape[0], x.shape[1], list(x.shape[2:]), list(weight.shape[2:])
+    out_per_group = weight.shape[1]
+    if any(s > 1 for s in strides):
+        # each position of the spread plane reads its entry of x, or the zero appended after x's entries
+        up = [(n - 1) * s + 1 for n, s in zip(sizes, strides)]
+        grid = torch.stack(torch.meshgrid(*(torch.arange(u) for u in up), indexing="ij")).reshape(spatial, -1)
+        strides_t = torch.tensor(strides).reshape(spatial, 1)
+        on_entry = (grid % strides_t == 0).all(0)
+        place = torch.tensor([math.prod(sizes[i + 1:]) for i in range(spatial)]).reshape(spatial, 1)
+        index = torch.where(on_entry, ((grid // strides_t) * place).sum(0), math.prod(sizes))
+        flat = reshape(g, x, [0, channels, -1])
+        zero = g.op("Mul", g.slice(flat, [0], [1], [2]), g.const(0, like=flat))
+        x = reshape(g, g.op("Gather", g.op("Concat", flat, zero, axis=2), g.const(index), axis=2), [0, channels, *up])
+        sizes = up
+        x.shape = (batch, channels, *sizes)
+    begin = [d * (k - 1) - p for d, k, p in zip(dilations, kernel, pads)]
+    end = [b + o for b, o in zip(begin, output_padding)]
+    if any(b < 0 for b in begin + end):  # more padding than the kernel reaches: those rows are cropped
+        x = g.slice(x, [max(-b, 0) for b in begin], [n - max(-e, 0) for n, e in zip(sizes, end)],
+                    list(range(2, 2 + spatial)))
+        x.shape = (batch, channels, *(n - max(-b, 0) - max(-e, 0) for n, b, e in zip(sizes, begin, end)))
+    # weight [C_in, O/groups, *k] -> [O, C_in/groups, *k], each kernel flipped
+    w = reshape(g, weight, [groups, channels // groups, out_per_group, *kernel])
+    w = reshape(g, g.op("Transpose", w, perm=[0, 2, 1, *range(3, 3 + spatial)]),
+                [groups * out_per_group, channels // groups, *kernel])
+    for axis, k in enumerate(kernel, start=2):
+        w = g.op("Gather", w, g.const(list(range(k - 1, -1, -1)), dtype=torch.int64), axis=axis)
+    w.shape = (groups * out_per_group, channels // groups, *kernel)
+    return integer_conv(g, x, w, bias, [1] * spatial, [max(b, 0) for b in begin] + [max(e, 0) for e in end],
+                        dilations, groups)
 
 
 def eager_adds_taps_in(dtype: torch.dtype, output_padding: list[int], strides: list[int]) -> bool:
@@ -712,8 +754,51 @@ def conv(g: GraphBuilder, input: Value, weight: Value, bias, stride, padding, di
         pads = same_pads(weight, expand(dilation)) if padding == "same" else [0] * spatial * 2
     else:
         pads = expand(padding) * 2
+    if not input.dtype.is_floating_point:
+        return integer_conv(g, input, weight, bias, expand(stride), pads, expand(dilation), int(groups))
     return g.op("Conv", input, weight, bias, strides=expand(stride), pads=pads, dilations=expand(dilation),
                 group=int(groups), kernel_shape=[d for d in weight.shape[2:]] if weight.is_static else None)
+
+
+def window_coordinates(out_sizes: list[int], kernel: list[int], strides: list[int],
+                       dilations: list[int]) -> torch.Tensor:
+    """[spatial, P, K]: the coordinates (in the padded input) each output position's kernel taps read."""
+    spatial = len(kernel)
+    starts = torch.stack(torch.meshgrid(*(torch.arange(o) * s for o, s in zip(out_sizes, strides)), indexing="ij"))
+    taps = torch.stack(torch.meshgrid(*(torch.arange(k) * d for k, d in zip(kernel, dilations)), indexing="ij"))
+    return starts.reshape(spatial, -1, 1) + taps.reshape(spatial, 1, -1)
+
+
+def flat_positions(coords: torch.Tensor, sizes: list[int]) -> torch.Tensor:
+    """Row-major flat positions of coordinates [spatial, ...] in a plane of sizes."""
+    place = torch.tensor([math.prod(sizes[i + 1:]) for i in range(len(sizes))])
+    return (coords * place.reshape([-1] + [1] * (coords.dim() - 1))).sum(0)
+
+
+def integer_conv(g: GraphBuilder, x: Value, weight: Value, bias: Value | None, strides: list[int], pads: list[int],
+                 dilations: list[int], groups: int) -> Value:
+    """An integer convolution, which ONNX's Conv (floats only) cannot say: every output position's window
+    gathered from the padded input (im2col, for static channel and spatial sizes), times the weight by
+    MatMul per group. Integer products and sums wrap as eager's do, in any order."""
+    spatial = weight.rank - 2
+    sizes, kernel = x.shape[2:] if x.shape is not None else None, weight.shape[2:] if weight.shape is not None else None
+    channels, out_channels = (x.shape[1] if x.shape is not None else None), (weight.shape[0] if weight.shape else None)
+    if not all(isinstance(n, int) for n in [*(sizes or [None]), *(kernel or [None]), channels, out_channels]):
+        raise NotImplementedError("an integer convolution is exported for static channel and spatial sizes only")
+    padded = [n + pads[i] + pads[i + spatial] for i, n in enumerate(sizes)]
+    out_sizes = [(p - d * (k - 1) - 1) // s + 1 for p, k, s, d in zip(padded, kernel, strides, dilations)]
+    index = flat_positions(window_coordinates(out_sizes, kernel, strides, dilations), padded)
+    positions, window = index.shape
+    if any(pads):
+        x = g.pad(x, [0, 0, *pads[:spatial], 0, 0, *pads[spatial:]])
+    per_group = channels // groups
+    cols = g.op("Gather", reshape(g, x, [0, channels, -1]), g.const(index), axis=2)  # [N, C, P, K]
+    cols = reshape(g, cols, [0, groups, per_group, positions, window])
+    cols = reshape(g, g.op("Transpose", cols, perm=[0, 1, 3, 2, 4]), [0, groups, positions, per_group * window])
+    w = g.op("Transpose", reshape(g, weight, [groups, out_channels // groups, per_group * window]), perm=[0, 2, 1])
+    out = g.op("Transpose", g.op("MatMul", cols, w), perm=[0, 1, 3, 2])  # [N, groups, O / groups, P]
+    out = reshape(g, out, [0, out_channels, *out_sizes])
+    return out if bias is None else g.op("Add", out, reshape(g, bias, [out_channels] + [1] * spatial))
 
 
 def same_pads(weight: Value, dilation: list[int]) -> list[int]:
@@ -772,6 +857,8 @@ def max_pool(g: GraphBuilder, x: Value, kernel_size, stride, padding, dilation, 
     dilations = expand(dilation, spatial)
 
     def pool(b: Value):
+        if not b.dtype.is_floating_point:
+            return integer_max_pool(g, b, kernel, strides, pads, dilations, ceil_mode, indices=indices)
         if not indices:
             return g.pool("MaxPool", b, kernel_shape=kernel, strides=strides, pads=pads, dilations=dilations,
                           ceil_mode=ceil_mode)
@@ -787,6 +874,42 @@ def max_pool(g: GraphBuilder, x: Value, kernel_size, stride, padding, dilation, 
         return y, g.op("Sub", idx, g.const(offsets))
 
     return batched(g, x, spatial, pool)
+
+
+def integer_max_pool(g: GraphBuilder, x: Value, kernel: list[int], strides: list[int], pads: list[int],
+                     dilations: list[int], ceil_mode: bool, *, indices: bool):
+    """Max pooling of integers (MaxPool takes no int64, and int8/uint8 only from 12): every window gathered
+    from the input padded with the dtype's lowest value (static sizes), its ReduceMax, and for indices
+    its first largest entry's position in the input plane, as eager's (a window whose entries are all the
+    lowest value points at its first entry inside the input, as eager's)."""
+    spatial = len(kernel)
+    if x.shape is None or not all(isinstance(n, int) for n in x.shape[1:]):
+        raise NotImplementedError("integer max pooling is exported for static channel and spatial sizes only")
+    channels, sizes = x.shape[1], list(x.shape[2:])
+    begin = pads[:spatial]
+    out_sizes = []
+    for n, k, s, d, p in zip(sizes, kernel, strides, dilations, begin):  # torch's pooling_output_shape
+        span = n + 2 * p - d * (k - 1) - 1
+        out = (span + (s - 1 if ceil_mode else 0)) // s + 1
+        out_sizes.append(out - 1 if ceil_mode and (out - 1) * s >= n + p else out)
+    padded = [max(n + 2 * p, (o - 1) * s + d * (k - 1) + 1)
+              for n, p, o, s, d, k in zip(sizes, begin, out_sizes, strides, dilations, kernel)]
+    coords = window_coordinates(out_sizes, kernel, strides, dilations)  # [spatial, P, K]
+    lowest = torch.iinfo(x.dtype).min if x.dtype != torch.bool else False
+    x = g.pad(x, [0, 0, *begin, 0, 0, *(q - n - p for q, n, p in zip(padded, sizes, begin))], value=lowest)
+    windows = g.op("Gather", reshape(g, x, [0, channels, -1]), g.const(flat_positions(coords, padded)), axis=2)
+    values = reshape(g, g.reduce("ReduceMax", windows, [3], keepdims=False), [0, channels, *out_sizes])
+    if not indices:
+        return values
+    inside = torch.stack([(c - p >= 0) & (c - p < n) for c, p, n in zip(coords, begin, sizes)]).all(0)
+    plane = torch.where(inside, flat_positions(coords - torch.tensor(begin).reshape(-1, 1, 1), sizes), -1)
+    first_inside = plane.gather(1, inside.int().argmax(1, keepdim=True)).squeeze(1)  # [P]
+    window = plane.shape[1]
+    picked = g.op("ArgMax", windows, axis=3, keepdims=0)  # [N, C, P], the first largest
+    at = g.op("Add", picked, g.const(torch.arange(plane.shape[0]) * window))
+    found = g.op("Gather", g.const(plane.reshape(-1)), at, axis=0)
+    found = g.op("Where", g.op("Less", found, g.const(0, dtype=torch.int64)), g.const(first_inside), found)
+    return values, reshape(g, found, [0, channels, *out_sizes])
 
 
 @register("aten::max_pool1d.default")

@@ -10,6 +10,12 @@ from optable import Entry, t, t2
 FLOATS = (torch.float32, torch.float64)
 NUMERIC = (torch.float32, torch.int32, torch.int64)
 
+def lowest_corner(x: torch.Tensor) -> torch.Tensor:
+    """x with its first 2 x 3 corner of every plane at the dtype's lowest value."""
+    x[..., :2, :3] = torch.iinfo(x.dtype).min
+    return x
+
+
 TABLE = [
     Entry("abs", torch.abs, [t(3, 4)], NUMERIC, keys=("aten::abs.default",)),
     Entry("acos", torch.acos, [t(5, low=-0.9, high=0.9)],
@@ -141,6 +147,39 @@ TABLE = [
           opsets=(10, 18), keys=("aten::max_pool2d_with_indices.default",)),
     Entry("avg_pool1d", lambda x: torch.nn.functional.avg_pool1d(x, 3, 2, 1), [t(2, 3, 7)], opsets=(10, 18),
           keys=("aten::avg_pool1d.default",)),
+    # integer convolutions (ONNX's Conv and ConvTranspose take floats): windows gathered, then MatMul;
+    # products that overflow wrap as eager's
+    Entry("conv_int", lambda a1, w1, a2, w2, w3: (
+        torch.nn.functional.conv1d(a1, w1, stride=2, padding=1, dilation=2),
+        torch.nn.functional.conv2d(a2, w2, torch.arange(4), stride=(2, 1), padding=(1, 2), groups=2),
+        torch.nn.functional.conv2d(a2, w2[:, :, :1], padding="same", groups=2),
+        torch.nn.functional.conv3d(a2[:, :2].unsqueeze(0), w3[:, :, :2]),
+        torch.nn.functional.conv_transpose1d(a1, w1.transpose(0, 1), stride=2, padding=3, output_padding=1),
+        torch.nn.functional.conv_transpose2d(a2, w2, torch.arange(2), stride=(3, 2), padding=(2, 1),
+                                             output_padding=(1, 0), dilation=(2, 2)),
+        torch.nn.functional.conv_transpose2d(a2, w2, stride=2, groups=2)),
+          [lambda d: (torch.randint(-9, 9, (2, 4, 9)).to(d), torch.randint(-9, 9, (3, 4, 3)).to(d),
+                      torch.randint(-9, 9, (2, 4, 5, 6)).to(d), torch.randint(-9, 9, (4, 2, 2, 3)).to(d),
+                      torch.randint(-9, 9, (2, 2, 4, 2, 3)).to(d)),
+           lambda d: (torch.randint(-2**40, 2**40, (2, 4, 9)).to(d), torch.randint(-2**30, 2**30, (3, 4, 3)).to(d),
+                      torch.randint(-2**40, 2**40, (2, 4, 5, 6)).to(d), torch.randint(-2**30, 2**30, (4, 2, 2, 3)).to(d),
+                      torch.randint(-2**30, 2**30, (2, 2, 4, 2, 3)).to(d))],
+          (torch.int64,), opsets=(13, 18),
+          keys=("aten::conv1d.default", "aten::conv2d.default", "aten::conv2d.padding", "aten::conv3d.default",
+                "aten::conv_transpose1d.default", "aten::conv_transpose2d.input",
+                "aten::transpose.int", "aten::slice.Tensor", "aten::unsqueeze.default", "aten::arange.default")),
+    # integer max pooling: windows gathered from the input padded with the lowest value; a window of only
+    # the lowest value (the corner below) points at its first entry inside the input, as eager's
+    Entry("max_pool_int", lambda x: (
+        torch.nn.functional.max_pool2d(x, 3, 2, 1, return_indices=True),
+        torch.nn.functional.max_pool1d(x[0], 2, ceil_mode=True, return_indices=True),
+        torch.nn.functional.max_pool2d(x, (2, 3), (3, 2), (1, 1), dilation=(2, 1), ceil_mode=True),
+        torch.nn.functional.max_pool3d(x.unsqueeze(0), 2, return_indices=True)),
+          [lambda d: (lowest_corner(torch.randint(-9, 9, (2, 5, 7)).to(d)),), lambda d: (torch.zeros(2, 5, 7).to(d),)],
+          (torch.int64, torch.int32, torch.int8, torch.uint8), opsets=(13, 18),
+          keys=("aten::max_pool1d_with_indices.default", "aten::max_pool2d_with_indices.default",
+                "aten::max_pool2d.default", "aten::max_pool3d_with_indices.default", "aten::select.int",
+                "aten::unsqueeze.default")),
     Entry("conv_transpose2d", lambda x, w: torch.nn.functional.conv_transpose2d(x, w, stride=2, output_padding=1),
           [t2((1, 2, 3, 3), (2, 3, 3, 3))], opsets=(9, 18), keys=("aten::conv_transpose2d.input",)),
     Entry("conv_transpose_1d_3d_unbatched", lambda x, w, v, k: (
