@@ -309,3 +309,24 @@ def test_gemm_is_matmul_and_add_for_the_integers_onnxruntime_has_no_gemm_for(cas
         torch.testing.assert_close(torch.from_numpy(got), fn(*args), rtol=1e-4, atol=1e-4)
     else:
         assert torch.equal(torch.from_numpy(got), fn(*args))
+
+
+@pytest.mark.parametrize("opset", [9, 10, 11])
+@pytest.mark.parametrize("dtype", [torch.int64, torch.bool, torch.int32])
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_constant_padding_of_types_pad_cannot_hold_is_concat_with_filled_blocks(dtype, dynamic, opset):
+    # Pad takes floats only before 11 (and no bool before 13): a type no wider type Pad takes holds (int64)
+    # is padded by Concat with ConstantOfShape blocks; the checker rejects a Pad of a type it does not take
+    x = torch.randint(-2**40, 2**40, (3, 4, 5)).to(dtype)
+
+    def fn(x):
+        return torch.nn.functional.pad(x, (1, 2, 0, 3), value=True if dtype == torch.bool else 7)
+    shapes = ({0: torch.export.Dim("a"), 2: torch.export.Dim("c")},) if dynamic else None
+    exported = aten2onnx.export(fn, (x,), opset=opset, dynamic_shapes=shapes, fallback="error")
+    onnx.checker.check_model(exported.model_proto, full_check=True)
+    if dynamic and opset < 11 and dtype == torch.int64:  # (static constant padding is a Gather with a fill)
+        assert not nodes(exported.model_proto, "Pad") and nodes(exported.model_proto, "ConstantOfShape")
+    for sample in [x] + ([torch.randint(-9, 9, (2, 4, 6)).to(dtype)] if dynamic else []):
+        (got,) = run_ort(exported.model_proto, {exported.input_names[0]: sample})
+        assert torch.equal(torch.from_numpy(got), fn(sample))
+        assert torch.equal(exported.run(sample), fn(sample))

@@ -198,13 +198,39 @@ class Emitters:
 
     def pad(self, x: Value, pads: Sequence[int], mode: str = "constant", value: float | int | None = None) -> Value:
         """x padded by pads (ONNX's order: every axis' begin, then every axis' end) in mode (constant, reflect,
-        edge), with value in constant mode. Pad takes pads as an attribute, and its value as a float, before 11."""
+        edge), with value in constant mode. Pad takes pads as an attribute, and its value as a float, before 11,
+        and no integers there (int64 and bool, which no wider type Pad takes holds, are padded by Concat with
+        filled blocks instead)."""
+        if mode == "constant" and not self._runs("Pad", x) and x.shape is not None and min(pads, default=0) >= 0:
+            return self._pad_by_concat(x, pads, 0 if value is None else value)
         if self._as_input("Pad", "pads"):
             inputs = [self.const(list(pads), dtype=torch.int64)]
             if mode == "constant" and value is not None:
                 inputs.append(self.const(value, like=x))
             return self.op("Pad", x, *inputs, mode=mode)
         return self.op("Pad", x, pads=list(pads), mode=mode, value=float(value or 0))
+
+    def _pad_by_concat(self, x: Value, pads: Sequence[int], value: float | int | bool) -> Value:
+        rank = len(x.shape)
+        sizes = list(x.shape)
+        for axis in range(rank):
+            before, after = pads[axis], pads[axis + rank]
+            if not (before or after):
+                continue
+            pieces = []
+            for n in (before, after):
+                if not n:
+                    pieces.append(None)
+                    continue
+                dims = [self.const([n if d == axis else s], dtype=torch.int64) if d == axis or isinstance(s, int)
+                        else self.slice(self.op("Shape", x), [d], [d + 1], [0]) for d, s in enumerate(sizes)]
+                shape = self.op("Concat", *dims, axis=0) if rank > 1 else dims[0]
+                pieces.append(self.op("ConstantOfShape", shape, value=torch.tensor([value], dtype=x.dtype)))
+            shape_before = tuple(sizes)
+            x = self.op("Concat", *(p for p in (pieces[0], x, pieces[1]) if p is not None), axis=axis)
+            sizes[axis] = sizes[axis] + before + after if isinstance(sizes[axis], int) else None
+            x.shape = tuple(sizes) if shape_before is not None else None
+        return x
 
     def slice(self, x: Value, starts: Sequence[int | Value], ends: Sequence[int | Value], axes: Sequence[int],
               steps: Sequence[int] | None = None) -> Value:
