@@ -21,6 +21,7 @@ from aten2onnx.symbolic._helpers import (
     as_value,
     binary,
     cast,
+    float_opmath,
     compare,
     dim_size,
     equal,
@@ -262,23 +263,29 @@ def relu(g: GraphBuilder, x: Value) -> Value:
     return g.op("Where", g.op("Greater", x, zero), x, zero)
 
 
+# The activations that are several ONNX ops compute half types in float32 and round once, as ATen's
+# CPU kernels do (rounding each op's result in the half type differs in a fifth of bfloat16 values).
+
+
 @register("aten::silu.default")
 def aten_silu(g, self):
     """silu(Tensor self) -> Tensor"""
-    return g.op("Mul", self, g.op("Sigmoid", self))
+    x = float_opmath(g, self)
+    return cast(g, g.op("Mul", x, g.op("Sigmoid", x)), self.dtype)
 
 
 @register("aten::gelu.default")
 def aten_gelu(g, self, *, approximate="none"):
     """gelu(Tensor self, *, str approximate="none") -> Tensor"""
-    half = g.const(0.5, like=self)
+    x = float_opmath(g, self)
+    half = g.const(0.5, like=x)
     if approximate == "tanh":
-        cube = g.op("Mul", g.op("Mul", self, self), self)
-        inner = g.op("Add", self, g.op("Mul", cube, g.const(0.044715, like=self)))
-        t = g.op("Tanh", g.op("Mul", inner, g.const(math.sqrt(2 / math.pi), like=self)))
+        cube = g.op("Mul", g.op("Mul", x, x), x)
+        inner = g.op("Add", x, g.op("Mul", cube, g.const(0.044715, like=x)))
+        t = g.op("Tanh", g.op("Mul", inner, g.const(math.sqrt(2 / math.pi), like=x)))
     else:
-        t = g.op("Erf", g.op("Mul", self, g.const(1 / math.sqrt(2), like=self)))
-    return g.op("Mul", g.op("Mul", self, half), g.op("Add", t, g.const(1.0, like=self)))
+        t = g.op("Erf", g.op("Mul", x, g.const(1 / math.sqrt(2), like=x)))
+    return cast(g, g.op("Mul", g.op("Mul", x, half), g.op("Add", t, g.const(1.0, like=x))), self.dtype)
 
 
 def extremum(g: GraphBuilder, op_type: str, a: Value, b) -> Value:

@@ -396,8 +396,9 @@ def aten_softplus(g, self, beta=1, threshold=20):
 
 @register("aten::mish.default")
 def aten_mish(g, self):
-    """mish(Tensor self) -> Tensor"""
-    return g.op("Mul", self, g.op("Tanh", g.op("Softplus", self)))
+    """mish(Tensor self) -> Tensor (half types in float32, rounded once, as eager)"""
+    x = float_opmath(g, self)
+    return cast(g, g.op("Mul", x, g.op("Tanh", g.op("Softplus", x))), self.dtype)
 
 
 @register("aten::log_sigmoid_forward.default")

@@ -114,6 +114,11 @@ def opmath_entries(dtypes: tuple, ort: bool) -> list[Entry]:
               [lambda d: (torch.randn(2, 3, 12, 8).to(d) * 2, torch.randn(2, 3, 12, 8).to(d) * 2,
                           torch.randn(2, 3, 12, 8).to(d), torch.randn(12, 12).to(d))], dtypes, opsets=(13, 18), ort=ort,
               keys=("aten::scaled_dot_product_attention.default",)),
+        # activations that are several ONNX ops: float32, rounded once (per-op rounding differs in a fifth
+        # of bfloat16 values)
+        Entry(f"activations_{tag}", lambda x: (F.silu(x), F.gelu(x), F.gelu(x, approximate="tanh"), F.mish(x)),
+              [lambda d: (torch.randn(400).to(d) * 3,)], dtypes, opsets=(13, 18, 20), ort=ort,
+              keys=("aten::silu.default", "aten::gelu.default", "aten::mish.default")),
         # index_reduce's prod and mean go one index at a time, each step rounded to the dtype
         Entry(f"index_reduce_{tag}", lambda x, i, s: (x.index_reduce(0, i, s, "prod"),
                                                       x.index_reduce(0, i, s, "prod", include_self=False),
