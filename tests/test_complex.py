@@ -193,8 +193,15 @@ def test_complex32_is_carried_as_float16_pairs():
     torch.testing.assert_close(torch.view_as_real(got), torch.view_as_real(torch.view_as_complex(x.half()) * 2))
 
 
-def test_fallback_node_takes_a_complex_scalar():
-    # index_fill needs opset 11 (ScatterElements); at 9 it is an ATen node whose value is complex
+def test_fallback_node_takes_a_complex_scalar(monkeypatch):
+    # index_fill made to fall back (every complex op with a Scalar exports natively): an ATen node whose
+    # value is complex
+    from aten2onnx.errors import KernelOnly
+    from aten2onnx.symbolic import opset9_scatter
+
+    def refuse(*args, **kwargs):
+        raise KernelOnly("made to fall back")
+    monkeypatch.setattr(opset9_scatter, "rows_along", refuse)
     x = torch.randn(4, 3, dtype=torch.complex64)
     index = torch.tensor([0, 2])
     fn = lambda a, i: a.index_fill(0, i, 1 - 2j) * 2  # noqa: E731
