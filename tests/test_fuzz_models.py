@@ -108,6 +108,11 @@ FOUND = [
     # trunc of -0.0 gave +0.0 (Sign(-0.0) is 0), so dividing by it gave +inf where eager gives -inf
     program([("x0", (2, 1), F32)], [("v0", "torch.relu(x0)"), ("v1", "-v0"), ("v3", "v1.trunc()"), ("v4", "-v3"),
                                     ("v5", "v4.reshape(-1)"), ("v6", "-v5"), ("v7", "v6 / v4")], ("v7",), dynamic=True),
+    # linear resampling was a MatMul by the whole weight matrix: a NaN (0 / 0 here) reached every output of
+    # its row through the zero weights, where eager's outputs read only their taps
+    program([("x0", (3,), torch.int16), ("x1", (3, 2, 3), F32)],
+            [("v3", "x1.round()"), ("v4", "v3 / x1"), ("v6", "F.interpolate(v4, size=5, mode='linear')")], ("v6",),
+            seed=31729),
 ]
 
 

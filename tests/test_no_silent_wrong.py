@@ -325,3 +325,32 @@ def test_uint8_resampling_is_eagers_kernel_not_a_float_matrix(mode):
     assert torch.equal(exported.run(x), fn(x))
     with pytest.raises(aten2onnx.UnsupportedOperatorError, match="fixed-point"):
         aten2onnx.export(fn, (x,), opset=18, fallback="error")
+
+
+RESAMPLINGS = [
+    ("bilinear", lambda x: torch.nn.functional.interpolate(x, size=(5, 7), mode="bilinear")),
+    ("bicubic", lambda x: torch.nn.functional.interpolate(x, size=(9, 3), mode="bicubic", align_corners=True)),
+    ("linear", lambda x: torch.nn.functional.interpolate(x[0], size=11, mode="linear")),
+    ("trilinear", lambda x: torch.nn.functional.interpolate(x.unsqueeze(0), size=(3, 5, 8), mode="trilinear")),
+    ("adaptive_avg", lambda x: torch.nn.functional.adaptive_avg_pool2d(x, (3, 4))),
+]
+
+
+@pytest.mark.parametrize("opset", [9, 18])
+@pytest.mark.parametrize("name, fn", RESAMPLINGS, ids=[n for n, _ in RESAMPLINGS])
+def test_a_nan_or_infinity_reaches_only_the_resampled_outputs_that_read_it(name, fn, opset):
+    # the weight matrices' zeros carried a NaN or an infinity to every output of its row and column.
+    # (bicubic takes no infinity here: at a border eager's clamped taps read an entry twice, with weights
+    # of opposite signs, so inf - inf makes NaN where one gathered tap of their summed weight gives inf)
+    x = torch.randn(1, 2, 4, 6)
+    x[0, 0, 0, 0] = float("nan")
+    if name != "bicubic":
+        x[0, 0, 3, 5], x[0, 1, 2, 2] = float("inf"), -float("inf")
+    exported = aten2onnx.export(fn, (x,), opset=opset, fallback="error")
+    want = fn(x)
+    (theirs,) = run_ort(exported.model_proto, {exported.input_names[0]: x})
+    for got in (exported.run(x), torch.from_numpy(theirs)):
+        assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got.isinf(), want.isinf())
+        finite = want.isfinite()
+        torch.testing.assert_close(got[finite], want[finite], rtol=1e-4, atol=1e-5)
+        assert torch.equal(got[want.isinf()], want[want.isinf()])

@@ -5,6 +5,7 @@ static, padding and unfold of symbolic sizes by Pad and by Gather of positions c
 from __future__ import annotations
 
 import functools
+import math
 
 import torch
 import torch.nn.functional as F
@@ -190,20 +191,39 @@ def separable(g, x, op, args_for, dynamic_for=None, spatial=None):
     for k in range(spatial):
         axis = x.rank - spatial + k
         n, args = (x.shape[axis] if x.shape is not None else None), args_for(k)
-        if isinstance(n, int) and not any(isinstance(a, Value) for a in _leaves(args)):
-            basis = torch.eye(n, dtype=torch.float64).reshape([n, 1] + [n if j == k else 1 for j in range(spatial)])
-            result = op(basis, *args)
-            matrix = g.const(result[(slice(None), 0) + tuple(slice(None) if j == k else 0 for j in range(spatial))]
-                             .to(acc))
-        elif dynamic_for is None:
-            raise NotImplementedError("this resampling is exported for static shapes only")
-        else:
-            matrix = cast(g, dynamic_for(k, dim_size(g, x, axis)), acc)
         perm = [d for d in range(x.rank) if d != axis] + [axis]
         inverse = [perm.index(d) for d in range(x.rank)]
         moved = g.op("Transpose", out, perm=perm)
-        out = g.op("Transpose", g.op("MatMul", moved, matrix), perm=inverse)
+        if isinstance(n, int) and not any(isinstance(a, Value) for a in _leaves(args)):
+            along = [n if j == k else 1 for j in range(spatial)]
+            pick = (slice(None), 0) + tuple(slice(None) if j == k else 0 for j in range(spatial))
+            weights = op(torch.eye(n, dtype=torch.float64).reshape([n, 1] + along), *args)[pick]  # [n, n_out]
+            # the entries eager reads for each output, zero weights included: a NaN there reaches it
+            nan_basis = torch.where(torch.eye(n, dtype=torch.bool), math.nan, 0.0).to(torch.float64)
+            reads = op(nan_basis.reshape([n, 1] + along), *args)[pick].isnan()
+            resampled = gathered_taps(g, moved, x.rank, weights, reads, acc)
+        elif dynamic_for is None:
+            raise NotImplementedError("this resampling is exported for static shapes only")
+        else:
+            resampled = g.op("MatMul", moved, cast(g, dynamic_for(k, dim_size(g, x, axis)), acc))
+        out = g.op("Transpose", resampled, perm=inverse)
     return cast(g, out, dtype)
+
+
+def gathered_taps(g, x: Value, rank: int, weights: torch.Tensor, reads: torch.Tensor, acc: torch.dtype) -> Value:
+    """x's last axis (of `rank`) resampled by `weights` [n_in, n_out]: each output the weighted sum of the entries it
+    reads (`reads`, zero weights included), gathered, not a MatMul by the whole matrix, so that a NaN or
+    an infinity reaches only the outputs that read it, as in eager."""
+    taps = max(int(reads.sum(0).max()), 1)
+    order = torch.sort(reads.to(torch.int8), dim=0, descending=True, stable=True).indices[:taps].T  # [n_out, taps]
+    valid = reads.T.gather(1, order)
+    index = torch.where(valid, order, 0)
+    weight = torch.where(valid, weights.T.gather(1, order), 0.0)
+    picked = g.op("Gather", x, g.const(index), axis=rank - 1)  # [..., n_out, taps]
+    products = g.op("Mul", picked, g.const(weight.to(acc)))
+    if not bool(valid.all()):
+        products = g.op("Where", g.const(valid), products, g.const(0.0, dtype=acc))
+    return g.reduce("ReduceSum", products, [rank], keepdims=False)
 
 
 def _leaves(args) -> list:
