@@ -172,7 +172,7 @@ TABLE = [
     # the lowest value (the corner below) points at its first entry inside the input, as eager's
     # onnxruntime has no integer Relu (int64 from opset 14 in ONNX): relu6 selects against 0 as relu does
     Entry("relu6_int", torch.nn.functional.relu6, [lambda d: (torch.randint(-20, 20, (4, 5)).to(d),)],
-          (torch.int64, torch.int32, torch.int8), opsets=(9, 13, 18), keys=("aten::relu6.default",)),
+          (torch.int64, torch.int32, torch.int8), opsets=(9, 14, 18), keys=("aten::relu6.default",)),
     Entry("max_pool_int", lambda x: (
         torch.nn.functional.max_pool2d(x, 3, 2, 1, return_indices=True),
         torch.nn.functional.max_pool1d(x[0], 2, ceil_mode=True, return_indices=True),
