@@ -28,6 +28,7 @@ from aten2onnx.symbolic._linalg import (
     broadcast_batch,
     cholesky_results,
     cholesky_solve,
+    first_indices,
     flatten,
     gather_rows,
     geqrf,
@@ -59,6 +60,7 @@ from aten2onnx.symbolic._linalg import (
     solve_with_lu,
     square_size,
     tril_mask,
+    triu_mask,
     unflatten,
     unpack_lu,
     zero_based,
@@ -126,6 +128,54 @@ def aten_linalg_solve_ex(g, A, B, *, left=True, check_errors=False):
 def aten__linalg_solve_ex(g, A, B, *, left=True, check_errors=False):
     """_linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor LU, Tensor pivots, Tensor info)"""
     return solve_results(g, A, B, left, "_linalg_solve_ex")
+
+
+# -- determinants by LU, before Det (11) -----------------------------------------------------------------------
+
+
+def lu_determinant(g: GraphBuilder, A: Value, what: str) -> tuple[Value, Value]:
+    """(the sign of A's row permutation, the diagonal of U) of its partial-pivoting LU, as eager computes
+    determinants ([*batch] and [*batch, n], in A's dtype)."""
+    shape = matrix_shape(g, A, what)
+    batch, n = shape[:-2], square_size(shape, what)
+    count = sym_prod(g, batch)
+    lu, pivots, _ = lu_loop(g, flatten(g, A, batch, [n, n]), count, n, n, pivot=True)
+    on_diagonal = g.op("And", tril_mask(g, n, n, 0), triu_mask(g, n, n, 0))
+    diagonal = g.reduce("ReduceSum", masked(g, on_diagonal, lu), [2], keepdims=False)  # [count, n]
+    swaps = g.op("Not", g.op("Equal", pivots, first_indices(g, n)))
+    count_swaps = g.reduce("ReduceSum", cast(g, swaps, torch.int64), [1], keepdims=False)
+    two = g.const(2, dtype=torch.int64)
+    odd = g.op("Sub", count_swaps, g.op("Mul", g.op("Div", count_swaps, two), two))  # (Mod arrives at 10)
+    sign = g.op("Sub", g.const(1.0, dtype=A.dtype), g.op("Mul", cast(g, odd, A.dtype), g.const(2.0, dtype=A.dtype)))
+    return unflatten(g, sign, batch, []), unflatten(g, diagonal, batch, [n])
+
+
+@register("aten::linalg_det.default")
+def aten_linalg_det(g, A):
+    """linalg_det(Tensor A) -> Tensor"""
+    if is_empty(matrix_shape(g, A, "linalg_det")):
+        return fill(g, matrix_shape(g, A, "linalg_det")[:-2], 1, A.dtype)
+    sign, diagonal = lu_determinant(g, A, "linalg_det")
+    return g.op("Mul", sign, g.reduce("ReduceProd", diagonal, [A.rank - 2], keepdims=False))
+
+
+@register("aten::linalg_slogdet.default")
+def aten_linalg_slogdet(g, A):
+    """linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)"""
+    if is_empty(matrix_shape(g, A, "linalg_slogdet")):
+        batch = matrix_shape(g, A, "linalg_slogdet")[:-2]
+        return fill(g, batch, 1, A.dtype), fill(g, batch, 0, A.dtype)
+    sign, diagonal = lu_determinant(g, A, "linalg_slogdet")
+    last = A.rank - 2
+    sign = g.op("Mul", sign, g.reduce("ReduceProd", g.op("Sign", diagonal), [last], keepdims=False))
+    return sign, g.reduce("ReduceSum", g.op("Log", g.op("Abs", diagonal)), [last], keepdims=False)
+
+
+@register("aten::logdet.default")
+def aten_logdet(g, self):
+    """logdet(Tensor self) -> Tensor (NaN where the determinant is negative, as eager)"""
+    sign, logabsdet = aten_linalg_slogdet(g, self)
+    return g.op("Where", g.op("Less", sign, g.const(0.0, like=sign)), g.const(math.nan, like=logabsdet), logabsdet)
 
 
 # -- handlers: LU ------------------------------------------------------------------------------------------

@@ -103,6 +103,13 @@ TABLE = [
           ALL_OPSETS, keys=("aten::inverse.default", "aten::linalg_inv.default", "aten::linalg_inv_ex.default")),
     Entry("inv_sizes", LA.inv, [well_conditioned(1, 1), well_conditioned(5, 5), general(2, 0, 0)], FLOATS, OPSETS,
           keys=()),  # empty results are constants: nothing dispatched
+    # before Det (11): the sign of the LU's row permutation times U's diagonal, as eager computes them; a
+    # singular matrix (the first EDGES one), negative determinants (logdet NaN), empty matrices
+    Entry("det_by_lu", lambda a: (LA.det(a), LA.slogdet(a), torch.logdet(a)),
+          [fixed(*EDGES), general(2, 4, 4)], FLOATS, (9, 10),
+          keys=("aten::linalg_det.default", "aten::linalg_slogdet.default", "aten::logdet.default")),
+    Entry("det_by_lu_empty", lambda a: (LA.det(a), LA.slogdet(a)), [general(0, 3, 3), general(2, 0, 0)], FLOATS,
+          (9,), keys=()),  # empty results are constants: nothing dispatched
     Entry("inv_ex_singular", LA.inv_ex, [fixed(*EDGES)], FLOATS, OPSETS, keys=("aten::linalg_inv_ex.default",)),
     Entry("lu_factor", lu_all, [fixed(*EDGES)], FLOATS, ALL_OPSETS,
           keys=("aten::_lu_with_info.default", "aten::linalg_lu.default", "aten::linalg_lu_factor_ex.default")),

@@ -146,7 +146,7 @@ UNTESTED: dict[str, str] = {
             "aten::linalg_matrix_rank.default", "aten::linalg_matrix_rank.tol_tensor",
             "aten::linalg_multi_dot.default", "aten::linalg_pinv.default", "aten::linalg_pinv.rcond_tensor",
             "aten::linspace.Scalar_Tensor", "aten::linspace.Tensor_Scalar", "aten::linspace.Tensor_Tensor",
-            "aten::log2.default", "aten::log_sigmoid.default", "aten::logaddexp2.default", "aten::logdet.default",
+            "aten::log2.default", "aten::log_sigmoid.default", "aten::logaddexp2.default",
             "aten::logical_and.default", "aten::logical_not.default", "aten::logical_or.default",
             "aten::logit.default", "aten::logspace.Scalar_Tensor", "aten::logspace.Tensor_Scalar",
             "aten::logspace.Tensor_Tensor", "aten::logspace.default", "aten::mH.default",
