@@ -91,11 +91,11 @@ def test_fallback_error_lists_every_unsupported_op_with_source_lines(unmapped):
 
 
 def test_fallback_error_names_the_lowest_opset_that_supports_an_op():
-    def f(x):
-        return torch.linalg.det(x)
+    def f(x, i):  # (index_put writes with ScatterND, from 11)
+        return x.index_put((i, i), torch.tensor(1.0))
 
     with pytest.raises(UnsupportedOperatorError, match="supported from opset 11"):
-        aten2onnx.export(f, (torch.randn(3, 3),), opset=9, fallback="error")
+        aten2onnx.export(f, (torch.randn(3, 3), torch.tensor([0, 2])), opset=9, fallback="error")
 
 
 def test_fallback_covers_a_case_the_opset_cannot_express():
