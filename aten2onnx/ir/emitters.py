@@ -217,20 +217,20 @@ class Emitters:
             before, after = pads[axis], pads[axis + rank]
             if not (before or after):
                 continue
-            pieces = []
-            for n in (before, after):
-                if not n:
-                    pieces.append(None)
-                    continue
-                dims = [self.const([n if d == axis else s], dtype=torch.int64) if d == axis or isinstance(s, int)
-                        else self.slice(self.op("Shape", x), [d], [d + 1], [0]) for d, s in enumerate(sizes)]
-                shape = self.op("Concat", *dims, axis=0) if rank > 1 else dims[0]
-                pieces.append(self.op("ConstantOfShape", shape, value=torch.tensor([value], dtype=x.dtype)))
-            shape_before = tuple(sizes)
-            x = self.op("Concat", *(p for p in (pieces[0], x, pieces[1]) if p is not None), axis=axis)
+            blocks = [self._filled([n if d == axis else s for d, s in enumerate(sizes)], x, value) if n else None
+                      for n in (before, after)]
+            x = self.op("Concat", *(p for p in (blocks[0], x, blocks[1]) if p is not None), axis=axis)
             sizes[axis] = sizes[axis] + before + after if isinstance(sizes[axis], int) else None
-            x.shape = tuple(sizes) if shape_before is not None else None
+            x.shape = tuple(sizes)
         return x
+
+    def _filled(self, sizes: Sequence[int | str | None], like: Value, value: float | int | bool) -> Value:
+        """A tensor of `sizes` filled with value in like's dtype; a size that is not an int is like's size
+        on that axis, read from its shape."""
+        dims = [self.const([n], dtype=torch.int64) if isinstance(n, int)
+                else self.slice(self.op("Shape", like), [d], [d + 1], [0]) for d, n in enumerate(sizes)]
+        shape = self.op("Concat", *dims, axis=0) if len(dims) > 1 else dims[0]
+        return self.op("ConstantOfShape", shape, value=torch.tensor([value], dtype=like.dtype))
 
     def slice(self, x: Value, starts: Sequence[int | Value], ends: Sequence[int | Value], axes: Sequence[int],
               steps: Sequence[int] | None = None) -> Value:
@@ -438,11 +438,8 @@ class Emitters:
                 raise NotImplementedError(f"opset {self.opset} has no scatter reduction {reduction!r}, and the "
                                           "one-hot spelling needs static sizes where indices are smaller than data")
             filler_sizes = [data.shape[d] - indices.shape[d] if k == d else sizes[k] for k in range(rank)]
-            pieces = [self.const([n], dtype=torch.int64) if isinstance(n, int)
-                      else self.slice(self.op("Shape", data), [k], [k + 1], [0]) for k, n in enumerate(filler_sizes)]
-            filler = self.op("ConstantOfShape", self.op("Concat", *pieces, axis=0) if rank > 1 else pieces[0],
-                             value=torch.tensor([_identity(reduction, data.dtype)], dtype=data.dtype))
-            gathered = self.op("Concat", gathered, filler, axis=d)
+            gathered = self.op("Concat", gathered, self._filled(filler_sizes, data, _identity(reduction, data.dtype)),
+                               axis=d)
             sizes[d] = data.shape[d]
         gathered.shape = data.shape
         if reduction in ("max", "min"):

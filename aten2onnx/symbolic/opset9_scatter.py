@@ -181,23 +181,22 @@ def acc_differs(dtype: torch.dtype) -> bool:
 
 
 def index_reduce(g: GraphBuilder, self: Value, dim: int, index: Value, source: Value, reduce: str,
-                 include_self: bool, *, along=rows_along) -> Value:
-    """index_reduce, its rows written by along(g, base, dim, index, values, reduction=...)."""
+                 include_self: bool) -> Value:
     if self.rank == 0:  # eager reads a 0-d self, index and source as one-element vectors
         out = index_reduce(g, reshape(g, self, [1]), 0, reshape(g, index, [1]), reshape(g, source, [1]), reduce,
-                           include_self, along=along)
+                           include_self)
         return reshape(g, out, [])
     if reduce in ("amax", "amin") and acc_differs(self.dtype):
         # a maximum or minimum is exact in any float type: onnxruntime's float32 kernel computes it
         acc = opmath(self.dtype)
-        out = index_reduce(g, cast(g, self, acc), dim, index, cast(g, source, acc), reduce, include_self, along=along)
+        out = index_reduce(g, cast(g, self, acc), dim, index, cast(g, source, acc), reduce, include_self)
         return cast(g, out, self.dtype)
     if acc_differs(self.dtype):
         return index_reduce_in_order(g, self, dim, index, source, reduce, include_self)
 
     def write(base, values, op):
         values = values if isinstance(values, Value) else g.const(values, dtype=self.dtype)
-        return along(g, base, dim, index, values, reduction=op)
+        return rows_along(g, base, dim, index, values, reduction=op)
     return reduce_into(g, self, source, reduce, include_self, write, hits=source)
 
 
