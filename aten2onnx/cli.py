@@ -284,7 +284,8 @@ def _ops(options: argparse.Namespace) -> int:
     if options.query is None:
         print("\n".join(_table(coverage)))
         return 0
-    keys = sorted(set(coverage.builtin_handlers()) | set(coverage.builtin_handlers(on_complex=True)))
+    keys = sorted(set(coverage.builtin_handlers()) | set(coverage.builtin_handlers(on_complex=True))
+                  | {u.key for u in coverage.unavailable()})
     hits = coverage.matching(options.query, keys) or coverage.known_overloads(options.query)
     if not hits:
         print(f"aten2onnx: no operator matches {options.query!r}; `aten2onnx ops` lists every one with a symbolic",
@@ -309,4 +310,14 @@ def _table(coverage: Any) -> list[str]:
                      f"{fallback:<8} {'yes' if e.key in complex_keys else '':<7} {'yes' if e.limitations else ''}".rstrip())
     lines.append(f"{len(rows)} overloads with a built-in symbolic, {len(complex_keys)} with one for complex tensors, "
                  f"{sum(bool(e.limitations) for e in rows)} partial; `aten2onnx ops QUERY` for one op's details")
+    aside = coverage.unavailable()
+    if aside:
+        lines.append(f"{len(aside)} built-in symbolic(s) unavailable with torch {torch_version()}:")
+        lines += [f"  {u.key} (opsets {', '.join(map(str, u.opsets))}): {coverage.why_unavailable(u)}" for u in aside]
     return lines
+
+
+def torch_version() -> str:
+    import torch
+
+    return torch.__version__

@@ -54,6 +54,21 @@ def builtin_handlers(on_complex: bool = False) -> dict[str, dict[int, Callable[.
     return REGISTRY.builtin_handlers(complex=on_complex)
 
 
+def unavailable() -> list:
+    """The built-in symbolics the running torch cannot take (registry.Unavailable), kept aside at import."""
+    from aten2onnx import symbolic  # noqa: F401  (registers the built-ins)
+    from aten2onnx.registry import REGISTRY
+
+    return REGISTRY.unavailable()
+
+
+def why_unavailable(entry) -> str:
+    """In words, why a built-in is unavailable with this torch."""
+    if not entry.exists:
+        return f"torch {torch.__version__} has no such overload (the symbolic serves torch versions that have it)"
+    return f"its schema in torch {torch.__version__} differs from the handler's signature: {entry.reason}"
+
+
 def _message(node: ast.Raise) -> str | None:
     """The message of `raise NotImplementedError(<message>)`, as written in the source."""
     exc = node.exc
@@ -187,6 +202,10 @@ def describe(key: str) -> list[str]:
     real = next(iter(entries(keys=[key])), None)
     complex_entry = next(iter(entries(on_complex=True, keys=[key])), None)
     lines = [key]
+    aside = next((u for u in unavailable() if u.key == key), None)
+    if aside is not None and real is None:
+        return lines + [f"  unavailable: built-in symbolic at opsets {', '.join(map(str, aside.opsets))}, but "
+                        f"{why_unavailable(aside)}"]
     twin = _functional_twin(key) if real is None else None
     if twin is not None:
         lines.append(f"  writes in place or to out=: exported as its functional overload {twin}, whose entry follows")

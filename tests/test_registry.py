@@ -74,8 +74,49 @@ def test_real_and_complex_entries_are_one_table_dispatched_apart():
 ])
 def test_registration_is_validated(name, fn, message):
     with pytest.raises(RegistrationError, match=None) as info:
-        Registry().add(name, 9, fn, user=False)
+        Registry().add(name, 9, fn, user=True)
     assert message in str(info.value)
+
+
+@pytest.mark.parametrize("name, fn, message, exists", [
+    ("aten::not_an_op.default", h9, "no operator aten::not_an_op", False),
+    ("aten::relu.nope", h9, "has no overload 'nope'", False),
+    ("aten::add.Tensor", lambda g, x, y: x, "name the parameters (g, self, other, alpha)", True),
+])
+def test_a_builtin_this_torch_cannot_take_is_kept_aside_not_raised(name, fn, message, exists):
+    """A built-in registered for an overload another torch has (or with another torch's schema) never breaks
+    import: it is kept aside with the reason, reported by unavailable(), and never dispatched."""
+    reg = Registry()
+    reg.add(name, 9, fn, user=False)
+    reg.add(name, 13, fn, user=False)
+    [kept] = reg.unavailable()
+    assert (kept.key, kept.opsets, kept.exists) == (name, (9, 13), exists) and message in kept.reason
+    assert reg.keys() == [] and reg.builtin_handlers() == {}
+    if exists:
+        assert reg.resolve(torch.ops.aten.add.Tensor, 18) is None
+
+
+def test_a_library_op_checked_when_loaded_is_kept_aside_when_the_library_lacks_it(monkeypatch):
+    from aten2onnx.registry import _schema
+
+    monkeypatch.setitem(_schema.LIBRARIES, "a2o_missing_lib", "json")  # a module that defines no such op
+    reg = Registry()
+    reg.add("a2o_missing_lib::op.default", 9, h9, user=False)
+    assert reg.keys() == ["a2o_missing_lib::op.default"] and reg.unavailable() == []
+    assert reg._check_loaded("a2o_missing_lib::op.default") is False
+    assert reg.keys() == [] and [u.key for u in reg.unavailable()] == ["a2o_missing_lib::op.default"]
+
+
+def test_every_builtin_kept_aside_names_an_overload_this_torch_lacks():
+    """On the running torch, a built-in is kept aside only because its overload is not here (a schema that
+    changed under a handler is a bug to fix, not a registration to skip)."""
+    from aten2onnx import symbolic  # noqa: F401
+
+    drifted = [(u.key, u.reason) for u in REGISTRY.unavailable() if u.exists]
+    assert drifted == []
+    assert all(not hasattr(torch.ops.aten, u.key.split("::")[1].rsplit(".", 1)[0])
+               or u.key.rsplit(".", 1)[1] not in getattr(torch.ops.aten, u.key.split("::")[1].rsplit(".", 1)[0]).overloads()
+               for u in REGISTRY.unavailable() if u.key.startswith("aten::"))
 
 
 def test_duplicate_builtin_registration_raises():

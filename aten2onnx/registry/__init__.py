@@ -20,6 +20,7 @@ from aten2onnx.registry._schema import (
     is_mutating,
     is_python_key,
     normalize_key,
+    op_exists,
     overload_key,
     resolve_overload,
     written_arguments,
@@ -32,6 +33,7 @@ __all__ = [
     "REGISTRY",
     "Resolved",
     "Resolver",
+    "Unavailable",
     "register",
     "bind",
     "functional_twin",
@@ -64,6 +66,18 @@ class Entry:
 
 
 @dataclasses.dataclass(frozen=True)
+class Unavailable:
+    """A built-in registration kept aside because the running torch cannot take it: `exists` False when
+    the overload is not in this torch (registered for another version), True when its schema differs."""
+
+    key: str
+    opsets: tuple[int, ...]
+    handlers: tuple[str, ...]
+    reason: str
+    exists: bool
+
+
+@dataclasses.dataclass(frozen=True)
 class Resolved:
     """What dispatch found for one FX target: the handler, and the schema to bind arguments with."""
 
@@ -83,6 +97,9 @@ class Registry:
     def __init__(self) -> None:
         self._entries: dict[str, list[Entry]] = {}
         self._unchecked: set[str] = set()  # keys of ops of a library not loaded when registered
+        # built-in registrations this torch cannot take (the overload is gone, or its schema changed):
+        # kept aside with the reason, so that a newer or older torch never breaks `import aten2onnx`
+        self._unavailable: dict[str, Unavailable] = {}
 
     # -- registration ------------------------------------------------------------------------
     @staticmethod
@@ -93,13 +110,41 @@ class Registry:
             check_signature(fn, resolve_overload(key)._schema, key)
         return key
 
-    def _check_loaded(self, key: str) -> None:
-        """Check the handlers of an op registered before its library was loaded, once it is."""
-        if key in self._unchecked:
+    def _check_loaded(self, key: str) -> bool:
+        """Check the handlers of an op registered before its library was loaded, once it is: False
+        (and the built-in entries kept aside) when the loaded library lacks the op or changed its schema."""
+        if key not in self._unchecked:
+            return True
+        self._unchecked.discard(key)
+        try:
             schema = resolve_overload(key)._schema
-            for e in self._entries.get(key, ()):
-                check_signature(e.handler, schema, key)
-            self._unchecked.discard(key)
+        except RegistrationError as e:
+            schema, failure = None, e
+        for entry in list(self._entries.get(key, ())):
+            try:
+                if schema is None:
+                    raise failure
+                check_signature(entry.handler, schema, key)
+            except RegistrationError as e:
+                if entry.user:
+                    raise
+                self._entries[key].remove(entry)
+                self._set_aside(key, entry.opset, entry.handler, entry.complex, e)
+        if not self._entries.get(key):
+            self._entries.pop(key, None)
+            return False
+        return True
+
+    def _set_aside(self, key: str, opset: int, fn: Handler, complex: bool, error: RegistrationError) -> None:
+        kept = self._unavailable.get(key)
+        handlers = (kept.handlers if kept else ()) + (f"{fn.__module__}.{fn.__qualname__}",)
+        opsets = tuple(sorted({*(kept.opsets if kept else ()), opset}))
+        self._unavailable[key] = Unavailable(key, opsets, handlers, str(error), op_exists(key))
+
+    def unavailable(self) -> list[Unavailable]:
+        """The built-in registrations this torch could not take, sorted by key: their overload does not
+        exist here (a newer or older torch) or its schema differs from the handler's signature."""
+        return [self._unavailable[k] for k in sorted(self._unavailable)]
 
     def add(self, name: str, opset: int, fn: Handler, *, user: bool, complex: bool = False,
             lifts: str | None = None, lifting: str | None = None) -> str:
@@ -108,8 +153,14 @@ class Registry:
         key = normalize_key(name)
         if key.split("::", 1)[0] in LIBRARIES and not is_loaded(key):
             self._unchecked.add(key)  # checked against its schema when its library is loaded
-        else:
+        elif user:
             key = self.validate(name, fn)
+        else:
+            try:
+                key = self.validate(name, fn)
+            except RegistrationError as e:
+                self._set_aside(key, opset, fn, complex, e)
+                return key
         entries = self._entries.setdefault(key, [])
         same = [e for e in entries if (e.opset, e.complex, e.user) == (opset, complex, user)]
         if same and not user:
@@ -167,9 +218,9 @@ class Registry:
         An in-place or out= overload without its own handler dispatches to its functional twin.
         """
         key = overload_key(target)
+        if key in self._unchecked and not self._check_loaded(key):
+            return None
         found = self._floor(key, opset, complex)
-        if found is not None and key in self._unchecked:
-            self._check_loaded(key)
         schema = target._schema if isinstance(target, torch._ops.OpOverload) else None
         if found is not None:
             return Resolved(found.handler, key, found.opset, schema, found.user, None)

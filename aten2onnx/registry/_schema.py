@@ -61,6 +61,15 @@ def is_loaded(key: str) -> bool:
     return True
 
 
+def op_exists(key: str) -> bool:
+    """True when the overload a key names is in torch.ops now (False for one this torch lacks, or of a
+    library not loaded)."""
+    namespace, rest = key.split("::", 1)
+    op_name, _, overload = rest.rpartition(".")
+    packet = getattr(getattr(torch.ops, namespace, None), op_name, None) if is_loaded(key) else None
+    return isinstance(packet, torch._ops.OpOverloadPacket) and overload in packet.overloads()
+
+
 def resolve_overload(key: str) -> torch._ops.OpOverload:
     """The OpOverload a key names; RegistrationError naming the known overloads if there is none. An op
     of a library in LIBRARIES is loaded by importing the library's module first."""
