@@ -16,6 +16,7 @@ import torch
 
 from aten2onnx.errors import ArgumentError, ExportError
 from aten2onnx.exporter.capture import eval_mode
+from aten2onnx.exporter.transformers_compat import cache_keyword, output_cache
 
 # Example sizes for capture: all different and above 1, so that torch.export specializes none of them.
 BATCH, SEQUENCE, PAST = 2, 3, 5
@@ -69,9 +70,9 @@ def cache_layout(model: torch.nn.Module) -> CacheLayout:
 
     ids = torch.zeros(1, 2, dtype=torch.long)
     with eval_mode(model), torch.no_grad():
-        out = model(input_ids=ids, attention_mask=torch.ones_like(ids), past_key_values=DynamicCache(config=model.config),
-                    use_cache=True)
-    cache = getattr(out, "past_key_values", None)
+        out = model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=True,
+                    **{cache_keyword(model.forward): DynamicCache(config=model.config)})
+    cache = output_cache(out)
     layers = getattr(cache, "layers", None)
     if not layers or any(getattr(layer, "keys", None) is None for layer in layers):
         raise ExportError(f"{type(model).__name__} made no key/value cache in a run with use_cache=True; export_llm "
@@ -112,9 +113,9 @@ class CacheModule(torch.nn.Module):
         cache = DynamicCache(ddp_cache_data=[(past[2 * i], past[2 * i + 1]) for i in range(self.layers)],
                              config=self.model.config)
         kwargs = {"position_ids": position_ids} if self.position_ids else {}
-        out = self.model(input_ids=input_ids, attention_mask=attention_mask, past_key_values=cache, use_cache=True,
-                         **kwargs)
-        present = [t for layer in out.past_key_values.layers for t in (layer.keys, layer.values)]
+        kwargs[cache_keyword(self.model.forward)] = cache
+        out = self.model(input_ids=input_ids, attention_mask=attention_mask, use_cache=True, **kwargs)
+        present = [t for layer in output_cache(out).layers for t in (layer.keys, layer.values)]
         return (out.logits, *present)
 
 

@@ -21,6 +21,7 @@ import torch
 import torch.fx
 
 from aten2onnx.exporter.passes import Pass, Program
+from aten2onnx.exporter.transformers_compat import pop_cache
 
 MICROSOFT = "com.microsoft"
 # onnxruntime registers SimplifiedLayerNormalization in the ONNX domain (it is not in ONNX's own
@@ -307,8 +308,8 @@ def attention_forward(module: torch.nn.Module, config: Any, tables: tuple | None
         return None
     cos_cache, sin_cache = tables if attention.rotary else (None, None)
 
-    def forward(hidden_states: torch.Tensor, *args: Any, past_key_values: Any = None, **kwargs: Any) -> tuple:
-        layer = past_key_values.layers[module.layer_idx]
+    def forward(hidden_states: torch.Tensor, *args: Any, **kwargs: Any) -> tuple:
+        layer = pop_cache(kwargs).layers[module.layer_idx]
         qkv = torch.nn.functional.linear(hidden_states, attention.weight, attention.bias)
         query, key, value = qkv, None, None
         if any(norm is not None for norm in norms) or cos_cache is not None:
