@@ -128,14 +128,14 @@ def aten_signbit(g, self):
 def aten_expm1(g, self):
     """expm1(Tensor self) -> Tensor
     Half types in float32, rounded once (ATen's kernel). exp(x) - 1 loses x's low bits near 0, so
-    the result is (u - 1) * x / log(u) with u = exp(x) (Kahan): x where u == 1, u - 1 where u - 1
-    is -1 or u is inf (log(u) would make it NaN)."""
+    there the result is (u - 1) * x / log(u) with u = exp(x) (Kahan), and x where u == 1. Where |x| >= 1
+    (or x is NaN) u - 1 loses nothing and is the result: (u - 1) * x would overflow long before u does
+    (exp(87) is finite in float32, 87 * exp(87) is not)."""
     x = float_opmath(g, self)
     u = g.op("Exp", x)
     um1 = g.op("Sub", u, const_like(g, 1.0, x))
     one = g.op("Not", g.op("Or", g.op("Less", um1, const_like(g, 0.0, x)), g.op("Greater", um1, const_like(g, 0.0, x))))
-    edge = g.op("Or", g.op("Not", g.op("Greater", um1, const_like(g, -1.0, x))),
-                g.op("Greater", u, const_like(g, torch.finfo(x.dtype).max, x)))
+    edge = g.op("Not", g.op("Less", g.op("Abs", x), const_like(g, 1.0, x)))
     safe_u = g.op("Where", g.op("Or", one, edge), const_like(g, 2.0, x), u)
     accurate = g.op("Div", g.op("Mul", g.op("Sub", safe_u, const_like(g, 1.0, x)), x), g.op("Log", safe_u))
     out = g.op("Where", one, x, g.op("Where", edge, um1, accurate))
