@@ -89,6 +89,11 @@ CASES = {
         lambda n: (torch.randint(-2, 2, (n, 3)), torch.randint(0, 2, (2, n), dtype=torch.int32),
                    torch.randint(0, 3, (n, 2, 3)).float() / 2),
         ({0: AUTO}, {1: AUTO}, {0: AUTO})),
+    # native_layer_norm (what GPT-2 captures as under transformers 4.57) with its statistics, dynamic lead
+    # dims: it fell back for anything but static shapes
+    "native_layer_norm": (lambda x, w, b: aten.native_layer_norm.default(x, [8], w, b, 1e-5),
+                          lambda n: (torch.randn(2, n, 8), torch.randn(8), torch.randn(8)),
+                          ({0: AUTO, 1: AUTO}, None, None)),
 }
 
 

@@ -117,8 +117,9 @@ def grouped_stats(g: GraphBuilder, x: Value, outer: list[SymInt], eps: float, *,
 @register("aten::native_layer_norm.default")
 def aten_native_layer_norm(g, input, normalized_shape, weight, bias, eps):
     """native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)"""
-    shape = static_shape(input, "native_layer_norm")
-    lead = shape[:len(shape) - len(normalized_shape)]
+    if input.rank is None:
+        raise NotImplementedError("native_layer_norm is exported for inputs of known rank")
+    lead = [dim_size(g, input, i) for i in range(input.rank - len(normalized_shape))]
     y, mean, rstd = grouped_stats(g, input, lead, eps)
     kept = lead + [1] * len(normalized_shape)
     y = cast(g, affine(g, y, weight, bias, None), input.dtype)
