@@ -355,3 +355,34 @@ def test_uncapturable_gradient_says_what_to_do():
     message = str(caught.value)
     assert "gradient capture:" in message
     assert "torch.autograd.grad(outputs, inputs" in message and "Gradients inside forward" in message
+
+
+class VmappedScores(nn.Module):
+    """torch.vmap in the forward and no gradient (transformers 4.x builds its attention masks with vmap): a
+    transform the capture lowers below autograd, but nothing the loss differentiates inside the forward.
+    The second term's gradient is stopped by the user's own detach().detach()."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        scores = torch.vmap(lambda row: self.lin(row).tanh())(x)
+        return scores.square().mean() + self.lin(x).detach().detach().sum()
+
+
+def test_a_vmap_alone_is_not_taken_for_a_gradient_in_the_forward():
+    """It trains as autograd, bitwise under exact mode (which refuses a forward that takes gradients, and
+    refused this one before), and the user's detach still stops the gradient."""
+    model = VmappedScores()
+    x = torch.randn(5, 4)
+    trained = aten2onnx.export_training(model, (x,), exact=True)
+    assert trained.fallback_ops == []
+    reference = copy.deepcopy(model).train()
+    want_loss = reference(x.clone())
+    want_loss.backward()
+    loss, grads = trained.run(x)
+    assert torch.equal(loss, want_loss.detach())
+    assert set(grads) == {"lin.weight", "lin.bias"}
+    for name, p in reference.named_parameters():
+        assert torch.equal(grads[name], p.grad), name

@@ -186,7 +186,7 @@ def _refined(mode: str, module: torch.nn.Module, args: tuple, kwargs: dict | Non
     try:
         # torch's parser reads every line after the heading as a fix; its closing hints are not
         refined = refine_dynamic_shapes_from_suggested_fixes("Suggested fixes:\n" + "\n".join(fixes), dynamic_shapes)
-        with DataDependentChecks(traced), (below_autograd() if mode == "gradient" else contextlib.nullcontext()):
+        with DataDependentChecks(traced), (below_autograd() if mode in BELOW_AUTOGRAD else contextlib.nullcontext()):
             ep = torch.export.export(module, args, kwargs, dynamic_shapes=refined, strict=False)
     except Exception:  # the fixes did not apply: the original failure is reported
         return None
@@ -196,15 +196,22 @@ def _refined(mode: str, module: torch.nn.Module, args: tuple, kwargs: dict | Non
     return ep, traced
 
 
+# the captures traced below autograd (gradients.py)
+BELOW_AUTOGRAD = ("gradient", "transforms")
+
+
 def _attempt(mode: str, module: torch.nn.Module, args: tuple, kwargs: dict | None, dynamic_shapes: Any,
              gradients: GradientCalls, recorder: _Recorder) -> tuple[ExportedProgram, list[str]]:
     """One torch.export capture: "non-strict" (watching for gradient calls), "gradient" (non-strict below
-    autograd) or "strict"; the program and the calls traced as formulas of aten2onnx's own."""
+    autograd, for a forward that takes gradients), "transforms" (the same, for a forward whose only
+    torch.func transform is vmap: nothing to differentiate, so the program is kept as traced) or
+    "strict"; the program and the calls traced as formulas of aten2onnx's own."""
     traced: list[str] = []
     printed = io.StringIO()
     contexts = {"non-strict": lambda: (DataDependentChecks(traced), packed_sequences(), gradients),
                 "gradient": lambda: (DataDependentChecks(traced), packed_sequences(), GradientCalls(),
                                      below_autograd()),
+                "transforms": lambda: (DataDependentChecks(traced), packed_sequences(), below_autograd()),
                 "strict": lambda: ()}[mode]()
     try:
         # torch.export prints a failed trace's partial graph to stderr: kept, and given back only when
@@ -334,8 +341,8 @@ def capture(model: Any, args: tuple, kwargs: dict | None, dynamic_shapes: Any,
         # capture sees the backward only in part (and keeps torch.func transforms as calls of their
         # own); its trace is kept for when that capture fails
         # (strict capture, dynamo, traces neither requires_grad_ nor autograd.grad: not tried then)
-        if gradients.autograd or (gradients.transform and (captured is None or transformed(captured[0]))):
-            captured = attempt("gradient") or captured
+        if gradients.takes_gradients or (gradients.transform and (captured is None or transformed(captured[0]))):
+            captured = attempt("gradient" if gradients.takes_gradients else "transforms") or captured
         elif captured is None:
             captured = attempt("strict")
         if captured is not None:

@@ -30,17 +30,32 @@ class GradientCalls(TorchFunctionMode):
         super().__init__()
         self.autograd = False
         self.transform = False
+        self.differentiates = False  # a grad or jvp transform among them (vmap alone takes no gradient)
+
+    @property
+    def takes_gradients(self) -> bool:
+        return self.autograd or self.differentiates
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if torch._C._functorch.maybe_current_level() is not None:
             self.transform = True
+            self.differentiates = self.differentiates or _differentiating()
         if func in _AUTOGRAD:
             self.autograd = True
         if func is torch.autograd.grad and not _create_graph(args, kwargs):
             grads = func(*args, **kwargs)
             return tuple(g.detach() if isinstance(g, torch.Tensor) else g for g in grads)
         return func(*args, **kwargs)
+
+
+def _differentiating() -> bool:
+    """Whether a torch.func transform that differentiates (grad, vjp, jacrev, jvp) is active now; vmap
+    alone (transformers 4.x builds its masks with it) is not."""
+    from torch._functorch.pyfunctorch import retrieve_all_functorch_interpreters
+
+    kinds = (torch._C._functorch.TransformType.Grad, torch._C._functorch.TransformType.Jvp)
+    return any(interpreter.key() in kinds for interpreter in retrieve_all_functorch_interpreters())
 
 
 def transformed(ep: ExportedProgram) -> bool:
