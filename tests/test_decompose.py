@@ -189,3 +189,17 @@ def test_a_decomposition_right_only_at_the_example_falls_back(name, fn, example,
     assert exported.decomposed_ops == [] and exported.fallback_ops
     for got, want in zip(flat_tensors(exported.run(*other)), flat_tensors(model(*other))):
         torch.testing.assert_close(got, want)
+
+
+def test_checking_a_decomposition_at_another_size_uses_no_deprecated_torch_api(without_builtin):
+    """A decomposition traced on symbolic sizes is checked at other sizes from the size symbols' example
+    values; torch 2.13 deprecates ShapeEnv.var_to_val for backed_var_to_val, and a FutureWarning raised in
+    our code is an error (pyproject's filterwarnings), so reading the deprecated one fails here."""
+    without_builtin("aten::layer_norm.default")
+    model = Call(lambda x: F.layer_norm(x, (4,)))
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", category=FutureWarning, module="aten2onnx")
+        warnings.filterwarnings("error", category=DeprecationWarning, module="aten2onnx")
+        exported = aten2onnx.export(model, (_r(3, 4),), opset=18, dynamic_shapes=(({0: AUTO},),))
+    assert exported.decomposed_ops and exported.fallback_ops == []
+    _check_against_eager(model, exported, (_r(5, 4),))

@@ -11,6 +11,8 @@ import torch.fx
 from torch._guards import detect_fake_mode
 from torch.fx.experimental.proxy_tensor import make_fx
 
+from aten2onnx._torch_compat import size_hints
+
 
 class NoDecomposition(Exception):
     """The op has no decomposition torch can trace on this node's inputs (the message says why)."""
@@ -142,7 +144,8 @@ def _check_other_size(node: torch.fx.Node, op: torch._ops.OpOverload, gm: torch.
     symbols = sorted({s for v in vals for s in _free_symbols(v)}, key=str)
     if not symbols:
         return
-    hints = {s: int(shape_env.var_to_val[s]) for s in symbols if s in shape_env.var_to_val}
+    known = size_hints(shape_env)
+    hints = {s: int(known[s]) for s in symbols if s in known}
     if len(hints) != len(symbols):
         raise NoDecomposition("its decomposition could not be checked at another size (a size has no example value)")
     generator = torch.Generator().manual_seed(0)
