@@ -283,11 +283,19 @@ def gpt2_attention(module: torch.nn.Module, config: Any) -> Attention | None:
     """GPT-2's self-attention: one Conv1D c_attn (weight [hidden, 3 * hidden]) and c_proj, every head
     its own key and value, no rotary (positions are embedded before the first layer)."""
     if not {"c_attn", "c_proj"} <= {name for name, _ in module.named_children()} \
-            or getattr(module, "is_cross_attention", True) or not isinstance(getattr(module, "scaling", None), float):
+            or getattr(module, "is_cross_attention", True) or getattr(module, "reorder_and_upcast_attn", False):
+        return None
+    scaling = getattr(module, "scaling", None)
+    if scaling is None and isinstance(getattr(module, "scale_attn_weights", None), bool):
+        # transformers before 5 keeps the flags the scale is made from, not the scale
+        scaling = module.head_dim ** -0.5 if module.scale_attn_weights else 1.0
+        if getattr(module, "scale_attn_by_inverse_layer_idx", False):
+            scaling /= float(module.layer_idx + 1)
+    if not isinstance(scaling, float):
         return None
     heads = module.num_heads
     return Attention(module.c_attn.weight.detach().t(), module.c_attn.bias, heads, heads, module.head_dim,
-                     module.scaling, module.c_proj, rotary=False)
+                     scaling, module.c_proj, rotary=False)
 
 
 def attention_forward(module: torch.nn.Module, config: Any, tables: tuple | None, lengths: Lengths) -> Any | None:
