@@ -14,9 +14,10 @@ PACKAGE = pathlib.Path(aten2onnx.__file__).resolve().parent
 
 # What each layer may import of aten2onnx (besides itself). Modules at the top of the package not
 # listed here (the public API, the CLI, verification, coverage, the backend wiring) may import anything.
-BASE = {"errors", "_dtypes", "_onnx_graphs"}
+BASE = {"errors", "_dtypes", "_onnx_graphs", "_torch_compat"}
 ALLOWED = {
     "errors": set(),
+    "_torch_compat": set(),
     "_dtypes": set(),
     "_onnx_graphs": set(),
     "_aten_node": BASE,
