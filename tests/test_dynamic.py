@@ -57,6 +57,13 @@ class SizesAndStrides(torch.nn.Module):
         return x.flatten() * x.numel() + x.stride(0) + x.stride(1) - x.transpose(0, 1).contiguous().stride(0)
 
 
+class ShiftedWindows(torch.nn.Module):
+    """torch.roll over static dims of a tensor with a dynamic batch (Swin's shifted windows)."""
+
+    def forward(self, x):
+        return torch.roll(x, (2, -1), (1, 2)) + x
+
+
 SEQ = Dim("seq", min=2, max=64)
 CASES = {
     "mlp": (MLP, lambda b, s: (torch.randn(b, 8),), {"x": {0: Dim("batch")}}, False),
@@ -66,6 +73,7 @@ CASES = {
     "causal_attention": (CausalAttention, lambda b, s: tuple(torch.randn(b, 2, s, 8) for _ in range(3)),
                          {"q": {0: Dim("batch"), 2: SEQ}, "k": {0: Dim("batch"), 2: SEQ}, "v": {0: Dim("batch"), 2: SEQ}},
                          True),
+    "roll_static_dims": (ShiftedWindows, lambda b, s: (torch.randn(b, 5, 6, 3),), {"x": {0: Dim("batch")}}, False),
     "sizes_strides": (SizesAndStrides, lambda b, s: (torch.randn(b, s, 3),), {"x": {0: Dim("batch"), 1: Dim("seq")}}, True),
     "gpt2": (gpt2, lambda b, s: (token_ids(b, s),), {"input_ids": {0: "batch", 1: "seq"}}, True),
     "llama": (llama, lambda b, s: (token_ids(b, s),), {"input_ids": {0: "batch", 1: "seq"}}, True),

@@ -109,6 +109,16 @@ def aten_linalg_diagonal(g, A, *, offset=0, dim1=-2, dim2=-1):
 @register("aten::roll.default")
 def aten_roll(g, self, shifts, dims=[]):
     """roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor"""
+    axes = norm_dims(dims, self.rank)
+    sizes = [self.shape[a] for a in axes] if self.shape is not None else [None]
+    if axes and all(isinstance(s, int) for s in [*shifts, *sizes]):
+        # each rolled dim's last elements moved to its front by two slices: the other dims may be dynamic
+        x = self
+        for shift, axis, size in zip(shifts, axes, sizes):
+            if size and shift % size:
+                cut = size - shift % size
+                x = g.op("Concat", slice_axis(g, x, axis, cut, size), slice_axis(g, x, axis, 0, cut), axis=axis)
+        return x
     return gather_static(g, [self], lambda i: torch.roll(i, list(shifts), list(dims)))
 
 
