@@ -54,6 +54,12 @@ UNTESTED: dict[str, str] = {
             "aten::slice_scatter.default"),
     **_each("dispatched by tests/test_capture_checks.py::test_transformer_mask_without_is_causal",
             "aten::contiguous.default", "aten::dropout.default"),
+    **_each("dispatched by tests/test_torchvision.py::test_nms_keeps_eager_indices_exactly (torchvision's custom op: "
+            "its table entry would import torchvision)",
+            "torchvision::nms.default"),
+    **_each("dispatched by tests/test_torchvision.py::test_roi_op_matches_eager (torchvision's custom ops: their "
+            "table entries would import torchvision)",
+            "torchvision::roi_align.default", "torchvision::roi_pool.default"),
     **_each("dispatched by tests/test_llm_moe.py::test_grouped_mm_fallback_with_a_dynamic_row_count "
             "(transformers' custom op: its table entry would import transformers)",
             "transformers::grouped_mm_fallback.default"),
