@@ -120,6 +120,13 @@ FOUND = [
     program([("x0", (4,), torch.int8), ("x1", (2,), torch.int8)],
             [("v0", "(x0 * 0 + 87).index_add(0, torch.tensor([1, 3]), x1 * 0 + 1)"), ("v1", "torch.expm1(v0)")],
             ("v1",)),
+    # a size read from data (unique: 1 element) broadcast against a fixed size: torch.export assumed it is 2 and
+    # the graph computed with 2 (got 6 where eager gives 1); the example breaks the assumption, so the export
+    # is now refused with our error (fuzz_models seed 2711000, program 2712814)
+    program([("x1", (2,), torch.int32)],
+            [("v0", "x1 >= x1"), ("v2", "torch.unique(v0.int())"),
+             ("v4", "torch.zeros_like(v2).scatter_add(0, torch.tensor([0]).reshape(-1, *[1] * (v2.dim() - 1))"
+                    ".expand_as(v2[:1]), v2[:1])"), ("v5", "torch.gcd(x1, v4)")], ("v5",), seed=47343),
 ]
 
 

@@ -288,6 +288,64 @@ def test_sizes_read_from_data_within_their_natural_bounds_are_not_warned_of(recw
     assert not [w for w in recwarn if issubclass(w.category, aten2onnx.NarrowedExportWarning)]
 
 
+class UniqueBroadcast(torch.nn.Module):
+    """unique of an all-true comparison has one element; broadcast against a size-2 input, torch.export
+    assumes the size read from data is 2 (not 1, size-obliviously): its own program fails on this input."""
+
+    def __init__(self, checked: bool = False) -> None:
+        super().__init__()
+        self.checked = checked
+
+    def forward(self, x):
+        one = torch.unique((x >= x).int())
+        if self.checked:  # the error's advice: say what the size is
+            torch._check(one.shape[0] == 1)
+        return torch.gcd(x, torch.zeros_like(one).scatter_add(0, torch.zeros_like(one[:1]).long(), one[:1]))
+
+
+def test_an_example_that_breaks_what_torch_export_assumed_is_our_error_not_a_wrong_graph():
+    """Found by fuzz_models (seed 2711000, program 2712814): the graph computed with the assumed size 2 and
+    gave 6 where eager gives 1. Now the export says the example breaks the assumption, names the line, and
+    the advice, followed, exports a graph right on the example."""
+    x = torch.tensor([4, 6], dtype=torch.int32)
+    with pytest.raises(aten2onnx.CaptureError, match=r"u0 >= 2 \(the value from .*test_no_silent_wrong\.py:\d+\), and "
+                       r"your example inputs themselves break it") as caught:
+        aten2onnx.export(UniqueBroadcast(), (x,))
+    assert "test_no_silent_wrong.py:" in caught.value.source and "torch._check(" in str(caught.value)
+    exported = aten2onnx.export(UniqueBroadcast(checked=True), (x,))
+    for y in (x, torch.tensor([9, -12], dtype=torch.int32)):
+        want = UniqueBroadcast()(y)
+        assert torch.equal(exported.run(y), want)
+        assert torch.equal(torch.from_numpy(run_ort(exported.model_proto, {exported.input_names[0]: y})[0]), want)
+
+
+LIB = torch.library.Library("a2o_sizes_test", "DEF")  # noqa: TOR901 (a test library of one op)
+LIB.define("keep_positive(Tensor x) -> Tensor")
+
+
+@torch.library.impl(LIB, "keep_positive", "CPU")
+def _keep_positive(x):
+    return x[x > 0]
+
+
+@torch.library.register_fake("a2o_sizes_test::keep_positive", lib=LIB)
+def _keep_positive_fake(x):
+    # the deprecated call torchvision's nms uses, whose default floor is 2
+    return x.new_empty(torch.library.get_ctx().create_unbacked_symint())
+
+
+def test_a_fake_kernels_legacy_data_dependent_size_may_be_zero_or_one(recwarn):
+    """A custom op whose fake kernel makes its size read from data with ctx.create_unbacked_symint() (floor 2
+    by default): torch.export would assume, and its program assert, that at least two elements are kept, so
+    an example keeping one was refused (and a warning was given on every export). Captured from 0 up, the
+    op exports from such an example and is right where one, none or many are kept, with no warning."""
+    fn = lambda x: torch.ops.a2o_sizes_test.keep_positive(x) * 2  # noqa: E731
+    exported = aten2onnx.export(fn, (torch.tensor([1.0, -2.0, -3.0]),), dynamic_shapes=({0: "n"},))
+    assert not [w for w in recwarn if issubclass(w.category, aten2onnx.NarrowedExportWarning)]
+    for x in (torch.tensor([-1.0, -2.0]), torch.tensor([5.0]), torch.tensor([1.0, 2.0, -3.0, 4.0])):
+        assert torch.equal(exported.run(x), fn(x))
+
+
 # rounding toward zero keeps the sign of a zero result (-0.3 and -0.0 give -0.0), which a later division
 # by it turns into -inf (eager) or +inf (a spelling that loses the sign)
 SIGNED_ZEROS = [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import inspect
 import io
 import logging
@@ -24,7 +25,8 @@ from aten2onnx.errors import CaptureError, NarrowedExportWarning, warn_user
 from aten2onnx.exporter import caches, dynamic
 from aten2onnx.exporter.gradients import HINT, GradientCalls, below_autograd, saved_tensors_attached, transformed
 from aten2onnx.exporter.passes.packed import packed_sequences
-from aten2onnx.exporter.passes.tracing import DataDependentChecks, causal_masks_taken_as_given, fake_kernels
+from aten2onnx.exporter.passes.tracing import (DataDependentChecks, causal_masks_taken_as_given,
+                                               data_dependent_sizes_from_zero, fake_kernels)
 from aten2onnx.exporter.provenance import source_of
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
@@ -151,6 +153,33 @@ def data_dependent_assumptions(ep: ExportedProgram) -> list[str]:
         where = source_of(made) if made is not None else None
         found.append(match["expr"] + (f" (the value from {where})" if where else ""))
     return found
+
+
+def _check_example_holds(ep: ExportedProgram, module: torch.nn.Module, args: tuple, kwargs: dict | None,
+                         assumed: list[str]) -> None:
+    """CaptureError when the example inputs themselves break what torch.export assumed of values read from
+    data (its own program fails on them): the ONNX graph, which cannot check the assumption, would compute
+    with the assumed sizes and give wrong results on the very inputs the model was exported with."""
+    copies = copy.deepcopy((args, kwargs or {}))
+    try:
+        with torch.no_grad():
+            ep.module()(*copies[0], **copies[1])
+    except RuntimeError as e:
+        failed = _ASSERTION.search(str(e))
+        if failed is None:
+            return  # not an assumption that failed: the checks after capture report what else is wrong
+        broken = next((a for a in assumed if a.startswith(failed["expr"])), failed["expr"])
+        source = broken.split(" (the value from ", 1)[1].rstrip(")") if " (the value from " in broken else None
+        raise CaptureError(
+            f"torch.export assumed {broken}, and your example inputs themselves break it: the program torch "
+            "captured fails on them, and an ONNX graph, which cannot check the assumption, would compute with the "
+            "assumed sizes and give wrong results. A size read from data (unique, nonzero, a masked selection) "
+            "met something that needs to know it: most often a broadcast against a fixed size, which torch "
+            "resolves by assuming the size is not 1. Where you know the size, say so before it is used "
+            "(torch._check(t.shape[0] == 1)); otherwise make the shapes agree without broadcasting (expand or "
+            "index explicitly).", source=source) from e
+    except Exception:  # another failure of torch's program: the checks after capture report what is wrong
+        return
 
 
 def _ancestors(node: Any) -> Iterator[torch.fx.Node]:
@@ -323,7 +352,8 @@ def capture(model: Any, args: tuple, kwargs: dict | None, dynamic_shapes: Any,
     failures: list[tuple[str, BaseException]] = []
     recorder = _Recorder()
     gradients = GradientCalls()
-    with training_mode(module, training=training), causal_masks_taken_as_given(), _quiet_torch(recorder):
+    with training_mode(module, training=training), causal_masks_taken_as_given(), data_dependent_sizes_from_zero(), \
+            _quiet_torch(recorder):
         def attempt(mode: str) -> tuple[ExportedProgram, list[str]] | None:
             try:
                 return _attempt(mode, module, args, kwargs, dynamic_shapes, gradients, recorder)
@@ -349,6 +379,7 @@ def capture(model: Any, args: tuple, kwargs: dict | None, dynamic_shapes: Any,
             ep, traced = captured
             assumed = data_dependent_assumptions(ep)
             if assumed:
+                _check_example_holds(ep, module, args, kwargs, assumed)
                 warn_user(f"torch.export assumed, of values the model reads from its inputs' data: {'; '.join(assumed)}. "
                           "Its own program checks this at run time, an ONNX graph cannot: the exported model holds "
                           "only for inputs where it holds (elsewhere it fails or computes with the assumed sizes). "

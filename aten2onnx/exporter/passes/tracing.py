@@ -31,6 +31,27 @@ def causal_masks_taken_as_given() -> Iterator[None]:
         transformer._detect_is_causal_mask = detect
 
 
+@contextlib.contextmanager
+def data_dependent_sizes_from_zero() -> Iterator[None]:
+    """A custom op's fake kernel that makes a size read from data with the deprecated
+    `ctx.create_unbacked_symint()` (torchvision's nms, the count of boxes kept) gets a size that may be 0
+    or 1, as `ctx.new_dynamic_size()` gives: the deprecated call's default floor of 2 makes torch.export
+    assume, and its program assert, that at least two boxes survive, which an input keeping one breaks.
+    A floor the kernel states itself is kept."""
+    from torch._library.fake_impl import FakeImplCtx
+
+    legacy = FakeImplCtx.create_unbacked_symint
+
+    def from_zero(self: FakeImplCtx, *, min: int = 0, max: int | None = None) -> torch.SymInt:
+        return self.new_dynamic_size(min=min, max=max)
+
+    FakeImplCtx.create_unbacked_symint = from_zero
+    try:
+        yield
+    finally:
+        FakeImplCtx.create_unbacked_symint = legacy
+
+
 _FAKE_QUANTIZE = ("aten::fake_quantize_per_tensor_affine_cachemask",
                   "aten::_fake_quantize_per_tensor_affine_cachemask_tensor_qparams",
                   "aten::fake_quantize_per_channel_affine_cachemask")
