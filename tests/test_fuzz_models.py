@@ -127,6 +127,10 @@ FOUND = [
             [("v0", "x1 >= x1"), ("v2", "torch.unique(v0.int())"),
              ("v4", "torch.zeros_like(v2).scatter_add(0, torch.tensor([0]).reshape(-1, *[1] * (v2.dim() - 1))"
                     ".expand_as(v2[:1]), v2[:1])"), ("v5", "torch.gcd(x1, v4)")], ("v5",), seed=47343),
+    # a write through eval dropout of a chunk's piece: the rewrite could not invert chunk, and torch's
+    # functionalization, taking dropout for a copy, lost the write to the input (seed 2711000, program 2713591)
+    program([("x1", (2, 3, 4), BF16)], [("v1", "x1.chunk(2, dim=-1)[-1]"), ("v2", "F.dropout(v1, 0.5, training=False)"),
+                                        (None, "v2[1:].fill_(0.75)")], ("v2",), seed=41237),
 ]
 
 

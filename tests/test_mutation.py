@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import aten2onnx
+from aten2onnx.errors import ExportError
 from aten2onnx.exporter.diagnose import DataDependentError, GlobalStateError
 from conftest import flat_tensors
 
@@ -137,6 +138,20 @@ class DecayedWeight(torch.nn.Module):
         return torch.nn.functional.linear(x, self.weight) + self.table[1:4]
 
 
+class WritesThroughPieces(torch.nn.Module):
+    """Writes into an input through the pieces of list views (chunk, split, split_with_sizes, unbind,
+    tensor_split), one of them through what eval dropout gave back (the piece itself, in eager)."""
+
+    def forward(self, x):
+        piece = torch.nn.functional.dropout(x.chunk(2, dim=-1)[-1], 0.5, training=False)
+        piece[1:].fill_(0.75)
+        x.split([1, 3])[1].mul_(2)
+        x.unbind(0)[2].add_(1)
+        x.tensor_split(3, dim=1)[1].neg_()
+        x.split(4, dim=1)[-1][0].zero_()
+        return x * 1, piece + 0
+
+
 def rand(*shape):
     return torch.randn(*shape)
 
@@ -153,6 +168,7 @@ CASES = {
     "inplace_activations": (InplaceActivations, lambda: (rand(3, 6),)),
     "aliases_see_writes": (AliasesSeeWrites, lambda: (rand(3, 4),)),
     "read_views_after_write": (ReadViewsAfterWrite, lambda: (rand(4, 4),)),
+    "writes_through_pieces": (WritesThroughPieces, lambda: (rand(4, 6),)),
 }
 
 
@@ -163,8 +179,9 @@ def run_ort_stateful(model: onnx.ModelProto, feeds: dict, state: dict) -> tuple[
     names = [o.name for o in session.get_outputs()]
     outputs = dict(zip(names, session.run(None, {**{k: v.numpy() for k, v in feeds.items()}, **state})))
     new_state = dict(state)
-    for update in updates:
-        new_state[update["input"]] = outputs[update["output"]]
+    for update in updates:  # buffers carry over; an input written in place is the caller's, fed anew each run
+        if update.get("kind") != "input":
+            new_state[update["input"]] = outputs[update["output"]]
     return [outputs[n] for n in names], new_state
 
 
@@ -222,18 +239,45 @@ def test_runtime_session_carries_buffer_state_and_can_reset():
 
 
 def test_unhandled_aliasing_falls_back_to_torch_functionalization():
-    class SplitWrite(torch.nn.Module):
+    class UnfoldWrite(torch.nn.Module):
         def forward(self, x):
             y = x * 1
-            a, b = y.split(2)
-            a.add_(1)  # a write through a list view: handled by torch's functionalization
+            y.unfold(0, 2, 2)[1].add_(1)  # a write through unfold's windows: handled by torch's functionalization
             return y
 
     x = rand(4, 3)
     with pytest.warns(UserWarning, match="used torch's functionalization"):
-        exported = aten2onnx.export(SplitWrite(), (x,))
-    assert exported.notes and "torch's functionalization" in exported.notes[0]
-    torch.testing.assert_close(exported.run(x), SplitWrite()(x))
+        exported = aten2onnx.export(UnfoldWrite(), (x,))
+    assert any("torch's functionalization" in note for note in exported.notes)
+    torch.testing.assert_close(exported.run(x), UnfoldWrite()(x))
+
+
+def test_writes_through_pieces_of_a_dynamic_dim_reach_the_input():
+    """The pieces' extents along a dynamic dim are read from the pieces when run (fuzz_models seed 2711000,
+    program 2713591: a write through eval dropout of a chunk went through torch's functionalization, which
+    takes dropout for a copy, and never reached the input)."""
+    model = WritesThroughPieces()
+    exported = aten2onnx.export(model, (rand(4, 6),), dynamic_shapes={"x": {1: torch.export.Dim.AUTO}})
+    assert not any("functionalization" in note for note in exported.notes)
+    for columns in (6, 7, 8):  # split(4) gives two pieces at each (torch.export fixes the count)
+        x = rand(4, columns)
+        ours, eager = x.clone(), x.clone()
+        want = model(eager)
+        for got, expected in zip(exported.run(ours), want):
+            torch.testing.assert_close(got, expected)
+        torch.testing.assert_close(ours, eager)
+
+
+def test_a_write_through_eval_dropout_is_never_lost_to_torch_functionalization():
+    """Where the rewrite cannot follow the aliasing and an eval dropout's result (its input, in eager) is
+    written, torch's functionalization would lose the write: our error, naming the dropout, instead."""
+    class UnfoldThroughDropout(torch.nn.Module):
+        def forward(self, x):
+            torch.nn.functional.dropout(x, 0.5, training=False).unfold(0, 2, 2)[1].add_(1)
+            return x * 1
+
+    with pytest.raises(ExportError, match="dropout outside training gives back its input itself"):
+        aten2onnx.export(UnfoldThroughDropout(), (rand(4, 3),))
 
 
 # -- diagnosis -----------------------------------------------------------------------------------------

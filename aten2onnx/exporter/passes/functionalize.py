@@ -80,6 +80,39 @@ def _inverse_permute(g, parent, value, args, kwargs):
     return g.call_function(aten.permute.default, (value, inverse))
 
 
+# Views that give a list of pieces along one dim, which getitem then picks from: (dim's position among
+# the args); written through, the pair (list view, getitem) is one slice (select, for unbind) of the parent.
+_LIST_VIEWS = {aten.split.Tensor: 2, aten.split_with_sizes.default: 2, aten.chunk.default: 2, aten.unbind.int: 1,
+               aten.tensor_split.sections: 2, aten.tensor_split.indices: 2}
+
+
+def _inverse_piece(g, parent, pieces, value, producer: torch.fx.Node, index: int) -> Any:
+    """The parent with piece `index` of the list view `producer` (whose replayed list is `pieces`)
+    replaced by value: the piece starts where the pieces before it end, their sizes read from the example
+    values where static, else from the replayed pieces when run."""
+    vals, whole = producer.meta.get("val"), parent.meta.get("val")
+    if not isinstance(vals, (list, tuple)) or not isinstance(whole, torch.Tensor):
+        raise Unsupported(f"the pieces of {producer.name!r} have no example value")
+    at = _LIST_VIEWS[producer.target]
+    dim = producer.args[at] if len(producer.args) > at else producer.kwargs.get("dim", 0)
+    dim %= whole.dim()
+    index %= len(vals)
+    if producer.target is aten.unbind.int:
+        return g.call_function(aten.select_scatter.default, (parent, value, dim, index))
+    start: Any = 0
+    for j in range(index + 1):
+        length = vals[j].shape[dim]
+        if not isinstance(length, int):
+            length = g.call_function(aten.sym_size.int, (g.call_function(operator.getitem, (pieces, j)), dim))
+        if j == index:
+            end = start + length if isinstance(start, int) and isinstance(length, int) else \
+                g.call_function(operator.add, (start, length))
+        else:
+            start = start + length if isinstance(start, int) and isinstance(length, int) else \
+                g.call_function(operator.add, (start, length))
+    return g.call_function(aten.slice_scatter.default, (parent, value, dim, start, end))
+
+
 _INVERSES = {
     aten.select.int: _inverse_select,
     aten.slice.Tensor: _inverse_slice,
@@ -223,6 +256,7 @@ class _Rewriter:
         # (base, view-chain signature, base version) -> that view's value: two views made the same
         # way from the same base version are one value.
         self.memo: dict[tuple, torch.fx.Node] = {}
+        self.dropped_in: list[torch.fx.Node] = []  # eval dropouts whose result (their input) is written into
         self.fake_mode = torch._guards.detect_fake_mode(
             [n.meta["val"] for n in gm.graph.nodes if isinstance(n.meta.get("val"), torch.Tensor)])
 
@@ -244,6 +278,7 @@ class _Rewriter:
             else:
                 self.base[node] = first[storage]
         written = {self._root(w) for w in map(self._written, self._mutations()) if w is not None}
+        self.dropped_in = [n for n in self.old.nodes if _eval_dropout(n) and self._root(n) in written]
         for node, base in self.base.items():
             if base in written:
                 self.chain[node] = self._chain_to(node, base)
@@ -334,13 +369,24 @@ class _Rewriter:
                               "elements share memory; eager writes each shared element once per view element, which "
                               "an exported graph cannot repeat. Write into the tensor before expanding it, or clone "
                               "the expanded view first")
-        blocked = [step for step in chain if step.target not in _INVERSES]
+        picked = {i for i, step in enumerate(chain) if step.target is operator.getitem and i > 0
+                  and chain[i - 1] is step.args[0] and chain[i - 1].target in _LIST_VIEWS}
+        blocked = [step for i, step in enumerate(chain)
+                   if step.target not in _INVERSES and i not in picked and i + 1 not in picked]
         if blocked:
             raise Unsupported(f"{written.name!r} is written through {blocked[0].target}, which the pass cannot invert")
         parents = [self._view_value(base, chain, i) for i in range(len(chain))]
         new = value
-        for step, parent in zip(reversed(chain), reversed(parents)):
-            new = _INVERSES[step.target](_Builder(self, step), parent, new, self._args(step.args[1:]), self._args(step.kwargs))
+        i = len(chain) - 1
+        while i >= 0:
+            step = chain[i]
+            if i in picked:  # a piece of a list view: the pair is one slice of the list view's parent
+                new = _inverse_piece(_Builder(self, step), parents[i - 1], parents[i], new, chain[i - 1], step.args[1])
+                i -= 2
+                continue
+            new = _INVERSES[step.target](_Builder(self, step), parents[i], new, self._args(step.args[1:]),
+                                         self._args(step.kwargs))
+            i -= 1
         self.current[base] = new
         self.version[base] += 1
         self.memo[(base, self._signature(chain), self.version[base])] = value
@@ -444,10 +490,17 @@ def functionalize(program: Program) -> Program:
     torch's own functionalization (run_decompositions with no decompositions) is used instead."""
     if not needs_rewrite(program.gm):
         return program
+    rewriter = _Rewriter(program.ep, program.gm)
     try:
-        gm, roles = _Rewriter(program.ep, program.gm).run()
+        gm, roles = rewriter.run()
         return dataclasses.replace(program, gm=gm, roles=tuple(roles))
     except Unsupported as e:
+        if rewriter.dropped_in:  # torch's functionalization takes eval dropout for a copy: the write would be lost
+            node = rewriter.dropped_in[0]
+            raise ExportError(f"{node.name!r} at {source_of(node) or '?'}: dropout outside training gives back its "
+                              "input itself, and the model writes into it in place, which reaches the input in eager; "
+                              f"aten2onnx's mutation rewrite does not handle this graph ({e}). Write into the tensor "
+                              "before the dropout, or into a copy of the dropout's result (.clone())") from e
         try:
             functional = program.ep.run_decompositions({})
         except Exception as failure:  # torch's functionalization raises whatever its decompositions raise
