@@ -845,7 +845,7 @@ def _compare_runs(program: Program, module: torch.nn.Module, exported: aten2onnx
                        tolerance, bitwise=exact)
             except _Bug as bug:
                 return _deviation(bug, opset, program, precision, _EAGER_NONFINITE,
-                                  "eager's fused kernel departs from its math on NaN or inf")
+                                  "eager's kernel departs from its math on NaN or inf")
         if ort is not None:
             ort_feeds = {k: v.numpy() for k, v in feeds.items()}
             try:
@@ -866,8 +866,8 @@ def _compare_runs(program: Program, module: torch.nn.Module, exported: aten2onnx
             try:
                 _match(f"run {run}: onnxruntime", exported, tensors, expected, updates, fed, state, written, tolerance)
             except _Bug as bug:
-                return _deviation(bug, opset, program, precision, _ORT_NONFINITE,
-                                  "a known onnxruntime deviation on NaN or inf")
+                return _deviation(bug, opset, program, precision, _ORT_NONFINITE + _EAGER_NONFINITE,
+                                  "a known onnxruntime or eager deviation on NaN or inf")
     return Outcome(opset, "match")
 
 
@@ -891,9 +891,12 @@ _ORT_NONFINITE = ("max_pool", "argmax", "argmin", ".indices", "amax", "amin", ".
 
 # Ops whose eager CPU kernel departs from torch's own math reference on NaN and infinities: the fused
 # attention kernel takes a NaN score as masked out (a weight of 0) where the reference, and the export,
-# give NaN (torch.ops.aten._scaled_dot_product_attention_math agrees with the export). A disagreement
-# of either runtime on a run where eager met NaN or inf is a known deviation when these are in the program.
-_EAGER_NONFINITE = ("scaled_dot_product_attention",)
+# give NaN (torch.ops.aten._scaled_dot_product_attention_math agrees with the export); sinh and cosh's
+# vectorized float32 kernel overflows to inf for |x| in (88.7, 89.4], where the value is finite (2.2e38)
+# and eager's own scalar kernel, on a tensor too short to vectorize, gives it (eager disagrees with itself
+# by tensor length). A disagreement of either runtime on a run where eager met NaN or inf is a known
+# deviation when these are in the program.
+_EAGER_NONFINITE = ("scaled_dot_product_attention", "sinh", "cosh")
 
 
 def _ort_session(proto: onnx.ModelProto) -> Any:
