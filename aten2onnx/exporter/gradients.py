@@ -87,7 +87,10 @@ def below_autograd() -> Iterator[None]:
         raise RuntimeError("this torch's export does not trace with make_fx, so the gradient capture cannot run")
 
     def after_autograd(*args, **kwargs):
-        return make_fx(*args, **{**kwargs, "pre_dispatch": False})
+        # an explicit decomposition table, even empty: torch 2.14's post-dispatch make_fx otherwise traces
+        # detach as alias, and the gradient stops a training export must keep would be lost
+        table = kwargs.get("decomposition_table")
+        return make_fx(*args, **{**kwargs, "pre_dispatch": False, "decomposition_table": {} if table is None else table})
 
     export_trace.make_fx = after_autograd
     try:
