@@ -9,6 +9,7 @@ import math
 import torch
 
 from aten2onnx import registry
+from aten2onnx._torch_compat import quantile_rank_dtype
 from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic._helpers import cast, norm_dim, reshape
 from aten2onnx.symbolic.opset9_norm import axis_sum, static_shape
@@ -57,28 +58,32 @@ def quantile(g: GraphBuilder, self: Value, q, dim, keepdim: bool, interpolation:
         raise NotImplementedError("quantile of an empty tensor is an error")
     out_shape = kept if keepdim else ([] if dim is None else batch)
     one_q = not isinstance(q, Value) or q.rank == 0
+    # q in the input's dtype, then the ranks and weights in the dtype the running torch computes them in
+    rank_dtype = quantile_rank_dtype(x.dtype)
     qs = g.const([q], dtype=x.dtype) if not isinstance(q, Value) else reshape(g, cast(g, q, x.dtype), [-1])
+    qs = cast(g, qs, rank_dtype)
     nan = shaped(g.op("IsNaN", x), shape)
     ordered = ascending(g, x, nan)
-    zero = g.const(0.0, like=x)
+    zero = g.const(0.0, like=qs)
     if ignore_nan:
         # ranks over the non-NaN values; none at all gives NaN
-        count = axis_sum(g, shaped(cast(g, g.op("Not", nan), x.dtype), shape), -1, keepdim=True)
-        ranks = g.op("Mul", qs, g.op("Sub", count, g.const(1.0, like=x)))
+        count = axis_sum(g, shaped(cast(g, g.op("Not", nan), rank_dtype), shape), -1, keepdim=True)
+        ranks = g.op("Mul", qs, g.op("Sub", count, g.const(1.0, like=qs)))
         ranks = g.op("Where", g.op("Less", ranks, zero), zero, ranks)
-        undefined = g.op("Less", count, g.const(0.5, like=x))
+        undefined = g.op("Less", count, g.const(0.5, like=qs))
     else:
         # any NaN makes the quantile NaN
-        nans = axis_sum(g, shaped(cast(g, nan, x.dtype), shape), -1, keepdim=True)
+        nans = axis_sum(g, shaped(cast(g, nan, rank_dtype), shape), -1, keepdim=True)
         undefined = g.op("Greater", nans, zero)
-        ranks = g.op("Add", g.op("Mul", qs, g.const(float(n - 1), like=x)), g.op("Mul", nans, zero))
+        ranks = g.op("Add", g.op("Mul", qs, g.const(float(n - 1), like=qs)), g.op("Mul", nans, zero))
     if interpolation in ("lower", "higher", "nearest"):
         ranks = g.round(ranks) if interpolation == "nearest" else g.op({"lower": "Floor", "higher": "Ceil"}[interpolation], ranks)
     below = cast(g, ranks, torch.int64)
     out = g.gather_elements(ordered, below, axis=len(shape) - 1)
     if interpolation in ("linear", "midpoint"):
-        weight = g.op("Sub", ranks, cast(g, below, x.dtype)) if interpolation == "linear" else \
-            g.op("Add", g.op("Mul", ranks, zero), g.const(0.5, like=x))
+        weight = g.op("Sub", ranks, cast(g, below, rank_dtype)) if interpolation == "linear" else \
+            g.op("Add", g.op("Mul", ranks, zero), g.const(0.5, like=qs))
+        weight = cast(g, weight, x.dtype)
         above = g.gather_elements(ordered, cast(g, g.op("Ceil", ranks), torch.int64), axis=len(shape) - 1)
         out = lerp(g, out, above, weight)
     out = g.op("Where", undefined, g.const(math.nan, like=x), out)  # [*batch, Q]
