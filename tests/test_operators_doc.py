@@ -5,6 +5,8 @@ import importlib.util
 import pathlib
 import sys
 
+import pytest
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "gen_operators.py"
 
@@ -18,6 +20,11 @@ def load_generator():
 
 
 def test_operators_doc_matches_the_registry():
+    from aten2onnx import coverage
+
+    if coverage.unavailable():  # the doc is generated where every built-in is available (CI's torch)
+        pytest.skip(f"this torch lacks {len(coverage.unavailable())} overload(s) the registry has symbolics for: "
+                    "the doc, generated with the torch CI installs, lists them")
     gen = load_generator()
     expected = gen.render()
     current = gen.DOC.read_text() if gen.DOC.exists() else ""

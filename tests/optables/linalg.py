@@ -77,11 +77,15 @@ def triangular(a, b):
     return out
 
 
+# torch.cholesky and torch.qr (aten::cholesky, aten::qr) are gone from torch 2.14: used where torch has them
+HAS_CHOLESKY, HAS_QR = hasattr(torch.ops.aten, "cholesky"), hasattr(torch.ops.aten, "qr")
+
+
 def choleskys(a):
     lower, upper = LA.cholesky(a), LA.cholesky(a, upper=True)
     b = a[..., :2]
-    return (lower, upper, LA.cholesky_ex(a), torch.cholesky(a, upper=True), torch.cholesky_solve(b, lower),
-            torch.cholesky_solve(b, upper, upper=True), torch.cholesky_inverse(lower),
+    return (lower, upper, LA.cholesky_ex(a), *((torch.cholesky(a, upper=True),) if HAS_CHOLESKY else ()),
+            torch.cholesky_solve(b, lower), torch.cholesky_solve(b, upper, upper=True), torch.cholesky_inverse(lower),
             torch.cholesky_inverse(upper, upper=True))
 
 
@@ -131,8 +135,9 @@ TABLE = [
     Entry("triangular", triangular, [with_rhs((2, 4, 4), (4, 2)), with_rhs((1, 1), (1, 1))], FLOATS, OPSETS,
           keys=("aten::linalg_solve_triangular.default", "aten::mT.default", "aten::triangular_solve.default")),
     Entry("cholesky", choleskys, [spd(3, 4, 4)], FLOATS, ALL_OPSETS,
-          keys=("aten::cholesky.default", "aten::cholesky_inverse.default", "aten::cholesky_solve.default",
-                "aten::linalg_cholesky.default", "aten::linalg_cholesky_ex.default", "aten::slice.Tensor")),
+          keys=(*(("aten::cholesky.default",) if HAS_CHOLESKY else ()), "aten::cholesky_inverse.default",
+                "aten::cholesky_solve.default", "aten::linalg_cholesky.default", "aten::linalg_cholesky_ex.default",
+                "aten::slice.Tensor")),
     Entry("cholesky_sizes", LA.cholesky_ex, [spd(1, 1), spd(5, 5)], FLOATS, OPSETS,
           keys=("aten::linalg_cholesky_ex.default",)),
     Entry("cholesky_one_triangle_and_indefinite",
@@ -155,9 +160,10 @@ TABLE = [
     Entry("matrix_exp", torch.matrix_exp,
           [lambda d: (torch.randn(3, 4, 4, dtype=d) * torch.tensor([0.01, 1.5, 4.0], dtype=d).reshape(3, 1, 1),),
            general(1, 1), general(0, 3, 3)], FLOATS, OPSETS, keys=()),  # empty results are constants: nothing dispatched
-    Entry("qr", lambda a: (torch.geqrf(a), LA.qr(a), LA.qr(a, mode="complete"), LA.qr(a, mode="r"), torch.qr(a, some=False)),
+    Entry("qr", lambda a: (torch.geqrf(a), LA.qr(a), LA.qr(a, mode="complete"), LA.qr(a, mode="r"),
+                           *((torch.qr(a, some=False),) if HAS_QR else ())),
           [general(5, 3), general(2, 3, 5), general(1, 1), fixed([0.0, 1.0, 2.0], [0.0, 3.0, 4.0], [0.0, 0.0, 5.0]),
-           general(4, 0)], FLOATS, OPSETS, keys=("aten::linalg_qr.default", "aten::qr.default")),
+           general(4, 0)], FLOATS, OPSETS, keys=("aten::linalg_qr.default", *(("aten::qr.default",) if HAS_QR else ()))),
     Entry("ormqr", lambda a, t, c: tuple(torch.ormqr(a, t, c if left else c.mT, left=left, transpose=tr)
                                          for left in (True, False) for tr in (True, False)),
           [lambda d: (*torch.geqrf(torch.randn(2, 5, 3, dtype=d)), torch.randn(2, 5, 4, dtype=d))], FLOATS, OPSETS,
