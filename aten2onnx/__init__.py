@@ -250,7 +250,9 @@ def export_llm(
             warnings.warn(f"optimize='onnxruntime': {type(model).__name__}'s attention is not one GroupQueryAttention "
                           "is emitted for here (or its fused form did not reproduce the model), so it is exported as "
                           "standard ONNX" + (", its RMS norms fused" if plan is not None else ""), stacklevel=2)
-    with llm_fusion.watching(module, plan) if plan is not None else contextlib.nullcontext():
+    with llm_fusion.watching(module, plan) if plan is not None else contextlib.nullcontext(), \
+            warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         exported = export_program(module, args, None, opset=opset, dynamic_shapes=shapes, fallback="aten",
                                   input_names=names, output_names=llm.output_names(layout),
                                   custom_symbolics=llm_fusion.SYMBOLICS if plan is not None else None,
@@ -263,6 +265,14 @@ def export_llm(
     if plan is not None:
         llm_fusion.to_onnx_domain(exported.model_proto)
     exported.save(path)
+    # torch.export counts the past and the new tokens from 2 each (sizes it never takes for constants), so it
+    # reports the total length narrowed to 4 and up; where the saved model runs the shortest contexts as the
+    # model does, that narrowing is its bookkeeping, not the graph's, and is not passed on
+    narrowed = [w for w in caught if issubclass(w.category, NarrowedExportWarning)]
+    if narrowed and llm.runs_short_contexts(path, module, model, layout, position_ids, names):
+        caught = [w for w in caught if w not in narrowed]
+    for w in caught:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
     kept_positions = position_ids and "position_ids" in {i.name for i in exported.model_proto.graph.input}
     config = llm.genai_config(model, layout, kept_positions, "model.onnx", max_length,
                               share_buffer=plan is not None and plan.attention > 0)

@@ -147,6 +147,29 @@ def test_onnxruntime_genai_generates_transformers_greedy_tokens(case, tmp_path):
     assert torch.equal(genai_greedy(og, os.path.dirname(path), prompt), want[0])
 
 
+@pytest.mark.parametrize("case", [CASES[0], CASES[-1]], ids=[CASES[0].name, CASES[-1].name])
+def test_shortest_contexts_run_and_no_false_narrowing_is_reported(case, tmp_path):
+    """torch.export counts the past and the new tokens from 2 each and so reported the total length narrowed
+    to 4 and up on every export_llm; the export checks the saved model on total lengths 1 and 2 and drops
+    that report. A one-token prompt from an empty cache generates transformers' tokens."""
+    model = case.model()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        path = aten2onnx.export_llm(model, tmp_path / case.name)
+    assert not [w for w in caught if issubclass(w.category, aten2onnx.NarrowedExportWarning)]
+    prompt = torch.tensor([[5]])
+    assert torch.equal(ort_greedy(path, prompt, torch.ones_like(prompt)), greedy(model, prompt, torch.ones_like(prompt)))
+
+
+def test_a_narrowing_the_shortest_contexts_confirm_is_reported(tmp_path, monkeypatch):
+    """Where the saved model does not run the shortest contexts as the model does, the report stays."""
+    from aten2onnx.exporter import llm
+
+    monkeypatch.setattr(llm, "runs_short_contexts", lambda *args: False)
+    with pytest.warns(aten2onnx.NarrowedExportWarning, match="total_sequence_length"):
+        aten2onnx.export_llm(CASES[0].model(), tmp_path / "out")
+
+
 def test_signature_names_and_symbolic_dims(tmp_path):
     import onnx
 
