@@ -612,3 +612,39 @@ def test_input_names_name_tensor_inputs_after_a_number():
     assert exported.input_names == ["x", "y"]
     x, y = torch.randn(3), torch.randn(3)
     torch.testing.assert_close(exported.run(2, x, y), x * 2 + y)
+
+
+@pytest.mark.parametrize("bad, message", [(None, "not NoneType"), (3, "not int"), (b"m.onnx", "not bytes"),
+                                          ("", "an empty path"), (".", "a folder")])
+def test_save_of_what_is_not_a_file_path_is_our_error(bad, message, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    exported = aten2onnx.export(torch.nn.Linear(2, 2), (torch.randn(1, 2),))
+    with pytest.raises(aten2onnx.ArgumentError, match=message):
+        exported.save(bad)
+    assert os.listdir(tmp_path) == []
+
+
+def _forms():
+    """Every form of one model people hand over: (name, make(module, example) -> the form)."""
+    return [
+        ("module", lambda m, x: m),
+        ("function", lambda m, x: (lambda t: m(t))),
+        ("exported_program", lambda m, x: torch.export.export(m, (x,))),
+        ("exported_program_module", lambda m, x: torch.export.export(m, (x,)).module()),  # refuses train()/eval()
+        ("symbolic_trace", lambda m, x: torch.fx.symbolic_trace(m)),
+        ("torch_compile", lambda m, x: torch.compile(m)),
+    ]
+
+
+@pytest.mark.parametrize("name, make", _forms(), ids=[name for name, _ in _forms()])
+def test_every_model_form_exports_and_matches_eager(name, make):
+    """ExportedProgram.module() (and quantization's converted GraphModules) refuse train() and eval(): the
+    export no longer calls them there (an InternalError before)."""
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.BatchNorm1d(8), torch.nn.ReLU()).eval()
+    x = torch.randn(3, 4)
+    form = make(model, x)
+    exported = aten2onnx.export(form, (x,))
+    other = torch.randn(3, 4)
+    torch.testing.assert_close(exported.run(other), model(other))
+    torch.testing.assert_close(torch.from_numpy(run_ort(exported.model_proto, {exported.input_names[0]: other})[0]),
+                               model(other))

@@ -78,7 +78,12 @@ def training_mode(model: torch.nn.Module, *, training: bool) -> Iterator[None]:
     training_flags = {m: m.training for m in model.modules()}
     requires_grad = {p: p.requires_grad for p in model.parameters()}
     try:
-        model.train(training)
+        try:
+            model.train(training)
+        except NotImplementedError:
+            # ExportedProgram.module() and the GraphModules quantization's convert_pt2e gives refuse train() and
+            # eval(): their graphs fixed the mode when captured, so there is nothing to switch
+            pass
         yield
     finally:
         for module, flag in training_flags.items():

@@ -299,7 +299,14 @@ class ExportedModel:
         data file is removed only after: a failure at any point leaves the old model with its own
         weights, or the new one with its own. progress: a bar of MB written on stderr; None: when
         stderr is a terminal."""
+        if not isinstance(path, (str, os.PathLike)):
+            raise ArgumentError(f"save() takes the file to write, a str or os.PathLike (\"model.onnx\"), not "
+                                f"{type(path).__name__}; the model's proto is .model_proto, its bytes "
+                                ".model_proto.SerializeToString() (below 2 GB)")
         path = os.fspath(path)
+        if not isinstance(path, str) or not path or os.path.isdir(path):
+            raise ArgumentError(f"save() takes the file to write, not {'a folder' if path else 'an empty path'}: "
+                                f"{path!r}; name the file, such as os.path.join(folder, 'model.onnx')")
         if external_data is None:
             external_data = self.weight_bytes >= TWO_GB - (64 << 20)
         folder = os.path.dirname(os.path.abspath(path))
