@@ -131,6 +131,11 @@ FOUND = [
     # functionalization, taking dropout for a copy, lost the write to the input (seed 2711000, program 2713591)
     program([("x1", (2, 3, 4), BF16)], [("v1", "x1.chunk(2, dim=-1)[-1]"), ("v2", "F.dropout(v1, 0.5, training=False)"),
                                         (None, "v2[1:].fill_(0.75)")], ("v2",), seed=41237),
+    # checking the example against torch.export's assumptions ran its program, which wrote the model's buffer
+    # (fuzz_models seed 2727000, program 2727702)
+    program([("x0", (4, 4), torch.bool)], [("v1", "x0[x0 > 0]"), ("v2", "v1.sum(-1)"), (None, "self.b0[0].zero_()"),
+                                           ("v6", "torch.where(v1, v1, v2)"), ("v9", "v6[5]")], ("v9",),
+            buffers=(Tensor("b0", (4,), F32),), seed=514),
 ]
 
 

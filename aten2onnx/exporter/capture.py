@@ -166,6 +166,9 @@ def _check_example_holds(ep: ExportedProgram, module: torch.nn.Module, args: tup
     data (its own program fails on them): the ONNX graph, which cannot check the assumption, would compute
     with the assumed sizes and give wrong results on the very inputs the model was exported with."""
     copies = copy.deepcopy((args, kwargs or {}))
+    # the program's module reads and writes the model's own buffers and constants: kept as they were
+    state = {**{k: v for k, v in ep.state_dict.items() if k in ep.graph_signature.buffers}, **ep.constants}
+    saved = {k: v.clone() for k, v in state.items() if isinstance(v, torch.Tensor)}
     try:
         with torch.no_grad():
             ep.module()(*copies[0], **copies[1])
@@ -185,6 +188,10 @@ def _check_example_holds(ep: ExportedProgram, module: torch.nn.Module, args: tup
             "index explicitly).", source=source) from e
     except Exception:  # another failure of torch's program: the checks after capture report what is wrong
         return
+    finally:
+        with torch.no_grad():
+            for k, v in saved.items():
+                state[k].copy_(v)
 
 
 def _ancestors(node: Any) -> Iterator[torch.fx.Node]:
