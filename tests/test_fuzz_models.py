@@ -223,3 +223,36 @@ def test_eager_disagreeing_with_itself_is_a_documented_deviation_not_a_mismatch(
     assert torch.sinh(torch.tensor([89.0])).isfinite().all()
     statuses = {o.status for o in examine(prog, opsets=[18])}
     assert statuses == {"deviation"}
+
+
+def test_onnxruntimes_position_dependent_kernels_are_still_so():
+    """Each op the fuzzer takes for onnxruntime's positional deviation still gives one value different results
+    at different positions of a tensor (else the list is stale and would hide bugs)."""
+    import numpy as np
+    import onnxruntime
+    from onnx import TensorProto, helper
+
+    from aten2onnx.testing.models import _ORT_POSITIONAL
+
+    for op in sorted(_ORT_POSITIONAL):
+        graph = helper.make_graph([helper.make_node(op, ["x"], ["y"])], "g",
+                                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+        session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        values = np.linspace(0.05, 0.95, 181, dtype=np.float32)  # where each is finite
+        assert any(len(set(session.run(None, {"x": np.full(17, v, np.float32)})[0].tolist())) > 1 for v in values), op
+
+
+def test_onnxruntime_telling_apart_its_own_ulps_is_a_deviation_not_a_mismatch():
+    """unique of atan2 results: onnxruntime's Atan gave pi/4 an ulp apart in two rows, so its unique had three
+    values where eager's had two (fuzz_models seed 2727000, program 2728248); our runtime agrees with eager."""
+    from aten2onnx.testing.models import examine
+
+    prog = program([("x0", (2, 4, 4, 2), F32), ("x1", (2, 2), torch.float64), ("x2", (2, 3, 4), torch.int32)],
+                   [("v3", "x1 > -1.75"), ("v4", "torch.arange(x0.shape[0])"), ("v6", "torch.atan2(v4, v3)"),
+                    ("v7", "torch.unique(v6)")], ("v7",), dynamic=True, batch=2, seed=15873)
+    [outcome] = examine(prog, opsets=[18])
+    assert outcome.status == "deviation" and "Atan" in outcome.detail
+    [ours] = examine(prog, opsets=[18], runtimes=("aten2onnx",))
+    assert ours.status == "match"
