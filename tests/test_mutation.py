@@ -389,3 +389,98 @@ def test_an_input_named_input_can_be_written():
     ours, theirs = x.clone(), x.clone()
     torch.testing.assert_close(exported.run(ours, y), Scale()(theirs, y))
     torch.testing.assert_close(ours, theirs)
+
+
+# -- state the model keeps outside its state_dict ----------------------------------------------------------
+COUNT = torch.zeros((), dtype=torch.long)  # the FX2ONNX documentation's pattern: a tensor made before the call
+TOTAL = torch.zeros(3)
+
+
+class AttributeSteps(torch.nn.Module):
+    """A plain tensor attribute (not a registered buffer), float and int64, one in a submodule."""
+
+    def __init__(self):
+        super().__init__()
+        self.steps = torch.zeros(())
+        self.inner = torch.nn.Module()
+        self.inner.seen = torch.zeros((), dtype=torch.long)
+
+    def forward(self, x):
+        self.steps.add_(1)
+        self.inner.seen.add_(x.shape[0])
+        return x * self.steps + self.inner.seen
+
+
+class GlobalTotal(torch.nn.Module):
+    def forward(self, x):
+        TOTAL.add_(x)
+        return x * TOTAL
+
+
+class GlobalCopied(torch.nn.Module):
+    """GlobalStateError's advice followed: `TOTAL.copy_(new_value)` instead of assigning the global."""
+
+    def forward(self, x):
+        TOTAL.copy_(TOTAL + x * 2)
+        return TOTAL * 1
+
+
+def count_tokens(x):
+    COUNT.add_((x * 10).long().sum())
+    return COUNT * 1
+
+
+def closure_total():
+    kept = torch.zeros(3)
+
+    def step(x):
+        kept.mul_(0.5).add_(x)
+        return kept + 0
+
+    return step, kept
+
+
+STATE = {
+    # name: (make() -> (model, [(state name, the user's tensor)]), the state's ONNX names)
+    "attribute": (lambda: (lambda m: (m, [m.steps, m.inner.seen]))(AttributeSteps()), ["steps", "inner.seen"]),
+    "global": (lambda: (GlobalTotal(), [TOTAL]), [f"{__name__}.TOTAL"]),
+    "global_copy": (lambda: (GlobalCopied(), [TOTAL]), [f"{__name__}.TOTAL"]),
+    "global_in_function": (lambda: (count_tokens, [COUNT]), [f"{__name__}.COUNT"]),
+    "closure": (lambda: (lambda fn_kept: (fn_kept[0], [fn_kept[1]]))(closure_total()), ["closure_total.<locals>.step.kept"]),
+}
+
+
+@pytest.mark.parametrize("name", list(STATE))
+def test_state_in_any_tensor_the_model_keeps_accumulates_as_eager(name):
+    """A tensor the model writes that outlives the call, wherever it lives (a plain attribute, a global, a
+    closure), is a state input with its current value as default and a `<name>.updated` output named by where
+    it lives; three calls accumulate as eager's in ExportedModel.run, a fresh aten2onnx.runtime session and
+    onnxruntime fed the `.updated` outputs, and the export leaves the user's tensors as they were (each was an
+    InternalError or an error asking for a buffer before)."""
+    from aten2onnx.runtime import InferenceSession
+
+    make, names = STATE[name]
+    model, kept = make()
+    originals = [t.clone() for t in kept]
+    try:
+        exported = aten2onnx.export(model, (torch.ones(3),), fallback="error")
+        assert all(torch.equal(t, o) for t, o in zip(kept, originals))  # the export changed none of them
+        graph = exported.model_proto.graph
+        assert {f"{n}.updated" for n in names} <= {o.name for o in graph.output}
+        assert set(names) <= {i.name for i in graph.input} & {i.name for i in graph.initializer}
+        session = InferenceSession(exported.model_proto)
+        ort_state: dict = {}
+        for step in range(3):
+            x = torch.randn(3) + step
+            want = model(x.clone())  # eager writes the user's own tensors, from the same start
+            torch.testing.assert_close(exported.run(x.clone()), want)
+            ours = session.run_torch({exported.input_names[0]: x.clone()})
+            torch.testing.assert_close(ours[exported.output_names[0]], want)
+            outs, ort_state = run_ort_stateful(exported.model_proto, {exported.input_names[0]: x.clone()}, ort_state)
+            torch.testing.assert_close(torch.from_numpy(outs[0]), want)
+            for state_name, tensor in zip(names, kept):
+                torch.testing.assert_close(torch.from_numpy(ort_state[state_name]), tensor)
+    finally:
+        with torch.no_grad():
+            for t, o in zip(kept, originals):
+                t.copy_(o)

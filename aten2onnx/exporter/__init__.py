@@ -103,8 +103,11 @@ def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic
         if exact:  # the fast paths are taken in eval mode only; training has paths of its own
             (exact_checks.check_training_model if training else exact_checks.check_model)(model)
         inexact: list[str] = []
-        with stages.stage("capture"), diagnose.guarded_globals(model):
+        with stages.stage("capture"), diagnose.guarded_globals(model), diagnose.user_tensors_kept(model) as kept:
             ep = capture(model, args, kwargs, dynamic.normalize(dynamic_shapes), inexact, training=training)
+            # a tensor the model keeps elsewhere than its state_dict is named by where it lives
+            state_names = {target: kept[id(value)][0] for target, value in ep.constants.items()
+                           if isinstance(value, torch.Tensor) and id(value) in kept and kept[id(value)][1] is value}
             if training:
                 if exact:
                     exact_checks.check_training_program(ep)
@@ -131,7 +134,7 @@ def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic
     for note in program.notes:
         warn_user(note)
     translator = Translator(program, opset=opset, fallback=fallback, overrides=overrides, evaluator=backend.evaluate,
-                            exact=exact)
+                            exact=exact, state_names=state_names)
     with torch.no_grad(), stages.stage("translation", total=len(program.gm.graph.nodes) - 1, unit="node") as bar:
         translation = translator.run(input_names, advance=bar.update)
     if output_names is None and not training:

@@ -39,8 +39,8 @@ class GlobalUse:
     namespace: dict
 
 
-def _user_code(model: Any) -> list[types.CodeType]:
-    """Code objects of the user's forward functions (their nested functions included)."""
+def _user_functions(model: Any) -> list[Any]:
+    """The user's forward functions (each module class's forward, or the function itself)."""
     functions = []
     if isinstance(model, torch.nn.Module):
         seen = set()
@@ -54,8 +54,13 @@ def _user_code(model: Any) -> list[types.CodeType]:
             functions.append(fn)
     elif callable(model):
         functions.append(model)
+    return functions
+
+
+def _user_code(model: Any) -> list[types.CodeType]:
+    """Code objects of the user's forward functions (their nested functions included)."""
     codes = []
-    for fn in functions:
+    for fn in _user_functions(model):
         code = getattr(fn, "__code__", None)
         if code is None or code.co_filename.startswith((_TORCH_DIR, _OWN_DIR)) or "<" in code.co_filename:
             continue
@@ -104,6 +109,56 @@ def guarded_globals(model: Any) -> Iterator[None]:
             f"(a buffer, or a global tensor) and update it in place, e.g. `{use.name}.copy_(new_value)` instead of "
             f"`{use.name} = new_value`, or return the value."
         )
+
+
+def user_tensors(model: Any) -> dict[int, tuple[str, torch.Tensor]]:
+    """The tensors a model keeps outside its parameters and buffers, which it may write in place and which
+    outlive the call, by id: (where it lives, the tensor). Plain tensor attributes of its modules (named by
+    their attribute path), globals its forward code reads (by the global's qualified name, module.name) and
+    tensors its forward functions' closures hold (function.variable)."""
+    found: dict[int, tuple[str, torch.Tensor]] = {}
+    if isinstance(model, torch.nn.Module):
+        for prefix, module in model.named_modules():
+            for key, value in vars(module).items():
+                if isinstance(value, torch.Tensor) and not isinstance(value, torch.nn.Parameter):
+                    found.setdefault(id(value), (f"{prefix}.{key}" if prefix else key, value))
+    for use in _globals(model, "LOAD_GLOBAL"):
+        value = use.namespace.get(use.name, _MISSING)
+        if isinstance(value, torch.Tensor):
+            found.setdefault(id(value), (f"{use.namespace.get('__name__', 'global')}.{use.name}", value))
+    for fn in _user_functions(model):
+        cells = getattr(fn, "__closure__", None) or ()
+        for var, cell in zip(getattr(getattr(fn, "__code__", None), "co_freevars", ()), cells):
+            try:
+                value = cell.cell_contents
+            except ValueError:  # an empty cell
+                continue
+            if isinstance(value, torch.Tensor):
+                found.setdefault(id(value), (f"{fn.__qualname__}.{var}", value))
+    return found
+
+
+@contextlib.contextmanager
+def user_tensors_kept(model: Any) -> Iterator[dict[int, tuple[str, torch.Tensor]]]:
+    """Capture with the model's own tensors (user_tensors) kept: torch.export's non-strict capture runs the
+    forward's writes into them (`self.steps.add_(1)`, a global's `copy_`) on the tensors themselves, so each
+    gets its value from before the capture back afterwards; the program's constants, which are those same
+    tensors, then hold the values the exported model starts from. Yields user_tensors(model)."""
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    found = user_tensors(model)
+    with unset_fake_temporarily(), torch.no_grad():
+        saved = {key: value.clone() for key, (_, value) in found.items()}
+    try:
+        yield found
+    finally:
+        with unset_fake_temporarily(), torch.no_grad():
+            for key, (_, value) in found.items():
+                before = saved[key]
+                if value.shape == before.shape and value.dtype == before.dtype:
+                    value.copy_(before)
+                else:  # resize_ or set_ changed what it holds
+                    value.set_(before)
 
 
 def warn_baked_globals(model: Any) -> None:

@@ -69,8 +69,12 @@ class Translation:
 
 class Translator:
     def __init__(self, program: Program, *, opset: int, fallback: str,
-                 overrides: dict[str, Callable], evaluator: Callable | None, exact: bool = False) -> None:
+                 overrides: dict[str, Callable], evaluator: Callable | None, exact: bool = False,
+                 state_names: dict[str, str] | None = None) -> None:
         self.ep = program.ep
+        # ONNX names of constants by where the model keeps them (a plain attribute's path, a global's
+        # qualified name), for the state a written one becomes; others keep torch.export's name
+        self.state_names = dict(state_names or {})
         self.gm = program.gm
         self.roles = program.roles
         self.opset = opset
@@ -123,7 +127,10 @@ class Translator:
                 tensor = self.ep.state_dict.get(spec.target)
                 if tensor is None:
                     tensor = self.ep.constants[spec.target]
-                self.env[node] = self.g.initializer(spec.target, tensor, state=spec.target in written)
+                name = self.state_names.get(spec.target, spec.target)
+                if name != spec.target and (name in weights or name in names):
+                    name = spec.target  # taken by a weight or an input: torch.export's name stays
+                self.env[node] = self.g.initializer(name, tensor, state=spec.target in written)
                 self.state_values[("buffer", spec.target)] = self.env[node]
                 if tensor.requires_grad:
                     self.requires_grad.append(self.env[node])

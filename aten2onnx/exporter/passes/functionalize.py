@@ -272,6 +272,12 @@ class _Rewriter:
                 continue
             if _eval_dropout(node) and isinstance(node.args[0], torch.fx.Node) and _storage(node.args[0]) is not None:
                 same[storage] = same.get(_storage(node.args[0]), _storage(node.args[0]))
+            elif _writes_values(node):
+                # an in-place op returns what it wrote (its schema says so), whatever storage its example value
+                # got (torch.export gives a written constant's result a storage of its own)
+                written = self._written(node)
+                if written is not None and _storage(written) is not None:
+                    same[storage] = same.get(_storage(written), _storage(written))
             storage = same.get(storage, storage)
             if storage not in first:
                 first[storage] = node
@@ -447,7 +453,8 @@ class _Rewriter:
             if base.op != "placeholder":
                 continue  # an intermediate: its new value reached every reader already
             spec = specs[base.name]
-            if spec.kind == InputKind.BUFFER:
+            if spec.kind in (InputKind.BUFFER, InputKind.CONSTANT_TENSOR):
+                # a buffer, or a tensor the model keeps elsewhere (a plain attribute, a global): its state
                 roles.append(OutputRole("buffer", spec.target))
             elif spec.kind == InputKind.USER_INPUT:
                 roles.append(OutputRole("input", base.name))
