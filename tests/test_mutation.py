@@ -484,3 +484,42 @@ def test_state_in_any_tensor_the_model_keeps_accumulates_as_eager(name):
         with torch.no_grad():
             for t, o in zip(kept, originals):
                 t.copy_(o)
+
+
+def test_attribute_state_under_exact_mode_is_bitwise_over_three_calls():
+    model = AttributeSteps()
+    exported = aten2onnx.export(model, (torch.ones(3),), exact=True)
+    reference = copy.deepcopy(model)
+    for _ in range(3):
+        x = torch.randn(3)
+        assert torch.equal(exported.run(x), reference(x))
+
+
+class TrainedWithSteps(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 1)
+        self.steps = torch.zeros(())
+
+    def forward(self, x):
+        self.steps.add_(1)
+        return (self.lin(x) * self.steps).square().mean()
+
+
+def test_attribute_state_in_a_training_export_accumulates_with_gradients_as_autograd():
+    """torch's joint export takes written buffers only (it raised on the written constant): a plain attribute
+    the loss writes is state there as a buffer is, `steps.updated`, carried across calls."""
+    model = TrainedWithSteps()
+    trained = aten2onnx.export_training(model, (torch.randn(2, 3),))
+    assert "steps.updated" in {o.name for o in trained.model_proto.graph.output}
+    assert torch.equal(model.steps, torch.zeros(()))
+    reference = copy.deepcopy(model)
+    for _ in range(3):
+        x = torch.randn(2, 3)
+        loss, grads = trained.run(x)
+        reference.zero_grad()
+        want = reference(x)
+        want.backward()
+        torch.testing.assert_close(loss, want.detach())
+        for name, p in reference.named_parameters():
+            torch.testing.assert_close(grads[name], p.grad)

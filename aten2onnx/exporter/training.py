@@ -250,13 +250,43 @@ def _own_names(ep: ExportedProgram) -> tuple[ExportedProgram, list[str]]:
                              ".grad None)")
             gm.graph.erase_node(node)
             dropped.add(spec.target)
-    inputs = [InputSpec(spec.kind, spec.arg, own(spec.target), spec.persistent)
+    # a tensor the model keeps outside its state_dict and writes (a plain attribute, a global) is state as a
+    # buffer is: torch's joint export takes written buffers, not written constants
+    written = _written_constants(ep)
+    inputs = [InputSpec(InputKind.BUFFER if spec.target in written else spec.kind, spec.arg, own(spec.target),
+                        True if spec.target in written else spec.persistent)
               for spec in ep.graph_signature.input_specs if spec.target not in dropped]
     outputs = [OutputSpec(spec.kind, spec.arg, own(spec.target)) for spec in ep.graph_signature.output_specs]
     gm.recompile()
     state_dict = {own(k): v for k, v in ep.state_dict.items() if k not in dropped}
-    constants = {own(k): v for k, v in ep.constants.items()}
+    state_dict.update({own(k): ep.constants[k] for k in written})
+    constants = {own(k): v for k, v in ep.constants.items() if k not in written}
     return ep._update(gm, ExportGraphSignature(inputs, outputs), state_dict=state_dict, constants=constants), notes
+
+
+def _written_constants(ep: ExportedProgram) -> set[str]:
+    """Targets of the constant tensors the graph writes in place, directly or through a view of them."""
+    from aten2onnx.registry import is_mutating
+
+    specs = {spec.arg.name: spec.target for spec in ep.graph_signature.input_specs
+             if spec.kind == InputKind.CONSTANT_TENSOR}
+    written = set()
+    for node in ep.graph.nodes:
+        if node.op != "placeholder" or node.name not in specs:
+            continue
+        queue = [node]
+        while queue:
+            current = queue.pop()
+            for user in current.users:
+                target = user.target
+                if not isinstance(target, torch._ops.OpOverload):
+                    continue
+                if is_mutating(target) and user.args and user.args[0] is current:
+                    written.add(specs[node.name])
+                returns = target._schema.returns
+                if returns and returns[0].alias_info is not None and user.args and user.args[0] is current:
+                    queue.append(user)  # a view (or the in-place result) of the constant
+    return written
 
 
 class TrainingModel(ExportedModel):
