@@ -139,7 +139,12 @@ def test_every_builtin_handler_matches_its_schema():
         library = LIBRARIES.get(key.split("::", 1)[0])
         if library is not None and importlib.util.find_spec(library.split(".", 1)[0]) is None:
             continue  # an op of a library not installed here (torchvision): checked where it is
-        schema = resolve_overload(key)._schema
+        try:
+            schema = resolve_overload(key)._schema
+        except RegistrationError as e:
+            if library is not None and "there is no operator" in str(e):
+                continue  # the installed release of the library has no such op yet (kept aside on dispatch)
+            raise
         for handler in handlers.values():
             check_signature(handler, schema, key)
 
