@@ -62,7 +62,9 @@ def _user_code(model: Any) -> list[types.CodeType]:
     codes = []
     for fn in _user_functions(model):
         code = getattr(fn, "__code__", None)
-        if code is None or code.co_filename.startswith((_TORCH_DIR, _OWN_DIR)) or "<" in code.co_filename:
+        # torch's generated code (a GraphModule's forward, `<eval_with_key>.N`) is not the user's; code the user
+        # runs from a string or a prompt (`<stdin>`, exec) is
+        if code is None or code.co_filename.startswith((_TORCH_DIR, _OWN_DIR, "<eval_with_key")):
             continue
         stack = [code]
         while stack:
