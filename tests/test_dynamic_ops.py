@@ -91,6 +91,9 @@ CASES = {
         ({0: AUTO}, {1: AUTO}, {0: AUTO})),
     # native_layer_norm (what GPT-2 captures as under transformers 4.57) with its statistics, dynamic lead
     # dims: it fell back for anything but static shapes
+    # RMSNorm with dynamic lead dims (a formula before opset 23, RMSNormalization from it; it fell back everywhere)
+    "rms_norm": (lambda x, w: (F.rms_norm(x, (8,), w), F.rms_norm(x, (3, 8)), F.rms_norm(x, (8,), eps=0.5)),
+                 lambda n: (torch.randn(n, 3, 8), torch.randn(8)), ({0: AUTO}, None)),
     "native_layer_norm": (lambda x, w, b: aten.native_layer_norm.default(x, [8], w, b, 1e-5),
                           lambda n: (torch.randn(2, n, 8), torch.randn(8), torch.randn(8)),
                           ({0: AUTO, 1: AUTO}, None, None)),

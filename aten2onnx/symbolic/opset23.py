@@ -1,4 +1,5 @@
-"""Opset 23: Attention arrives, so scaled_dot_product_attention on 4-D inputs is one node."""
+"""Opset 23: Attention arrives, so scaled_dot_product_attention on 4-D inputs is one node; RMSNormalization
+arrives, so rms_norm is one node."""
 
 from __future__ import annotations
 
@@ -39,3 +40,20 @@ def aten_scaled_dot_product_attention(g, query, key, value, attn_mask=None, drop
         scale_attribute = 1.0
     out = g.op("Attention", query, key, value, attn_mask, is_causal=int(is_causal), scale=scale_attribute)
     return cast(g, out, dtype)
+
+
+@register("aten::rms_norm.default")
+def aten_rms_norm(g, input, normalized_shape, weight=None, eps=None):
+    """rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor
+    RMSNormalization computes in float32 (stash_type) for half inputs and rounds once, as ATen's kernel
+    computes them in opmath; without a weight its scale is ones of the normalized shape."""
+    if input.rank is None or not input.dtype.is_floating_point:
+        raise NotImplementedError("rms_norm is one RMSNormalization for floating inputs of known rank")
+    if eps is None:
+        eps = torch.finfo(opmath(input.dtype)).eps
+    if weight is None:
+        if not all(isinstance(n, int) for n in normalized_shape):
+            raise NotImplementedError("rms_norm without a weight over sizes known only when run")
+        weight = g.const(torch.ones(list(normalized_shape), dtype=input.dtype))
+    return g.op("RMSNormalization", input, cast(g, weight, input.dtype), axis=-len(normalized_shape),
+                epsilon=float(eps), stash_type=1)

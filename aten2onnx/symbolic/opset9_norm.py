@@ -129,14 +129,20 @@ def aten_native_layer_norm(g, input, normalized_shape, weight, bias, eps):
 @register("aten::rms_norm.default")
 def aten_rms_norm(g, input, normalized_shape, weight=None, eps=None):
     """rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor"""
-    shape = static_shape(input, "rms_norm")
+    if input.rank is None:
+        raise NotImplementedError("rms_norm is exported for inputs of known rank")
     acc = opmath(input.dtype)
     if eps is None:
         eps = torch.finfo(acc).eps
-    lead = shape[:len(shape) - len(normalized_shape)]
-    x2 = cast(g, reshape(g, input, [math.prod(lead), -1]), acc)
+    lead = [dim_size(g, input, i) for i in range(input.rank - len(normalized_shape))]
+    x2 = cast(g, reshape(g, input, [sym_prod(g, lead), -1]), acc)
     ms = axis_mean(g, g.op("Mul", x2, x2), 1, keepdim=True)
-    y = reshape(g, g.op("Mul", x2, rstd_of(g, ms, eps)), shape)
+    y = g.op("Mul", x2, rstd_of(g, ms, eps))
+    if input.is_static:
+        y = reshape(g, y, list(input.shape))
+    else:  # back to the input's shape, read when run
+        y = g.op("Reshape", y, g.op("Shape", input))
+        y.shape = input.shape
     return cast(g, affine(g, y, weight, None, None), input.dtype)
 
 

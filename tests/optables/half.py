@@ -56,7 +56,7 @@ def entries(dtypes: tuple, ort: bool) -> list[Entry]:
         Entry(f"instance_norm_{tag}", lambda x, w, b, m, v: F.instance_norm(x, weight=w, bias=b),
               [bn_sample], dtypes, opsets=(9, 18), ort=ort, keys=("aten::instance_norm.default",)),
         Entry(f"rms_norm_{tag}", lambda x: (F.rms_norm(x, (4,)), F.rms_norm(x, (3, 4), eps=0.5)), [big(2, 3, 4)], dtypes,
-              opsets=(9, 18), ort=ort, keys=("aten::rms_norm.default",)),
+              opsets=(9, 18, 23), ort=ort, keys=("aten::rms_norm.default",)),
         Entry(f"vector_norm_{tag}", lambda x: (torch.linalg.vector_norm(x), torch.linalg.vector_norm(x, 3, dim=1),
                                                torch.linalg.vector_norm(x, 0.5, dim=0), torch.linalg.vector_norm(x, 0)),
               [big(4, 6)], dtypes, opsets=(9, 13, 18), ort=ort, keys=("aten::linalg_vector_norm.default",)),
