@@ -1,5 +1,7 @@
 """nn.LSTM / nn.GRU as ONNX LSTM / GRU nodes, against eager in onnxruntime and aten2onnx.runtime."""
 
+import warnings
+
 import onnx
 import pytest
 import torch
@@ -81,3 +83,66 @@ def test_cells_match_eager(bias, opset):
         torch.testing.assert_close(torch.from_numpy(got), want, rtol=1e-4, atol=1e-5)
     for got, want in zip(flat_tensors(exported.run(*args)), expected):
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+
+
+AUTO = torch.export.Dim.AUTO
+# name: (module, args(batch, length), dynamic shapes of the args): every batch and length dim dynamic
+DYNAMIC = {
+    "lstm_bidirectional_two_layers_batch_first": (
+        lambda: torch.nn.LSTM(4, 6, num_layers=2, bidirectional=True, batch_first=True),
+        lambda b, t: (torch.randn(b, t, 4),), ({0: AUTO, 1: AUTO},)),
+    "lstm_given_states": (
+        lambda: torch.nn.LSTM(4, 5),
+        lambda b, t: (torch.randn(t, b, 4), (torch.randn(1, b, 5), torch.randn(1, b, 5))),
+        ({0: AUTO, 1: AUTO}, ({1: AUTO}, {1: AUTO}))),
+    "gru_bidirectional": (lambda: torch.nn.GRU(4, 6, bidirectional=True), lambda b, t: (torch.randn(t, b, 4),),
+                          ({0: AUTO, 1: AUTO},)),
+    "gru_given_state_batch_first": (
+        lambda: torch.nn.GRU(4, 6, num_layers=2, batch_first=True),
+        lambda b, t: (torch.randn(b, t, 4), torch.randn(2, b, 6)), ({0: AUTO, 1: AUTO}, {1: AUTO})),
+    "rnn_relu": (lambda: torch.nn.RNN(4, 6, nonlinearity="relu", num_layers=2), lambda b, t: (torch.randn(t, b, 4),),
+                 ({0: AUTO, 1: AUTO},)),
+}
+
+
+@pytest.mark.parametrize("opset", [14, 18])
+@pytest.mark.parametrize("name", list(DYNAMIC))
+def test_recurrent_layers_keep_a_dynamic_length_and_batch(name, opset):
+    """torch.export computed these ops' example outputs by running torch's kernel for them, a loop over the
+    time steps that fixed the length (silently with Dim.AUTO, narrowed with a warning for a named Dim); the
+    length and batch stay dynamic, and other sizes run right in both runtimes."""
+    make_model, make_args, shapes = DYNAMIC[name]
+    model = make_model().eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", aten2onnx.NarrowedExportWarning)
+        exported = aten2onnx.export(model, make_args(2, 5), opset=opset, dynamic_shapes=shapes, fallback="error")
+    dims = exported.model_proto.graph.input[0].type.tensor_type.shape.dim
+    assert [d.HasField("dim_param") for d in dims] == [True, True, False]
+    for b, t in ((3, 9), (1, 1), (2, 5)):
+        args = make_args(b, t)
+        expected = flat_tensors(model(*args))
+        feeds = dict(zip(exported.input_names, torch.utils._pytree.tree_leaves(args)))
+        for got, want in zip(run_ort(exported.model_proto, feeds), expected):
+            torch.testing.assert_close(torch.from_numpy(got), want, rtol=1e-4, atol=1e-5)
+        for got, want in zip(flat_tensors(exported.run(*args)), expected):
+            torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+
+
+class LSTMLoss(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = torch.nn.LSTM(4, 5, batch_first=True)
+
+    def forward(self, x):
+        return self.rnn(x)[0].square().mean()
+
+
+def test_a_dynamic_length_a_training_export_fixes_is_warned_of():
+    """A training export differentiates the recurrent layer through torch's decomposition, a loop over the
+    time steps, which fixes the length: declared Dim.AUTO, it was fixed silently; now it is warned of,
+    naming the input and dim, and the batch stays dynamic."""
+    with pytest.warns(aten2onnx.NarrowedExportWarning, match=r"input 'x' dim 1 \(x_dim1\) was declared dynamic, "
+                      r"but the export fixed it at 6"):
+        trained = aten2onnx.export_training(LSTMLoss(), (torch.randn(2, 6, 4),), dynamic_shapes=({0: AUTO, 1: AUTO},))
+    dims = trained.model_proto.graph.input[0].type.tensor_type.shape.dim
+    assert dims[0].HasField("dim_param") and dims[1].dim_value == 6

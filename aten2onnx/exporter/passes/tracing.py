@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 import torch
 from torch.nn.modules import transformer
@@ -50,6 +50,44 @@ def data_dependent_sizes_from_zero() -> Iterator[None]:
         yield
     finally:
         FakeImplCtx.create_unbacked_symint = legacy
+
+
+def _recurrent_shapes(states: int, kernel: Callable[..., Any]) -> Callable[..., Any]:
+    """aten::lstm / gru / rnn_*.input as torch traces them, but on fake tensors only the output shapes
+    ((output, *new states)) instead of running the kernel (a Python loop over the time steps)."""
+    def traced(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
+        if torch._guards.detect_fake_mode((input,)) is None:
+            return kernel(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
+        hx = list(hx) if isinstance(hx, (list, tuple)) else [hx]
+        length, batch = (input.shape[1], input.shape[0]) if batch_first else (input.shape[0], input.shape[1])
+        features = hx[0].shape[-1] * (2 if bidirectional else 1)
+        output = input.new_empty((batch, length, features) if batch_first else (length, batch, features))
+        return (output, *(h.new_empty(h.shape) for h in hx[:states]))
+    return traced
+
+
+@contextlib.contextmanager
+def recurrent_shapes() -> Iterator[None]:
+    """torch.export keeps aten::lstm, gru, rnn_tanh and rnn_relu (.input) as one op each, but computes their
+    example outputs by running torch's Python kernel for them, a loop over the time steps that fixes the
+    sequence length (a dynamic one was silently made static). During capture, on fake tensors, the kernel
+    gives the output shapes instead, so the length stays symbolic (ONNX's LSTM, GRU and RNN take it as it
+    comes); on real tensors it runs as before."""
+    from torch._C import DispatchKey
+
+    aten = torch.ops.aten
+    ops = {aten.lstm.input: 2, aten.gru.input: 1, aten.rnn_tanh.input: 1, aten.rnn_relu.input: 1}
+    keys = (DispatchKey.Autograd, DispatchKey.CompositeImplicitAutograd)
+    replaced = [(op, key, op.py_kernels[key]) for op in ops for key in keys if key in op.py_kernels]
+    for op, key, kernel in replaced:
+        op.py_kernels[key] = _recurrent_shapes(ops[op], kernel)
+        op._dispatch_cache.clear()
+    try:
+        yield
+    finally:
+        for op, key, kernel in replaced:
+            op.py_kernels[key] = kernel
+            op._dispatch_cache.clear()
 
 
 _FAKE_QUANTIZE = ("aten::fake_quantize_per_tensor_affine_cachemask",
