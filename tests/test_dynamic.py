@@ -144,7 +144,7 @@ def test_example_size_0_or_1_stays_dynamic(example, spec):
 def test_specialized_dynamic_dim_is_reported():
     """Where a result's rank depends on the size being 1 (a squeeze of that dim), the capture stays
     specialized, as torch makes it: with a warning, and other sizes refused by run()."""
-    with pytest.warns(UserWarning, match=r"input 'x' dim 0 \(batch\) .* specialized it to 1"):
+    with pytest.warns(aten2onnx.NarrowedExportWarning, match=r"input 'x' dim 0 \(batch\) was declared dynamic, but the export fixed it at 1"):
         exported = aten2onnx.export(SqueezeBatch(), (torch.randn(1, 4),), dynamic_shapes={"x": {0: "batch"}})
     assert exported.model_proto.graph.input[0].type.tensor_type.shape.dim[0].dim_value == 1
     with pytest.raises(aten2onnx.InvalidInputError):

@@ -13,7 +13,7 @@ from torch.export import Dim, ExportedProgram
 from torch.export.graph_signature import InputKind
 
 from aten2onnx._onnx_graphs import graphs
-from aten2onnx.errors import warn_user
+from aten2onnx.errors import NarrowedExportWarning, warn_user
 
 
 def normalize(dynamic_shapes: Any) -> Any:
@@ -82,12 +82,30 @@ def dim_names(ep: ExportedProgram, module: Any, args: tuple, kwargs: dict | None
             size = shape[dim] if dim < len(shape) else None
             if isinstance(size, torch.SymInt) and size.node.expr.is_symbol:
                 mapping.setdefault(str(size.node.expr), label)
-            elif isinstance(size, int):
-                warn_user(
-                    f"input {name!r} dim {dim} ({label}) was declared dynamic but torch.export specialized it to "
-                    f"{size}; the exported model accepts only that size. Export with an example size other than "
-                    f"0 or 1, or remove the code that fixes the size.")
     return mapping
+
+
+def warn_fixed_dims(model: onnx.ModelProto, module: Any, args: tuple, kwargs: dict | None, dynamic_shapes: Any,
+                    input_names: list[str]) -> None:
+    """A NarrowedExportWarning for each dim declared dynamic (a named Dim, Dim.AUTO or a plain name) that the
+    exported model's input holds fixed, whatever fixed it (torch.export specializing it, quietly under
+    Dim.AUTO; a training export's backward): the model accepts only that size there."""
+    if not callable(module):
+        return
+    declared = _declared(module, args, kwargs, dynamic_shapes)
+    inputs = {info.name: info for info in model.graph.input}
+    for name, dims in declared.items():
+        info = inputs.get(name)
+        if info is None:
+            continue
+        shape = info.type.tensor_type.shape.dim
+        for dim, label in sorted(dims.items()):
+            if dim < len(shape) and shape[dim].HasField("dim_value"):
+                warn_user(f"input {name!r} dim {dim} ({label}) was declared dynamic, but the export fixed it at "
+                          f"{shape[dim].dim_value}: the exported model accepts only that size there. torch.export "
+                          "specialized it where the model's code (or a training export's backward) treats the size "
+                          "as a constant; export with an example size other than 0 or 1, or change that code.",
+                          NarrowedExportWarning)
 
 
 def small_examples(model: Any, args: tuple, kwargs: dict | None, dynamic_shapes: Any) -> bool:
