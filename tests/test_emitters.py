@@ -330,3 +330,40 @@ def test_constant_padding_of_types_pad_cannot_hold_is_concat_with_filled_blocks(
         (got,) = run_ort(exported.model_proto, {exported.input_names[0]: sample})
         assert torch.equal(torch.from_numpy(got), fn(sample))
         assert torch.equal(exported.run(sample), fn(sample))
+
+
+NAN, INF = float("nan"), float("inf")
+# full sorts, with ties (equal values, -0 and 0) kept in index order; the partial ones (topk, kthvalue, median)
+# on distinct values, as eager's selection of equal values is its own
+WITH_TIES = [[NAN, INF, 1.0, -INF, INF, NAN, -0.0, 0.0, 1.0, 3.0], [2.0, 2.0, NAN, -1.0, INF, 5.0, -INF, 0.0, NAN, 7.0]]
+DISTINCT = [[NAN, INF, 1.0, -INF, 5.0, NAN, -2.0, 0.0, 3.0, 4.0], [2.0, 6.0, NAN, -1.0, INF, 5.0, -INF, 0.0, NAN, 7.0],
+            [2.0, 6.0, 8.0, -1.0, INF, 5.0, -INF, 0.0, 9.0, 7.0]]
+SMALLEST_FIRST = {
+    "sort": (lambda x: x.sort(dim=1), WITH_TIES),
+    "argsort": (lambda x: x.argsort(dim=1), WITH_TIES),
+    "msort": (lambda x: torch.msort(x.t()), WITH_TIES),
+    "topk_smallest": (lambda x: torch.topk(x, 4, dim=1, largest=False), DISTINCT),
+    "kthvalue": (lambda x: torch.kthvalue(x, 3, dim=1), DISTINCT),
+    # median propagates NaN (the first NaN's index), unlike the others, which rank it the largest: it did not
+    "median": (lambda x: torch.median(x, dim=1), DISTINCT),
+    "median_keepdim": (lambda x: torch.median(x, dim=0, keepdim=True), DISTINCT),
+    "median_all": (lambda x: torch.median(x), DISTINCT),
+}
+
+
+@pytest.mark.parametrize("opset", [9, 10, 18])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16], ids=str)
+@pytest.mark.parametrize("name", list(SMALLEST_FIRST))
+def test_smallest_first_puts_nan_last_and_median_propagates_it(name, dtype, opset):
+    """Before TopK keeps the smallest (11) the smallest were the largest of -x, but NaN stays the largest there:
+    NaN came first where eager puts it last (fuzz_models seed 2741000, program 2742392: a sort of remainder(x, x)).
+    +inf before NaN, ties lower index first; median NaN wherever a NaN is (it gave a number at every opset).
+    Both runtimes."""
+    fn, data = SMALLEST_FIRST[name]
+    x = torch.tensor(data, dtype=dtype)
+    exported = aten2onnx.export(fn, (x,), opset=opset, fallback="error")
+    want = torch.utils._pytree.tree_leaves(fn(x))
+    for got in (torch.utils._pytree.tree_leaves(exported.run(x)),
+                [torch.from_numpy(t) for t in run_ort(exported.model_proto, {exported.input_names[0]: x})]):
+        for a, b in zip(got, want, strict=True):
+            assert torch.equal(a.nan_to_num(99), b.nan_to_num(99)) and torch.equal(a.isnan(), b.isnan())

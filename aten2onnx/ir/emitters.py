@@ -287,6 +287,8 @@ class Emitters:
         for signed integers, the type's maximum - x for unsigned ones, Not for bools), mapped back.
         Anything else is NotImplementedError."""
         if not largest and not has_attribute("TopK", "largest", self.opset):
+            if x.dtype is not None and x.dtype.is_floating_point:
+                return self._smallest_floats(x, k, axis)
             values, indices = self.topk(self._reversed_order(x), k, axis)
             return self._reversed_order(values), indices
         order = {"largest": int(largest), "sorted": 1} if has_attribute("TopK", "largest", self.opset) else {}
@@ -302,6 +304,31 @@ class Emitters:
             if k_value.rank != 1:
                 k_value = self.op("Reshape", k_value, self.const([1], dtype=torch.int64))
         return self.op("TopK", x, k_value, outputs=2, axis=axis, **order)
+
+    def _smallest_floats(self, x: Value, k: int | Value, axis: int) -> tuple[Value, Value]:
+        """The k smallest floats first, NaN last (as the largest, as TopK and eager rank it), ties lower index
+        first, before TopK keeps the smallest (11). -x reverses the order of numbers, but a NaN stays the
+        largest, so it would come first: two stable passes instead (TopK's ties keep the order they meet),
+        the first putting the NaNs last, the second ordering by -x with NaN as -inf, where a tie with +inf
+        keeps the first pass's order (+inf before NaN). Static shapes only: the passes compose by
+        gather_elements (GatherElements arrives at 11)."""
+        size = x.shape[axis] if x.shape is not None else None
+        if not isinstance(size, int):
+            raise NotImplementedError(f"the smallest floats with NaN last along a dim known only when run need "
+                                      f"TopK's largest=0 (opset 11); this is opset {self.opset}")
+        if not isinstance(k, int) or not all(isinstance(d, int) for d in x.shape):
+            raise NotImplementedError(f"the smallest floats with NaN last need static sizes before TopK's "
+                                      f"largest=0 (opset 11); this is opset {self.opset}")
+        nan = self.op("IsNaN", x)
+        numbers = self.op("Cast", self.op("Not", nan), to=onnx.TensorProto.FLOAT)  # 1, and 0 for NaN
+        _, first = self.topk(numbers, size, axis)
+        first.shape = tuple(x.shape)
+        key = self.op("Where", nan, self.const(-math.inf, like=x), self.op("Neg", x))
+        key.shape = tuple(x.shape)
+        _, second = self.topk(self.gather_elements(key, first, axis), k, axis)
+        second.shape = tuple(k if d == axis % len(x.shape) else n for d, n in enumerate(x.shape))
+        indices = self.gather_elements(first, second, axis)
+        return self.gather_elements(x, indices, axis), indices
 
     def _reversed_order(self, x: Value) -> Value:
         """x under an exact order-reversing involution (see topk); x's dtype must be known."""

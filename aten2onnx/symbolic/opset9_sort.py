@@ -5,6 +5,7 @@ by counting."""
 from __future__ import annotations
 
 import functools
+import math
 
 import torch
 
@@ -82,13 +83,29 @@ def aten_kthvalue(g, self, k, dim=-1, keepdim=False):
     return kth(g, self, k, dim, keepdim)
 
 
+def with_nan(g: GraphBuilder, x: Value, dim: int, keepdim: bool, values: Value,
+             indices: Value | None) -> tuple[Value, Value | None]:
+    """median's NaN rule: a row holding a NaN gives NaN, at the index of its first NaN (eager's median,
+    unlike kthvalue, does not rank NaN as the largest). Values of other dtypes are as they are."""
+    if not x.dtype.is_floating_point:
+        return values, indices
+    nans = cast(g, g.op("IsNaN", x), torch.float32)
+    any_nan = g.op("Greater", g.reduce("ReduceMax", nans, [dim], keepdim), g.const(0.0, dtype=torch.float32))
+    values = g.op("Where", any_nan, g.const(math.nan, like=values), values)
+    if indices is not None:
+        indices = g.op("Where", any_nan, g.op("ArgMax", nans, axis=dim, keepdims=int(keepdim)), indices)
+    return values, indices
+
+
 @register("aten::median.dim")
 def aten_median_dim(g, self, dim, keepdim=False):
     """median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)"""
     if self.rank == 0:
         return self, g.const(0, dtype=torch.int64)
-    n = static_shape(self, "median")[norm_dim(dim, self.rank)]
-    return kth(g, self, (n - 1) // 2 + 1, dim, keepdim)
+    dim = norm_dim(dim, self.rank)
+    n = static_shape(self, "median")[dim]
+    values, indices = kth(g, self, (n - 1) // 2 + 1, dim, keepdim)
+    return with_nan(g, self, dim, keepdim, values, indices)
 
 
 @register("aten::median.default")
@@ -96,7 +113,7 @@ def aten_median(g, self):
     """median(Tensor self) -> Tensor"""
     n = len(static_shape(self, "median")) and int(torch.tensor(self.shape).prod())
     flat = reshape(g, self, [-1])
-    return kth(g, flat, (max(n, 1) - 1) // 2 + 1, 0, False)[0]
+    return with_nan(g, flat, 0, False, kth(g, flat, (max(n, 1) - 1) // 2 + 1, 0, False)[0], None)[0]
 
 
 # -- cumulative ops: x laid along a [n, n] lower-triangular mask, reduced over the last axis -------------------------
