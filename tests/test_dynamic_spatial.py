@@ -9,6 +9,7 @@ import warnings
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import run_ort
 from optable import Call, assert_runs_like_eager
 
 import aten2onnx
@@ -78,3 +79,29 @@ def test_symbolic_sizes_export_natively_and_right_at_another_size(name, opset):
         exported = aten2onnx.export(Call(fn), example, dynamic_shapes=(dynamic,), opset=opset, fallback="error")
     for args in (example, other):
         assert_runs_like_eager(exported, fn, args, tol=(1e-4, 1e-5))
+
+
+NEAREST = {
+    "1d_scale": (lambda x: F.interpolate(x, scale_factor=2, mode="nearest"), (2, 3, 5)),
+    "1d_fraction": (lambda x: F.interpolate(x, scale_factor=1.7, mode="nearest"), (2, 3, 5)),
+    "1d_size": (lambda x: F.interpolate(x, size=9, mode="nearest-exact"), (2, 3, 5)),
+    "2d_scale": (lambda x: F.interpolate(x, scale_factor=(2, 0.6), mode="nearest"), (2, 3, 5, 7)),
+    "2d_exact": (lambda x: F.interpolate(x, scale_factor=(1.5, 3), mode="nearest-exact"), (1, 2, 5, 4)),
+    "3d_scale": (lambda x: F.interpolate(x, scale_factor=2, mode="nearest"), (1, 2, 3, 4, 5)),
+}
+
+
+@pytest.mark.parametrize("opset", [9, 13, 18])
+@pytest.mark.parametrize("name", list(NEAREST))
+def test_nearest_resampling_with_dynamic_sizes_is_native(name, opset):
+    """Nearest resampling (1-D, 2-D, 3-D; scale factors whole and fractional, sizes; nearest-exact) with every
+    dim dynamic: one Gather per axis, its indices computed as ATen's kernel does (it fell back, and with
+    static sizes it gathered from a constant as large as the output)."""
+    fn, shape = NEAREST[name]
+    x = torch.randn(*shape)
+    exported = aten2onnx.export(fn, (x,), opset=opset, fallback="error",
+                                dynamic_shapes=({d: torch.export.Dim.AUTO for d in range(len(shape))},))
+    for other in (x, torch.randn(*[n + 2 for n in shape])):
+        want = fn(other)
+        assert torch.equal(exported.run(other), want)
+        assert torch.equal(torch.from_numpy(run_ort(exported.model_proto, {exported.input_names[0]: other})[0]), want)

@@ -103,10 +103,47 @@ def aten_pad_circular(g, self, pad):
 
 
 def nearest(g, input, output_size, scale_factors, *, exact: bool):
-    mode = "nearest-exact" if exact else "nearest"
-    return gather_static(g, [input], _moved(lambda i: F.interpolate(
-        i, size=None if output_size is None else list(output_size),
-        scale_factor=None if scale_factors is None else list(scale_factors), mode=mode)))
+    """Nearest resampling as one Gather per resampled axis (each axis' source indices depend on that axis
+    alone): computed by torch itself where the axis' sizes are static (a constant as long as the output
+    axis), else in the graph as ATen's kernel computes them, in float32: floor(i * scale) (nearest) or
+    floor((i + 0.5) * scale) (nearest-exact), at most n - 1, scale 1 / scale_factor where one is given, else
+    n / output size; an output size from a scale factor is floor(n * scale_factor) in float64."""
+    if input.rank is None:
+        raise NotImplementedError("nearest resampling needs its input's rank")
+    spatial = input.rank - 2
+    x = input
+    for j in range(spatial):
+        axis = 2 + j
+        n = dim_size(g, input, axis)
+        size = None if output_size is None else output_size[j]
+        factor = None if scale_factors is None else scale_factors[j]
+        if isinstance(n, int) and (size is None or isinstance(size, int)):
+            index = nearest_indices(n, size, factor, exact)
+            x = g.op("Gather", x, g.const(index), axis=axis)
+            continue
+        i64 = torch.int64
+        n = as_value(g, n, i64)
+        if size is None:  # floor(n * scale_factor), in float64
+            size = cast(g, g.op("Floor", g.op("Mul", cast(g, n, torch.float64),
+                                              g.const(float(factor), dtype=torch.float64))), i64)
+        size = as_value(g, size, i64)
+        scale = g.const(float(torch.tensor(1.0 / factor, dtype=torch.float32)), dtype=torch.float32) \
+            if factor is not None else g.op("Div", cast(g, n, torch.float32), cast(g, size, torch.float32))
+        position = cast(g, arange_of(g, size, has_range=False), torch.float32)
+        if exact:
+            position = g.op("Add", position, g.const(0.5, dtype=torch.float32))
+        source = cast(g, g.op("Floor", g.op("Mul", position, scale)), i64)
+        last = g.op("Sub", n, g.const(1, dtype=i64))
+        source = g.op("Where", g.op("Greater", source, last), last, source)
+        x = g.op("Gather", x, source, axis=axis)
+    return x
+
+
+def nearest_indices(n: int, size: int | None, factor: float | None, exact: bool) -> torch.Tensor:
+    """The source index of each output position along one axis of static sizes, as torch computes it."""
+    probe = torch.arange(n, dtype=torch.float64).reshape(1, 1, n)
+    out = F.interpolate(probe, size=size, scale_factor=factor, mode="nearest-exact" if exact else "nearest")
+    return out.reshape(-1).to(torch.int64)
 
 
 @register("aten::upsample_nearest1d.vec", "aten::upsample_nearest2d.vec", "aten::upsample_nearest3d.vec")
