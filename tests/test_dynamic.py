@@ -168,3 +168,23 @@ class NormOverDynamicDims(torch.nn.Module):
 def test_layer_norm_over_dynamic_normalized_sizes_is_native(opset):
     check_shapes(NormOverDynamicDims(), (torch.randn(2, 3, 4),), {"x": {0: Dim("b"), 1: Dim("r"), 2: Dim("c")}},
                  [(torch.randn(3, 5, 7),), (torch.randn(1, 2, 9),)], opset=opset)
+
+
+class SqueezeAll(torch.nn.Module):
+    def forward(self, x):
+        return x.squeeze() * 2
+
+
+def test_a_squeeze_of_dynamic_dims_is_warned_of_and_size_1_refused_when_run():
+    """x.squeeze() with dims declared dynamic whose example sizes are not 1: the graph keeps them (it cannot
+    change rank), so an input with a 1 there gave a result of another rank than eager's, silently. The export
+    warns naming each dim and the line; aten2onnx.runtime refuses a 1 there; other sizes are right."""
+    with pytest.warns(aten2onnx.NarrowedExportWarning, match=r"input 'x' dim 1 \(x_dim1\) meets a squeeze at .*"
+                      r"test_dynamic\.py:\d+"):
+        exported = aten2onnx.export(SqueezeAll(), (torch.randn(2, 3, 4),),
+                                    dynamic_shapes=({0: torch.export.Dim.AUTO, 1: torch.export.Dim.AUTO},))
+    with pytest.raises(aten2onnx.InvalidInputError, match=r"size 1 in dim 1 \(x_dim1\)"):
+        exported.run(torch.randn(3, 1, 4))
+    x = torch.randn(5, 6, 4)
+    torch.testing.assert_close(exported.run(x), SqueezeAll()(x))
+    torch.testing.assert_close(torch.from_numpy(run_ort(exported.model_proto, {"x": x})[0]), SqueezeAll()(x))

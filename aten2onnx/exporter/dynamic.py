@@ -4,6 +4,7 @@ dim_params after the user's dims, and say when torch.export made a declared-dyna
 from __future__ import annotations
 
 import inspect
+import json
 import re
 from typing import Any
 
@@ -151,3 +152,56 @@ def rename_dims(model: onnx.ModelProto, mapping: dict[str, str]) -> None:
                 if d.dim_param:
                     d.dim_param = pattern.sub(lambda m: mapping[m.group(1)], d.dim_param)
 
+
+
+# dim_params of the inputs that a squeeze meets: the graph keeps the dim (it assumes the size is not 1, as
+# torch.export does), so aten2onnx.runtime refuses an input where it is 1 (runtime/validate.py reads it)
+NOT_ONE_KEY = "aten2onnx.dims_not_one"
+
+
+def squeezed_sizes(ep: ExportedProgram) -> list[tuple[str, str | None]]:
+    """(symbol, the user's file:line) for each size given by a symbol alone that a squeeze meets: whether the
+    squeeze drops that dim depends on the size being 1, which an ONNX graph, whose rank is fixed, cannot follow."""
+    from aten2onnx.exporter.provenance import source_of
+
+    aten = torch.ops.aten
+    squeezes = {aten.squeeze.dim, aten.squeeze.dims, aten.squeeze.default, aten.squeeze_copy.dim,
+                aten.squeeze_copy.dims, aten.squeeze_copy.default}
+    found: list[tuple[str, str | None]] = []
+    for node in ep.graph.nodes:
+        if node.op != "call_function" or node.target not in squeezes or not isinstance(node.args[0], torch.fx.Node):
+            continue
+        val = node.args[0].meta.get("val")
+        if not isinstance(val, torch.Tensor):
+            continue
+        dims = node.args[1] if len(node.args) > 1 else list(range(val.dim()))
+        for d in [dims] if isinstance(dims, int) else dims:
+            size = val.shape[d] if -val.dim() <= d < val.dim() else None
+            if isinstance(size, torch.SymInt) and size.node.expr.is_symbol:
+                found.append((str(size.node.expr), source_of(node)))
+    return found
+
+
+def mark_not_one(model: onnx.ModelProto, ep: ExportedProgram, names: dict[str, str]) -> None:
+    """Record (NOT_ONE_KEY) and warn of the input dims a squeeze meets: the exported graph assumes they are
+    not 1; aten2onnx.runtime then refuses 1 there, and other runtimes are warned of through this warning."""
+    squeezed = squeezed_sizes(ep)
+    if not squeezed:
+        return
+    params = {d.dim_param: (info.name, axis) for info in model.graph.input
+              for axis, d in enumerate(info.type.tensor_type.shape.dim) if d.dim_param}
+    marked: dict[str, tuple[str, int, str | None]] = {}
+    for symbol, where in squeezed:
+        param = names.get(symbol, symbol)
+        if param in params and param not in marked:
+            marked[param] = (*params[param], where)
+    if not marked:
+        return
+    entry = model.metadata_props.add()
+    entry.key, entry.value = NOT_ONE_KEY, json.dumps(sorted(marked))
+    for param, (name, axis, where) in marked.items():
+        warn_user(f"input {name!r} dim {axis} ({param}) meets a squeeze{f' at {where}' if where else ''}, which "
+                  "drops a dim only where its size is 1: the exported graph keeps it, assuming the size is not 1 "
+                  "(as torch.export does), so an input where it is 1 would give a result of another rank than "
+                  "eager's; aten2onnx.runtime refuses such inputs. Where the dim is meant to go, squeeze it by "
+                  "index only where it is 1 in every input, or reshape explicitly.", NarrowedExportWarning)

@@ -23,7 +23,7 @@ from aten2onnx.runtime.exact import exact_calls, requires_grad
 from aten2onnx.runtime.optimize import DOMAIN as FUSED_DOMAIN, fuse_exported_ops
 from aten2onnx.runtime.results import ResultCheck
 from aten2onnx.runtime.safety import AllowedOps, permits
-from aten2onnx.runtime.validate import state_updates, validate_model
+from aten2onnx.runtime.validate import dims_not_one, state_updates, validate_model
 
 
 @dataclasses.dataclass(frozen=True)
@@ -352,6 +352,7 @@ class InferenceSession:
         self._overridable = [n for n in self._runner.input_names if n in initializers]
         self.model_proto = proto
         self._state_updates = state_updates(proto)
+        self._not_one = dims_not_one(proto)
         self._state: dict[str, Any] = {}
 
     def _compile_subgraph(self, graph: onnx.GraphProto) -> GraphRunner:
@@ -484,6 +485,11 @@ class InferenceSession:
             for axis, (d, actual) in enumerate(zip(want_dims, value.shape)):
                 if d.HasField("dim_value") and d.dim_value != actual:
                     raise InvalidInputError(f"input {name!r} has size {actual} in dim {axis}; the model expects {d.dim_value}")
+                if d.dim_param in self._not_one and actual == 1:
+                    raise InvalidInputError(
+                        f"input {name!r} has size 1 in dim {axis} ({d.dim_param}), where the exported model assumes "
+                        "it is not 1: a squeeze in the model drops that dim only at size 1, which the graph, whose "
+                        "rank is fixed, cannot follow (the export warned of it)")
                 if d.dim_param and dims is not None:
                     seen = dims.setdefault(d.dim_param, (actual, f"{name}[{axis}]"))
                     if seen[0] != actual:

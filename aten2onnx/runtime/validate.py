@@ -21,6 +21,19 @@ MAX_NESTING = 32
 MIN_IR_VERSION = 3  # the first with opset imports
 # Model metadata listing the outputs that are new values of inputs or buffers (written by aten2onnx).
 STATE_KEY = "aten2onnx.state_updates"
+# input dim_params the exported graph assumes are not 1 (a squeeze meets them; exporter/dynamic.py writes it)
+NOT_ONE_KEY = "aten2onnx.dims_not_one"
+
+
+def dims_not_one(model: onnx.ModelProto) -> frozenset[str]:
+    """The dim_params an input must not have size 1 at (metadata NOT_ONE_KEY; a malformed entry is ignored,
+    as it only adds a check)."""
+    raw = next((p.value for p in model.metadata_props if p.key == NOT_ONE_KEY), None)
+    try:
+        names = json.loads(raw) if raw is not None else []
+    except ValueError:
+        return frozenset()
+    return frozenset(n for n in names if isinstance(n, str)) if isinstance(names, list) else frozenset()
 _ELEMENT_TYPES = frozenset(onnx.TensorProto.DataType.values())
 
 
