@@ -130,6 +130,10 @@ class Translator:
                 name = self.state_names.get(spec.target, spec.target)
                 if name != spec.target and (name in weights or name in names):
                     name = spec.target  # taken by a weight or an input: torch.export's name stays
+                if spec.target in written:
+                    # state: its default is its value now, copied (the model, or the global it lives in, goes on
+                    # changing it as it runs; the weights the graph only reads are referenced, not copied)
+                    tensor = tensor.detach().clone()
                 self.env[node] = self.g.initializer(name, tensor, state=spec.target in written)
                 self.state_values[("buffer", spec.target)] = self.env[node]
                 if tensor.requires_grad:
