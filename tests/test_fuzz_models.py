@@ -221,10 +221,11 @@ def test_eager_disagreeing_with_itself_is_a_documented_deviation_not_a_mismatch(
     looking for relatives of issue 33's expm1: integers promoted to float near its overflow)."""
     from aten2onnx.testing.models import examine
 
+    if not torch.sinh(torch.full((256,), 89.0)).isinf().all():
+        pytest.skip(f"torch {torch.__version__}'s vectorized sinh is finite at 89: no deviation to classify")
     prog = program([("x0", (16, 16), torch.uint8)], [("v0", "torch.sinh(x0)"), ("v1", "torch.cosh(x0)")],
                    ("v0", "v1"), seed=4)
-    assert (prog.tensors()[0] == 89).any() and torch.sinh(torch.full((256,), 89.0)).isinf().all()
-    assert torch.sinh(torch.tensor([89.0])).isfinite().all()
+    assert (prog.tensors()[0] == 89).any() and torch.sinh(torch.tensor([89.0])).isfinite().all()
     statuses = {o.status for o in examine(prog, opsets=[18])}
     assert statuses == {"deviation"}
 
