@@ -140,6 +140,14 @@ FOUND = [
     # (fuzz_models seed 2741000, program 2742392)
     program([("x0", (2, 4, 3), torch.float64)], [("v7", "torch.remainder(x0, x0)"), ("v9", "v7.sort(dim=2).values")],
             ("v9",), dynamic=True, batch=2, seed=49193),
+    # a squeeze of a size read from data (unique of one value): the graph kept the dim eager dropped; refused now
+    # with our error (fuzz_models seed 2770000, program 2771223)
+    program([("x0", (), I64)], [("v1", "x0.reshape(-1)"), ("v2", "torch.unique(v1)"), ("v5", "v2.squeeze(0)")], ("v5",),
+            seed=49930),
+    # stack of empty masked selections: unsqueeze was a Reshape to a shape read from the input, whose 0 Reshape
+    # reads as "copy the input's dim" (seed 2770000, program 2771808)
+    program([("x1", (4, 3), torch.uint8)], [("v2", "torch.isinf(x1)"), ("v4", "x1[v2]"),
+                                            ("v7", "torch.stack([v4, v4], dim=0)")], ("v7",), seed=34894),
 ]
 
 

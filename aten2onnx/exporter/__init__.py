@@ -123,6 +123,7 @@ def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic
     if exact:
         exact_checks.check_traced(inexact)
     diagnose.warn_baked_globals(model)
+    dynamic.refuse_data_dependent_squeezes(ep)
     names = dynamic.dim_names(ep, model, args, kwargs, dynamic_shapes)
     if input_names is None and not training:  # a transformers cache's tensors by genai's names
         vals = {n.name: n.meta.get("val") for n in ep.graph.nodes if n.op == "placeholder"}

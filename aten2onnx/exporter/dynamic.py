@@ -14,7 +14,7 @@ from torch.export import Dim, ExportedProgram
 from torch.export.graph_signature import InputKind
 
 from aten2onnx._onnx_graphs import graphs
-from aten2onnx.errors import NarrowedExportWarning, warn_user
+from aten2onnx.errors import ExportError, NarrowedExportWarning, warn_user
 
 
 def normalize(dynamic_shapes: Any) -> Any:
@@ -180,6 +180,19 @@ def squeezed_sizes(ep: ExportedProgram) -> list[tuple[str, str | None]]:
             if isinstance(size, torch.SymInt) and size.node.expr.is_symbol:
                 found.append((str(size.node.expr), source_of(node)))
     return found
+
+
+def refuse_data_dependent_squeezes(ep: ExportedProgram) -> None:
+    """ExportError for a squeeze meeting a size read from data (unique, nonzero, a masked selection): whether
+    it drops that dim depends on the data, which a graph of fixed rank cannot follow, and torch.export's
+    program itself keeps the dim (got [1] where eager gives a scalar, fuzz_models seed 2770000)."""
+    for symbol, where in squeezed_sizes(ep):
+        if symbol.startswith("u"):  # torch's unbacked symbols: sizes read from data
+            raise ExportError(
+                f"a squeeze{f' at {where}' if where else ''} meets a size read from data ({symbol}): it drops that "
+                "dim only where the data makes it 1, and an exported graph's rank is fixed, so it would keep a "
+                "dim eager drops (or the reverse). Drop the dim explicitly where it is always 1 (t[0], "
+                "t.reshape(...)), or leave it.")
 
 
 def mark_not_one(model: onnx.ModelProto, ep: ExportedProgram, names: dict[str, str]) -> None:

@@ -322,15 +322,10 @@ def fill_dtype(value, dtype: torch.dtype | None) -> torch.dtype:
 
 
 def unsqueeze_static(g: GraphBuilder, x: Value, axis: int) -> Value:
-    """Unsqueeze by Reshape, which reads the same at every opset. Reshape's 0 copies the input dim
-    at the same index, so it stands only for the dims before the new axis; later dims are named."""
-    if axis == x.rank or x.is_static:
-        after = list(x.shape[axis:]) if x.shape is not None else []
-        out = g.op("Reshape", x, g.const([0] * axis + [1] + after, dtype=torch.int64))
-        if out.shape is None and x.shape is not None:
-            out.shape = tuple(x.shape[:axis]) + (1,) + tuple(after)
-        return out
-    shape = g.op("Shape", x)
-    before = g.op("Gather", shape, g.const(list(range(axis)), dtype=torch.int64), axis=0)
-    after = g.op("Gather", shape, g.const(list(range(axis, x.rank)), dtype=torch.int64), axis=0)
-    return g.op("Reshape", x, g.op("Concat", before, g.const([1], dtype=torch.int64), after, axis=0))
+    """x with a new axis of size 1 at axis, by Unsqueeze (its axes an attribute or an input, as the opset
+    takes them). Not a Reshape to a shape read from x: Reshape reads a 0 there as "copy the input's dim",
+    so an empty dim (a masked selection that selected nothing) was reshaped wrongly or not at all."""
+    out = g.unsqueeze(x, [axis])
+    if out.shape is None and x.shape is not None:
+        out.shape = tuple(x.shape[:axis]) + (1,) + tuple(x.shape[axis:])
+    return out
