@@ -259,10 +259,7 @@ LAYERS: dict[str, Recipe] = {
     "LogSoftmax": R(lambda: nn.LogSoftmax(1), sequence),
     "Mish": R(lambda: nn.Mish(), sequence),
     "PReLU": R(lambda: nn.PReLU(3), sequence),
-    "RReLU": R(lambda: nn.RReLU(), sequence,  # in eval: the fixed slope (lower + upper) / 2
-               expect="fallback: aten::rrelu.default",
-               reason="aten::rrelu has no symbolic, and its decomposition (aten::rrelu_with_noise) writes in "
-                      "place, which the decomposer refuses, though in eval it is leaky_relu at (lower + upper) / 2"),
+    "RReLU": R(lambda: nn.RReLU(), sequence),  # in eval: leaky_relu at the slope (lower + upper) / 2
     "ReLU": R(lambda: nn.ReLU(), sequence),
     "ReLU6": R(lambda: nn.ReLU6(), sequence),
     "SELU": R(lambda: nn.SELU(), sequence),
@@ -341,11 +338,10 @@ LAYERS: dict[str, Recipe] = {
     "MultiMarginLoss": R(lambda: nn.MultiMarginLoss(), lambda s: (randn(s.batch, 5), labels(s.batch, 5))),
     "MultiLabelMarginLoss": R(lambda: nn.MultiLabelMarginLoss(),
                               lambda s: (randn(s.batch, 5), multilabel_targets(s.batch, 5)),
-                              expect="wrong: aten2onnx.runtime",
-                              reason="the handler is for static shapes only, so torch._decomp's "
-                                     "multilabel_margin_loss_forward is exported, and it is wrong: it does not mask "
-                                     "the labels after a row's first -1 out of the gathered scores (eager's 0.76, "
-                                     "its 2.41)"),
+                              expect="fallback: aten::multilabel_margin_loss.default",
+                              reason="the handler is for static shapes; torch._decomp's multilabel_margin_loss_forward "
+                                     "does not end a row's labels at its first -1 (eager's 0.76, its 2.41: it was "
+                                     "exported, wrong), so with dynamic dims the op is an ATen node"),
     "MultiLabelSoftMarginLoss": R(lambda: nn.MultiLabelSoftMarginLoss(),
                                   lambda s: (randn(s.batch, 5), torch.randint(0, 2, (s.batch, 5)).float())),
     "HingeEmbeddingLoss": R(lambda: nn.HingeEmbeddingLoss(),

@@ -316,6 +316,16 @@ def aten_leaky_relu(g, self, negative_slope=0.01):
     return g.op("LeakyRelu", self, alpha=float(negative_slope))
 
 
+@register("aten::rrelu.default")
+def aten_rrelu(g, self, lower=0.125, upper=0.33333333333333331, training=False, generator=None):
+    """rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.33333333333333331, bool training=False, Generator? generator=None) -> Tensor
+    Outside training, leaky_relu with the mean slope (lower + upper) / 2, as ATen computes it; in training
+    each element draws its slope (not exported: falls back)."""
+    if training:
+        raise NotImplementedError("rrelu in training draws a random slope per element")
+    return aten_leaky_relu(g, self, (float(lower) + float(upper)) / 2)
+
+
 @register("aten::clamp.default")
 def aten_clamp(g, self, min=None, max=None):
     """clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor"""

@@ -10,6 +10,7 @@ import math
 import torch
 
 from aten2onnx import registry
+from aten2onnx.errors import KernelOnly
 from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic._helpers import cast, dim_size, fill, loop, norm_dim, promote, reshape
 from aten2onnx.symbolic.opset9_data import arange_of
@@ -629,6 +630,10 @@ def aten_multi_margin_loss(g, self, target, p=1, margin=1, weight=None, reductio
 def aten_multilabel_margin_loss(g, self, target, reduction=1):
     """multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor"""
     x = as_rows(g, self)
+    if not x.is_static:
+        # torch's decomposition of the op does not end a row's labels at its first -1 as the kernel does
+        raise KernelOnly("multilabel_margin_loss is exported for static shapes; torch's decomposition of it "
+                         "reads the labels past a row's first -1, unlike its kernel")
     rows, classes = static_shape(x, "multilabel_margin_loss")
     labels = cast(g, reshape(g, target, [rows, classes]), torch.int64)
     # targets count up to the first negative entry; a class listed twice counts twice

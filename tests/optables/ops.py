@@ -171,6 +171,9 @@ TABLE = [
     # integer max pooling: windows gathered from the input padded with the lowest value; a window of only
     # the lowest value (the corner below) points at its first entry inside the input, as eager's
     # onnxruntime has no integer Relu (int64 from opset 14 in ONNX): relu6 selects against 0 as relu does
+    # rrelu outside training: leaky_relu at the mean slope (it fell back), float32 and float64
+    Entry("rrelu_eval", lambda x: (torch.nn.functional.rrelu(x), torch.nn.functional.rrelu(x, 0.1, 0.7)), [lambda d: (torch.randn(4, 5, dtype=d),)],
+          (torch.float32, torch.float64), opsets=(9, 18), keys=("aten::rrelu.default",)),
     Entry("relu6_int", torch.nn.functional.relu6, [lambda d: (torch.randint(-20, 20, (4, 5)).to(d),)],
           (torch.int64, torch.int32, torch.int8), opsets=(9, 14, 18), keys=("aten::relu6.default",)),
     Entry("max_pool_int", lambda x: (
