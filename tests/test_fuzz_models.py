@@ -148,6 +148,10 @@ FOUND = [
     # reads as "copy the input's dim" (seed 2770000, program 2771808)
     program([("x1", (4, 3), torch.uint8)], [("v2", "torch.isinf(x1)"), ("v4", "x1[v2]"),
                                             ("v7", "torch.stack([v4, v4], dim=0)")], ("v7",), seed=34894),
+    # logcumsumexp (and cummax/cummin) of a dim that is empty when run: TopK took the first of no entries
+    # (fuzz_models seed 2790000, program 2792216)
+    program([("x1", (4,), F32)], [("v0", "x1[x1 > 0]"), ("v1", "-2.0 - v0"), ("v11", "torch.logcumsumexp(v1, -1)")],
+            ("v11",), seed=54131),
 ]
 
 

@@ -144,6 +144,18 @@ def triangular(g: GraphBuilder, x: Value, dim: int, filler) -> tuple[Value, list
     return out, perm, n, j
 
 
+def row_extreme(g: GraphBuilder, masked: Value, largest: bool, filler) -> Value:
+    """The extreme of each row of triangular's [..., n, n] (TopK, which ranks NaN the largest), kept as
+    [..., n, 1]. Where n is known only when run, a column of the filler goes first: a row of none (an empty
+    dim: a masked selection that selected nothing) has no first entry for TopK to take."""
+    last = masked.rank - 1
+    if masked.shape is None or not isinstance(masked.shape[last], int):
+        shape = g.op("Shape", masked)
+        column = g.op("Concat", g.slice(shape, [0], [last], [0]), g.const([1], dtype=torch.int64), axis=0)
+        masked = g.op("Concat", g.op("Expand", g.const(filler, like=masked), column), masked, axis=last)
+    return topk(g, masked, 1, last, largest)[0]
+
+
 def restore(g: GraphBuilder, y: Value, x: Value, perm: list[int]) -> Value:
     """[..., n, 1] in moved order -> x's layout."""
     if x.is_static:
@@ -171,7 +183,7 @@ def cum_extreme(g: GraphBuilder, self: Value, dim: int, *, largest: bool) -> tup
     x = cast(g, self, torch.int32) if self.dtype == torch.bool else self
     masked, perm, n, j = triangular(g, x, dim, extreme_fill(x.dtype, largest))
     last = self.rank  # the j axis of the widened [..., n, n]
-    values, _ = topk(g, masked, 1, last, largest)
+    values = row_extreme(g, masked, largest, extreme_fill(x.dtype, largest))
     # the index: the last j <= i holding the extreme (NaN matching NaN); the filler past i may equal it
     # (a uint8 0, an int's minimum), so those positions count as -1
     hit = g.equal(masked, values)
@@ -201,7 +213,7 @@ def aten_logcumsumexp(g, self, dim):
         return self
     x = cast(g, self, opmath(self.dtype))  # ATen computes half types in float32 and rounds each result once
     masked, perm, n, _ = triangular(g, x, dim, float("-inf"))
-    m, _ = topk(g, masked, 1, -1, True)
+    m = row_extreme(g, masked, True, float("-inf"))
     finite = g.op("Less", g.op("Abs", m), g.const(float("inf"), like=m))
     m = g.op("Where", finite, m, g.const(0.0, like=m))
     shifted = g.op("Exp", g.op("Sub", masked, m))
