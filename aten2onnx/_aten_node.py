@@ -19,6 +19,8 @@
                            trailing axis of 2: real, imaginary); the op gets them as complex
     complex_outputs INTS   positions of outputs that are complex: the node returns them as real pairs
     complex_scalars STRINGS the arguments given as a complex number: FLOATS [real, imaginary]
+    bool_scalars   STRINGS the Scalar arguments given as a Python bool (INT 0 or 1): the op gets the bool,
+                           which promotes as one (bool & True is bool, bool & 1 would be int64)
 
 Exact mode (`export(..., exact=True)`) writes the same encoding into node metadata: the node that makes
 an FX node's result carries, under EXACT_CALL, that node's ATen call as a serialized ATen NodeProto
@@ -36,7 +38,7 @@ from aten2onnx._onnx_graphs import graphs
 
 DOMAIN = "org.pytorch.aten"
 RESERVED = frozenset({"operator", "overload_name", "namespace", "input_args", "complex_inputs", "complex_outputs",
-                      "complex_scalars"})
+                      "complex_scalars", "bool_scalars"})
 
 MEMORY_FORMATS = {
     "contiguous_format": torch.contiguous_format,

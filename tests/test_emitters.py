@@ -367,3 +367,23 @@ def test_smallest_first_puts_nan_last_and_median_propagates_it(name, dtype, opse
                 [torch.from_numpy(t) for t in run_ort(exported.model_proto, {exported.input_names[0]: x})]):
         for a, b in zip(got, want, strict=True):
             assert torch.equal(a.nan_to_num(99), b.nan_to_num(99)) and torch.equal(a.isnan(), b.isnan())
+
+
+class ReluThenClamp(torch.nn.Module):
+    def forward(self, x):
+        return (torch.clamp(torch.relu(x).clone(), max=-3.0), torch.clamp(x, min=-1.0, max=1.0),
+                torch.relu(x).clamp(max=0.5), torch.clamp(x, min=2.0))
+
+
+@pytest.mark.parametrize("opset", [9, 11, 13, 18])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32, torch.float64], ids=str)
+def test_clamps_after_relu_load_in_onnxruntime(dtype, opset):
+    """onnxruntime fuses Relu into a following Clip, and its fusion failed to load the model on float64
+    bounds (fuzz_models seed 2810000, program 2810161) and, with Clip's attribute bounds, on a negative upper
+    bound (the fused lower bound 0 passes it): those clamps are Max and Min. NaN and infinities as eager's."""
+    x = torch.tensor([float("nan"), -2.0, 0.5, 3.0, float("inf"), -float("inf")], dtype=dtype)
+    exported = aten2onnx.export(ReluThenClamp(), (x,), opset=opset, fallback="error")
+    want = ReluThenClamp()(x)
+    for got in (run_ort(exported.model_proto, {exported.input_names[0]: x}), exported.run(x)):
+        for g, w in zip(got, want, strict=True):
+            assert torch.equal(torch.as_tensor(g).nan_to_num(9), w.nan_to_num(9))

@@ -152,6 +152,9 @@ FOUND = [
     # (fuzz_models seed 2790000, program 2792216)
     program([("x1", (4,), F32)], [("v0", "x1[x1 > 0]"), ("v1", "-2.0 - v0"), ("v11", "torch.logcumsumexp(v1, -1)")],
             ("v11",), seed=54131),
+    # onnxruntime's Relu-into-Clip fusion could not load a float64 clamp after relu (seed 2810000, program 2810161)
+    program([("x0", (2, 4, 3, 4), torch.float64)], [("v1", "torch.relu(x0)"), ("v7", "v1.clone()"),
+                                                     ("v10", "torch.clamp(v7, max=-3.0)")], ("v10",), seed=12683),
 ]
 
 
@@ -184,6 +187,9 @@ FOUND_EXACT = [
     # an exact call's Identity for a bfloat16 value at opset 9 escaped as NotImplementedError
     program([("x0", (3,), BF16), ("x1", (), F32)], [(None, "x0.narrow(0, 0, 1)[...] = -1.0"),
                                                    ("v0", "x1.reshape(-1)")], ("v0",)),
+    # a Python bool scalar reached an exact call as the int 1: bool & 1 is int64 where the model declares bool
+    # (fuzz_models --exact seed 2850000, program 2850298)
+    program([("x0", (2, 3), torch.bool)], [("v_out", "x0 & True")], ("v_out",), seed=7627),
 ]
 
 

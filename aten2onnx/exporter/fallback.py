@@ -60,6 +60,9 @@ def aten_call(g: GraphBuilder, op: torch._ops.OpOverload, bound: dict[str, Any],
         elif isinstance(value, complex):
             attrs[arg.name] = _exact_floats([value.real, value.imag])
             attrs.setdefault("complex_scalars", []).append(arg.name)
+        elif kind == "number" and isinstance(value, bool):
+            attrs[arg.name] = int(value)
+            attrs.setdefault("bool_scalars", []).append(arg.name)
         else:
             attrs[arg.name] = _exact_floats(_encode_constant(kind, value, is_list, schema.name, arg.name))
     attrs["input_args"] = input_args

@@ -121,7 +121,12 @@ class Emitters:
         float attributes before 11 (constants only) and as inputs from it, and integers only from 12; where
         it cannot, the bounds are Max and Min. A missing float bound is an infinity, since Clip's own default
         (the largest finite number) would clamp inf."""
-        if self._runs("Clip", x):
+        # onnxruntime fuses a Relu feeding a Clip, and its fusion fails on float64 bounds ("Unexpected data
+        # type for Clip 'min'") and, before Clip takes inputs (11), on a negative upper bound (the fused lower
+        # bound 0 passes it): Max and Min there, which it runs as they are
+        negative_high = hi is not None and hi.const is not None and float(hi.const) < 0
+        avoid = x.dtype == torch.float64 or (negative_high and not self._as_input("Clip", "min"))
+        if self._runs("Clip", x) and not avoid:
             low, high = lo, hi
             if x.dtype is not None and x.dtype.is_floating_point:
                 low = self.const(-math.inf, like=x) if lo is None else lo

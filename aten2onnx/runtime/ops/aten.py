@@ -77,7 +77,7 @@ class ATen(Kernel):
     def setup(self, /, operator: str, overload_name: str = "", namespace: str = "aten",
               input_args: list[str] | None = None, complex_inputs: list[int] | None = None,
               complex_outputs: list[int] | None = None, complex_scalars: list[str] | None = None,
-              **arguments: Any) -> None:
+              bool_scalars: list[str] | None = None, **arguments: Any) -> None:
         self.complex_inputs = frozenset(complex_inputs or ())
         self.complex_outputs = frozenset(complex_outputs or ())
         if namespace not in self.ctx.allowed_aten_namespaces:
@@ -117,6 +117,8 @@ class ATen(Kernel):
                 pair = arguments[arg.name]
                 real, imag = _exact_floats(pair, True) if isinstance(pair, torch.Tensor) else pair
                 self.plan.append((arg.name, arg.kwarg_only, "const", complex(real, imag)))
+            elif arg.name in (bool_scalars or ()) and arg.name in arguments:
+                self.plan.append((arg.name, arg.kwarg_only, "const", bool(arguments[arg.name])))
             elif arg.name in arguments:
                 value = _from_attribute(arguments[arg.name], kind, is_list, self.ctx.device)
                 self.plan.append((arg.name, arg.kwarg_only, "const", value))
