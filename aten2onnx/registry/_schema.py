@@ -143,13 +143,19 @@ def functional_twin(op: torch._ops.OpOverload) -> torch._ops.OpOverload | None:
     packet = getattr(getattr(torch.ops, namespace), base, None)
     if packet is None:
         return None
-    for name in packet.overloads():
-        candidate = getattr(packet, name)
-        if is_mutating(candidate):
-            continue
+    candidates = [getattr(packet, name) for name in packet.overloads()]
+    candidates = [c for c in candidates if not is_mutating(c)]
+    for candidate in candidates:
         if FunctionSchema.parse(str(candidate._schema)).signature() == signature:
             return candidate
-    return None
+    # the same arguments in another order (polygamma_(self, n) and polygamma(n, self)): callers bind by name
+    wanted = _arguments_by_name(op._schema)
+    return next((c for c in candidates if _arguments_by_name(c._schema) == wanted), None)
+
+
+def _arguments_by_name(schema: torch._C.FunctionSchema) -> list[tuple[str, str]]:
+    """A schema's non-output arguments as sorted (name, type) pairs, write annotations aside."""
+    return sorted((a.name, str(a.type)) for a in schema.arguments if not a.is_out)
 
 
 def check_signature(fn: Callable, schema: torch._C.FunctionSchema, key: str) -> None:

@@ -257,6 +257,7 @@ class _Rewriter:
         # way from the same base version are one value.
         self.memo: dict[tuple, torch.fx.Node] = {}
         self.dropped_in: list[torch.fx.Node] = []  # eval dropouts whose result (their input) is written into
+        self.writers: dict[torch.fx.Node, torch.fx.Node] = {}  # base -> the last op that wrote it
         self.fake_mode = torch._guards.detect_fake_mode(
             [n.meta["val"] for n in gm.graph.nodes if isinstance(n.meta.get("val"), torch.Tensor)])
 
@@ -432,15 +433,25 @@ class _Rewriter:
         if twin is aten.copy.default and args[1] is self._resolve(written) and _same_meta(args[0], args[1]):
             return  # copying a view's own current value back into it changes nothing
         value = self._emit(twin, args, kwargs, node)
+        self.writers[self._root(written)] = node
         target_dtype = written.meta["val"].dtype
         if value.meta["val"].dtype != target_dtype:  # in-place ops cast their result to the written dtype
             value = self._emit(aten._to_copy.default, (value,), {"dtype": target_dtype}, node)
         self._scatter(written, value)
 
     def _twin_args(self, node: torch.fx.Node, twin: torch._ops.OpOverload) -> tuple[tuple, dict]:
-        names = {a.name for a in twin._schema.arguments}
+        """The in-place node's arguments for its functional twin, by schema name (a twin may take them in
+        another order: polygamma(n, self) for polygamma_(self, n))."""
+        mine = [a.name for a in node.target._schema.arguments]
+        theirs = [a for a in twin._schema.arguments]
+        if [a.name for a in theirs] != mine[:len(theirs)]:
+            given = dict(zip(mine, node.args))
+            given.update(node.kwargs)
+            kwargs = {a.name: given[a.name] for a in theirs if a.name in given}
+            return (), self._args(kwargs)
+        names = {a.name for a in theirs}
         kwargs = {k: v for k, v in node.kwargs.items() if k in names}
-        positional = len([a for a in twin._schema.arguments if not a.kwarg_only])
+        positional = len([a for a in theirs if not a.kwarg_only])
         return self._args(tuple(node.args[:positional])), self._args(kwargs)
 
     def _finish(self, output: torch.fx.Node) -> tuple[torch.fx.GraphModule, list[OutputRole]]:
@@ -453,6 +464,15 @@ class _Rewriter:
             if base.op != "placeholder":
                 continue  # an intermediate: its new value reached every reader already
             spec = specs[base.name]
+            before, after = base.meta.get("val"), self.current[base].meta.get("val")
+            if isinstance(before, torch.Tensor) and isinstance(after, torch.Tensor) and (
+                    before.dim() != after.dim() or not all(map(_known_equal, before.shape, after.shape))):
+                writer = self.writers.get(base)
+                raise ExportError(f"{writer.name if writer is not None else base.name!r} at "
+                                  f"{source_of(writer) if writer is not None else '?'} changes the shape of "
+                                  f"{base.name!r} ({tuple(before.shape)} -> {tuple(after.shape)}), an input or the "
+                                  "model's state, whose shape an exported model keeps across calls; write into a new "
+                                  "tensor instead (y = x.new_empty(...) or a resized copy)")
             if spec.kind in (InputKind.BUFFER, InputKind.CONSTANT_TENSOR):
                 # a buffer, or a tensor the model keeps elsewhere (a plain attribute, a global): its state
                 roles.append(OutputRole("buffer", spec.target))
@@ -492,9 +512,45 @@ class _Builder:
         return self.rewriter._emit(target, args, kwargs, self.like)
 
 
+def _view_twin(target: Any) -> Any | None:
+    """The view op an in-place op that changes only a tensor's view of its storage (transpose_, t_,
+    squeeze_, unsqueeze_, as_strided_, swapdims_: torch.Tag.inplace_view) stands for; None for others."""
+    if not isinstance(target, torch._ops.OpOverload) or torch.Tag.inplace_view not in target.tags:
+        return None
+    twin = functional_twin(target)
+    returns = twin._schema.returns if twin is not None else ()
+    return twin if returns and returns[0].alias_info is not None else None
+
+
+def _views_in_place_as_views(program: Program) -> Program:
+    """transpose_() and its kind change how a tensor views its storage, never a value: on a tensor the model
+    made (a view included, whose base keeps its shape) the result is that view (the node stands for the
+    tensor from then on); written into an input or the model's state, whose shape an exported model cannot
+    change, it is our error. (The rewrite took them for writes: it wrote the transposed values back into the
+    base, a silent wrong answer.)"""
+    gm = program.gm
+    nodes = [n for n in gm.graph.nodes if n.op == "call_function" and _view_twin(n.target) is not None]
+    if not nodes:
+        return program
+    for node in nodes:
+        if isinstance(node.args[0], torch.fx.Node) and node.args[0].op == "placeholder":
+            view = _view_twin(node.target)._schema.name.split("::")[1]
+            raise ExportError(f"{node.name!r} at {source_of(node) or '?'}: {view}_() changes the shape of "
+                              f"{node.args[0].name!r} in place, an input or the model's state, whose shape an exported "
+                              f"model keeps; use the view instead (y = x.{view}(...))")
+    graph = torch.fx.Graph()
+    values: dict[torch.fx.Node, torch.fx.Node] = {}
+    for node in gm.graph.nodes:
+        values[node] = graph.node_copy(node, values.__getitem__)
+        if node in nodes:
+            values[node].target = _view_twin(node.target)
+    return dataclasses.replace(program, gm=torch.fx.GraphModule(gm, graph, class_name=type(gm).__name__))
+
+
 def functionalize(program: Program) -> Program:
     """The program with every in-place op rewritten. When this pass cannot prove a rewrite right,
     torch's own functionalization (run_decompositions with no decompositions) is used instead."""
+    program = _views_in_place_as_views(program)
     if not needs_rewrite(program.gm):
         return program
     rewriter = _Rewriter(program.ep, program.gm)
