@@ -105,3 +105,26 @@ def test_nearest_resampling_with_dynamic_sizes_is_native(name, opset):
         want = fn(other)
         assert torch.equal(exported.run(other), want)
         assert torch.equal(torch.from_numpy(run_ort(exported.model_proto, {exported.input_names[0]: other})[0]), want)
+
+
+MAX_POOL_1D = {
+    "floor": torch.nn.MaxPool1d(3, stride=2, padding=1),
+    "dilated": torch.nn.MaxPool1d(3, stride=1, padding=1, dilation=2),
+    "ceil": torch.nn.MaxPool1d(3, stride=2, ceil_mode=True),
+    "ceil_padded": torch.nn.MaxPool1d(2, stride=2, padding=1, ceil_mode=True),
+}
+
+
+@pytest.mark.parametrize("name", list(MAX_POOL_1D))
+def test_max_pool1d_keeps_a_dynamic_length(name):
+    """torch.export computed max_pool1d's example output with its C++ kernel, which read the length as a number
+    and fixed it (silently under Dim.AUTO); its size formula keeps it symbolic, ceil mode included."""
+    model = MAX_POOL_1D[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", aten2onnx.NarrowedExportWarning)
+        exported = aten2onnx.export(model, (torch.randn(2, 3, 9),), fallback="error",
+                                    dynamic_shapes=({0: torch.export.Dim.AUTO, 2: torch.export.Dim.AUTO},))
+    for length in (9, 10, 17):
+        x = torch.randn(3, 3, length)
+        assert torch.equal(exported.run(x), model(x))
+        assert torch.equal(torch.from_numpy(run_ort(exported.model_proto, {exported.input_names[0]: x})[0]), model(x))

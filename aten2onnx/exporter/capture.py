@@ -26,7 +26,7 @@ from aten2onnx.exporter import caches, dynamic
 from aten2onnx.exporter.gradients import HINT, GradientCalls, below_autograd, saved_tensors_attached, transformed
 from aten2onnx.exporter.passes.packed import packed_sequences
 from aten2onnx.exporter.passes.tracing import (DataDependentChecks, causal_masks_taken_as_given,
-                                               data_dependent_sizes_from_zero, fake_kernels, recurrent_shapes)
+                                               data_dependent_sizes_from_zero, fake_kernels, shapes_without_kernels)
 from aten2onnx.exporter.provenance import source_of
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
@@ -365,7 +365,7 @@ def capture(model: Any, args: tuple, kwargs: dict | None, dynamic_shapes: Any,
     recorder = _Recorder()
     gradients = GradientCalls()
     with training_mode(module, training=training), causal_masks_taken_as_given(), data_dependent_sizes_from_zero(), \
-            recurrent_shapes(), _quiet_torch(recorder):
+            shapes_without_kernels(), _quiet_torch(recorder):
         def attempt(mode: str) -> tuple[ExportedProgram, list[str]] | None:
             try:
                 return _attempt(mode, module, args, kwargs, dynamic_shapes, gradients, recorder)

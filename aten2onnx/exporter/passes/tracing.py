@@ -52,41 +52,68 @@ def data_dependent_sizes_from_zero() -> Iterator[None]:
         FakeImplCtx.create_unbacked_symint = legacy
 
 
-def _recurrent_shapes(states: int, kernel: Callable[..., Any]) -> Callable[..., Any]:
-    """aten::lstm / gru / rnn_*.input as torch traces them, but on fake tensors only the output shapes
-    ((output, *new states)) instead of running the kernel (a Python loop over the time steps)."""
-    def traced(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
-        if torch._guards.detect_fake_mode((input,)) is None:
-            return kernel(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
+def _max_pool1d_shape(self, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
+    """max_pool1d's output, by ATen's size formula in SymInts (ceil mode drops a last window that would start
+    in the right padding, as a symbolic choice)."""
+    k, s = kernel_size[0], (stride or kernel_size)[0]
+    p, d = padding[0] if padding else 0, dilation[0] if dilation else 1
+    size = self.shape[-1]
+    length = (size + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil_mode else 0)) // s + 1
+    if ceil_mode:
+        length = torch.sym_ite((length - 1) * s >= size + p, length - 1, length)
+    return self.new_empty((*self.shape[:-1], length))
+
+
+def _recurrent_shape(states: int):
+    """aten::lstm / gru / rnn_*.input's outputs (output, *new states), by shape alone."""
+    def shape(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
         hx = list(hx) if isinstance(hx, (list, tuple)) else [hx]
         length, batch = (input.shape[1], input.shape[0]) if batch_first else (input.shape[0], input.shape[1])
         features = hx[0].shape[-1] * (2 if bidirectional else 1)
         output = input.new_empty((batch, length, features) if batch_first else (length, batch, features))
         return (output, *(h.new_empty(h.shape) for h in hx[:states]))
+    return shape
+
+
+def _on_fake_tensors(op: Any, key: Any, shape: Callable[..., Any], kernel: Callable[..., Any] | None):
+    """op's kernel for key during capture: on fake tensors its outputs by shape (where `shape` gives them),
+    else the kernel it had (its Python one, or its C++ one)."""
+    def traced(*args, **kwargs):
+        if torch._guards.detect_fake_mode(args) is not None:
+            out = shape(*args, **kwargs)
+            if out is not None:
+                return out
+        return kernel(*args, **kwargs) if kernel is not None else op._op_dk(key, *args, **kwargs)
     return traced
 
 
 @contextlib.contextmanager
-def recurrent_shapes() -> Iterator[None]:
-    """torch.export keeps aten::lstm, gru, rnn_tanh and rnn_relu (.input) as one op each, but computes their
-    example outputs by running torch's Python kernel for them, a loop over the time steps that fixes the
-    sequence length (a dynamic one was silently made static). During capture, on fake tensors, the kernel
-    gives the output shapes instead, so the length stays symbolic (ONNX's LSTM, GRU and RNN take it as it
-    comes); on real tensors it runs as before."""
+def shapes_without_kernels() -> Iterator[None]:
+    """Ops torch.export keeps as one op each but computes example outputs for by running a kernel that fixes a
+    dynamic size: aten::lstm, gru, rnn_tanh and rnn_relu (.input), whose Python kernel loops over the time
+    steps, and max_pool1d, whose C++ kernel reads its length as a number (each silently made the length
+    static). During capture, on fake tensors, their outputs are made from the shapes alone, so the sizes stay
+    symbolic (ONNX's LSTM, GRU, RNN and MaxPool take them as they come); on real tensors they run as before."""
     from torch._C import DispatchKey
 
     aten = torch.ops.aten
-    ops = {aten.lstm.input: 2, aten.gru.input: 1, aten.rnn_tanh.input: 1, aten.rnn_relu.input: 1}
+    shapes = {aten.lstm.input: _recurrent_shape(2), aten.gru.input: _recurrent_shape(1),
+              aten.rnn_tanh.input: _recurrent_shape(1), aten.rnn_relu.input: _recurrent_shape(1),
+              aten.max_pool1d.default: _max_pool1d_shape}
     keys = (DispatchKey.Autograd, DispatchKey.CompositeImplicitAutograd)
-    replaced = [(op, key, op.py_kernels[key]) for op in ops for key in keys if key in op.py_kernels]
+    replaced = [(op, key, op.py_kernels.get(key)) for op in shapes for key in keys
+                if key in op.py_kernels or torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), key)]
     for op, key, kernel in replaced:
-        op.py_kernels[key] = _recurrent_shapes(ops[op], kernel)
+        op.py_kernels[key] = _on_fake_tensors(op, key, shapes[op], kernel)
         op._dispatch_cache.clear()
     try:
         yield
     finally:
         for op, key, kernel in replaced:
-            op.py_kernels[key] = kernel
+            if kernel is None:
+                op.py_kernels.pop(key, None)
+            else:
+                op.py_kernels[key] = kernel
             op._dispatch_cache.clear()
 
 
