@@ -155,6 +155,11 @@ FOUND = [
     # onnxruntime's Relu-into-Clip fusion could not load a float64 clamp after relu (seed 2810000, program 2810161)
     program([("x0", (2, 4, 3, 4), torch.float64)], [("v1", "torch.relu(x0)"), ("v7", "v1.clone()"),
                                                      ("v10", "torch.clamp(v7, max=-3.0)")], ("v10",), seed=12683),
+    # repeat of an empty selection: its leading axes were a Reshape to [1, *shape], whose 0 Reshape read as
+    # "copy the input's dim" (seed 2870000, program 2871649)
+    program([("x0", (), torch.int8), ("x1", (4,), I64), ("x2", (4,), torch.int32)],
+            [("v1", "x2 == x0"), ("v5", "x1.to(torch.bool)"), ("v6", "v5[v1]"), ("v11", "v6.repeat(2, 1)")], ("v11",),
+            seed=60795),
 ]
 
 

@@ -168,6 +168,14 @@ class Emitters:
             return self.op(op_type, x, self.const(list(axes), dtype=torch.int64), keepdims=int(keepdims))
         return self.op(op_type, x, axes=list(axes), keepdims=int(keepdims))
 
+    def reshape_to_sizes(self, x: Value, shape: Value) -> Value:
+        """x reshaped to a shape of sizes read from the graph (no -1): a 0 there is a size of 0, not
+        Reshape's "copy the input's dim", which allowzero says from opset 14 (before, a dim that is 0 when run
+        reads as the input's)."""
+        if has_attribute("Reshape", "allowzero", self.opset):
+            return self.op("Reshape", x, shape, allowzero=1)
+        return self.op("Reshape", x, shape)
+
     def unsqueeze(self, x: Value, axes: Sequence[int]) -> Value:
         if self._as_input("Unsqueeze", "axes"):
             return self.op("Unsqueeze", x, self.const(list(axes), dtype=torch.int64))

@@ -919,7 +919,7 @@ def aten_index(g, self, indices):
     x = self if positions == list(range(len(positions))) else g.op("Transpose", self, perm=positions + rest)
     out = g.op("Gather", g.op("Flatten", x, axis=len(positions)), linear, axis=0)
     rest_sizes = g.op("Gather", g.op("Shape", self), g.const(rest, dtype=torch.int64), axis=0)
-    out = g.op("Reshape", out, g.op("Concat", g.op("Shape", linear), rest_sizes, axis=0))
+    out = g.reshape_to_sizes(out, g.op("Concat", g.op("Shape", linear), rest_sizes, axis=0))
     order = eager_index_order(positions, len(rest), linear.rank)
     return out if order is None else g.op("Transpose", out, perm=order)
 

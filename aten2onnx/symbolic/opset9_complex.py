@@ -372,7 +372,7 @@ def aten_view_as(g, self, other):
     shape = shape_of(g, other)
     if isinstance(shape, list):
         return on_carrier(g, "aten::reshape.default", self, shape + [2])
-    return g.op("Reshape", self, g.op("Concat", shape, g.const([2], dtype=torch.int64), axis=0))
+    return g.reshape_to_sizes(self, g.op("Concat", shape, g.const([2], dtype=torch.int64), axis=0))
 
 
 @register("aten::ravel.default")

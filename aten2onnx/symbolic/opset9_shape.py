@@ -157,8 +157,8 @@ def aten_repeat(g, self, repeats):
         return gather_static(g, [self], lambda i: i.repeat(list(repeats)))
     x = self
     extra = len(repeats) - self.rank
-    if extra:
-        x = g.op("Reshape", x, g.op("Concat", g.const([1] * extra, dtype=torch.int64), g.op("Shape", x), axis=0))
+    if extra:  # leading axes of 1 (Unsqueeze: a Reshape to a shape read from x misreads a 0 there)
+        x = g.unsqueeze(x, list(range(extra)))
     return g.op("Tile", x, g.int_list(list(repeats)))
 
 

@@ -104,8 +104,10 @@ def aten_angle(g, self):
 
 
 def append_axis(g: GraphBuilder, x: Value) -> Value:
-    """x with a trailing axis of size 1, by Reshape (Unsqueeze's axes change form at opset 13)."""
-    return g.op("Reshape", x, g.op("Concat", g.op("Shape", x), g.const([1], dtype=torch.int64), axis=0))
+    """x with a trailing axis of size 1 (Unsqueeze: a Reshape to a shape read from x misreads a 0 there)."""
+    if x.rank is None:
+        return g.reshape_to_sizes(x, g.op("Concat", g.op("Shape", x), g.const([1], dtype=torch.int64), axis=0))
+    return g.unsqueeze(x, [x.rank])
 
 
 def isin(g: GraphBuilder, elements, test_elements, invert: bool) -> Value:
