@@ -261,7 +261,8 @@ TYPED_CASES = [
     ("maximum", torch.maximum, "Max", torch.int32),
     ("minimum", torch.minimum, "Min", torch.int64),
     ("clamp_int", lambda x, y: x.clamp(-1, 2), "Clip", torch.int64),
-    ("clamp_double", lambda x, y: x.clamp(max=0.25), "Clip", torch.float64),
+    # (float64 clamps are Max and Min: onnxruntime's Relu-into-Clip fusion fails on float64 bounds)
+    ("clamp_float", lambda x, y: x.clamp(max=0.25), "Clip", torch.float32),
 ]
 
 
