@@ -284,3 +284,17 @@ def test_onnxruntime_telling_apart_its_own_ulps_is_a_deviation_not_a_mismatch():
     assert outcome.status == "deviation" and "Atan" in outcome.detail
     [ours] = examine(prog, opsets=[18], runtimes=("aten2onnx",))
     assert ours.status == "match"
+
+
+def test_onnxruntime_carrying_its_ulps_through_an_ill_conditioned_op_is_a_deviation():
+    """log_softmax of two values near 4.5e7 (expm1 of int16s, averaged, negated): their difference, 17636, keeps
+    the intermediates' rounding (4 at that size), and onnxruntime's Exp differs from eager's exp in the last
+    ulp, so its result is 4 off (fuzz_models seed 2890000, program 2892613). A deviation within what such
+    ulps carry, where our runtime agrees with eager; the tolerance stays for everything else."""
+    from aten2onnx.testing.models import examine
+
+    prog = program([("x0", (4, 4, 2, 4), torch.int16)],
+                   [(None, "x0.narrow(3, 0, 1).abs_()"), ("v1", "x0.to(torch.float32)"), ("v3", "torch.expm1(v1)"),
+                    ("v4", "v3.mean(-1)"), ("v8", "-v4"), ("v10", "torch.log_softmax(v8, 2)")], ("v10",), seed=61785)
+    assert {o.status for o in examine(prog, opsets=[18])} <= {"match", "deviation"}
+    assert {o.status for o in examine(prog, opsets=[18], runtimes=("aten2onnx",))} == {"match"}

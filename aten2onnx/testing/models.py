@@ -869,6 +869,12 @@ def _compare_runs(program: Program, module: torch.nn.Module, exported: aten2onnx
                 _match(f"run {run}: onnxruntime", exported, tensors, expected, updates, fed, state, written, tolerance)
             except _Bug as bug:
                 positional = sorted(_ORT_POSITIONAL & {n.op_type for graph in graphs(proto.graph) for n in graph.node})
+                carried = precision.carried()
+                if not bug.discrete and ours is not None and carried > 0 and _close_within(
+                        exported, tensors, expected, carried):
+                    return Outcome(opset, "deviation", f"{bug} (within {carried:.3g}, what onnxruntime's kernels' "
+                                                       "last-ulp differences on intermediates as large as "
+                                                       f"{precision.magnitude:.3g} carry; our runtime agrees)")
                 if bug.discrete and positional:
                     return Outcome(opset, "deviation", f"{bug} (onnxruntime's {', '.join(positional)} kernels give "
                                                        "equal inputs results an ulp apart at different positions, which "
@@ -876,6 +882,22 @@ def _compare_runs(program: Program, module: torch.nn.Module, exported: aten2onnx
                 return _deviation(bug, opset, program, precision, _ORT_NONFINITE + _EAGER_NONFINITE,
                                   "a known onnxruntime or eager deviation on NaN or inf")
     return Outcome(opset, "match")
+
+
+def _close_within(exported: aten2onnx.ExportedModel, results: dict[str, Any], expected: list[torch.Tensor],
+                  atol: float) -> bool:
+    """Whether every float output is within atol of eager's (others equal)."""
+    got = pytree.tree_leaves(exported.structure_outputs(results))
+    for g, e in zip(got, expected):
+        g = torch.as_tensor(g)
+        if not isinstance(e, torch.Tensor) or g.shape != e.shape:
+            return False
+        if e.dtype.is_floating_point:
+            if not torch.allclose(g.to(e.dtype), e, rtol=1e-3, atol=atol, equal_nan=True):
+                return False
+        elif not torch.equal(g.to(e.dtype), e):
+            return False
+    return True
 
 
 def _deviation(bug: _Bug, opset: int, program: Program, precision: _Precisions, ops: tuple[str, ...],
@@ -931,15 +953,26 @@ class _Precisions(TorchFunctionMode):
         super().__init__()
         self.seen: set[torch.dtype] = set()
         self.nonfinite = False
+        self.magnitude = 0.0  # the largest finite float value eager computed on the way
 
     def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001 (torch's protocol)
         result = func(*args, **(kwargs or {}))
         for t in pytree.tree_leaves(result):
             if isinstance(t, torch.Tensor):
                 self.seen.add(t.dtype)
-                if t.dtype.is_floating_point and t.numel() and not bool(torch.isfinite(t).all()):
-                    self.nonfinite = True
+                if t.dtype.is_floating_point and t.numel() and not t.is_complex():
+                    finite = torch.isfinite(t)
+                    if not bool(finite.all()):
+                        self.nonfinite = True
+                    if bool(finite.any()):
+                        self.magnitude = max(self.magnitude, float(t[finite].abs().max()))
         return result
+
+    def carried(self) -> float:
+        """An absolute error an output may carry from the last-ulp differences of another runtime's kernels
+        on intermediates as large as the largest eager met (a difference of two such values keeps theirs)."""
+        eps = max((torch.finfo(d).eps for d in self.seen if d.is_floating_point and not d.is_complex), default=0.0)
+        return 16 * eps * self.magnitude
 
     def loosest(self) -> tuple[float, float] | None:
         tolerances = [TOLERANCES[d] for d in self.seen if d in TOLERANCES]
