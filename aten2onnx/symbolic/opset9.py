@@ -334,19 +334,11 @@ def aten_clamp(g, self, min=None, max=None):
                   None if max is None else as_value(g, max, self.dtype))
 
 
-def clamp_minmax(g: GraphBuilder, self: Value, min, max) -> Value:
-    if min is not None:
-        self = extremum(g, "Max", self, as_value(g, min, self.dtype))
-    if max is not None:
-        self = extremum(g, "Min", self, as_value(g, max, self.dtype))
-    return self
-
-
 @register("aten::hardtanh.default")
 def aten_hardtanh(g, self, min_val=-1, max_val=1):
     """hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor"""
-    # Max/Min read the same at every opset, unlike Clip (attributes until 11).
-    return clamp_minmax(g, self, min_val, max_val)
+    # Clip, which runtimes fuse into a preceding Conv or MatMul (ReLU6 is hardtanh(0, 6))
+    return g.clip(self, as_value(g, min_val, self.dtype), as_value(g, max_val, self.dtype))
 
 
 # -- comparisons and logic -------------------------------------------------------------------------------

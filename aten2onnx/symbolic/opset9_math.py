@@ -12,7 +12,7 @@ from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic._helpers import (as_value, binary, cast, float_opmath, float_unary, half_step, norm_dim, opmath,
                                          promote, result_type, to_float, trunc)
-from aten2onnx.symbolic.opset9 import aten_div_mode, bitwise, extremum, relu
+from aten2onnx.symbolic.opset9 import aten_div_mode, bitwise, extremum
 
 register = functools.partial(registry.register, opset=9)
 
@@ -343,7 +343,8 @@ def aten_hardswish(g, self):
 @register("aten::relu6.default")
 def aten_relu6(g, self):
     """relu6(Tensor self) -> Tensor"""
-    return extremum(g, "Min", relu(g, self), as_value(g, 6, self.dtype))  # (relu: no integer Relu in onnxruntime)
+    # Clip, which runtimes fuse into a preceding Conv; Max and Min where Clip cannot take the dtype
+    return g.clip(self, as_value(g, 0, self.dtype), as_value(g, 6, self.dtype))
 
 
 @register("aten::elu.default")

@@ -33,12 +33,18 @@ _PAD_MODES = {"constant": "constant", "reflect": "reflect", "replicate": "edge"}
 
 def pad_with(g, self, pad, mode: str, value):
     pad = list(pad)
-    if not self.is_static and mode in _PAD_MODES and all(isinstance(p, int) and p >= 0 for p in pad):
-        # symbolic sizes: Pad, whose widths here are constants (a negative one crops: not Pad's)
+    if mode in _PAD_MODES and all(isinstance(p, int) and p >= 0 for p in pad):
+        # Pad, static or symbolic sizes: its widths here are constants (a negative one crops, which only
+        # constant mode's Pad does; those are gathered below)
         begins, ends = [0] * self.rank, [0] * self.rank
         for i in range(len(pad) // 2):
             begins[self.rank - 1 - i], ends[self.rank - 1 - i] = pad[2 * i], pad[2 * i + 1]
-        return g.pad(self, begins + ends, _PAD_MODES[mode], (0 if value is None else value) if mode == "constant" else None)
+        try:
+            return g.pad(self, begins + ends, _PAD_MODES[mode], (0 if value is None else value) if mode == "constant" else None)
+        except NotImplementedError:
+            if not self.is_static:
+                raise
+            # no Pad for this dtype at this opset (before 11 it takes floats only): the elements' moves below
     if not self.is_static and mode == "circular" and all(isinstance(p, int) for p in pad):
         return _circular(g, self, pad)
     if mode == "constant":
@@ -159,43 +165,83 @@ def aten_upsample_nearest_exact(g, input, output_size, scale_factors):
     return nearest(g, input, output_size, scale_factors, exact=True)
 
 
+def _regroup(g: GraphBuilder, x: Value, split: list, perm: list[int], joined: list) -> Value:
+    """x reshaped to split's sizes, transposed by perm, reshaped to joined's: how the shuffles move
+    elements, as ONNX writes them (no index table). Sizes are ints or graph values (dim_size's)."""
+    def to(v: Value, sizes: list) -> Value:
+        if all(isinstance(n, int) for n in sizes):
+            out = g.op("Reshape", v, g.const(sizes, dtype=torch.int64))
+            out.shape = tuple(sizes)
+            return out
+        return g.reshape_to_sizes(v, g.int_list(sizes))
+    return to(g.op("Transpose", to(x, split), perm=perm), joined)
+
+
+def _quotient(g: GraphBuilder, n, d: int):
+    return n // d if isinstance(n, int) else g.op("Div", n, g.const(d, dtype=torch.int64))
+
+
+def _product(g: GraphBuilder, n, d: int):
+    return n * d if isinstance(n, int) else g.op("Mul", n, g.const(d, dtype=torch.int64))
+
+
 @register("aten::pixel_shuffle.default")
 def aten_pixel_shuffle(g, self, upscale_factor):
     """pixel_shuffle(Tensor self, int upscale_factor) -> Tensor"""
-    return gather_static(g, [self], lambda i: F.pixel_shuffle(i, upscale_factor))
+    r, lead = upscale_factor, self.rank - 3
+    dims = [dim_size(g, self, d) for d in range(self.rank)]
+    *batch, c, h, w = dims
+    channels = _quotient(g, c, r * r)
+    perm = list(range(lead)) + [lead, lead + 3, lead + 1, lead + 4, lead + 2]
+    return _regroup(g, self, batch + [channels, r, r, h, w], perm,
+                    batch + [channels, _product(g, h, r), _product(g, w, r)])
 
 
 @register("aten::pixel_unshuffle.default")
 def aten_pixel_unshuffle(g, self, downscale_factor):
     """pixel_unshuffle(Tensor self, int downscale_factor) -> Tensor"""
-    return gather_static(g, [self], lambda i: F.pixel_unshuffle(i, downscale_factor))
+    r, lead = downscale_factor, self.rank - 3
+    dims = [dim_size(g, self, d) for d in range(self.rank)]
+    *batch, c, h, w = dims
+    rows, cols = _quotient(g, h, r), _quotient(g, w, r)
+    perm = list(range(lead)) + [lead, lead + 2, lead + 4, lead + 1, lead + 3]
+    return _regroup(g, self, batch + [c, rows, r, cols, r], perm, batch + [_product(g, c, r * r), rows, cols])
 
 
 @register("aten::channel_shuffle.default", "aten::native_channel_shuffle.default")
 def aten_channel_shuffle(g, self, groups):
     """channel_shuffle(Tensor self, SymInt groups) -> Tensor"""
-    return gather_static(g, [self], lambda i: F.channel_shuffle(i, groups))
+    if not isinstance(groups, int):
+        raise NotImplementedError("channel_shuffle of a symbolic group count")
+    n, c, *rest = [dim_size(g, self, d) for d in range(self.rank)]
+    perm = [0, 2, 1] + list(range(3, self.rank + 1))
+    return _regroup(g, self, [n, groups, _quotient(g, c, groups)] + rest, perm, [n, c] + rest)
 
 
 @register("aten::unfold.default")
 def aten_unfold(g, self, dimension, size, step):
     """unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)"""
-    if self.is_static:
-        return gather_static(g, [self], lambda i: i.unfold(dimension, size, step))
     return unfold_dynamic(g, self, norm_dim(dimension, max(self.rank, 1)), size, step)
 
 
 def unfold_dynamic(g: GraphBuilder, x: Value, dim: int, size: int, step: int) -> Value:
-    """x.unfold(dim, size, step) with dim's length computed in the graph: Gather of the windows' positions
-    [(n - size) // step + 1, size] along dim, the window axis then moved last."""
+    """x.unfold(dim, size, step): Gather of the windows' positions [(n - size) // step + 1, size] along dim
+    (a constant where dim's length n is static, else computed in the graph), the window axis then moved
+    last."""
     if x.rank == 0:
         return g.op("Reshape", x, g.const([1], dtype=torch.int64))
     i64 = torch.int64
-    length = as_value(g, dim_size(g, x, dim), i64)
-    count = g.op("Add", g.op("Div", g.op("Sub", length, g.const(size, dtype=i64)), g.const(step, dtype=i64)),
-                 g.const(1, dtype=i64))
-    starts = g.op("Mul", g.op("Range", g.const(0, dtype=i64), count, g.const(1, dtype=i64)), g.const(step, dtype=i64))
-    positions = g.op("Add", g.unsqueeze(starts, [1]), g.const(torch.arange(size).reshape(1, size)))
+    n = dim_size(g, x, dim)
+    if isinstance(n, int):
+        starts = torch.arange(0, (n - size) // step + 1, dtype=i64) * step
+        positions = g.const(starts.reshape(-1, 1) + torch.arange(size, dtype=i64).reshape(1, size))
+    else:
+        length = as_value(g, n, i64)
+        count = g.op("Add", g.op("Div", g.op("Sub", length, g.const(size, dtype=i64)), g.const(step, dtype=i64)),
+                     g.const(1, dtype=i64))
+        starts = g.op("Mul", g.op("Range", g.const(0, dtype=i64), count, g.const(1, dtype=i64)),
+                      g.const(step, dtype=i64))
+        positions = g.op("Add", g.unsqueeze(starts, [1]), g.const(torch.arange(size).reshape(1, size)))
     windows = g.op("Gather", x, positions, axis=dim)  # [..., count, size, ...]
     perm = list(range(dim + 1)) + list(range(dim + 2, x.rank + 1)) + [dim + 1]
     return windows if perm == sorted(perm) else g.op("Transpose", windows, perm=perm)

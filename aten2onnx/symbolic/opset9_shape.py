@@ -49,7 +49,9 @@ register = functools.partial(registry.register, opset=9)
 def gather_static(g: GraphBuilder, inputs: list[Value], fn, *, fill_value=None) -> Value:
     """An op that only moves elements (and may fill with a constant): fn is the op on tensors of
     element numbers; the result gathers the flattened inputs at those numbers. With fill_value, the
-    numbers start at 1 and the 0 that fn leaves where it fills picks the fill value."""
+    numbers start at 1 and the 0 that fn leaves where it fills picks the fill value. Its index table is
+    as large as the result, so it is kept for what no ONNX op expresses (as_strided, diagonals, diag and
+    block_diag's fills, padding that crops) and for dtypes no such op takes at the opset."""
     if not all(x.is_static for x in inputs):
         raise NotImplementedError("this op is exported for static shapes only")
     start = 0 if fill_value is None else 1
@@ -125,19 +127,28 @@ def aten_roll(g, self, shifts, dims=[]):
 @register("aten::rot90.default")
 def aten_rot90(g, self, k=1, dims=[0, 1]):
     """rot90(Tensor self, int k=1, int[] dims=[0, 1]) -> Tensor"""
-    return gather_static(g, [self], lambda i: torch.rot90(i, k, list(dims)))
+    d0, d1 = norm_dims(dims, self.rank)
+    k %= 4
+    if k == 0:
+        return self
+    if k == 2:
+        return aten_flip(g, self, [d0, d1])
+    # k == 1: flip dim1, then swap the two; k == 3: flip dim0, then swap
+    perm = list(range(self.rank))
+    perm[d0], perm[d1] = d1, d0
+    return g.op("Transpose", aten_flip(g, self, [d1 if k == 1 else d0]), perm=perm)
 
 
 @register("aten::fliplr.default")
 def aten_fliplr(g, self):
     """fliplr(Tensor self) -> Tensor"""
-    return gather_static(g, [self], torch.fliplr)
+    return aten_flip(g, self, [1])
 
 
 @register("aten::flipud.default")
 def aten_flipud(g, self):
     """flipud(Tensor self) -> Tensor"""
-    return gather_static(g, [self], torch.flipud)
+    return aten_flip(g, self, [0])
 
 
 @register("aten::flip.default")
@@ -153,8 +164,6 @@ def aten_flip(g, self, dims):
 @register("aten::repeat.default")
 def aten_repeat(g, self, repeats):
     """repeat(Tensor self, SymInt[] repeats) -> Tensor"""
-    if self.is_static:
-        return gather_static(g, [self], lambda i: i.repeat(list(repeats)))
     x = self
     extra = len(repeats) - self.rank
     if extra:  # leading axes of 1 (Unsqueeze: a Reshape to a shape read from x misreads a 0 there)
@@ -203,6 +212,12 @@ def aten_narrow(g, self, dim, start, length):
         # bounds computed in the graph (a length read from data, a symbolic size): Slice from opset 10
         end = g.op("Add", as_value(g, start, torch.int64), as_value(g, length, torch.int64))
         return g.slice(self, [start], [end], [norm_dim(dim, self.rank)])
+    dim = norm_dim(dim, self.rank)
+    size = self.shape[dim] if self.shape is not None else None
+    if start < 0 and isinstance(size, int):
+        start += size
+    if start >= 0:
+        return g.slice(self, [start], [start + length], [dim])
     return gather_static(g, [self], lambda i: torch.narrow(i, dim, start, length))
 
 
