@@ -86,6 +86,7 @@ def export(
     progress: bool | None = None,
     exact: bool = False,
     functions: bool | list[type | str] | tuple[type | str, ...] = False,
+    optimize: bool = True,
 ) -> ExportedModel:
     """Export `model` called on `args`/`kwargs` to ONNX at `opset`.
 
@@ -102,6 +103,9 @@ def export(
     functions: module classes (or class names) whose every call becomes a call of an ONNX local function,
         one per class and body (domain aten2onnx.functions, named after the class), its weights passed
         in from the main graph; True: every class called more than once. Listed classes nest.
+    optimize: the graph optimizer (exporter/graph_optimizer.py): no-op nodes bypassed, weight-only
+        subgraphs folded, batch norms and zero pads folded into the Conv before them, duplicates merged.
+        False writes the graph as translated. Exact exports are never optimized.
     """
     from aten2onnx._backend import runtime_backend
     from aten2onnx.exporter import export_program
@@ -122,6 +126,7 @@ def export(
         progress=progress,
         exact=exact,
         functions=functions if isinstance(functions, bool) else list(functions),
+        optimize=optimize,
     )
 
 
@@ -297,6 +302,7 @@ def verify(
     fallback: Literal["aten", "error"] = "aten",
     progress: bool | None = None,
     exact: bool = False,
+    optimize: bool = True,
 ) -> VerificationReport:
     """Export `model` as `export` does, run the export in each runtime on `args`/`kwargs` and on each of
     `inputs` (more positional arguments: a tuple, or one tensor; the same kwargs), and compare every
@@ -306,6 +312,8 @@ def verify(
     file:line and module. onnxruntime is skipped (and says why) for models it cannot run.
     exact: export with exact=True and hold aten2onnx.runtime to bitwise equality (torch.equal; NaN equal
         to NaN): the first divergence is then the first op whose value is not bitwise eager's.
+    optimize: as for export; values the optimizer folded or merged away are not searched, so
+        optimize=False searches every FX node's value.
     """
     from aten2onnx.verification import verify_export
 
@@ -314,7 +322,8 @@ def verify(
     return verify_export(model, args, dict(kwargs) if kwargs is not None else None, opset=opset,
                          runtimes=tuple(runtimes), inputs=list(inputs),
                          custom_symbolics=dict(custom_symbolics) if custom_symbolics is not None else None,
-                         dynamic_shapes=dynamic_shapes, fallback=fallback, progress=progress, exact=exact)[1]
+                         dynamic_shapes=dynamic_shapes, fallback=fallback, progress=progress, exact=exact,
+                         optimize=optimize)[1]
 
 
 @_checked

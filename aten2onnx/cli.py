@@ -81,6 +81,8 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("--functions", type=_class_names, default=False, metavar="CLASS[,CLASS...]",
                         help="module classes whose calls become ONNX local functions (names, e.g. GPT2Block), "
                              "or 'all' for every class called more than once")
+    export.add_argument("--no-optimize", dest="optimize", action="store_false",
+                        help="write the graph as translated, without the graph optimizer")
     export.set_defaults(handler=_export)
 
     run = commands.add_parser("run", parents=[common], help="run an ONNX file on .npy inputs")
@@ -198,7 +200,7 @@ def _export(options: argparse.Namespace) -> int:
     exported, report = verify_export(model, args, kwargs, opset=options.opset, runtimes=RUNTIMES, inputs=(),
                                      custom_symbolics=None, dynamic_shapes=dynamic or None,
                                      fallback=options.fallback, progress=None, exact=options.exact,
-                                     functions=options.functions)
+                                     functions=options.functions, optimize=options.optimize)
     exported.save(options.output, external_data=True if options.external_data else None)
     errors = {runtime: max((e[0] for e in per.values() if e[0] is not None), default=None)
               for runtime, per in report.max_errors().items()}

@@ -163,7 +163,8 @@ def errors(got: Any, expected: Any) -> tuple[float | None, float | None]:
 def verify_export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, runtimes: Sequence[str],
                   inputs: Sequence[Any], custom_symbolics: dict[str, Callable] | None, dynamic_shapes: Any,
                   fallback: str, progress: bool | None, exact: bool = False,
-                  functions: bool | list[Any] = False) -> tuple[ExportedModel, VerificationReport]:
+                  functions: bool | list[Any] = False, optimize: bool = True
+                  ) -> tuple[ExportedModel, VerificationReport]:
     """Export once, check every run in every runtime, search the first divergence; see aten2onnx.verify.
     functions: as for aten2onnx.export (the command's --functions); values inside functions are not
     searched for the first divergence."""
@@ -173,7 +174,8 @@ def verify_export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, r
     start = time.perf_counter()
     traced = export_traced(model, args, kwargs, opset=opset, dynamic_shapes=dynamic_shapes, fallback=fallback,
                            input_names=None, output_names=None, custom_symbolics=custom_symbolics,
-                           backend=runtime_backend(), progress=progress, exact=exact, functions=functions)
+                           backend=runtime_backend(), progress=progress, exact=exact, functions=functions,
+                           optimize=optimize)
     seconds = time.perf_counter() - start
     exported = traced.exported
     proto = exported.model_proto  # weights copied out before eager runs write (and restore) buffers

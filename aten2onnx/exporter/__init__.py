@@ -83,11 +83,12 @@ def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic
             custom_symbolics: dict[str, Callable] | None, backend: Backend, progress: bool | None = None,
             exact: bool = False, pipeline: Sequence[passes.Pass] = passes.PIPELINE, training: bool = False,
             optimizer: optimizer_export.OptimizerPlan | None = None,
-            functions: bool | Sequence[Any] = False) -> Traced:
+            functions: bool | Sequence[Any] = False, optimize: bool = False) -> Traced:
     """training: model is a training.LossModule, captured in train mode as its joint forward-backward
     program; the export is a TrainingModel. optimizer: the update a training export applies after the
     gradients. functions: module classes whose calls become ONNX local functions
-    (exporter/functions.py), or True for every class called more than once."""
+    (exporter/functions.py), or True for every class called more than once. optimize: run the graph
+    optimizer (exporter/graph_optimizer.py) on the translated graph (never on an exact export)."""
     from aten2onnx import symbolic  # noqa: F401  (registers the built-in symbolics)
     from aten2onnx.symbolic import MAX_OPSET, MIN_OPSET
 
@@ -146,8 +147,10 @@ def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic
     function_notes: list[str] = []
     if functions:
         classes, function_notes = local_functions.selected_classes(functions, translation.module_stacks.values())
+    watched: list[torch.Tensor] = []
     skeleton, weights, in_names, out_names = build_model(translation, opset=opset, output_names=output_names,
-                                                         exact=exact, functions=classes, notes=function_notes)
+                                                         exact=exact, functions=classes, notes=function_notes,
+                                                         optimize=optimize and not exact, watched=watched)
     for note in function_notes:
         warn_user(note)
     dynamic.rename_dims(skeleton, names)
@@ -189,6 +192,7 @@ def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic
         session_factory=backend.session,
         notes=notes + list(program.notes) + function_notes,  # a training export's notes are facts (tied weights), not warnings
         decomposed_ops=translation.decomposed_ops,
+        watched=watched,
         **extra,
     )
     return Traced(exported, program, translation.values)

@@ -20,6 +20,7 @@ from aten2onnx.errors import ArgumentError, ExportError, InvalidInputError
 from aten2onnx.ir.builder import GraphBuilder, Node, Subgraph, Value, fill_tensor_proto, live_nodes, node_inputs, tensor_view, value_info
 from aten2onnx.ir import op_types
 from aten2onnx.exporter.functions import DOMAIN as FUNCTIONS_DOMAIN, extract as extract_functions
+from aten2onnx.exporter import graph_optimizer
 from aten2onnx.exporter.progress import Progress
 from aten2onnx.exporter.translate import Translation
 
@@ -39,13 +40,15 @@ def _as_number(result: Any, like: bool | int | float) -> bool | int | float:
 
 
 def build_model(t: Translation, *, opset: int, output_names: list[str] | None, exact: bool = False,
-                functions: set[str] = frozenset(), notes: list[str] | None = None
+                functions: set[str] = frozenset(), notes: list[str] | None = None, optimize: bool = False,
+                watched: list[torch.Tensor] | None = None
                 ) -> tuple[onnx.ModelProto, list[tuple[str, torch.Tensor]], list[str], list[str]]:
     """The model without its weights (with the constants the exporter made), and the weights: they are
     written into protobuf only when the model is first needed whole (`model_proto`, `save`), and straight
     to a file for external data.
     functions: module classes (qualified names) whose calls become local functions (exporter/functions.py);
-    what that could not do is added to notes."""
+    what that could not do is added to notes. optimize: run the graph optimizer; the module tensors its
+    folded weights came from are added to watched."""
     g = t.graph
     nodes = list(g.nodes)
     slots = [slot for slot in t.outputs if slot.value is not None]
@@ -85,6 +88,10 @@ def build_model(t: Translation, *, opset: int, output_names: list[str] | None, e
         seen.add(id(value))
         final.append(value)
     nodes = live_nodes(nodes, final)
+    if optimize:
+        nodes, sources = graph_optimizer.optimize(g, nodes, final, merge=not functions)
+        if watched is not None:
+            watched.extend(sources)
     local_functions: list[onnx.FunctionProto] = []
     if functions:
         extracted = extract_functions(g, nodes, t.module_stacks, set(functions), final)
@@ -187,9 +194,11 @@ class ExportedModel:
                  in_spec: pytree.TreeSpec | None, out_spec: pytree.TreeSpec | None,
                  user_inputs: list[str | None], outputs: list[tuple[str | None, Any]], opset: int,
                  session_factory: Callable[[onnx.ModelProto, list[str]], Any], notes: list[str] | None = None,
-                 decomposed_ops: list[str] | None = None) -> None:
+                 decomposed_ops: list[str] | None = None, watched: list[torch.Tensor] | None = None) -> None:
         self._skeleton = skeleton
         self._weights = [(name, tensor, tensor._version) for name, tensor in weights]
+        # module tensors that folded weights were computed from: changed in place, the folded copy is stale
+        self._watched = [(tensor, tensor._version) for tensor in watched or []]
         self._proto: onnx.ModelProto | None = None
         self.input_names = input_names
         self.output_names = output_names
@@ -215,6 +224,8 @@ class ExportedModel:
 
     def _checked_weights(self) -> list[tuple[str, torch.Tensor]]:
         changed = [name for name, tensor, version in self._weights if tensor._version != version]
+        if not changed and any(tensor._version != version for tensor, version in self._watched):
+            changed = ["(a weight a folded one was computed from)"]
         if changed:
             raise ExportError(f"weights {changed[:5]} were changed in place after export; export the model again")
         return [(name, tensor) for name, tensor, _ in self._weights]

@@ -1,0 +1,301 @@
+"""The graph optimizer (`export(..., optimize=True)`, the default): rewrites of the translated graph,
+before it is written, that leave what it computes as it was (up to the rounding of a folded batch norm).
+
+- nodes that do nothing (Identity, a Cast to the dtype its input has, a Reshape to the static shape
+  its input has) are bypassed;
+- weight-only subgraphs are folded: a node whose inputs are all weights or constants is computed
+  once, with the runtime's kernels, when its result is no larger than its largest input (a reshaped
+  or cast weight is stored once, transformed; a broadcast that grows is not stored);
+- a BatchNormalization after a Conv or ConvTranspose of constant weights is folded into its weight
+  and bias, and a constant zero Pad before a Conv into the Conv's pads;
+- nodes that compute the same thing from the same inputs are merged;
+- what no output depends on is dropped.
+
+What it never does: fold a quantized weight's DequantizeLinear (the weight stays an integer in the
+file, for the runtime's integer kernels), touch an exact-mode export (whose nodes are the ATen calls
+eager made, run bit for bit), or rewire a value a control-flow body reads. Merged and bypassed nodes
+leave the provenance metadata of the node kept.
+
+The passes are ours rather than onnxscript's optimizer or onnxslim: they run on the exporter's graph
+before serialization, so the weights stay lazy references to the module's tensors (no protobuf copy
+of the model), the fold uses our runtime's kernels (the ones exact mode trusts), and the rules about
+quantized weights and exact mode live where the graph is built.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import torch
+
+from aten2onnx import _dtypes
+from aten2onnx.ir.builder import GraphBuilder, Node, Subgraph, Value, live_nodes
+
+# ops never folded or merged: random (two draws differ), quantization (a weight's DequantizeLinear is what
+# the runtime's integer kernels look for), and those with side outputs that a fold would lose
+_KEEP = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
+                   "Bernoulli", "Dropout", "DequantizeLinear", "QuantizeLinear", "DynamicQuantizeLinear",
+                   "If", "Loop", "Scan"})
+_FLOATS = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+
+
+class _Uses:
+    """Who reads each value: (node, input index) pairs, and the values that must keep their producer
+    (graph outputs, values control-flow bodies or exact calls read)."""
+
+    def __init__(self, nodes: list[Node], outputs: list[Value]) -> None:
+        self.readers: dict[int, list[tuple[Node, int]]] = {}
+        for node in nodes:
+            for i, v in enumerate(node.inputs):
+                if v is not None:
+                    self.readers.setdefault(id(v), []).append((node, i))
+        self.pinned = {id(v) for v in outputs}
+        for node in nodes:
+            if node.call is not None:
+                self.pinned.update(id(v) for v in node.call.inputs if v is not None)
+                self.pinned.update(id(v) for v in node.call.outputs if v is not None)
+            for attr in node.attrs.values():
+                if isinstance(attr, Subgraph):
+                    self.pinned.update(id(v) for v in attr.outer_refs())
+
+    def only_reader(self, value: Value) -> Node | None:
+        readers = self.readers.get(id(value), [])
+        if id(value) in self.pinned or len({id(n) for n, _ in readers}) != 1:
+            return None
+        return readers[0][0]
+
+    def replace(self, old: Value, new: Value) -> bool:
+        """Every reader of old reads new instead; False (nothing done) where old is pinned."""
+        if id(old) in self.pinned:
+            return False
+        for node, i in self.readers.pop(id(old), []):
+            node.inputs[i] = new
+            self.readers.setdefault(id(new), []).append((node, i))
+        return True
+
+
+def optimize(g: GraphBuilder, nodes: list[Node], outputs: list[Value], *, merge: bool = True
+             ) -> tuple[list[Node], list[torch.Tensor]]:
+    """The optimized node list (outputs keep their Values and names), and the module tensors folded
+    weights were computed from (an in-place change to one of them after export must be refused, as
+    for the weights themselves). merge: whether nodes may be merged (not when local functions are
+    extracted afterwards: a merged node would belong to two calls)."""
+    sources: list[torch.Tensor] = []
+    nodes = live_nodes(nodes, outputs)
+    nodes = _bypass_no_ops(nodes, outputs)
+    nodes = _fold_weights(g, nodes, outputs, sources)
+    nodes = _fold_batch_norms(g, nodes, outputs, sources)
+    nodes = _fold_pads(nodes, outputs)
+    if merge:
+        nodes = _merge_duplicates(nodes, outputs)
+    return live_nodes(nodes, outputs), sources
+
+
+# -- no-ops -------------------------------------------------------------------------------------------------
+
+
+def _static_ints(value: Value | None) -> list[int] | None:
+    if value is None or value.const is None or value.const.dtype != torch.int64 or value.const.dim() != 1:
+        return None
+    return [int(v) for v in value.const.tolist()]
+
+
+def _is_no_op(node: Node) -> bool:
+    if node.domain or node.call is not None or not node.inputs or node.inputs[0] is None:
+        return False
+    x, out = node.inputs[0], node.outputs[0]
+    if node.op_type == "Identity":
+        return True
+    if node.op_type == "Cast":
+        return x.typed and x.dtype is not None and _dtypes.to_onnx(x.dtype) == node.attrs.get("to") and not x.complex
+    if node.op_type == "Reshape":
+        shape = _static_ints(node.inputs[1]) if len(node.inputs) > 1 else None
+        return (shape is not None and x.is_static and all(n > 0 for n in shape) and list(x.shape) == shape)
+    if node.op_type == "Transpose":
+        perm = node.attrs.get("perm")
+        return perm is not None and list(perm) == sorted(perm)
+    return False
+
+
+def _bypass_no_ops(nodes: list[Node], outputs: list[Value]) -> list[Node]:
+    uses = _Uses(nodes, outputs)
+    kept = []
+    for node in nodes:
+        if _is_no_op(node) and uses.replace(node.outputs[0], node.inputs[0]):
+            continue
+        kept.append(node)
+    return kept
+
+
+# -- weight-only subgraphs ----------------------------------------------------------------------------------
+
+
+def _constant(value: Value | None) -> bool:
+    return value is None or (value.kind in ("const", "initializer") and value.const is not None)
+
+
+def _fold_weights(g: GraphBuilder, nodes: list[Node], outputs: list[Value], sources: list[torch.Tensor]) -> list[Node]:
+    """Nodes of weights and constants computed once, where the result is no larger than the largest
+    input; the result is a weight named after the first weight it came from."""
+    evaluate: Callable[..., Any] | None = g._evaluator
+    if evaluate is None:
+        return nodes
+    uses = _Uses(nodes, outputs)
+    kept = []
+    for node in nodes:
+        if (node.domain or node.op_type in _KEEP or node.call is not None or not node.inputs
+                or any(isinstance(a, Subgraph) for a in node.attrs.values())
+                or not all(_constant(v) for v in node.inputs)
+                or any(id(o) in uses.pinned for o in node.outputs)):
+            kept.append(node)
+            continue
+        largest = max((v.const.numel() for v in node.inputs if v is not None), default=0)
+        try:
+            results = evaluate(node.op_type, g.opset, [None if v is None else v.const for v in node.inputs],
+                               dict(node.attrs), len(node.outputs))
+        except Exception:  # a kernel that refuses these constants: the node stays, the runtime will say why
+            results = None
+        if results is None or any(r.numel() > max(largest, 1) for r in results):
+            kept.append(node)
+            continue
+        source = next((v for v in node.inputs if v is not None and v.kind == "initializer"), None)
+        if any(out.dtype is not None and r.dtype != out.dtype for out, r in zip(node.outputs, results)):
+            kept.append(node)  # (a kernel's result in another dtype than the graph declares: left to run)
+            continue
+        for out, result in zip(node.outputs, results):
+            folded = (g._const_tensor(result.contiguous()) if source is None
+                      else g.initializer(f"{source.name}.{node.op_type.lower()}", result.contiguous()))
+            uses.replace(out, folded)
+        sources.extend(v.const for v in node.inputs if v is not None and v.kind == "initializer")
+    return kept
+
+
+# -- batch norm and pad folded into Conv --------------------------------------------------------------------
+
+
+def _fold_batch_norms(g: GraphBuilder, nodes: list[Node], outputs: list[Value], sources: list[torch.Tensor]) -> list[Node]:
+    uses = _Uses(nodes, outputs)
+    dropped: set[int] = set()
+    for bn in nodes:
+        if bn.op_type != "BatchNormalization" or bn.domain or len(bn.outputs) != 1 or bn.attrs.get("training_mode"):
+            continue
+        x = bn.inputs[0]
+        conv = x.producer if x is not None else None
+        if (conv is None or conv.op_type not in ("Conv", "ConvTranspose") or conv.domain or conv.call is not None
+                or uses.only_reader(x) is not bn or not all(_constant(v) for v in conv.inputs[1:])
+                or not all(_constant(v) and v is not None for v in bn.inputs[1:5])
+                or conv.attrs.get("auto_pad", "NOTSET") not in ("NOTSET", b"NOTSET")):
+            continue
+        weight = conv.inputs[1]
+        if weight.dtype not in _FLOATS or any(v.dtype != weight.dtype for v in bn.inputs[1:5]):
+            continue
+        scale, shift, mean, var = (v.const.to(torch.float64) for v in bn.inputs[1:5])
+        factor = scale / torch.sqrt(var + float(bn.attrs.get("epsilon", 1e-5)))
+        w = weight.const.to(torch.float64)
+        if conv.op_type == "Conv":
+            w = w * factor.reshape(-1, *[1] * (w.dim() - 1))
+        else:  # ConvTranspose: [C_in, C_out / groups, k...], the output channel is (group, column)
+            groups = int(conv.attrs.get("group", 1))
+            per = w.shape[1]
+            w = (w.reshape(groups, w.shape[0] // groups, per, *w.shape[2:])
+                 * factor.reshape(groups, 1, per, *[1] * (w.dim() - 2))).reshape(w.shape)
+        bias = conv.inputs[2].const.to(torch.float64) if len(conv.inputs) > 2 and conv.inputs[2] is not None else 0.0
+        b = (bias - mean) * factor + shift
+        sources.extend(v.const for v in [*conv.inputs[1:], *bn.inputs[1:5]] if v is not None and v.kind == "initializer")
+        conv.inputs = [conv.inputs[0], g.initializer(f"{weight.name}.bn_folded", w.to(weight.dtype)),
+                       g.initializer(f"{bn.inputs[2].name}.bn_folded", b.to(weight.dtype))]
+        conv.outputs = list(bn.outputs)
+        for out in conv.outputs:
+            out.producer = conv
+        dropped.add(id(bn))
+    return [n for n in nodes if id(n) not in dropped]
+
+
+def _pad_widths(pad: Node) -> list[int] | None:
+    if pad.attrs.get("mode", "constant") not in ("constant", b"constant"):
+        return None
+    if "pads" in pad.attrs:  # before opset 11: attributes
+        return None if float(pad.attrs.get("value", 0.0)) != 0.0 else list(pad.attrs["pads"])
+    widths = _static_ints(pad.inputs[1]) if len(pad.inputs) > 1 else None
+    if len(pad.inputs) > 2 and pad.inputs[2] is not None:
+        value = pad.inputs[2].const
+        if value is None or value.numel() != 1 or float(value.reshape(())) != 0.0:
+            return None
+    if len(pad.inputs) > 3 and pad.inputs[3] is not None:  # axes (18): only all of them, in order
+        return None
+    return widths
+
+
+def _fold_pads(nodes: list[Node], outputs: list[Value]) -> list[Node]:
+    """A Pad of zeros on the spatial axes only, read only by a Conv: the Conv's own pads."""
+    uses = _Uses(nodes, outputs)
+    dropped: set[int] = set()
+    for pad in nodes:
+        if pad.op_type != "Pad" or pad.domain or pad.call is not None:
+            continue
+        conv = uses.only_reader(pad.outputs[0])
+        if conv is None or conv.op_type != "Conv" or conv.inputs[0] is not pad.outputs[0]:
+            continue
+        if conv.attrs.get("auto_pad", "NOTSET") not in ("NOTSET", b"NOTSET"):
+            continue
+        widths = _pad_widths(pad)
+        x = pad.inputs[0]
+        if widths is None or x.rank is None or len(widths) != 2 * x.rank or min(widths) < 0:
+            continue
+        rank = x.rank
+        begins, ends = widths[:rank], widths[rank:]
+        if begins[:2] != [0, 0] or ends[:2] != [0, 0]:
+            continue
+        spatial = rank - 2
+        old = list(conv.attrs.get("pads", [0] * (2 * spatial)))
+        conv.attrs = dict(conv.attrs, pads=[old[i] + begins[2 + i] for i in range(spatial)]
+                          + [old[spatial + i] + ends[2 + i] for i in range(spatial)])
+        conv.inputs = [x] + conv.inputs[1:]
+        dropped.add(id(pad))
+    return [n for n in nodes if id(n) not in dropped]
+
+
+# -- common subexpressions ----------------------------------------------------------------------------------
+
+
+def _attr_key(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return ("tensor", str(value.dtype), tuple(value.shape), value.numpy().tobytes() if value.numel() <= 4096
+                else id(value))
+    if isinstance(value, (list, tuple)):
+        return tuple(_attr_key(v) for v in value)
+    if isinstance(value, float) and math.isnan(value):
+        return ("nan",)
+    return value
+
+
+def _const_key(value: Value) -> Any:
+    """Small constants with equal values are one input (the exporter makes a 0-d 1.0 many times)."""
+    if value.kind == "const" and value.const is not None and value.const.numel() <= 64:
+        t = value.const
+        return ("const", str(t.dtype), tuple(t.shape), t.numpy().tobytes() if t.dtype != torch.bfloat16
+                else t.view(torch.int16).numpy().tobytes(), value.complex)
+    return id(value)
+
+
+def _merge_duplicates(nodes: list[Node], outputs: list[Value]) -> list[Node]:
+    uses = _Uses(nodes, outputs)
+    seen: dict[Any, Node] = {}
+    kept = []
+    for node in nodes:
+        if (node.op_type in _KEEP or node.call is not None
+                or any(isinstance(a, Subgraph) for a in node.attrs.values())):
+            kept.append(node)
+            continue
+        key = (node.domain, node.op_type, tuple(None if v is None else _const_key(v) for v in node.inputs),
+               tuple(sorted((k, _attr_key(v)) for k, v in node.attrs.items())), len(node.outputs))
+        first = seen.get(key)
+        if first is not None and all(a.dtype == b.dtype for a, b in zip(first.outputs, node.outputs)):
+            if all(id(o) not in uses.pinned for o in node.outputs):
+                for mine, theirs in zip(node.outputs, first.outputs):
+                    uses.replace(mine, theirs)
+                continue
+        seen.setdefault(key, node)
+        kept.append(node)
+    return kept

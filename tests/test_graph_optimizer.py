@@ -1,0 +1,150 @@
+"""The graph optimizer (issue 31): each rewrite, on a model that needs it, removes what it should, and
+the optimized graph agrees with the unoptimized one and with eager in onnxruntime and in our runtime;
+exact exports are untouched, and a folded weight's source changed after export is refused."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from conftest import run_ort
+
+import aten2onnx
+from aten2onnx.errors import ExportError
+
+
+def randn(*shape):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(sum(shape)))
+
+
+def with_statistics(model: torch.nn.Module) -> torch.nn.Module:
+    """Batch norms with statistics that are not the identity's (a fold of the defaults proves little)."""
+    gen = torch.Generator().manual_seed(0)
+    for m in model.modules():
+        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
+            m.running_mean.copy_(torch.rand(m.running_mean.shape, generator=gen) * 2 - 1)
+            m.running_var.copy_(torch.rand(m.running_var.shape, generator=gen) + 0.5)
+            m.weight.data.copy_(torch.rand(m.weight.shape, generator=gen) + 0.5)
+            m.bias.data.copy_(torch.rand(m.bias.shape, generator=gen) - 0.5)
+    return model.eval()
+
+
+class ConvBn(torch.nn.Module):
+    def __init__(self, conv, bn):
+        super().__init__()
+        self.conv, self.bn = conv, bn
+
+    def forward(self, x):
+        return self.bn(self.conv(x))
+
+
+class PaddedConv(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3)
+
+    def forward(self, x):
+        return self.conv(F.pad(x, (1, 2, 0, 1)))
+
+
+class SharedConvBn(torch.nn.Module):
+    """The conv's output is read by the batch norm and by the sum: no fold."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.bn = torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4)
+
+    def forward(self, x):
+        y = self.conv(x)
+        return self.bn(y) + y
+
+
+class ReshapedWeight(torch.nn.Module):
+    """A weight too large for the translator's own folding of small constants."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(256, 300))
+
+    def forward(self, x):
+        return x @ (self.w.reshape(300, 256) * 2).t()
+
+
+class Twice(torch.nn.Module):
+    def forward(self, x):
+        return x.sin() * 2 + x.sin() * 2
+
+
+# name: (model, input, ops that must be gone, ops that must remain)
+CASES = {
+    "conv_bn": (lambda: with_statistics(ConvBn(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4))),
+                randn(2, 3, 8, 8), {"BatchNormalization"}, {"Conv"}),
+    "conv_no_bias_bn": (lambda: with_statistics(ConvBn(torch.nn.Conv2d(3, 4, 3, bias=False), torch.nn.BatchNorm2d(4))),
+                        randn(2, 3, 8, 8), {"BatchNormalization"}, {"Conv"}),
+    "grouped_conv1d_bn": (lambda: with_statistics(ConvBn(torch.nn.Conv1d(4, 6, 3, groups=2), torch.nn.BatchNorm1d(6))),
+                          randn(2, 4, 9), {"BatchNormalization"}, {"Conv"}),
+    "conv_transpose_groups_bn": (lambda: with_statistics(ConvBn(torch.nn.ConvTranspose2d(4, 6, 3, groups=2),
+                                                                torch.nn.BatchNorm2d(6))),
+                                 randn(2, 4, 5, 5), {"BatchNormalization"}, {"ConvTranspose"}),
+    "conv3d_bn": (lambda: with_statistics(ConvBn(torch.nn.Conv3d(2, 3, 2), torch.nn.BatchNorm3d(3))),
+                  randn(1, 2, 4, 4, 4), {"BatchNormalization"}, {"Conv"}),
+    "shared_conv_output": (lambda: with_statistics(SharedConvBn()), randn(2, 3, 8, 8), set(),
+                           {"Conv", "BatchNormalization"}),
+    "pad_into_conv": (lambda: PaddedConv().eval(), randn(2, 3, 8, 8), {"Pad"}, {"Conv"}),
+    "reshaped_weight": (lambda: ReshapedWeight().eval(), randn(3, 256), {"Reshape", "Mul", "Transpose"}, {"MatMul"}),
+    "duplicates": (lambda: Twice().eval(), randn(3, 4), set(), {"Sin"}),
+}
+
+
+def op_types(exported) -> list[str]:
+    return [n.op_type for n in exported.model_proto.graph.node]
+
+
+@pytest.mark.parametrize("opset", [9, 11, 18])
+@pytest.mark.parametrize("name", list(CASES))
+def test_optimized_graphs_agree_with_the_unoptimized_and_with_eager(name, opset):
+    make, x, gone, kept = CASES[name]
+    model = make()
+    with torch.no_grad():
+        want = model(x)
+    plain = aten2onnx.export(model, (x,), opset=opset, optimize=False)
+    optimized = aten2onnx.export(model, (x,), opset=opset)
+    assert not gone & set(op_types(optimized)), op_types(optimized)
+    assert kept <= set(op_types(optimized)), op_types(optimized)
+    assert gone <= set(op_types(plain)), op_types(plain)  # (the case needs the rewrite)
+    assert len(op_types(optimized)) < len(op_types(plain)) or not gone
+    name_in = optimized.input_names[0]
+    for exported in (plain, optimized):
+        got = torch.from_numpy(run_ort(exported.model_proto, {name_in: x})[0])
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(exported.run(x), want, rtol=1e-5, atol=1e-5)
+    if name == "duplicates":
+        assert op_types(optimized).count("Sin") == 1 and op_types(plain).count("Sin") == 2
+
+
+def test_exact_exports_are_not_optimized():
+    model = with_statistics(ConvBn(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4)))
+    x = randn(2, 3, 8, 8)
+    exported = aten2onnx.export(model, (x,), exact=True)
+    assert "BatchNormalization" in op_types(exported)
+    with torch.no_grad():
+        assert torch.equal(exported.run(x), model(x))
+
+
+def test_a_weight_a_folded_one_came_from_changed_after_export_is_refused():
+    model = with_statistics(ConvBn(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4)))
+    exported = aten2onnx.export(model, (randn(2, 3, 8, 8),))
+    with torch.no_grad():
+        model.bn.running_var.mul_(2)
+    with pytest.raises(ExportError, match="changed in place"):
+        exported.model_proto
+
+
+def test_graph_outputs_keep_their_names_when_a_node_is_bypassed():
+    exported = aten2onnx.export(lambda x: (x.reshape(3, 4), x.float() + 1), (randn(3, 4),),
+                                output_names=["same", "plus"])
+    assert [o.name for o in exported.model_proto.graph.output] == ["same", "plus"]
+    x = randn(3, 4)
+    got = run_ort(exported.model_proto, {exported.input_names[0]: x})
+    torch.testing.assert_close(torch.from_numpy(got[0]), x)
+    torch.testing.assert_close(torch.from_numpy(got[1]), x + 1)
