@@ -437,6 +437,15 @@ class _Rewriter:
         target_dtype = written.meta["val"].dtype
         if value.meta["val"].dtype != target_dtype:  # in-place ops cast their result to the written dtype
             value = self._emit(aten._to_copy.default, (value,), {"dtype": target_dtype}, node)
+        before, after = written.meta.get("val"), value.meta.get("val")
+        if (written in self.base and isinstance(before, torch.Tensor) and isinstance(after, torch.Tensor)
+                and (before.dim() != after.dim() or not all(map(_known_equal, before.shape, after.shape)))):
+            # (resize_ of a view: eager changes the view's own sizes and leaves its base as it was; no
+            # functional graph gives the view a new shape and keeps it writing into its base)
+            raise ExportError(f"{node.name!r} at {source_of(node) or '?'} changes the shape of {written.name!r}, a view "
+                              f"of another tensor ({tuple(before.shape)} -> {tuple(after.shape)}), which no exported "
+                              "graph can keep as a view; resize a copy instead (v = v.clone().resize_(...)) or reshape "
+                              "it (v = v.reshape(...))")
         self._scatter(written, value)
 
     def _twin_args(self, node: torch.fx.Node, twin: torch._ops.OpOverload) -> tuple[tuple, dict]:
