@@ -439,7 +439,8 @@ class _Rewriter:
             value = self._emit(aten._to_copy.default, (value,), {"dtype": target_dtype}, node)
         before, after = written.meta.get("val"), value.meta.get("val")
         if (written in self.base and isinstance(before, torch.Tensor) and isinstance(after, torch.Tensor)
-                and (before.dim() != after.dim() or not all(map(_known_equal, before.shape, after.shape)))):
+                and (before.dim() != after.dim() or any(isinstance(a, int) and isinstance(b, int) and a != b
+                                                        for a, b in zip(before.shape, after.shape)))):
             # (resize_ of a view: eager changes the view's own sizes and leaves its base as it was; no
             # functional graph gives the view a new shape and keeps it writing into its base)
             raise ExportError(f"{node.name!r} at {source_of(node) or '?'} changes the shape of {written.name!r}, a view "
