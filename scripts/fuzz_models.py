@@ -37,6 +37,8 @@ def main() -> int:
     parser.add_argument("--refusals", action="store_true", help="also print why exports were refused")
     parser.add_argument("--exact", action="store_true",
                         help="export with exact=True and require aten2onnx.runtime to be bitwise equal to eager")
+    parser.add_argument("--no-optimize", dest="optimize", action="store_false",
+                        help="export with optimize=False (the graph as translated), for a campaign without the optimizer")
     args = parser.parse_args()
 
     warnings.simplefilter("ignore")
@@ -50,7 +52,7 @@ def main() -> int:
         program = generate(RandomDraw(args.seed + i), max_steps=args.max_steps)
         signal.alarm(args.timeout)
         try:
-            outcomes = examine(program, exact=args.exact)
+            outcomes = examine(program, exact=args.exact, optimize=args.optimize)
         except Hang:
             outcomes = None
         finally:

@@ -872,7 +872,7 @@ FUSION = [
     # (id, model maker, edit, fused after the edit)
     ("gelu as exported", "mlp", None, True),
     ("gelu with 0.5 edited to 2.0", "mlp", _set_constant(0.5, 2.0), False),
-    ("gelu with 1/sqrt(2) edited to 1.0", "mlp", _set_constant(2 ** -0.5, 1.0), False),
+    ("gelu with sqrt(2) edited to 1.0", "mlp", _set_constant(2 ** 0.5, 1.0), False),
     ("gelu with its erf fed another value", "mlp", _rewire_erf, False),
     ("gelu with an attribute added", "mlp", _extra_attribute, None),
     ("gelu whose constant a feed can override", "mlp", _overridable, False),

@@ -259,10 +259,15 @@ def _fold_pads(nodes: list[Node], outputs: list[Value]) -> list[Node]:
 # -- common subexpressions ----------------------------------------------------------------------------------
 
 
+def _bytes(t: torch.Tensor) -> bytes:
+    """A tensor's elements as bytes, whatever its dtype (numpy has no bfloat16)."""
+    flat = torch.empty(t.numel(), dtype=t.dtype).copy_(t.detach().reshape(-1))  # (fresh strides: no 0 stride)
+    return flat.view(torch.uint8).numpy().tobytes()
+
+
 def _attr_key(value: Any) -> Any:
     if isinstance(value, torch.Tensor):
-        return ("tensor", str(value.dtype), tuple(value.shape), value.numpy().tobytes() if value.numel() <= 4096
-                else id(value))
+        return ("tensor", str(value.dtype), tuple(value.shape), _bytes(value) if value.numel() <= 4096 else id(value))
     if isinstance(value, (list, tuple)):
         return tuple(_attr_key(v) for v in value)
     if isinstance(value, float) and math.isnan(value):
@@ -274,8 +279,7 @@ def _const_key(value: Value) -> Any:
     """Small constants with equal values are one input (the exporter makes a 0-d 1.0 many times)."""
     if value.kind == "const" and value.const is not None and value.const.numel() <= 64:
         t = value.const
-        return ("const", str(t.dtype), tuple(t.shape), t.numpy().tobytes() if t.dtype != torch.bfloat16
-                else t.view(torch.int16).numpy().tobytes(), value.complex)
+        return ("const", str(t.dtype), tuple(t.shape), _bytes(t), value.complex)
     return id(value)
 
 

@@ -63,8 +63,13 @@ def _n(op_type: str, *inputs: Pattern, attributes: tuple[str, ...] = (), bind: s
 
 
 # The groups the exporter writes (symbolic/opset9*.py), rooted at the group's one escaping value.
-_GELU = _n("Mul", _n("Mul", "x", Const(0.5)), _n("Add", _n("Erf", _n("Mul", "x", Const(math.sqrt(0.5)))), Const(1.0)))
+_GELU = _n("Mul", _n("Mul", "x", Const(0.5)), _n("Add", _n("Erf", _n("Div", "x", Const(math.sqrt(2)))), Const(1.0)))
+# (files written before the erf argument became a Div)
+_GELU_BY_MUL = _n("Mul", _n("Mul", "x", Const(0.5)), _n("Add", _n("Erf", _n("Mul", "x", Const(math.sqrt(0.5)))), Const(1.0)))
 _GELU_TANH = _n("Mul", _n("Mul", "x", Const(0.5)), _n("Add", _n("Tanh", _n(
+    "Mul", _n("Add", "x", _n("Mul", _n("Pow", "x", Const(3.0)), Const(0.044715))),
+    Const(math.sqrt(2 / math.pi)))), Const(1.0)))
+_GELU_TANH_BY_MUL = _n("Mul", _n("Mul", "x", Const(0.5)), _n("Add", _n("Tanh", _n(
     "Mul", _n("Add", "x", _n("Mul", _n("Mul", _n("Mul", "x", "x"), "x"), Const(0.044715))),
     Const(math.sqrt(2 / math.pi)))), Const(1.0)))
 _SILU = _n("Mul", "x", _n("Sigmoid", "x"))
@@ -151,7 +156,8 @@ def _constant(proto: onnx.TensorProto | None, pattern: Const, bound: Match) -> b
 
 
 def _gelu(group: _Group) -> tuple[str, list[str], dict] | None:
-    for pattern, approximate in ((_GELU, "none"), (_GELU_TANH, "tanh")):
+    for pattern, approximate in ((_GELU, "none"), (_GELU_BY_MUL, "none"), (_GELU_TANH, "tanh"),
+                                 (_GELU_TANH_BY_MUL, "tanh")):
         found = group.match(pattern)
         if found is not None:
             return "Gelu", [found["x"]], {"approximate": approximate, "dtype": found["dtype"]}
@@ -166,7 +172,7 @@ def _silu(group: _Group) -> tuple[str, list[str], dict] | None:
 def _sdpa(group: _Group) -> tuple[str, list[str], dict] | None:
     """softmax(q k^T * scale [masked]) v over the last axis, as the exporter decomposes
     scaled_dot_product_attention: q, k, v of one rank, k transposed in its last two axes."""
-    shapes = [(kind, None) for kind in _ATTENTION] + [(kind, axes) for kind in ("where", "add") for axes in (True, False)]
+    shapes = [(kind, None) for kind in _ATTENTION] + [(kind, axes) for kind in _ATTENTION for axes in (True, False)]
     for kind, axes_input in shapes:
         found = group.match(_attention(kind, axes_input))
         if found is None:

@@ -10,7 +10,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.symbolic._helpers import cast, opmath
-from aten2onnx.symbolic.opset9_attention import attention, no_attention_dropout, repeat_heads
+from aten2onnx.symbolic.opset9_attention import attention, masks_nothing, no_attention_dropout, repeat_heads
 
 register = functools.partial(registry.register, opset=23)
 
@@ -20,6 +20,8 @@ def aten_scaled_dot_product_attention(g, query, key, value, attn_mask=None, drop
                                       scale=None, enable_gqa=False):
     """scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0., bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor"""
     no_attention_dropout(dropout_p)
+    if masks_nothing(attn_mask):
+        attn_mask = None
     if not (query.rank == key.rank == value.rank == 4):
         return attention(g, query, key, value, attn_mask, is_causal, scale, enable_gqa, has_range=True)
     if enable_gqa and query.shape[1] != key.shape[1]:

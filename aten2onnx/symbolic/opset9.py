@@ -280,11 +280,13 @@ def aten_gelu(g, self, *, approximate="none"):
     x = float_opmath(g, self)
     half = g.const(0.5, like=x)
     if approximate == "tanh":
-        cube = g.op("Mul", g.op("Mul", x, x), x)
+        # Pow(x, 3), the spelling onnxruntime's FastGeluFusion turns into one FastGelu kernel
+        cube = g.op("Pow", x, g.const(3.0, like=x))
         inner = g.op("Add", x, g.op("Mul", cube, g.const(0.044715, like=x)))
         t = g.op("Tanh", g.op("Mul", inner, g.const(math.sqrt(2 / math.pi), like=x)))
     else:
-        t = g.op("Erf", g.op("Mul", x, g.const(1 / math.sqrt(2), like=x)))
+        # x / sqrt(2), the spelling onnxruntime's GeluFusion turns into one Gelu kernel (not x * sqrt(0.5))
+        t = g.op("Erf", g.op("Div", x, g.const(math.sqrt(2), like=x)))
     return cast(g, g.op("Mul", g.op("Mul", x, half), g.op("Add", t, g.const(1.0, like=x))), self.dtype)
 
 

@@ -49,19 +49,29 @@ def attention(g: GraphBuilder, query: Value, key: Value, value: Value, attn_mask
             attn_mask = cast(g, attn_mask, acc)
         return cast(g, attention(g, query, key, value, attn_mask, is_causal, scale, enable_gqa,
                                  has_range=has_range), dtype)
+    if masks_nothing(attn_mask):
+        attn_mask = None  # (a constant mask of all True, or of zeros, that a model builds for no padding)
     if enable_gqa and query.shape[-3] != key.shape[-3]:
         repeats = query.shape[-3] // key.shape[-3]
         key, value = (repeat_heads(g, t, repeats) for t in (key, value))
     scores = attention_scores(g, query, key, attn_mask, is_causal, scale, has_range=has_range)
     weights = g.op("Softmax", scores, axis=query.rank - 1)
-    if attn_mask is not None:
-        # a query row whose keys are all masked (left padding) attends to nothing: ATen's attention gives
-        # 0 there (its safe softmax), where Softmax of a row of -inf is NaN
-        # (a row max below the dtype's lowest finite value is -inf; NaN rows stay NaN, as in ATen)
-        empty = g.op("Less", g.reduce("ReduceMax", scores, [query.rank - 1], keepdims=True),
-                     g.const(float(torch.finfo(scores.dtype).min), like=scores))
-        weights = g.op("Where", empty, g.const(0.0, like=weights), weights)
+    # a query row whose keys are all masked (left padding), or whose scores are all -inf (infinite
+    # inputs), attends to nothing: ATen's attention gives 0 there (its safe softmax, with a mask or
+    # without), where Softmax of a row of -inf is NaN (a row max below the dtype's lowest finite value is
+    # -inf; NaN rows stay NaN, as in ATen)
+    empty = g.op("Less", g.reduce("ReduceMax", scores, [query.rank - 1], keepdims=True),
+                 g.const(float(torch.finfo(scores.dtype).min), like=scores))
+    weights = g.op("Where", empty, g.const(0.0, like=weights), weights)
     return g.op("MatMul", weights, value)
+
+
+def masks_nothing(attn_mask) -> bool:
+    """Whether attn_mask is a constant that changes no score: all True (bool) or all 0 (float)."""
+    if not isinstance(attn_mask, Value) or attn_mask.const is None:
+        return False
+    mask = attn_mask.const
+    return bool(mask.all()) if mask.dtype == torch.bool else bool((mask == 0).all())
 
 
 def default_scale(query: Value, scale) -> float:

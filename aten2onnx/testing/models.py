@@ -745,11 +745,13 @@ class ProgramMismatch(AssertionError):
 
 
 def check_program(program: Program, *, opsets: Sequence[int] | None = None, runs: int = 3,
-                  runtimes: Sequence[str] = ("onnxruntime", "aten2onnx"), exact: bool = False) -> list[Outcome]:
+                  runtimes: Sequence[str] = ("onnxruntime", "aten2onnx"), exact: bool = False,
+                  optimize: bool = True) -> list[Outcome]:
     """Export the program at each opset (default: 18 and one the program's seed picks) and compare;
     raises ProgramMismatch for the first bug, else returns the outcomes. exact: export with exact=True
-    and hold aten2onnx.runtime to bitwise equality with eager."""
-    outcomes = examine(program, opsets=opsets, runs=runs, runtimes=runtimes, exact=exact)
+    and hold aten2onnx.runtime to bitwise equality with eager. optimize: as for aten2onnx.export (the
+    graph optimizer's rewrites are held to eager like the translation)."""
+    outcomes = examine(program, opsets=opsets, runs=runs, runtimes=runtimes, exact=exact, optimize=optimize)
     for outcome in outcomes:
         if outcome.bug:
             raise ProgramMismatch(program, outcome)
@@ -757,14 +759,16 @@ def check_program(program: Program, *, opsets: Sequence[int] | None = None, runs
 
 
 def examine(program: Program, *, opsets: Sequence[int] | None = None, runs: int = 3,
-            runtimes: Sequence[str] = ("onnxruntime", "aten2onnx"), exact: bool = False) -> list[Outcome]:
+            runtimes: Sequence[str] = ("onnxruntime", "aten2onnx"), exact: bool = False,
+            optimize: bool = True) -> list[Outcome]:
     """The outcome of exporting the program at each opset, without raising."""
     if opsets is None:
         opsets = sorted({18, OPSETS[program.seed % len(OPSETS)]})
-    return [_examine_at(program, opset, runs, runtimes, exact) for opset in opsets]
+    return [_examine_at(program, opset, runs, runtimes, exact, optimize) for opset in opsets]
 
 
-def _examine_at(program: Program, opset: int, runs: int, runtimes: Sequence[str], exact: bool = False) -> Outcome:
+def _examine_at(program: Program, opset: int, runs: int, runtimes: Sequence[str], exact: bool = False,
+                optimize: bool = True) -> Outcome:
     module = program.build()
     before = {k: v.clone() for k, v in module.state_dict().items()}
     example = program.tensors()
@@ -772,7 +776,7 @@ def _examine_at(program: Program, opset: int, runs: int, runtimes: Sequence[str]
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             exported = aten2onnx.export(module, tuple(t.clone() for t in example), opset=opset,
-                                        dynamic_shapes=program.dynamic_shapes(), exact=exact)
+                                        dynamic_shapes=program.dynamic_shapes(), exact=exact, optimize=optimize)
     except aten2onnx.InternalError as e:
         return Outcome(opset, "escape", f"{str(e).splitlines()[0]}")
     except aten2onnx.Aten2OnnxError as e:
