@@ -148,3 +148,24 @@ def test_graph_outputs_keep_their_names_when_a_node_is_bypassed():
     got = run_ort(exported.model_proto, {exported.input_names[0]: x})
     torch.testing.assert_close(torch.from_numpy(got[0]), x)
     torch.testing.assert_close(torch.from_numpy(got[1]), x + 1)
+
+
+# name: (function, input, op type, its count after optimization)
+CHAINS = {
+    "reshape_of_reshape": (lambda x: x.reshape(6, 4).reshape(2, 12) * 2, randn(2, 3, 4), "Reshape", 1),
+    "reshape_to_inferred": (lambda x: x.reshape(4, 6).reshape(-1, 2, 3) + 1, randn(2, 3, 4), "Reshape", 1),
+    "transpose_of_transpose": (lambda x: x.transpose(0, 1).permute(2, 0, 1) + 1, randn(2, 3, 4), "Transpose", 1),
+    "transposes_that_cancel": (lambda x: x.transpose(0, 1).transpose(0, 1) + 1, randn(2, 3, 4), "Transpose", 0),
+    "reshape_copying_a_dim": (lambda x: x.reshape(6, 4).reshape(x.shape[0] * 3, -1) * 2, randn(2, 3, 4), "Reshape", None),
+}
+
+
+@pytest.mark.parametrize("name", list(CHAINS))
+def test_chains_of_reshapes_and_transposes_collapse(name):
+    fn, x, op, count = CHAINS[name]
+    optimized = aten2onnx.export(fn, (x,))
+    plain = aten2onnx.export(fn, (x,), optimize=False)
+    if count is not None:
+        assert op_types(optimized).count(op) == count < op_types(plain).count(op), op_types(optimized)
+    got = run_ort(optimized.model_proto, {optimized.input_names[0]: x})[0]
+    torch.testing.assert_close(torch.from_numpy(got), fn(x), rtol=0, atol=0)

@@ -2,7 +2,8 @@
 before it is written, that leave what it computes as it was (up to the rounding of a folded batch norm).
 
 - nodes that do nothing (Identity, a Cast to the dtype its input has, a Reshape to the static shape
-  its input has) are bypassed;
+  its input has, a Transpose that keeps the axes' order) are bypassed, and chains of Reshapes or of
+  Transposes collapse to one;
 - weight-only subgraphs are folded: a node whose inputs are all weights or constants is computed
   once, with the runtime's kernels, when its result is no larger than its largest input (a reshaped
   or cast weight is stored once, transformed; a broadcast that grows is not stored);
@@ -83,6 +84,7 @@ def optimize(g: GraphBuilder, nodes: list[Node], outputs: list[Value], *, merge:
     extracted afterwards: a merged node would belong to two calls)."""
     sources: list[torch.Tensor] = []
     nodes = live_nodes(nodes, outputs)
+    nodes = _collapse_chains(nodes)
     nodes = _bypass_no_ops(nodes, outputs)
     nodes = _fold_weights(g, nodes, outputs, sources)
     nodes = _fold_batch_norms(g, nodes, outputs, sources)
@@ -126,6 +128,27 @@ def _bypass_no_ops(nodes: list[Node], outputs: list[Value]) -> list[Node]:
             continue
         kept.append(node)
     return kept
+
+
+def _collapse_chains(nodes: list[Node]) -> list[Node]:
+    """A Reshape of a Reshape reads the first one's input (when the second's shape is constant and copies
+    no dim, 0, from the first's result); a Transpose of a Transpose reads the first's input, permuted by
+    both. The first stays for its other readers, if any."""
+    for node in nodes:
+        if node.domain or node.call is not None or not node.inputs or node.inputs[0] is None:
+            continue
+        first = node.inputs[0].producer
+        if first is None or first.op_type != node.op_type or first.domain or first.call is not None:
+            continue
+        if node.op_type == "Reshape" and len(node.inputs) > 1 and "allowzero" not in node.attrs:
+            shape = _static_ints(node.inputs[1])
+            if shape is not None and 0 not in shape and first.inputs[0] is not None:
+                node.inputs = [first.inputs[0], node.inputs[1]]
+        elif node.op_type == "Transpose" and node.attrs.get("perm") is not None and first.attrs.get("perm") is not None:
+            inner, outer = list(first.attrs["perm"]), list(node.attrs["perm"])
+            node.attrs = dict(node.attrs, perm=[inner[axis] for axis in outer])
+            node.inputs = [first.inputs[0]]
+    return nodes
 
 
 # -- weight-only subgraphs ----------------------------------------------------------------------------------
