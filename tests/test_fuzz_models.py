@@ -160,6 +160,10 @@ FOUND = [
     program([("x0", (), torch.int8), ("x1", (4,), I64), ("x2", (4,), torch.int32)],
             [("v1", "x2 == x0"), ("v5", "x1.to(torch.bool)"), ("v6", "v5[v1]"), ("v11", "v6.repeat(2, 1)")], ("v11",),
             seed=60795),
+    # gelu's tanh form as onnxruntime fuses it (Pow) on a 0-d float16 input: its FastGelu refused 0-d
+    # (seed 3010000, program 3011925)
+    program([("x0", (), F16)], [("v0", "x0 * -3"), ("v1", "torch.tanh(v0)"), ("v4", "F.gelu(v1, approximate='tanh')"),
+                                ("v6", "F.relu6(x0)"), ("v9", "torch.xlogy(v4, v6.abs())")], ("v9",), seed=57191),
 ]
 
 
@@ -284,6 +288,17 @@ def test_onnxruntime_telling_apart_its_own_ulps_is_a_deviation_not_a_mismatch():
     assert outcome.status == "deviation" and "Atan" in outcome.detail
     [ours] = examine(prog, opsets=[18], runtimes=("aten2onnx",))
     assert ours.status == "match"
+
+
+def test_onnxruntimes_saturating_integer_product_is_a_deviation():
+    """onnxruntime's ReduceProd clamps an overflowing integer product to the type's bound where eager's wraps
+    (fuzz_models seed 3010000, program 3012728): a deviation, where our runtime agrees with eager."""
+    from aten2onnx.testing.models import examine
+
+    prog = program([("x0", (3, 4, 4), torch.uint8)], [("v0", "torch.add(x0, x0, alpha=2)"), ("v1", "v0[v0 > 0]"),
+                                                       ("v5", "v1.prod(-1)")], ("v5",), seed=22886)
+    assert {o.status for o in examine(prog, opsets=[18])} == {"deviation"}
+    assert {o.status for o in examine(prog, opsets=[18], runtimes=("aten2onnx",))} == {"match"}
 
 
 def test_onnxruntime_carrying_its_ulps_through_an_ill_conditioned_op_is_a_deviation():

@@ -279,14 +279,16 @@ def aten_gelu(g, self, *, approximate="none"):
     """gelu(Tensor self, *, str approximate="none") -> Tensor"""
     x = float_opmath(g, self)
     half = g.const(0.5, like=x)
+    # The spellings onnxruntime's GeluFusion and FastGeluFusion turn into one Gelu or FastGelu kernel (x / sqrt(2)
+    # into Erf; Pow(x, 3)); for a 0-d x the others, which it leaves alone: its FastGelu refuses 0-d inputs.
+    fused = x.rank is not None and x.rank > 0
     if approximate == "tanh":
-        # Pow(x, 3), the spelling onnxruntime's FastGeluFusion turns into one FastGelu kernel
-        cube = g.op("Pow", x, g.const(3.0, like=x))
+        cube = g.op("Pow", x, g.const(3.0, like=x)) if fused else g.op("Mul", g.op("Mul", x, x), x)
         inner = g.op("Add", x, g.op("Mul", cube, g.const(0.044715, like=x)))
         t = g.op("Tanh", g.op("Mul", inner, g.const(math.sqrt(2 / math.pi), like=x)))
     else:
-        # x / sqrt(2), the spelling onnxruntime's GeluFusion turns into one Gelu kernel (not x * sqrt(0.5))
-        t = g.op("Erf", g.op("Div", x, g.const(math.sqrt(2), like=x)))
+        t = g.op("Erf", g.op("Div", x, g.const(math.sqrt(2), like=x)) if fused
+                 else g.op("Mul", x, g.const(1 / math.sqrt(2), like=x)))
     return cast(g, g.op("Mul", g.op("Mul", x, half), g.op("Add", t, g.const(1.0, like=x))), self.dtype)
 
 
