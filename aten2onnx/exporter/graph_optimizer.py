@@ -25,6 +25,7 @@ quantized weights and exact mode live where the graph is built.
 
 from __future__ import annotations
 
+import collections
 import math
 from typing import Any, Callable
 
@@ -94,6 +95,30 @@ def optimize(g: GraphBuilder, nodes: list[Node], outputs: list[Value], *, merge:
     return live_nodes(nodes, outputs), sources
 
 
+# -- groups -------------------------------------------------------------------------------------------------
+
+
+def _scope(node: Node) -> str:
+    """The FX node a node was translated from (nodes are named `<fx node>/<op type>`)."""
+    return node.name.split("/", 1)[0]
+
+
+class _Groups:
+    """How many nodes each FX node became. A rewrite that removes or rewires a node of a group of several
+    (an ATen op spelled by several nodes) would break the group, which aten2onnx.runtime re-fuses into
+    the ATen op's own kernel (gelu, attention: runtime/optimize.py): rewrites touch a node of such a group
+    only together with another node of the same group."""
+
+    def __init__(self, nodes: list[Node]) -> None:
+        self.sizes = collections.Counter(_scope(n) for n in nodes)
+
+    def alone(self, node: Node) -> bool:
+        return self.sizes[_scope(node)] == 1
+
+    def may_join(self, node: Node, other: Node) -> bool:
+        return _scope(node) == _scope(other) or (self.alone(node) and self.alone(other))
+
+
 # -- no-ops -------------------------------------------------------------------------------------------------
 
 
@@ -122,9 +147,10 @@ def _is_no_op(node: Node) -> bool:
 
 def _bypass_no_ops(nodes: list[Node], outputs: list[Value]) -> list[Node]:
     uses = _Uses(nodes, outputs)
+    groups = _Groups(nodes)
     kept = []
     for node in nodes:
-        if _is_no_op(node) and uses.replace(node.outputs[0], node.inputs[0]):
+        if _is_no_op(node) and groups.alone(node) and uses.replace(node.outputs[0], node.inputs[0]):
             continue
         kept.append(node)
     return kept
@@ -134,11 +160,13 @@ def _collapse_chains(nodes: list[Node]) -> list[Node]:
     """A Reshape of a Reshape reads the first one's input (when the second's shape is constant and copies
     no dim, 0, from the first's result); a Transpose of a Transpose reads the first's input, permuted by
     both. The first stays for its other readers, if any."""
+    groups = _Groups(nodes)
     for node in nodes:
         if node.domain or node.call is not None or not node.inputs or node.inputs[0] is None:
             continue
         first = node.inputs[0].producer
-        if first is None or first.op_type != node.op_type or first.domain or first.call is not None:
+        if (first is None or first.op_type != node.op_type or first.domain or first.call is not None
+                or not groups.may_join(node, first)):
             continue
         if node.op_type == "Reshape" and len(node.inputs) > 1 and "allowzero" not in node.attrs:
             shape = _static_ints(node.inputs[1])
@@ -308,6 +336,7 @@ def _const_key(value: Value) -> Any:
 
 def _merge_duplicates(nodes: list[Node], outputs: list[Value]) -> list[Node]:
     uses = _Uses(nodes, outputs)
+    groups = _Groups(nodes)
     seen: dict[Any, Node] = {}
     kept = []
     for node in nodes:
@@ -318,7 +347,8 @@ def _merge_duplicates(nodes: list[Node], outputs: list[Value]) -> list[Node]:
         key = (node.domain, node.op_type, tuple(None if v is None else _const_key(v) for v in node.inputs),
                tuple(sorted((k, _attr_key(v)) for k, v in node.attrs.items())), len(node.outputs))
         first = seen.get(key)
-        if first is not None and all(a.dtype == b.dtype for a, b in zip(first.outputs, node.outputs)):
+        if (first is not None and all(a.dtype == b.dtype for a, b in zip(first.outputs, node.outputs))
+                and groups.may_join(node, first)):
             if all(id(o) not in uses.pinned for o in node.outputs):
                 for mine, theirs in zip(node.outputs, first.outputs):
                     uses.replace(mine, theirs)
