@@ -1,6 +1,9 @@
 """Shared test settings: a derandomized hypothesis profile for CI, and the runners we compare."""
 
+import importlib.util
 import os
+import pathlib
+import sys
 import warnings
 
 import numpy as np
@@ -9,6 +12,17 @@ import onnxruntime as ort
 import pytest
 import torch
 from hypothesis import HealthCheck, settings
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def load_script(name: str):
+    """scripts/<name>.py, imported by path (the sweeps' models' lines are what an error must name)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
 
 settings.register_profile("ci", derandomize=True, max_examples=60, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])

@@ -3,26 +3,13 @@ op_db's order, and every one with a known failure, written into each of the five
 attribute, global). Each cell is right, our error naming the model's line, or eager refuses; a wrong answer or
 an escape fails unless KNOWN lists it with its reason. The whole sweep is the script's."""
 
-import importlib.util
-import pathlib
-import sys
-
 import pytest
 import torch
-
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-
-
-def load_sweep():
-    """scripts/inplace_sweep.py, imported by path (its models' lines are what an error must name)."""
-    spec = importlib.util.spec_from_file_location("inplace_sweep", ROOT / "scripts" / "inplace_sweep.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+from conftest import load_script
 
 
-sweep = load_sweep()
+
+sweep = load_script("inplace_sweep")
 STATE = ("buffer", "attribute", "global")
 
 # Why cells fail, most serious first; each is the start of the outcome's text (Outcome.text) and the cause.

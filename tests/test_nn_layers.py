@@ -2,28 +2,16 @@
 scripts/nn_sweep.py's check): native, or the outcome its recipe expects and says why; and the table and
 docs/nn_layers.md cover every torch.nn class. The full sweep (both modes, opsets 17, 18, 23) is the script's."""
 
-import importlib.util
-import pathlib
 import re
-import sys
 
 import pytest
 import torch
-
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from conftest import ROOT, load_script
 DOC = ROOT / "docs" / "nn_layers.md"
 
 
-def load_sweep():
-    """scripts/nn_sweep.py, imported by path (it imports scripts/nn_layers.py the same way)."""
-    spec = importlib.util.spec_from_file_location("nn_sweep", ROOT / "scripts" / "nn_sweep.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
 
-
-sweep = load_sweep()
+sweep = load_script("nn_sweep")
 LAYERS = sweep.nn_layers.LAYERS
 SKIPPED = sweep.nn_layers.SKIPPED
 
