@@ -5,10 +5,17 @@ before it is written, that leave what it computes as it was (up to the rounding 
   its input has, a Transpose that keeps the axes' order) are bypassed, and chains of Reshapes or of
   Transposes collapse to one;
 - weight-only subgraphs are folded: a node whose inputs are all weights or constants is computed
-  once, with the runtime's kernels, when its result is no larger than its largest input (a reshaped
-  or cast weight is stored once, transformed; a broadcast that grows is not stored);
+  once, with the runtime's kernels, when its result takes no more bytes than its largest input (a
+  reshaped or transposed weight is stored once, transformed; a broadcast that grows, or an integer
+  weight cast to floats, is not stored);
 - a BatchNormalization after a Conv or ConvTranspose of constant weights is folded into its weight
   and bias, and a constant zero Pad before a Conv into the Conv's pads;
+- a Conv, Gemm or MatMul of dequantized integers (DequantizeLinear of an activation, per tensor, and of a
+  constant weight, per tensor or per output channel) whose result is not quantized again (onnxruntime's
+  QDQ transformer makes QLinearConv/QLinearMatMul of those that are) runs on integers: ConvInteger or
+  MatMulInteger, then the float scaling and the bias; a QuantizeLinear by the scale and zero point a
+  DynamicQuantizeLinear of the same input computed is that DynamicQuantizeLinear's result (onnxruntime
+  fuses the chain into DynamicQuantizeMatMul);
 - nodes that compute the same thing from the same inputs are merged;
 - what no output depends on is dropped.
 
@@ -90,6 +97,8 @@ def optimize(g: GraphBuilder, nodes: list[Node], outputs: list[Value], *, merge:
     nodes = _fold_weights(g, nodes, outputs, sources)
     nodes = _fold_batch_norms(g, nodes, outputs, sources)
     nodes = _fold_pads(nodes, outputs)
+    nodes = _dynamic_quantization(nodes, outputs)
+    nodes = _integer_kernels(g, nodes, outputs)
     if merge:
         nodes = _merge_duplicates(nodes, outputs)
     return live_nodes(nodes, outputs), sources
@@ -201,13 +210,13 @@ def _fold_weights(g: GraphBuilder, nodes: list[Node], outputs: list[Value], sour
                 or any(id(o) in uses.pinned for o in node.outputs)):
             kept.append(node)
             continue
-        largest = max((v.const.numel() for v in node.inputs if v is not None), default=0)
+        largest = max((v.const.numel() * v.const.element_size() for v in node.inputs if v is not None), default=0)
         try:
             results = evaluate(node.op_type, g.opset, [None if v is None else v.const for v in node.inputs],
                                dict(node.attrs), len(node.outputs))
         except Exception:  # a kernel that refuses these constants: the node stays, the runtime will say why
             results = None
-        if results is None or any(r.numel() > max(largest, 1) for r in results):
+        if results is None or any(r.numel() * r.element_size() > max(largest, 8) for r in results):
             kept.append(node)
             continue
         source = next((v for v in node.inputs if v is not None and v.kind == "initializer"), None)
@@ -356,3 +365,192 @@ def _merge_duplicates(nodes: list[Node], outputs: list[Value]) -> list[Node]:
         seen.setdefault(key, node)
         kept.append(node)
     return kept
+
+
+# -- quantized ops on integer kernels -----------------------------------------------------------------------
+
+_INTEGERS = (torch.uint8, torch.int8)
+# dtypes that hold every value of a narrower one exactly (a Cast there and back changes nothing)
+_HOLDS = {torch.float32: (torch.float64,), torch.uint8: (torch.int16, torch.int32, torch.int64, torch.float32,
+                                                          torch.float64),
+          torch.int8: (torch.int16, torch.int32, torch.int64, torch.float32, torch.float64)}
+
+
+def _origin(value: Value) -> Value:
+    """The furthest value back that value is a copy of, through Casts that lose nothing (to a type that
+    holds value's exactly, and back), Identities and Reshapes of one element; value itself if none."""
+    best, current = value, value
+    while True:
+        node = current.producer
+        if node is None or node.domain or node.call is not None or node.op_type not in ("Cast", "Reshape", "Identity"):
+            return best
+        source = node.inputs[0]
+        if source is None or (node.op_type == "Reshape" and not (_scalar(source) or _scalar(current))):
+            return best
+        if source.dtype == value.dtype:
+            best = source
+        elif source.dtype not in _HOLDS.get(value.dtype, ()):
+            return best
+        current = source
+
+
+def _dynamic_quantization(nodes: list[Node], outputs: list[Value]) -> list[Node]:
+    """QuantizeLinear(x, scale, zero_point), and the DequantizeLinear of its result, where the scale and
+    zero point are copies of what a DynamicQuantizeLinear of x computed: its quantized result and its own
+    scale and zero point read directly."""
+    uses = _Uses(nodes, outputs)
+    dynamic = {id(n.inputs[0]): n for n in nodes if n.op_type == "DynamicQuantizeLinear" and not n.domain}
+    for node in nodes:
+        if node.op_type != "QuantizeLinear" or node.domain or len(node.inputs) < 3 or node.call is not None:
+            continue
+        dql = dynamic.get(id(node.inputs[0]))
+        if dql is None or node.attrs.get("axis") not in (None, 1) or "block_size" in node.attrs:
+            continue
+        _, scale, zero_point = dql.outputs
+        if _origin(node.inputs[1]) is not scale or _origin(node.inputs[2]) is not zero_point:
+            continue
+        if node.outputs[0].dtype != zero_point.dtype:
+            continue
+        for reader, _ in list(uses.readers.get(id(node.outputs[0]), [])):
+            if (reader.op_type == "DequantizeLinear" and not reader.domain and len(reader.inputs) == 3
+                    and _origin(reader.inputs[1]) is scale and _origin(reader.inputs[2]) is zero_point):
+                reader.inputs[1], reader.inputs[2] = scale, zero_point
+        uses.replace(node.outputs[0], dql.outputs[0])
+    return live_nodes(nodes, outputs)
+
+
+def _scalar(value: Value | None) -> bool:
+    """Whether value has one element (DynamicQuantizeLinear's scale and zero point always do)."""
+    if value is None:
+        return False
+    producer = value.producer
+    if producer is not None and producer.op_type == "DynamicQuantizeLinear" and value is not producer.outputs[0]:
+        return True
+    return value.shape is not None and all(isinstance(d, int) for d in value.shape) and math.prod(value.shape) == 1
+
+
+def _one_value(value: Value | None) -> torch.Tensor | None:
+    """A constant whose elements are all equal, as a 0-d tensor (None: no zero point, 0-d zero)."""
+    if value is None or value.const is None or value.const.numel() == 0:
+        return None
+    flat = value.const.reshape(-1)
+    return flat[0].clone() if bool((flat == flat[0]).all()) else None
+
+
+def _quantized_again(value: Value, uses: _Uses) -> bool:
+    """Whether a QuantizeLinear of constant scale and zero point reads value, directly or through a Relu or
+    Clip (onnxruntime fuses those into QLinearConv and QLinearMatMul, which requantize on integers)."""
+    for reader, _ in uses.readers.get(id(value), []):
+        if reader.op_type == "QuantizeLinear" and not reader.domain and all(_constant(v) for v in reader.inputs[1:]):
+            return True
+        if reader.op_type in ("Relu", "Clip") and not reader.domain and _quantized_again(reader.outputs[0], uses):
+            return True
+    return False
+
+
+def _integer_kernels(g: GraphBuilder, nodes: list[Node], outputs: list[Value]) -> list[Node]:
+    uses = _Uses(nodes, outputs)
+    result: list[Node] = []
+    for node in nodes:
+        made = _on_integers(g, node, uses)
+        result.extend([node] if made is None else made)
+    return result
+
+
+def _dequantized_weight(value: Value | None) -> tuple[Node, list[int] | None] | None:
+    """The DequantizeLinear of a constant weight value is (perhaps through a Transpose: its permutation)."""
+    node = value.producer if value is not None else None
+    perm = None
+    if node is not None and node.op_type == "Transpose" and not node.domain and node.call is None:
+        rank = node.inputs[0].rank
+        perm = list(node.attrs["perm"]) if "perm" in node.attrs else list(range(rank or 0))[::-1]
+        node = node.inputs[0].producer
+    if (node is None or node.op_type != "DequantizeLinear" or node.domain or node.call is not None
+            or "block_size" in node.attrs or len(node.inputs) < 2):
+        return None
+    w, scale = node.inputs[0], node.inputs[1]
+    if w.const is None or scale.const is None or w.kind not in ("initializer", "const") or w.dtype not in _INTEGERS:
+        return None
+    if len(node.inputs) > 2 and node.inputs[2] is not None and node.inputs[2].const is None:
+        return None
+    return node, perm
+
+
+def _on_integers(g: GraphBuilder, node: Node, uses: _Uses) -> list[Node] | None:
+    """node's ConvInteger/MatMulInteger spelling (the new nodes, the last making node's output), or None."""
+    if node.domain or node.call is not None or node.op_type not in ("Conv", "Gemm", "MatMul"):
+        return None
+    if node.outputs[0].dtype != torch.float32 or _quantized_again(node.outputs[0], uses):
+        return None
+    dq_a = node.inputs[0].producer if node.inputs[0] is not None else None
+    if (dq_a is None or dq_a.op_type != "DequantizeLinear" or dq_a.domain or dq_a.call is not None
+            or "block_size" in dq_a.attrs):
+        return None
+    a, a_scale, a_zero = (list(dq_a.inputs) + [None])[:3]
+    if (a.dtype not in _INTEGERS or not _scalar(a_scale) or a_scale.dtype != torch.float32
+            or (a_zero is not None and not _scalar(a_zero))):
+        return None
+    found = _dequantized_weight(node.inputs[1])
+    if found is None:
+        return None
+    dq_w, perm = found
+    w, w_scale, w_zero = (list(dq_w.inputs) + [None])[:3]
+    w_zero_value = _one_value(w_zero) if w_zero is not None else torch.zeros((), dtype=w.dtype)
+    if w_zero_value is None or w_scale.dtype != torch.float32:
+        return None
+    weight = w.const
+    per_channel = w_scale.const.numel() > 1
+    w_axis = int(dq_w.attrs.get("axis", 1)) % w.rank if per_channel else None
+    if perm is not None:
+        weight = weight.permute(perm)
+        w_axis = perm.index(w_axis) if per_channel else None
+    rank = node.inputs[0].rank
+    bias = None
+    # the weight's scales must run along the output channels
+    if node.op_type == "Conv":
+        if a.dtype != torch.uint8 or (per_channel and w_axis != 0) or rank is None:
+            return None  # onnxruntime's ConvInteger takes uint8 data
+        bias = node.inputs[2] if len(node.inputs) > 2 else None
+    elif node.op_type == "Gemm":
+        if (node.attrs.get("transA", 0) or float(node.attrs.get("alpha", 1.0)) != 1.0
+                or float(node.attrs.get("beta", 1.0)) != 1.0 or rank != 2):
+            return None
+        if node.attrs.get("transB", 0):
+            weight = weight.t()
+            w_axis = 1 - w_axis if per_channel else None
+        if per_channel and w_axis != 1:
+            return None
+        bias = node.inputs[2] if len(node.inputs) > 2 else None
+    elif weight.dim() != 2 or (per_channel and w_axis != 1) or rank is None or rank < 2:
+        return None
+    first = len(g.nodes)
+    g.set_scope(_scope(node), node.meta)
+    a_zero_value = a_zero if a_zero is not None else g.const(0, dtype=a.dtype)
+    suffix = "" if weight is w.const else ".transposed"
+    if node.op_type == "Conv":
+        # uint8 weights: an int8 weight shifted by 128 (its zero point too), exactly
+        if w.dtype == torch.int8:
+            weight = (weight.to(torch.int16) + 128).to(torch.uint8)
+            w_zero_value = (w_zero_value.to(torch.int16) + 128).to(torch.uint8)
+            suffix += ".uint8"
+        stored = w if not suffix else g.initializer(f"{w.name}{suffix}", weight.contiguous())
+        acc = g.op("ConvInteger", a, stored, a_zero_value, g.const(w_zero_value), **{
+            k: v for k, v in node.attrs.items() if k in ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")})
+        shape = g.const([1, -1] + [1] * (rank - 2), dtype=torch.int64)
+        scale = g.op("Reshape", g.op("Mul", g.op("Reshape", a_scale, g.const([], dtype=torch.int64)), w_scale), shape)
+    else:
+        stored = w if not suffix else g.initializer(f"{w.name}{suffix}", weight.contiguous())
+        acc = g.op("MatMulInteger", a, stored, a_zero_value, g.const(w_zero_value))
+        scale = g.op("Mul", a_scale, w_scale)
+    y = g.op("Mul", g.op("Cast", acc, to=_dtypes.to_onnx(torch.float32)), scale)
+    if bias is not None:
+        y = g.op("Add", y, bias if node.op_type == "Gemm" else g.op("Reshape", bias, shape))
+    made = g.nodes[first:]
+    del g.nodes[first:]
+    last = y.producer
+    if last is None or not made or last is not made[-1]:
+        return None
+    last.outputs = list(node.outputs)
+    for out in last.outputs:
+        out.producer = last
+    return made

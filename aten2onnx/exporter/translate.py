@@ -14,6 +14,7 @@ import torch
 import torch.fx
 import torch.utils._pytree as pytree
 from torch.export.graph_signature import InputKind
+from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 from aten2onnx import _dtypes, registry as _registry
 from aten2onnx.errors import (ArgumentError, ExportError, KernelOnly, SymbolicError, UnsupportedOp, UnsupportedOperatorError,
@@ -26,6 +27,19 @@ from aten2onnx.exporter.fallback import aten_call, emit_aten_node
 from aten2onnx.exporter.provenance import module_of, source_of
 from aten2onnx.registry import REGISTRY, bind
 from aten2onnx.exporter.passes import Program
+
+import torch.export.custom_ops  # noqa: E402,F401  (defines export::access_subclass_inner_tensor)
+
+_INNER_TENSOR = torch.ops.export.access_subclass_inner_tensor.default
+
+
+@dataclasses.dataclass(frozen=True)
+class SubclassWeight:
+    """A weight that is a tensor subclass (torchao's Int8Tensor, IntxUnpackedToInt8Tensor, ...): the graph
+    reads its inner tensors, each an initializer named `<weight>.<inner name>`."""
+
+    name: str
+    tensor: torch.Tensor
 
 # Higher-order ops that only wrap a body in a grad or autocast mode: position of the body argument.
 _WRAPPERS = {"wrap_with_set_grad_enabled": 1, "wrap_with_autocast": 4}
@@ -130,6 +144,11 @@ class Translator:
                 name = self.state_names.get(spec.target, spec.target)
                 if name != spec.target and (name in weights or name in names):
                     name = spec.target  # taken by a weight or an input: torch.export's name stays
+                if is_traceable_wrapper_subclass(tensor):
+                    # a weight of a tensor subclass (torchao's quantized weights): the graph reads its inner
+                    # tensors (export::access_subclass_inner_tensor), each stored as it is, never a float copy
+                    self.env[node] = SubclassWeight(name, tensor)
+                    continue
                 if spec.target in written:
                     # state: its default is its value now, copied (the model, or the global it lives in, goes on
                     # changing it as it runs; the weights the graph only reads are referenced, not copied)
@@ -296,6 +315,17 @@ class Translator:
                 self._enter(node, f"higher_order::{name}")
                 self.env[node] = getattr(self, _CONTROL_FLOW[name])(node)
                 return
+        if target is _INNER_TENSOR and isinstance(self.env.get(node.args[0]), SubclassWeight):
+            weight, attr = self.env[node.args[0]], node.args[1]
+            self.env[node] = self.g.initializer(f"{weight.name}.{attr}", getattr(weight.tensor, attr))
+            return
+        wrapped = [self.env[a] for a in node.all_input_nodes if isinstance(self.env.get(a), SubclassWeight)]
+        if wrapped:
+            raise ExportError(f"{node.name!r} ({_registry.overload_key(target)}) at {source_of(node) or '?'} reads "
+                              f"the weight {wrapped[0].name!r}, a {type(wrapped[0].tensor).__name__} (a tensor subclass), "
+                              "as a whole; aten2onnx exports a subclass weight through the inner tensors torch.export "
+                              "unwraps it into. Export the model with torch.export's default subclass unwrapping (do not "
+                              "call the subclass's ops from custom code), or convert the weight to a plain tensor first")
         source = self._enter(node, _registry.overload_key(target))
         self._check_result_dtypes(node, target, source)
         empty = self._empty_result(node, target)

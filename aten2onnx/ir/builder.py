@@ -34,6 +34,13 @@ Dim = int | str | None
 # Largest constant (in elements) the builder folds at build time; folding bigger ones would put
 # large tensors into the model where the computation is cheaper.
 FOLD_LIMIT = 1 << 16
+# Ops the builder never folds, whatever their inputs: a weight's DequantizeLinear is what onnxruntime's
+# integer kernels look for (folded, the weight would be stored as floats).
+NEVER_FOLDED = frozenset({"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear"})
+
+
+def _nbytes(t: torch.Tensor) -> int:
+    return t.numel() * t.element_size()
 
 
 class Value:
@@ -483,7 +490,7 @@ class GraphBuilder(Emitters):
     def _try_fold(self, op_type: str, inputs: tuple, attrs: dict, outputs: int, domain: str) -> Any:
         if op_type == "Transpose" and not domain and inputs[0].kind == "initializer" and not self.exact:
             return self._transposed_weight(inputs[0], attrs.get("perm"))
-        if self._evaluator is None or domain or not inputs:
+        if self._evaluator is None or domain or not inputs or op_type in NEVER_FOLDED:
             return None
         # Small weights fold too (a slice of a position-ids buffer); large ones stay initializers. In exact
         # mode weights do not: the ATen calls read them, so a folded copy would only double them.
@@ -494,6 +501,10 @@ class GraphBuilder(Emitters):
             return None
         results = self._evaluator(op_type, self.opset, [None if v is None else v.const for v in inputs], attrs, outputs)
         if results is None or any(r.numel() > FOLD_LIMIT for r in results):
+            return None
+        # a weight is not stored again in more bytes than it has (an int8 weight cast to float stays int8)
+        stored = max((_nbytes(v.const) for v in inputs if v is not None and v.kind == "initializer"), default=None)
+        if stored is not None and any(_nbytes(r) > stored for r in results):
             return None
         values = tuple(self._const_tensor(r.contiguous()) for r in results)
         return values[0] if outputs == 1 else values

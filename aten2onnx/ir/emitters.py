@@ -141,6 +141,42 @@ class Emitters:
             x = self.min(x, hi)
         return x
 
+    def quantize_linear(self, x: Value, scale: Value, zero_point: Value, *, axis: int | None = None,
+                        block_size: int | None = None) -> Value | None:
+        """QuantizeLinear: saturate(round(x / scale) + zero_point) in zero_point's dtype, one scale for the
+        tensor (0-d scale), one per index along axis (1-D scale, from 13) or one per block of block_size
+        along axis (scale of x's rank, from 21); None where the version in effect has no such form or does
+        not take the types as they are, or onnxruntime has no kernel for them (the caller writes the
+        arithmetic). No type is widened: the result's type is the quantization's."""
+        return self._linear_quantization("QuantizeLinear", x, scale, zero_point, axis, block_size)
+
+    def dequantize_linear(self, q: Value, scale: Value, zero_point: Value | None, *, axis: int | None = None,
+                          block_size: int | None = None) -> Value | None:
+        """DequantizeLinear: (q - zero_point) * scale in scale's dtype, the forms of quantize_linear; None
+        where the version in effect cannot say it (see quantize_linear)."""
+        return self._linear_quantization("DequantizeLinear", q, scale, zero_point, axis, block_size)
+
+    def _linear_quantization(self, op_type: str, x: Value, scale: Value, zero_point: Value | None, axis: int | None,
+                             block_size: int | None) -> Value | None:
+        sig = op_types.signature(op_type, self.opset)
+        if sig is None:
+            return None
+        for i, value in enumerate((x, scale, zero_point)):
+            formal = sig.input_type(i)
+            if value is not None and formal in sig.allowed and not sig.takes(formal, value.dtype, "runs"):
+                return None
+        attrs: dict[str, int] = {}
+        if axis is not None:
+            if not has_attribute(op_type, "axis", self.opset) or (scale.rank or 0) > 1 and block_size is None:
+                return None
+            attrs["axis"] = axis
+        if block_size is not None:
+            if not has_attribute(op_type, "block_size", self.opset):
+                return None
+            attrs["block_size"] = block_size
+        inputs = [x, scale] if zero_point is None else [x, scale, zero_point]
+        return self.op(op_type, *inputs, **attrs)
+
     def gemm(self, a: Value, b: Value, c: Value | None = None, *, alpha: float = 1.0, beta: float = 1.0,
              trans_b: bool = False) -> Value:
         """alpha * (a @ b, b transposed if trans_b) + beta * c, for 2-D a and b. Gemm; integers, which

@@ -45,6 +45,7 @@ from aten2onnx.symbolic import (  # noqa: F401  (imported to register)
     opset11_attention_backward,
     opset11_data,
     opset11_quantize,
+    opset11_quantized,
     opset11_sort,
     opset11_scatter,
     opset12,

@@ -1,0 +1,213 @@
+"""Quantized models (PT2E's convert_pt2e, torchao's quantize_) exported natively: onnxruntime's result
+against the quantized eager model's (and the float model's), the integer kernels onnxruntime runs them on
+(read from its optimized graph), integer weights in the file, and exact mode bit for bit in
+aten2onnx.runtime. Needs torchao (`pip install aten2onnx[quant]`); skipped without it."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import warnings
+
+import onnx
+import onnxruntime as ort
+import pytest
+import torch
+
+import aten2onnx
+
+torchao = pytest.importorskip("torchao", exc_type=ImportError)
+
+from torchao.quantization import quantize_  # noqa: E402
+import torchao.quantization as tq  # noqa: E402
+from torchao.quantization.pt2e import move_exported_model_to_eval  # noqa: E402
+from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e, prepare_qat_pt2e  # noqa: E402
+import torchao.quantization.pt2e.quantizer.x86_inductor_quantizer as xiq  # noqa: E402
+
+# what onnxruntime runs on integers (its optimized graph's op types)
+INTEGER_KERNELS = {"QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger", "MatMulIntegerToFloat",
+                   "DynamicQuantizeMatMul", "QGemm", "MatMulNBits"}
+
+
+class CNN(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3)
+        self.conv2 = torch.nn.Conv2d(8, 8, 3, padding=1)
+        self.head = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.head(torch.relu(self.conv2(torch.relu(self.conv(x)))).mean((2, 3)))
+
+
+class MLP(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2, self.fc3 = torch.nn.Linear(32, 64), torch.nn.Linear(64, 64), torch.nn.Linear(64, 10)
+
+    def forward(self, x):
+        return self.fc3(torch.relu(self.fc2(torch.relu(self.fc1(x)))))
+
+
+def encoder_layer():
+    torch.backends.mha.set_fastpath_enabled(False)
+    return torch.nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True)
+
+
+def tiny_bert():
+    transformers = pytest.importorskip("transformers")
+    config = transformers.BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                     intermediate_size=64, max_position_embeddings=64)
+    return transformers.BertModel(config, add_pooling_layer=False)
+
+
+# name -> (model factory, example input factory)
+MODELS = {
+    "cnn": (CNN, lambda: torch.randn(2, 3, 16, 16)),
+    "mlp": (MLP, lambda: torch.randn(8, 32)),
+    "encoder_layer": (encoder_layer, lambda: torch.randn(2, 10, 32)),
+    "bert": (tiny_bert, lambda: torch.randint(0, 100, (2, 12))),
+}
+
+
+def pt2e(model: torch.nn.Module, x: torch.Tensor, mode: str) -> torch.nn.Module:
+    """model quantized by X86InductorQuantizer: static, dynamic, or trained with fake quantization (qat)."""
+    quantizer = xiq.X86InductorQuantizer()
+    quantizer.set_global(xiq.get_default_x86_inductor_quantization_config(is_dynamic=mode == "dynamic",
+                                                                         is_qat=mode == "qat"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        captured = torch.export.export(model, (x,)).module()
+        if mode == "qat":
+            prepared = prepare_qat_pt2e(captured, quantizer)
+            prepared(x)  # a step of observing (the training loop's forward)
+            move_exported_model_to_eval(prepared)
+        else:
+            prepared = prepare_pt2e(captured, quantizer)
+            for _ in range(2):
+                prepared(x)
+        return convert_pt2e(prepared)
+
+
+def ort_run(model: aten2onnx.ExportedModel, x: torch.Tensor) -> tuple[torch.Tensor, set[str], dict[str, int]]:
+    """onnxruntime's output, the op types of its optimized graph, and the file's initializers' types."""
+    folder = tempfile.mkdtemp()
+    path = os.path.join(folder, "model.onnx")
+    model.save(path)
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    options.optimized_model_filepath = os.path.join(folder, "optimized.onnx")
+    session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    name = session.get_inputs()[0].name
+    out = torch.from_numpy(session.run(None, {name: x.numpy()})[0])
+    optimized = onnx.load(options.optimized_model_filepath)
+    saved = onnx.load(path)
+    return out, {n.op_type for n in optimized.graph.node}, {i.name: i.data_type for i in saved.graph.initializer}
+
+
+def first(out):
+    return out[0] if isinstance(out, (tuple, list)) else getattr(out, "last_hidden_state", out)
+
+
+def assert_quantized_result(ours: torch.Tensor, quantized: torch.Tensor, fp: torch.Tensor) -> None:
+    """onnxruntime's output is the quantized model's, not the float model's: its mean distance to the
+    quantized eager output is under a quarter of the quantization's own (quantized eager vs float), and
+    no element is further from it than the quantization moved any element."""
+    to_quantized = (ours - quantized).abs()
+    quantization = (quantized - fp).abs()
+    assert to_quantized.mean() < 0.25 * quantization.mean(), (float(to_quantized.mean()), float(quantization.mean()))
+    assert to_quantized.max() <= quantization.max(), (float(to_quantized.max()), float(quantization.max()))
+
+
+PT2E_CASES = [(name, mode) for name in MODELS for mode in ("static", "dynamic", "qat")
+              if not (name == "bert" and mode == "qat")]
+
+
+@pytest.mark.parametrize("name,mode", PT2E_CASES)
+def test_pt2e_on_integer_kernels(name, mode):
+    factory, example = MODELS[name]
+    model = factory().eval()
+    x = example()
+    fp = first(model(x))
+    quantized_model = pt2e(model, x, mode)
+    quantized = first(quantized_model(x))
+    for opset in (13, 18, 21):
+        exported = aten2onnx.export(quantized_model, (x,), opset=opset)
+        assert exported.fallback_ops == [], (opset, exported.fallback_ops)
+        ours, kernels, initializers = ort_run(exported, x)
+        assert_quantized_result(ours, quantized, fp)
+        assert kernels & INTEGER_KERNELS, (opset, sorted(kernels))
+        # every float weight the quantizer quantized is stored as integers
+        assert any(t == onnx.TensorProto.INT8 for t in initializers.values()), initializers
+
+
+@pytest.mark.parametrize("name", ["cnn", "mlp"])
+def test_pt2e_exact_is_bitwise(name):
+    factory, example = MODELS[name]
+    x = example()
+    for mode in ("static", "dynamic"):
+        quantized_model = pt2e(factory().eval(), x, mode)
+        exported = aten2onnx.export(quantized_model, (x,), opset=18, exact=True)
+        assert torch.equal(exported.run(x), quantized_model(x)), mode
+
+
+def test_pt2e_exported_program_form():
+    """convert_pt2e's GraphModule captured again by the user (an ExportedProgram) exports the same."""
+    x = torch.randn(8, 32)
+    quantized_model = pt2e(MLP().eval(), x, "static")
+    program = torch.export.export(quantized_model, (x,))
+    exported = aten2onnx.export(program, (x,), opset=18)
+    assert exported.fallback_ops == []
+    ours, kernels, _ = ort_run(exported, x)
+    torch.testing.assert_close(ours, quantized_model(x), atol=1e-5, rtol=1e-5)
+    assert kernels & INTEGER_KERNELS
+
+
+TORCHAO_CONFIGS = {
+    "int8_weight_only": lambda: tq.Int8WeightOnlyConfig(),
+    "int8_dynamic": lambda: tq.Int8DynamicActivationInt8WeightConfig(),
+    "int4_weight_only": lambda: tq.IntxWeightOnlyConfig(weight_dtype=torch.int4),
+    "int4_grouped": lambda: tq.IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=tq.PerGroup(32)),
+}
+
+
+@pytest.mark.parametrize("config", sorted(TORCHAO_CONFIGS))
+def test_torchao_quantize(config):
+    model = MLP().eval()
+    x = torch.randn(8, 32)
+    fp = model(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        quantize_(model, TORCHAO_CONFIGS[config]())
+    quantized = model(x)
+    for opset in (13, 18, 21):
+        exported = aten2onnx.export(model, (x,), opset=opset)
+        assert exported.fallback_ops == [], (opset, exported.fallback_ops)
+        ours, kernels, initializers = ort_run(exported, x)
+        assert_quantized_result(ours, quantized, fp)
+        # the weights are integers in the file, never a float copy
+        weights = {name: t for name, t in initializers.items() if name.startswith(("fc1.weight", "fc2.weight"))}
+        assert weights and all(t == onnx.TensorProto.INT8 for t in weights.values()), initializers
+        if config == "int8_dynamic":
+            assert kernels & INTEGER_KERNELS, sorted(kernels)
+    exact = aten2onnx.export(model, (x,), opset=18, exact=True)
+    assert torch.equal(exact.run(x), quantized)
+
+
+def test_tensor_subclass_weight_read_whole_is_our_error():
+    """A graph that reads a subclass weight other than through its inner tensors gets our error naming it."""
+    from aten2onnx.exporter.translate import SubclassWeight  # noqa: F401  (the binding the error is about)
+
+    model = MLP().eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        quantize_(model, tq.Int8WeightOnlyConfig())
+    program = torch.export.export(model, (torch.randn(2, 32),))
+    # a node reading the weight whole: the graph rewritten so `t` takes the subclass placeholder itself
+    graph = program.graph_module.graph
+    inner = next(n for n in graph.nodes if n.target is torch.ops.export.access_subclass_inner_tensor.default)
+    inner.target = torch.ops.aten.clone.default
+    inner.args = (inner.args[0],)
+    program.graph_module.recompile()
+    with pytest.raises(aten2onnx.ExportError, match="tensor subclass"):
+        aten2onnx.export(program, (torch.randn(2, 32),), opset=18)
