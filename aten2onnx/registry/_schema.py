@@ -3,6 +3,8 @@ functional twin of an in-place or out= overload, and handler signature checks.""
 
 from __future__ import annotations
 
+import logging
+
 import functools
 import inspect
 import keyword
@@ -78,11 +80,17 @@ def resolve_overload(key: str) -> torch._ops.OpOverload:
     if namespace in LIBRARIES and not is_loaded(key):
         import importlib
 
+        # imported on the user's behalf (to look an op's schema up): its import-time log records (torchao's
+        # CUDA extensions that a CPU torch cannot load) are not the user's business
+        previous = logging.root.manager.disable
+        logging.disable(logging.WARNING)
         try:
             importlib.import_module(LIBRARIES[namespace])
         except ImportError as e:
             raise RegistrationError(f"{key}: its op is defined by {LIBRARIES[namespace]}, which does not "
                                     f"import ({e}); install it to use this op") from None
+        finally:
+            logging.disable(previous)
     try:
         packet = getattr(getattr(torch.ops, namespace), op_name)
     except (AttributeError, RuntimeError):
