@@ -27,6 +27,11 @@ _TORCH_TO_ONNX: dict[torch.dtype, int] = {
     torch.float8_e5m2fnuz: TensorProto.FLOAT8E5M2FNUZ,
 }
 _ONNX_TO_TORCH = {v: k for k, v in _TORCH_TO_ONNX.items()}
+# 4-bit integers: an exported weight may be stored as them (a tensor viewed as torch.int4/uint4, one value
+# per byte, packed two per byte when written); graphs never compute in them, so ONNX's INT4 and UINT4 map
+# to no torch dtype (aten2onnx.runtime holds them widened)
+_TORCH_TO_ONNX.update({torch.int4: TensorProto.INT4, torch.uint4: TensorProto.UINT4})
+PACKED = {torch.int4: torch.int8, torch.uint4: torch.uint8}  # a 4-bit dtype -> the dtype holding one value per byte
 
 
 # Complex tensors are carried in the graph as real tensors with a trailing axis of 2 (real, imaginary):

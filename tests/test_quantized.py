@@ -185,9 +185,13 @@ def test_torchao_quantize(config):
         assert exported.fallback_ops == [], (opset, exported.fallback_ops)
         ours, kernels, initializers = ort_run(exported, x)
         assert_quantized_result(ours, quantized, fp)
-        # the weights are integers in the file, never a float copy
+        # the weights are integers in the file, never a float copy (4-bit ones as int4 from opset 21)
         weights = {name: t for name, t in initializers.items() if name.startswith(("fc1.weight", "fc2.weight"))}
-        assert weights and all(t == onnx.TensorProto.INT8 for t in weights.values()), initializers
+        integers = {onnx.TensorProto.INT8} | ({onnx.TensorProto.INT4} if opset >= 21 else set())
+        assert weights and all(t in integers for t in weights.values()), initializers
+        if config.startswith("int4") and opset >= 21:
+            assert all(t == onnx.TensorProto.INT4 for t in weights.values()), initializers
+            assert "MatMulNBits" in kernels, sorted(kernels)
         if config == "int8_dynamic":
             assert kernels & INTEGER_KERNELS, sorted(kernels)
     exact = aten2onnx.export(model, (x,), opset=18, exact=True)

@@ -15,7 +15,9 @@ before it is written, that leave what it computes as it was (up to the rounding 
   QDQ transformer makes QLinearConv/QLinearMatMul of those that are) runs on integers: ConvInteger or
   MatMulInteger, then the float scaling and the bias; a QuantizeLinear by the scale and zero point a
   DynamicQuantizeLinear of the same input computed is that DynamicQuantizeLinear's result (onnxruntime
-  fuses the chain into DynamicQuantizeMatMul);
+  fuses the chain into DynamicQuantizeMatMul); a 4-bit weight's DequantizeLinear read transposed by a Gemm
+  or MatMul is stored transposed and blocked along its input channels, into a MatMul (onnxruntime's
+  MatMulNBits);
 - nodes that compute the same thing from the same inputs are merged;
 - what no output depends on is dropped.
 
@@ -99,6 +101,7 @@ def optimize(g: GraphBuilder, nodes: list[Node], outputs: list[Value], *, merge:
     nodes = _fold_pads(nodes, outputs)
     nodes = _dynamic_quantization(nodes, outputs)
     nodes = _integer_kernels(g, nodes, outputs)
+    nodes = _four_bit_matmuls(g, nodes, outputs)
     if merge:
         nodes = _merge_duplicates(nodes, outputs)
     return live_nodes(nodes, outputs), sources
@@ -457,7 +460,11 @@ def _integer_kernels(g: GraphBuilder, nodes: list[Node], outputs: list[Value]) -
     return result
 
 
-def _dequantized_weight(value: Value | None) -> tuple[Node, list[int] | None] | None:
+_FOUR_BITS = (torch.int4, torch.uint4)
+
+
+def _dequantized_weight(value: Value | None, dtypes: tuple[torch.dtype, ...] = _INTEGERS, *, blocked: bool = False
+                        ) -> tuple[Node, list[int] | None] | None:
     """The DequantizeLinear of a constant weight value is (perhaps through a Transpose: its permutation)."""
     node = value.producer if value is not None else None
     perm = None
@@ -466,10 +473,10 @@ def _dequantized_weight(value: Value | None) -> tuple[Node, list[int] | None] | 
         perm = list(node.attrs["perm"]) if "perm" in node.attrs else list(range(rank or 0))[::-1]
         node = node.inputs[0].producer
     if (node is None or node.op_type != "DequantizeLinear" or node.domain or node.call is not None
-            or "block_size" in node.attrs or len(node.inputs) < 2):
+            or ("block_size" in node.attrs and not blocked) or len(node.inputs) < 2):
         return None
     w, scale = node.inputs[0], node.inputs[1]
-    if w.const is None or scale.const is None or w.kind not in ("initializer", "const") or w.dtype not in _INTEGERS:
+    if w.const is None or scale.const is None or w.kind not in ("initializer", "const") or w.dtype not in dtypes:
         return None
     if len(node.inputs) > 2 and node.inputs[2] is not None and node.inputs[2].const is None:
         return None
@@ -545,6 +552,77 @@ def _on_integers(g: GraphBuilder, node: Node, uses: _Uses) -> list[Node] | None:
     y = g.op("Mul", g.op("Cast", acc, to=_dtypes.to_onnx(torch.float32)), scale)
     if bias is not None:
         y = g.op("Add", y, bias if node.op_type == "Gemm" else g.op("Reshape", bias, shape))
+    made = g.nodes[first:]
+    del g.nodes[first:]
+    last = y.producer
+    if last is None or not made or last is not made[-1]:
+        return None
+    last.outputs = list(node.outputs)
+    for out in last.outputs:
+        out.producer = last
+    return made
+
+
+def _four_bit_matmuls(g: GraphBuilder, nodes: list[Node], outputs: list[Value]) -> list[Node]:
+    """Gemm(a, DequantizeLinear(w), c, transB=1) and MatMul(a, Transpose(DequantizeLinear(w))) of a 4-bit
+    weight w [N, K] (per output channel, or in blocks along K) as MatMul(a, DequantizeLinear(w^T)) (+ c),
+    w^T [K, N] in blocks along K: the layout onnxruntime fuses into MatMulNBits (a per-channel weight is
+    one block of K)."""
+    uses = _Uses(nodes, outputs)
+    result: list[Node] = []
+    for node in nodes:
+        made = _as_four_bit_matmul(g, node, uses)
+        result.extend([node] if made is None else made)
+    return result
+
+
+def _as_four_bit_matmul(g: GraphBuilder, node: Node, uses: _Uses) -> list[Node] | None:
+    if node.domain or node.call is not None or node.op_type not in ("Gemm", "MatMul"):
+        return None
+    if node.op_type == "Gemm" and (not node.attrs.get("transB", 0) or node.attrs.get("transA", 0)
+                                   or float(node.attrs.get("alpha", 1.0)) != 1.0
+                                   or float(node.attrs.get("beta", 1.0)) != 1.0):
+        return None
+    found = _dequantized_weight(node.inputs[1], _FOUR_BITS, blocked=True)
+    if found is None:
+        return None
+    dq, perm = found
+    if (node.op_type == "Gemm") == (perm is not None) or (perm is not None and perm != [1, 0]):
+        return None
+    if uses.only_reader(dq.outputs[0]) is None:
+        return None
+    w, scale = dq.inputs[0], dq.inputs[1]
+    zero = dq.inputs[2] if len(dq.inputs) > 2 else None
+    if w.rank != 2 or scale.const.dtype != torch.float32:
+        return None
+    n, k = w.shape
+    axis = int(dq.attrs.get("axis", 1)) % 2
+    block = dq.attrs.get("block_size")
+    if block is None and scale.const.numel() == n and axis == 0:
+        block, params = k, lambda t: t.reshape(n, 1)  # per output channel: one block of K
+    elif block is not None and axis == 1 and scale.rank == 2:
+        params = lambda t: t  # noqa: E731
+    else:
+        return None
+    block = int(block)
+    if block < 16 or block & (block - 1):
+        return None  # (onnxruntime's MatMulNBits takes power-of-two blocks from 16)
+    held = _dtypes.PACKED[w.dtype]
+
+    def transposed(value: Value, shaped) -> Value:
+        t = shaped(value.const.view(held) if value.dtype in _dtypes.PACKED else value.const)
+        t = t.t().contiguous()
+        return g.initializer(f"{value.name}.T", t.view(value.dtype) if value.dtype in _dtypes.PACKED else t)
+
+    first = len(g.nodes)
+    g.set_scope(_scope(node), node.meta)
+    inputs = [transposed(w, lambda t: t), transposed(scale, params)]
+    if zero is not None:
+        inputs.append(transposed(zero, params))
+    weight = g.op("DequantizeLinear", *inputs, axis=0, block_size=block)
+    y = g.op("MatMul", node.inputs[0], weight)
+    if node.op_type == "Gemm" and len(node.inputs) > 2 and node.inputs[2] is not None:
+        y = g.op("Add", y, node.inputs[2])
     made = g.nodes[first:]
     del g.nodes[first:]
     last = y.producer

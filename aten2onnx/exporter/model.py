@@ -17,7 +17,8 @@ from onnx import helper
 
 from aten2onnx import _aten_node, _dtypes
 from aten2onnx.errors import ArgumentError, ExportError, InvalidInputError
-from aten2onnx.ir.builder import GraphBuilder, Node, Subgraph, Value, fill_tensor_proto, live_nodes, node_inputs, tensor_view, value_info
+from aten2onnx.ir.builder import (GraphBuilder, Node, Subgraph, Value, fill_tensor_proto, live_nodes, node_inputs,
+                                  tensor_nbytes, tensor_view, value_info)
 from aten2onnx.ir import op_types
 from aten2onnx.exporter.functions import DOMAIN as FUNCTIONS_DOMAIN, extract as extract_functions
 from aten2onnx.exporter import graph_optimizer
@@ -243,7 +244,7 @@ class ExportedModel:
 
     @property
     def weight_bytes(self) -> int:
-        return sum(t.numel() * t.element_size() for _, t, _ in self._weights)
+        return sum(tensor_nbytes(t) for _, t, _ in self._weights)
 
     # -- running --------------------------------------------------------------------------------
     def run(self, *args: Any, **kwargs: Any) -> Any:
@@ -358,7 +359,7 @@ class ExportedModel:
         layout = []
         for name, tensor in weights:
             offset += (-offset) % 64  # aligned offsets let loaders map weights without copying
-            size = tensor.numel() * tensor.element_size()
+            size = tensor_nbytes(tensor)
             ref = _tensor_header(skeleton.graph.initializer.add(), name, tensor)
             ref.data_location = onnx.TensorProto.EXTERNAL
             for key, value in (("location", ""), ("offset", str(offset)), ("length", str(size))):
@@ -425,12 +426,12 @@ def _stream(skeleton: onnx.ModelProto, weights: list[tuple[str, torch.Tensor]]) 
     records = []
     for name, tensor in weights:
         header = _tensor_header(onnx.TensorProto(), name, tensor).SerializeToString()
-        size = tensor.numel() * tensor.element_size()
+        size = tensor_nbytes(tensor)
         raw = _field(_TENSOR_RAW_DATA, size)
         tensor_length = len(header) + len(raw) + size
         graph = _field(_GRAPH_INITIALIZER, tensor_length)
         records.append((_field(_MODEL_GRAPH, len(graph) + tensor_length) + graph + header + raw, tensor))
-    total = len(head) + sum(len(prefix) + tensor.numel() * tensor.element_size() for prefix, tensor in records)
+    total = len(head) + sum(len(prefix) + tensor_nbytes(tensor) for prefix, tensor in records)
 
     def chunks():
         yield head

@@ -624,6 +624,8 @@ def _python_dtype(value: Any) -> torch.dtype:
 
 def tensor_view(tensor: torch.Tensor) -> memoryview:
     """A tensor's bytes in ONNX's raw_data layout, without a copy where it is contiguous on the CPU."""
+    if tensor.dtype in _dtypes.PACKED:
+        return _packed_nibbles(tensor.detach().view(_dtypes.PACKED[tensor.dtype]))
     tensor = tensor.detach().cpu().contiguous()
     if tensor.dtype == torch.bfloat16:
         tensor = tensor.view(torch.int16)
@@ -632,6 +634,23 @@ def tensor_view(tensor: torch.Tensor) -> memoryview:
     if tensor.numel() == 0:
         return memoryview(b"")
     return memoryview(tensor.reshape(-1).numpy()).cast("B")
+
+
+def tensor_nbytes(tensor: torch.Tensor) -> int:
+    """How many bytes tensor_view gives for tensor (4-bit integers: two per byte)."""
+    if tensor.dtype in _dtypes.PACKED:
+        return (tensor.numel() + 1) // 2
+    return tensor.numel() * tensor.element_size()
+
+
+def _packed_nibbles(values: torch.Tensor) -> memoryview:
+    """4-bit integers (held one per byte) packed two per byte, the first in the low nibble, as ONNX's
+    INT4/UINT4 raw_data lays them out (an odd count ends in half a byte)."""
+    flat = values.cpu().contiguous().reshape(-1).to(torch.int16) & 0xF
+    if flat.numel() % 2:
+        flat = torch.cat([flat, flat.new_zeros(1)])
+    packed = (flat[0::2] | (flat[1::2] << 4)).to(torch.uint8)
+    return memoryview(packed.numpy()).cast("B")
 
 
 def tensor_bytes(tensor: torch.Tensor) -> bytes:

@@ -25,7 +25,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import SymInt, cast, dim_size, fill, norm_dim, reshape, scalar_type
+from aten2onnx.symbolic._helpers import SymInt, cast, dim_size, fill, norm_dim, opmath, reshape, scalar_type
 
 register = functools.partial(registry.register, opset=11, library="torch.ao.quantization.fx._decomposed")
 register_aten = functools.partial(registry.register, opset=11)
@@ -104,13 +104,44 @@ def quantize(g: GraphBuilder, x: Value, scale: Value, zero_point: Value | None, 
 
 
 def dequantize(g: GraphBuilder, q: Value, scale: Value, zero_point: Value | None, out_dtype: torch.dtype, *,
-               axis: int | None = None, block_size: int | None = None) -> Value | None:
+               axis: int | None = None, block_size: int | None = None,
+               quant_range: tuple[int, int] | None = None) -> Value | None:
     """q as DequantizeLinear to float32 (the scale as float32, the zero point in q's dtype); None under
-    exact=True, for another output type, or where the version cannot say it."""
+    exact=True, for another output type, or where the version cannot say it. A weight whose quant_range
+    fits 4 bits is stored as int4/uint4 where the version takes them (21: onnxruntime runs a blocked
+    4-bit DequantizeLinear into MatMul as MatMulNBits)."""
     if g.exact or out_dtype != F32:
         return None
+    scale = cast(g, scale, F32)
+    narrow = four_bit(g, q, zero_point, quant_range)
+    if narrow is not None:
+        y = g.dequantize_linear(narrow[0], scale, narrow[1], axis=axis, block_size=block_size)
+        if y is not None:
+            return y
     zp = cast(g, zero_point, q.dtype) if zero_point is not None else None
-    return g.dequantize_linear(q, cast(g, scale, F32), zp, axis=axis, block_size=block_size)
+    return g.dequantize_linear(q, scale, zp, axis=axis, block_size=block_size)
+
+
+def four_bit(g: GraphBuilder, q: Value, zero_point: Value | None,
+             quant_range: tuple[int, int] | None) -> tuple[Value, Value | None] | None:
+    """A constant int8/uint8 weight whose values and zero points lie in a 4-bit range, stored as int4 or
+    uint4 (half the bytes once packed); None where it is not one."""
+    if quant_range is None or q.const is None or q.kind != "initializer" or q.dtype not in (torch.int8, torch.uint8):
+        return None
+    low, high = quant_range
+    narrow = torch.int4 if low >= -8 and high <= 7 else torch.uint4 if low >= 0 and high <= 15 else None
+    if narrow is None:
+        return None
+    held = torch.int8 if narrow == torch.int4 else torch.uint8
+    bounds = type_range(narrow)
+    values = [q.const] + ([zero_point.const] if zero_point is not None else [])
+    if any(v is None or v.numel() == 0 or int(v.min()) < bounds[0] or int(v.max()) > bounds[1] for v in values):
+        return None
+    packed = g.initializer(f"{q.name}.{str(narrow).removeprefix('torch.')}", q.const.to(held).view(narrow))
+    if zero_point is None:
+        return packed, None
+    zp = g.initializer(f"{q.name}.zero_point", zero_point.const.to(held).contiguous().view(narrow))
+    return packed, zp
 
 
 def out_dtype_of(out_dtype) -> torch.dtype:
@@ -137,8 +168,11 @@ def dequantize_per_tensor(g: GraphBuilder, input: Value, scale: Value, zero_poin
     fast = dequantize(g, input, scale, zero_point, out)
     if fast is not None:
         return fast
-    shifted = g.op("Sub", cast(g, input, out), cast(g, zero_point, out))
-    return g.op("Mul", shifted, cast(g, cast(g, scale, F64), out))
+    # each op rounds to out_dtype, computed in its opmath type (float32 for float16/bfloat16): the Python
+    # scale is not rounded to out_dtype first
+    work = opmath(out)
+    shifted = cast(g, g.op("Sub", cast(g, input, work), cast(g, zero_point, work)), out)
+    return cast(g, g.op("Mul", cast(g, shifted, work), cast(g, scale, work)), out)
 
 
 @register("quantized_decomposed::quantize_per_tensor.default")
@@ -207,7 +241,7 @@ def quantized_decomposed_dequantize_per_channel(g, input, scales, zero_points, a
     """dequantize_per_channel(Tensor input, Tensor scales, Tensor? zero_points, int axis, int quant_min, int quant_max, ScalarType dtype, *, ScalarType? out_dtype=None) -> Tensor"""
     out = out_dtype_of(out_dtype)
     axis = norm_dim(axis, input.rank)
-    fast = dequantize(g, input, scales, zero_points, out, axis=axis)
+    fast = dequantize(g, input, scales, zero_points, out, axis=axis, quant_range=(quant_min, quant_max))
     if fast is not None:
         return fast
     # eager: (input - zero_points) in int64, times scales in their type, then as out_dtype
@@ -358,7 +392,7 @@ def quantized_decomposed_choose_qparams_per_token(g, input, dtype):
     if scales.dtype == torch.float16:
         scales = cast(g, scales, F32)
     scales = g.op("Div", g.max(scales, g.const(1e-5, like=scales)), g.const(127.0, like=scales))
-    return scales, fill(g, g.op("Shape", scales), 0.0, scales.dtype)
+    return scales, fill(g, g.op("Shape", scales), 0, I64)
 
 
 # -- torchao's affine primitives, by block size -----------------------------------------------------
@@ -447,7 +481,7 @@ def torchao_dequantize_affine(g, input, block_size, scale, zero_point, input_dty
     if blocks.axis != -1 and scale.dtype == output_dtype:
         zp = blocks.onnx_params(g, zero_point) if zero_point is not None else None
         fast = dequantize(g, input, blocks.onnx_params(g, scale), zp, output_dtype, axis=blocks.axis,
-                          block_size=blocks.block)
+                          block_size=blocks.block, quant_range=affine_bounds(input_dtype, quant_min, quant_max))
         if fast is not None:
             return fast
     # eager: (input as output_dtype - zero_point as output_dtype) * scale, then as output_dtype
