@@ -70,14 +70,15 @@ MODELS = {
 }
 
 
-def pt2e(model: torch.nn.Module, x: torch.Tensor, mode: str) -> torch.nn.Module:
-    """model quantized by X86InductorQuantizer: static, dynamic, or trained with fake quantization (qat)."""
+def pt2e(model: torch.nn.Module, x: torch.Tensor, mode: str, dynamic_shapes=None) -> torch.nn.Module:
+    """model quantized by X86InductorQuantizer: static, dynamic, or trained with fake quantization (qat),
+    captured with dynamic_shapes (a dim dynamic in the export must be dynamic in this capture already)."""
     quantizer = xiq.X86InductorQuantizer()
     quantizer.set_global(xiq.get_default_x86_inductor_quantization_config(is_dynamic=mode == "dynamic",
                                                                          is_qat=mode == "qat"))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        captured = torch.export.export(model, (x,)).module()
+        captured = torch.export.export(model, (x,), dynamic_shapes=dynamic_shapes).module()
         if mode == "qat":
             prepared = prepare_qat_pt2e(captured, quantizer)
             prepared(x)  # a step of observing (the training loop's forward)
@@ -215,3 +216,50 @@ def test_tensor_subclass_weight_read_whole_is_our_error():
     program.graph_module.recompile()
     with pytest.raises(aten2onnx.ExportError, match="tensor subclass"):
         aten2onnx.export(program, (torch.randn(2, 32),), opset=18)
+
+
+def test_eager_mode_quantized_modules_get_our_error_and_its_advice_works():
+    """torch.ao's eager-mode convert makes modules torch.export cannot capture: our error names them and
+    advises PT2E, which exports the same float model natively."""
+    def float_model():
+        torch.manual_seed(0)
+        return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)).eval()
+
+    x = torch.randn(4, 8)
+    model = torch.nn.Sequential(torch.ao.quantization.QuantStub(), float_model(),
+                                torch.ao.quantization.DeQuantStub()).eval()
+    model.qconfig = torch.ao.quantization.get_default_qconfig("x86")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prepared = torch.ao.quantization.prepare(model)
+        prepared(x)
+        legacy = torch.ao.quantization.convert(prepared)
+    with pytest.raises(aten2onnx.CaptureError, match=r"1\.0 \(torch\.ao\.nn\.quantized.*prepare_pt2e"):
+        aten2onnx.export(legacy, (x,), opset=18)
+    quantized_model = pt2e(float_model(), x, "static")
+    exported = aten2onnx.export(quantized_model, (x,), opset=18)
+    ours, kernels, _ = ort_run(exported, x)
+    assert kernels & INTEGER_KERNELS
+    torch.testing.assert_close(ours, quantized_model(x), atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("form", ["pt2e-static", "pt2e-dynamic", "int8_dynamic", "int4_grouped"])
+def test_quantized_model_keeps_a_dynamic_batch(form):
+    """The batch declared dynamic stays dynamic: another batch size runs in onnxruntime and matches."""
+    model = MLP().eval()
+    x = torch.randn(8, 32)
+    batch = torch.export.Dim("batch")
+    if form.startswith("pt2e"):
+        model = pt2e(model, x, form.split("-")[1], dynamic_shapes=({0: batch},))
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            quantize_(model, TORCHAO_CONFIGS[form]())
+    exported = aten2onnx.export(model, (x,), opset=21, dynamic_shapes=({0: batch},))
+    assert exported.fallback_ops == []
+    other = torch.randn(5, 32)
+    ours, kernels, _ = ort_run(exported, other)
+    assert ours.shape == (5, 10)
+    want = model(other)
+    assert (ours - want).abs().max() <= 0.25 * (want.abs().max()), float((ours - want).abs().max())
+    assert kernels & INTEGER_KERNELS, sorted(kernels)

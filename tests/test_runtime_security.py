@@ -314,6 +314,7 @@ REGISTERED_BUT_REFUSED = {
     "aten::batch_norm_backward.default": "forged saved or running statistics",
     "aten::_scaled_dot_product_flash_attention_for_cpu.default": "one backend's kernel",
     "aten::_scaled_dot_product_flash_attention_for_cpu_backward.default": "one backend's kernel",
+    "aten::_int_mm.default": "one backend's kernel",
     # native since opset 11; their ATen calls (exact mode, older opsets) stay refused by the DENY list
     **{f"aten::{name}": "quantized tensors" for name in (
         "_fake_quantize_per_tensor_affine_cachemask_tensor_qparams.default", "fake_quantize_per_channel_affine.default",

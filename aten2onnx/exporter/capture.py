@@ -350,6 +350,24 @@ def _every_argument(module: torch.nn.Module, args: tuple, kwargs: dict | None, d
     return {name: dynamic_shapes.get(name) for name in bound.arguments}
 
 
+# Where torch keeps eager-mode quantization's converted modules (their packed weights are TorchScript
+# objects torch.export cannot trace); torch.ao.nn.qat's fake-quantized modules trace as they are
+_EAGER_QUANTIZED = ("torch.ao.nn.quantized", "torch.ao.nn.intrinsic.quantized",
+                    "torch.nn.quantized", "torch.nn.intrinsic.quantized")
+
+
+def _refuse_eager_mode_quantization(module: torch.nn.Module) -> None:
+    found = [f"{name or '<root>'} ({type(m).__module__}.{type(m).__name__})" for name, m in module.named_modules()
+             if type(m).__module__.startswith(_EAGER_QUANTIZED)]
+    if found:
+        more = f" and {len(found) - 3} more" if len(found) > 3 else ""
+        raise CaptureError(f"{', '.join(found[:3])}{more}: eager-mode quantized modules (torch.ao.quantization's "
+                           "convert), whose packed weights torch.export cannot capture. Quantize the float model with "
+                           "PT2E (torchao.quantization.pt2e: prepare_pt2e, calibrate, convert_pt2e) or torchao's "
+                           "quantize_ instead and export that: aten2onnx exports both as QuantizeLinear/"
+                           "DequantizeLinear graphs", source=None)
+
+
 def capture(model: Any, args: tuple, kwargs: dict | None, dynamic_shapes: Any,
             inexact: list[str] | None = None, *, training: bool = False) -> ExportedProgram:
     """The model as an ExportedProgram, captured in eval mode, or in train mode with training=True.
@@ -358,6 +376,7 @@ def capture(model: Any, args: tuple, kwargs: dict | None, dynamic_shapes: Any,
     if isinstance(model, ExportedProgram):
         return model
     module = model if isinstance(model, torch.nn.Module) else _function_module(model)
+    _refuse_eager_mode_quantization(module)
     caches.register()  # a transformers cache among the inputs flattens with no registration by the user
     fake_kernels()  # ATen ops torch cannot trace for want of a fake kernel (fake quantization)
     dynamic_shapes = _every_argument(module, args, kwargs, dynamic_shapes)

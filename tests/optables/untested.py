@@ -9,6 +9,27 @@ def _each(reason: str, *keys: str) -> dict[str, str]:
 
 
 UNTESTED: dict[str, str] = {
+    **_each("dispatched by tests/test_quantized_ops.py::test_quantization_op_against_eager (a table of its own: "
+            "each op against eager in onnxruntime and aten2onnx.runtime, exact mode bitwise)",
+            "quantized_decomposed::choose_qparams.tensor",
+            "quantized_decomposed::choose_qparams_per_token_asymmetric.default",
+            "quantized_decomposed::choose_qparams_symmetric.tensor", "quantized_decomposed::convert_element_type.no_fuse",
+            "quantized_decomposed::dequantize_per_channel.default",
+            "quantized_decomposed::dequantize_per_channel_group.default",
+            "quantized_decomposed::dequantize_per_tensor.default", "quantized_decomposed::dequantize_per_tensor.tensor",
+            "quantized_decomposed::dequantize_per_token.default", "quantized_decomposed::quantize_per_channel.default",
+            "quantized_decomposed::quantize_per_channel_group.default",
+            "quantized_decomposed::quantize_per_tensor.default", "quantized_decomposed::quantize_per_tensor.tensor",
+            "quantized_decomposed::quantize_per_token.default", "torchao::choose_qparams_affine.default",
+            "torchao::dequantize_affine.default", "torchao::quantize_affine.default"),
+    **_each("dispatched by tests/test_quantized.py::test_torchao_quantize (torchao's int8 dynamic quantization)",
+            "aten::_int_mm.default"),
+    **_each("no test yet: its eager kernel returns float32 scales and zero points where its meta kernel (which "
+            "a captured graph follows) says float64 and int64; the handler follows the graph",
+            "quantized_decomposed::choose_qparams_per_token.default"),
+    **_each("no test yet: quantize_per_tensor.tensor2 takes its quant range as tensors, which PT2E never "
+            "passes; the handler shares .tensor's code and takes constant ranges only",
+            "quantized_decomposed::quantize_per_tensor.tensor2", "quantized_decomposed::dequantize_per_tensor.tensor2"),
     **_each("dispatched by tests/test_dynamic_spatial.py::test_symbolic_sizes_export_natively_and_right_at_another_size"
             " (interpolate's recomputed scales under Dim.AUTO; op tables export static shapes)",
             "torch::sym_float"),
