@@ -15,6 +15,8 @@ magnitude.
 Needs torchao (`pip install -e ".[quant]"`) and, for torch.onnx's export, onnxscript.
 
     python bench/quantized.py [--cases cnn-static,...] [--rounds 20] [--inner 5] [--opset 18]
+
+(--opset is raised to 21 for the int4 case.)
 """
 
 from __future__ import annotations
@@ -83,6 +85,8 @@ TORCHAO = {"int8-weight-only": lambda: tq.Int8WeightOnlyConfig(),
            "int8-dynamic": lambda: tq.Int8DynamicActivationInt8WeightConfig(),
            "int4-weight-only-g32": lambda: tq.IntxWeightOnlyConfig(weight_dtype=torch.int4,
                                                                     granularity=tq.PerGroup(32))}
+# 4-bit weights need opset 21 (int4 and blocked DequantizeLinear, which onnxruntime runs as MatMulNBits)
+OPSET_AT_LEAST = {"mlp-int4-weight-only-g32": 21}
 CASES = ["cnn-static", "cnn-dynamic", "mlp-static", "mlp-dynamic", "bert-static", "bert-dynamic"] + \
         [f"mlp-{name}" for name in TORCHAO]
 
@@ -125,17 +129,18 @@ def main() -> None:
     print(f"torch {torch.__version__}, onnxruntime {ort.__version__}; 1 thread, {args.rounds} rounds of "
           f"{args.inner} runs, medians; ratios to aten2onnx's float export")
     for case in args.cases.split(","):
+        opset = max(args.opset, OPSET_AT_LEAST.get(case, 0))
         factory, example = MODELS[case.split("-", 1)[0]]
         model = factory().eval()
         x = example(torch.Generator().manual_seed(0))
-        files = {"aten2onnx float": aten2onnx.export(model, (x,), opset=args.opset).model_proto.SerializeToString()}
+        files = {"aten2onnx float": aten2onnx.export(model, (x,), opset=opset).model_proto.SerializeToString()}
         q_model = quantized(case, model, x)
         with torch.no_grad():
             want = q_model(x)
         want = (want.last_hidden_state if hasattr(want, "last_hidden_state") else want).numpy()
-        files["aten2onnx quantized"] = aten2onnx.export(q_model, (x,), opset=args.opset).model_proto.SerializeToString()
-        print(f"\n{case}")
-        theirs = torch_onnx(q_model, x, args.opset)
+        files["aten2onnx quantized"] = aten2onnx.export(q_model, (x,), opset=opset).model_proto.SerializeToString()
+        print(f"\n{case} (opset {opset})")
+        theirs = torch_onnx(q_model, x, opset)
         if theirs is not None:
             files["torch.onnx quantized"] = theirs
         sessions = {label: session(data) for label, data in files.items()}

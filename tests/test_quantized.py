@@ -263,3 +263,32 @@ def test_quantized_model_keeps_a_dynamic_batch(form):
     want = model(other)
     assert (ours - want).abs().max() <= 0.25 * (want.abs().max()), float((ours - want).abs().max())
     assert kernels & INTEGER_KERNELS, sorted(kernels)
+
+
+class SignedActivations(torch.nn.Module):
+    """A linear layer on int8 (signed) activations and per-channel int8 weights, as quantizers targeting
+    signed kernels (XNNPACK's) write it."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("weight", torch.randint(-128, 128, (16, 32), dtype=torch.int8))
+        self.register_buffer("scales", torch.rand(16) * 0.01 + 0.001)
+        self.register_buffer("zeros", torch.zeros(16, dtype=torch.int64))
+        self.bias = torch.nn.Parameter(torch.randn(16))
+
+    def forward(self, x):
+        qd = torch.ops.quantized_decomposed
+        q = qd.quantize_per_tensor(x, 0.03, -5, -128, 127, torch.int8)
+        xd = qd.dequantize_per_tensor(q, 0.03, -5, -128, 127, torch.int8)
+        wd = qd.dequantize_per_channel(self.weight, self.scales, self.zeros, 0, -128, 127, torch.int8)
+        return torch.nn.functional.linear(xd, wd, self.bias)
+
+
+@pytest.mark.parametrize("batch", [(8,), (2, 8)])
+def test_signed_activations_run_on_integer_kernels(batch):
+    model = SignedActivations().eval()
+    x = torch.randn(*batch, 32)
+    exported = aten2onnx.export(model, (x,), opset=18)
+    ours, kernels, _ = ort_run(exported, x)
+    assert kernels & INTEGER_KERNELS, sorted(kernels)
+    torch.testing.assert_close(ours, model(x), atol=1e-4, rtol=1e-4)

@@ -547,6 +547,12 @@ def _on_integers(g: GraphBuilder, node: Node, uses: _Uses) -> list[Node] | None:
         scale = g.op("Reshape", g.op("Mul", g.op("Reshape", a_scale, g.const([], dtype=torch.int64)), w_scale), shape)
     else:
         stored = w if not suffix else g.initializer(f"{w.name}{suffix}", weight.contiguous())
+        if a.dtype == torch.int8:
+            # onnxruntime's int8 x int8 MatMulInteger is a slow generic kernel: the data shifted to uint8 (+128,
+            # its zero point too) sums the same products exactly on its fast uint8 x int8 one
+            a, a_zero_value = (g.op("Cast", g.op("Add", g.op("Cast", v, to=_dtypes.to_onnx(torch.int16)),
+                                                 g.const(128, dtype=torch.int16)), to=_dtypes.to_onnx(torch.uint8))
+                               for v in (a, a_zero_value))
         acc = g.op("MatMulInteger", a, stored, a_zero_value, g.const(w_zero_value))
         scale = g.op("Mul", a_scale, w_scale)
     y = g.op("Mul", g.op("Cast", acc, to=_dtypes.to_onnx(torch.float32)), scale)
