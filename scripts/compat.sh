@@ -8,7 +8,8 @@
 #                                                     (torch, onnx, onnxruntime, transformers, ...)
 #
 # Each builds a fresh virtual environment under .compat/<profile> (gitignored; COMPAT_REUSE=1 keeps
-# one that exists), prints the resolved versions, then runs `python -m pytest -q` with the CI profile
+# one that exists and installs only what the requirements gained), prints the resolved versions, then
+# runs `python -m pytest -q` with the CI profile
 # (PYTEST ARGS replace the default of the whole suite, e.g. `tests/test_llm.py`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,6 +44,12 @@ if [[ "${COMPAT_REUSE:-0}" != 1 || ! -x "$venv/bin/python" ]]; then
         *)
             echo "unknown profile $profile: torch-2.14 or lowest" >&2
             exit 2 ;;
+    esac
+else
+    # a kept environment still gets what the project's requirements gained since it was built
+    case "$profile" in
+        torch-2.14) "$venv/bin/pip" install -q -e ".[test]" ;;
+        lowest) "$venv/bin/pip" install -q -e ".[test]" -c "$venv/lowest.txt" ;;
     esac
 fi
 "$venv/bin/python" scripts/versions.py
