@@ -120,8 +120,7 @@ def assert_quantized_result(ours: torch.Tensor, quantized: torch.Tensor, fp: tor
     assert to_quantized.max() <= quantization.max(), (float(to_quantized.max()), float(quantization.max()))
 
 
-PT2E_CASES = [(name, mode) for name in MODELS for mode in ("static", "dynamic", "qat")
-              if not (name == "bert" and mode == "qat")]
+PT2E_CASES = [(name, mode) for name in MODELS for mode in ("static", "dynamic", "qat")]
 
 
 @pytest.mark.parametrize("name,mode", PT2E_CASES)
