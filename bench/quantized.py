@@ -139,6 +139,9 @@ def main() -> None:
             want = q_model(x)
         want = (want.last_hidden_state if hasattr(want, "last_hidden_state") else want).numpy()
         files["aten2onnx quantized"] = aten2onnx.export(q_model, (x,), opset=opset).model_proto.SerializeToString()
+        if case in OPSET_AT_LEAST:  # the 4-bit case: MatMulNBits written by the exporter too
+            files["aten2onnx onnxruntime"] = aten2onnx.export(q_model, (x,), opset=opset, optimize="onnxruntime"
+                                                              ).model_proto.SerializeToString()
         print(f"\n{case} (opset {opset})")
         theirs = torch_onnx(q_model, x, opset)
         if theirs is not None:

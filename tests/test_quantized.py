@@ -291,3 +291,29 @@ def test_signed_activations_run_on_integer_kernels(batch):
     ours, kernels, _ = ort_run(exported, x)
     assert kernels & INTEGER_KERNELS, sorted(kernels)
     torch.testing.assert_close(ours, model(x), atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("config", ["int4_grouped", "int4_weight_only"])
+def test_four_bit_weights_as_matmul_nbits_for_onnxruntime(config):
+    """optimize="onnxruntime" writes a 4-bit weight's matmul as MatMulNBits (onnxruntime's own fusion of
+    DequantizeLinear into MatMul is preempted where a Gemm and an activation fuse first): its 4-bit bytes,
+    the quantized model's result in onnxruntime and aten2onnx.runtime."""
+    model = MLP().eval()
+    x = torch.randn(8, 32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        quantize_(model, TORCHAO_CONFIGS[config]())
+    want = model(x)
+    exported = aten2onnx.export(model, (x,), opset=21, optimize="onnxruntime")
+    ops = [n.op_type for n in exported.model_proto.graph.node]
+    assert ops.count("MatMulNBits") == 3, ops
+    packed = {i.name: i for i in exported.model_proto.graph.initializer if i.name.endswith(".nbits")}
+    assert sum(len(i.raw_data) for i in packed.values()) == (32 * 64 + 64 * 64 + 64 * 10) // 2
+    ours, _, _ = ort_run(exported, x)
+    torch.testing.assert_close(ours, want, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(exported.run(x), want, atol=1e-5, rtol=1e-5)
+
+
+def test_optimize_takes_true_false_or_onnxruntime():
+    with pytest.raises(aten2onnx.ArgumentError, match="optimize"):
+        aten2onnx.export(MLP().eval(), (torch.randn(2, 32),), optimize="fast")

@@ -83,7 +83,7 @@ def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic
             custom_symbolics: dict[str, Callable] | None, backend: Backend, progress: bool | None = None,
             exact: bool = False, pipeline: Sequence[passes.Pass] = passes.PIPELINE, training: bool = False,
             optimizer: optimizer_export.OptimizerPlan | None = None,
-            functions: bool | Sequence[Any] = False, optimize: bool = False) -> Traced:
+            functions: bool | Sequence[Any] = False, optimize: bool | str = False) -> Traced:
     """training: model is a training.LossModule, captured in train mode as its joint forward-backward
     program; the export is a TrainingModel. optimizer: the update a training export applies after the
     gradients. functions: module classes whose calls become ONNX local functions
@@ -150,7 +150,7 @@ def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic
     watched: list[torch.Tensor] = []
     skeleton, weights, in_names, out_names = build_model(translation, opset=opset, output_names=output_names,
                                                          exact=exact, functions=classes, notes=function_notes,
-                                                         optimize=optimize and not exact, watched=watched)
+                                                         optimize=False if exact else optimize, watched=watched)
     for note in function_notes:
         warn_user(note)
     dynamic.rename_dims(skeleton, names)

@@ -86,12 +86,13 @@ class _Uses:
         return True
 
 
-def optimize(g: GraphBuilder, nodes: list[Node], outputs: list[Value], *, merge: bool = True
-             ) -> tuple[list[Node], list[torch.Tensor]]:
+def optimize(g: GraphBuilder, nodes: list[Node], outputs: list[Value], *, merge: bool = True,
+             onnxruntime: bool = False) -> tuple[list[Node], list[torch.Tensor]]:
     """The optimized node list (outputs keep their Values and names), and the module tensors folded
     weights were computed from (an in-place change to one of them after export must be refused, as
     for the weights themselves). merge: whether nodes may be merged (not when local functions are
-    extracted afterwards: a merged node would belong to two calls)."""
+    extracted afterwards: a merged node would belong to two calls). onnxruntime: also write what
+    onnxruntime runs fastest as its contrib ops (a 4-bit weight's matmul as MatMulNBits)."""
     sources: list[torch.Tensor] = []
     nodes = live_nodes(nodes, outputs)
     nodes = _collapse_chains(nodes)
@@ -101,7 +102,7 @@ def optimize(g: GraphBuilder, nodes: list[Node], outputs: list[Value], *, merge:
     nodes = _fold_pads(nodes, outputs)
     nodes = _dynamic_quantization(nodes, outputs)
     nodes = _integer_kernels(g, nodes, outputs)
-    nodes = _four_bit_matmuls(g, nodes, outputs)
+    nodes = _four_bit_matmuls(g, nodes, outputs, contrib=onnxruntime)
     if merge:
         nodes = _merge_duplicates(nodes, outputs)
     return live_nodes(nodes, outputs), sources
@@ -461,6 +462,30 @@ def _integer_kernels(g: GraphBuilder, nodes: list[Node], outputs: list[Value]) -
 
 
 _FOUR_BITS = (torch.int4, torch.uint4)
+CONTRIB_DOMAIN = "com.microsoft"
+
+
+def _matmul_nbits_inputs(g: GraphBuilder, w: Value, scale: torch.Tensor, zero: torch.Tensor | None,
+                         block: int) -> list[Value]:
+    """MatMulNBits' B, scales and zero points for a 4-bit weight w [N, K] with scale (and zero point)
+    [N, K / block]: unsigned 4-bit values (a signed one plus 8, its zero point too), each row's blocks
+    of block values packed two per byte, low nibble first; the zero points packed likewise per row."""
+    n, k = w.shape
+    signed = w.dtype == torch.int4
+    values = w.const.view(_dtypes.PACKED[w.dtype]).to(torch.int16) + (8 if signed else 0)
+    blocks = k // block
+    nibbles = values.reshape(n, blocks, block // 2, 2)
+    b = (nibbles[..., 0] | (nibbles[..., 1] << 4)).to(torch.uint8)
+    if zero is None:
+        zero = torch.zeros(n, blocks, dtype=torch.int16)
+    zp = zero.view(_dtypes.PACKED[w.dtype]).to(torch.int16) + (8 if signed else 0) if zero.dtype in _dtypes.PACKED \
+        else zero.to(torch.int16) + (8 if signed else 0)
+    if blocks % 2:
+        zp = torch.cat([zp, zp.new_zeros(n, 1)], dim=1)
+    zp = (zp[:, 0::2] | (zp[:, 1::2] << 4)).to(torch.uint8).reshape(-1)
+    return [g.initializer(f"{w.name}.nbits", b.contiguous()),
+            g.initializer(f"{w.name}.nbits_scales", scale.reshape(-1).to(torch.float32).contiguous()),
+            g.initializer(f"{w.name}.nbits_zero_points", zp.contiguous())]
 
 
 def _dequantized_weight(value: Value | None, dtypes: tuple[torch.dtype, ...] = _INTEGERS, *, blocked: bool = False
@@ -569,20 +594,22 @@ def _on_integers(g: GraphBuilder, node: Node, uses: _Uses) -> list[Node] | None:
     return made
 
 
-def _four_bit_matmuls(g: GraphBuilder, nodes: list[Node], outputs: list[Value]) -> list[Node]:
+def _four_bit_matmuls(g: GraphBuilder, nodes: list[Node], outputs: list[Value], *, contrib: bool = False
+                      ) -> list[Node]:
     """Gemm(a, DequantizeLinear(w), c, transB=1) and MatMul(a, Transpose(DequantizeLinear(w))) of a 4-bit
     weight w [N, K] (per output channel, or in blocks along K) as MatMul(a, DequantizeLinear(w^T)) (+ c),
     w^T [K, N] in blocks along K: the layout onnxruntime fuses into MatMulNBits (a per-channel weight is
-    one block of K)."""
+    one block of K). contrib: as onnxruntime's MatMulNBits itself (its fusion of the pattern above is
+    preempted where a Gemm and an activation after it fuse first)."""
     uses = _Uses(nodes, outputs)
     result: list[Node] = []
     for node in nodes:
-        made = _as_four_bit_matmul(g, node, uses)
+        made = _as_four_bit_matmul(g, node, uses, contrib)
         result.extend([node] if made is None else made)
     return result
 
 
-def _as_four_bit_matmul(g: GraphBuilder, node: Node, uses: _Uses) -> list[Node] | None:
+def _as_four_bit_matmul(g: GraphBuilder, node: Node, uses: _Uses, contrib: bool) -> list[Node] | None:
     if node.domain or node.call is not None or node.op_type not in ("Gemm", "MatMul"):
         return None
     if node.op_type == "Gemm" and (not node.attrs.get("transB", 0) or node.attrs.get("transA", 0)
@@ -622,6 +649,20 @@ def _as_four_bit_matmul(g: GraphBuilder, node: Node, uses: _Uses) -> list[Node] 
 
     first = len(g.nodes)
     g.set_scope(_scope(node), node.meta)
+    bias = node.inputs[2] if node.op_type == "Gemm" and len(node.inputs) > 2 else None
+    if contrib:
+        if bias is not None and (bias.rank != 1 or bias.dtype != torch.float32):
+            return None
+        g.domains.setdefault(CONTRIB_DOMAIN, 1)
+        packed = _matmul_nbits_inputs(g, w, params(scale.const), None if zero is None else params(zero.const), block)
+        inputs = [node.inputs[0], *packed] + ([None, bias] if bias is not None else [])
+        g.op("MatMulNBits", *inputs, domain=CONTRIB_DOMAIN, K=k, N=n, bits=4, block_size=block)
+        made = g.nodes[first:]
+        del g.nodes[first:]
+        made[-1].outputs = list(node.outputs)
+        for out in made[-1].outputs:
+            out.producer = made[-1]
+        return made
     inputs = [transposed(w, lambda t: t), transposed(scale, params)]
     if zero is not None:
         inputs.append(transposed(zero, params))

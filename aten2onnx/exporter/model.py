@@ -41,7 +41,7 @@ def _as_number(result: Any, like: bool | int | float) -> bool | int | float:
 
 
 def build_model(t: Translation, *, opset: int, output_names: list[str] | None, exact: bool = False,
-                functions: set[str] = frozenset(), notes: list[str] | None = None, optimize: bool = False,
+                functions: set[str] = frozenset(), notes: list[str] | None = None, optimize: bool | str = False,
                 watched: list[torch.Tensor] | None = None
                 ) -> tuple[onnx.ModelProto, list[tuple[str, torch.Tensor]], list[str], list[str]]:
     """The model without its weights (with the constants the exporter made), and the weights: they are
@@ -90,7 +90,8 @@ def build_model(t: Translation, *, opset: int, output_names: list[str] | None, e
         final.append(value)
     nodes = live_nodes(nodes, final)
     if optimize:
-        nodes, sources = graph_optimizer.optimize(g, nodes, final, merge=not functions)
+        nodes, sources = graph_optimizer.optimize(g, nodes, final, merge=not functions,
+                                                  onnxruntime=optimize == "onnxruntime")
         if watched is not None:
             watched.extend(sources)
     local_functions: list[onnx.FunctionProto] = []

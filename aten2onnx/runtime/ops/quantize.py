@@ -1,5 +1,6 @@
 """Linear quantization: QuantizeLinear, DequantizeLinear (per tensor, per axis, per block),
-DynamicQuantizeLinear, QLinearMatMul, MatMulInteger's convolution twin ConvInteger."""
+DynamicQuantizeLinear, QLinearMatMul, MatMulInteger's convolution twin ConvInteger; onnxruntime's contrib
+MatMulNBits (what export(optimize="onnxruntime") writes for a 4-bit weight's matmul)."""
 
 from __future__ import annotations
 
@@ -139,3 +140,44 @@ class AffineGrid(Kernel):
 
     def run(self, theta, size):
         return (F.affine_grid(theta, size.tolist(), align_corners=self.align_corners),)
+
+
+def _unpacked(packed: torch.Tensor, bits: int) -> torch.Tensor:
+    """uint8 bytes of `bits`-bit unsigned values, the first in the low bits, as one value per element
+    along a new last axis folded into the previous one."""
+    per_byte = 8 // bits
+    mask = (1 << bits) - 1
+    values = torch.stack([(packed >> (bits * i)) & mask for i in range(per_byte)], dim=-1)
+    return values.reshape(*packed.shape[:-1], packed.shape[-1] * per_byte).to(torch.int32)
+
+
+@kernel("MatMulNBits", since=1, domain="com.microsoft")
+class MatMulNBits(Kernel):
+    """A @ W^T (+ bias), W [N, K] stored in blocks of block_size along K: B [N, blocks, bytes] of unsigned
+    `bits`-bit values, scales [N * blocks], zero points packed likewise per row (default 2^(bits-1)) or of
+    the scales' type. Computed in float32 from the dequantized weight."""
+
+    def setup(self, K: int, N: int, bits: int = 4, block_size: int = 0, accuracy_level: int = 0,
+              weight_prepacked: int = 0) -> None:
+        if bits not in (2, 4, 8) or not block_size:
+            raise ValueError(f"MatMulNBits with bits={bits}, block_size={block_size} is not supported")
+        self.k, self.n, self.bits, self.block = K, N, bits, block_size
+
+    def run(self, A, B, scales, zero_points=None, g_idx=None, bias=None):
+        if g_idx is not None:
+            raise ValueError("MatMulNBits with g_idx is not supported")
+        blocks = -(-self.k // self.block)
+        q = _unpacked(B.reshape(self.n, -1), self.bits)[:, :self.k]
+        scale = scales.to(torch.float32).reshape(self.n, blocks)
+        if zero_points is None:
+            zero = torch.full((self.n, blocks), float(1 << (self.bits - 1)))
+        elif zero_points.dtype == torch.uint8:
+            zero = _unpacked(zero_points.reshape(self.n, -1), self.bits)[:, :blocks].to(torch.float32)
+        else:
+            zero = zero_points.to(torch.float32).reshape(self.n, blocks)
+        w = (q.to(torch.float32) - zero.repeat_interleave(self.block, 1)[:, :self.k]) * \
+            scale.repeat_interleave(self.block, 1)[:, :self.k]
+        y = torch.matmul(A.to(torch.float32), w.t())
+        if bias is not None:
+            y = y + bias.to(torch.float32)
+        return (y.to(A.dtype),)
