@@ -205,3 +205,15 @@ def test_opinfo_narrow_native():
 def test_opinfo_matrix_exp_native(dtype):
     # the second sample is a batch whose exponential cancels to 0.15 among entries of 300
     assert_opinfo_native("matrix_exp", [9, 13, 18, 26], samples=2, dtype=dtype)
+
+
+def test_a_torch_layer_that_cannot_be_captured_is_named_by_its_own_line():
+    """A torch.nn layer whose forward reads data into Python: the error names the layer's line, never
+    generated code (`<string>:1`, what torch's guards run in) or the standard library."""
+    model = torch.nn.AdaptiveLogSoftmaxWithLoss(16, 20, cutoffs=[5, 10]).eval()
+    batch = torch.export.Dim("batch")
+    with pytest.raises(aten2onnx.CaptureError) as caught:
+        aten2onnx.export(model, (torch.randn(4, 16), torch.randint(0, 20, (4,))),
+                         dynamic_shapes=({0: batch}, {0: batch}))
+    assert caught.value.source is not None and "torch/nn/modules/adaptive.py:" in caught.value.source.replace("\\", "/")
+    assert "<string>" not in str(caught.value)

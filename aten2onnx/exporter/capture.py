@@ -31,6 +31,8 @@ from aten2onnx.exporter.provenance import source_of
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_STDLIB_DIR = os.path.dirname(os.__file__) + os.sep  # (site-packages below it holds models' libraries)
+_LAYERS_DIR = os.path.join(_TORCH_DIR, "nn") + os.sep  # torch.nn's own layers, model code too
 
 
 class _FunctionModule(torch.nn.Module):
@@ -93,14 +95,21 @@ def training_mode(model: torch.nn.Module, *, training: bool) -> Iterator[None]:
 
 
 def _user_frame(exc: BaseException) -> str | None:
-    """file:line of the innermost frame in the user's code (outside torch) of an exception."""
-    found = None
+    """file:line of the innermost frame in the model's code of an exception: the user's (outside torch,
+    aten2onnx, Python's standard library and generated code such as `<string>`), else a torch.nn
+    layer's own forward (a layer whose code torch cannot capture)."""
+    found = layer = None
     while exc is not None:
         for frame in traceback.extract_tb(exc.__traceback__):
-            if not frame.filename.startswith((_TORCH_DIR, _OWN_DIR)):
-                found = f"{frame.filename}:{frame.lineno}"
+            name = frame.filename
+            if name.startswith(_LAYERS_DIR) and "/nn/modules/" in name.replace(os.sep, "/"):
+                layer = f"{name}:{frame.lineno}"
+            if name.startswith("<") or (name.startswith(_STDLIB_DIR) and "site-packages" not in name):
+                continue
+            if not name.startswith((_TORCH_DIR, _OWN_DIR)):
+                found = f"{name}:{frame.lineno}"
         exc = exc.__cause__ or exc.__context__
-    return found
+    return found or layer
 
 
 class _Recorder(logging.Filter):
