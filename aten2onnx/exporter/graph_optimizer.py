@@ -101,7 +101,7 @@ def optimize(g: GraphBuilder, nodes: list[Node], outputs: list[Value], *, merge:
     nodes = _fold_batch_norms(g, nodes, outputs, sources)
     nodes = _fold_pads(nodes, outputs)
     nodes = _dynamic_quantization(nodes, outputs)
-    nodes = _integer_kernels(g, nodes, outputs)
+    nodes = _rewrite_each(g, nodes, outputs, _on_integers)
     nodes = _four_bit_matmuls(g, nodes, outputs, contrib=onnxruntime)
     if merge:
         nodes = _merge_duplicates(nodes, outputs)
@@ -452,15 +452,6 @@ def _quantized_again(value: Value, uses: _Uses) -> bool:
     return False
 
 
-def _integer_kernels(g: GraphBuilder, nodes: list[Node], outputs: list[Value]) -> list[Node]:
-    uses = _Uses(nodes, outputs)
-    result: list[Node] = []
-    for node in nodes:
-        made = _on_integers(g, node, uses)
-        result.extend([node] if made is None else made)
-    return result
-
-
 _FOUR_BITS = (torch.int4, torch.uint4)
 CONTRIB_DOMAIN = "com.microsoft"
 
@@ -471,15 +462,15 @@ def _matmul_nbits_inputs(g: GraphBuilder, w: Value, scale: torch.Tensor, zero: t
     [N, K / block]: unsigned 4-bit values (a signed one plus 8, its zero point too), each row's blocks
     of block values packed two per byte, low nibble first; the zero points packed likewise per row."""
     n, k = w.shape
-    signed = w.dtype == torch.int4
-    values = w.const.view(_dtypes.PACKED[w.dtype]).to(torch.int16) + (8 if signed else 0)
+    offset = 8 if w.dtype == torch.int4 else 0
+
+    def unsigned(t: torch.Tensor) -> torch.Tensor:
+        return (t.view(_dtypes.PACKED[t.dtype]) if t.dtype in _dtypes.PACKED else t).to(torch.int16) + offset
+
     blocks = k // block
-    nibbles = values.reshape(n, blocks, block // 2, 2)
+    nibbles = unsigned(w.const).reshape(n, blocks, block // 2, 2)
     b = (nibbles[..., 0] | (nibbles[..., 1] << 4)).to(torch.uint8)
-    if zero is None:
-        zero = torch.zeros(n, blocks, dtype=torch.int16)
-    zp = zero.view(_dtypes.PACKED[w.dtype]).to(torch.int16) + (8 if signed else 0) if zero.dtype in _dtypes.PACKED \
-        else zero.to(torch.int16) + (8 if signed else 0)
+    zp = unsigned(zero) if zero is not None else torch.full((n, blocks), offset, dtype=torch.int16)
     if blocks % 2:
         zp = torch.cat([zp, zp.new_zeros(n, 1)], dim=1)
     zp = (zp[:, 0::2] | (zp[:, 1::2] << 4)).to(torch.uint8).reshape(-1)
@@ -572,17 +563,17 @@ def _on_integers(g: GraphBuilder, node: Node, uses: _Uses) -> list[Node] | None:
         scale = g.op("Reshape", g.op("Mul", g.op("Reshape", a_scale, g.const([], dtype=torch.int64)), w_scale), shape)
     else:
         stored = w if not suffix else g.initializer(f"{w.name}{suffix}", weight.contiguous())
-        if a.dtype == torch.int8:
-            # onnxruntime's int8 x int8 MatMulInteger is a slow generic kernel: the data shifted to uint8 (+128,
-            # its zero point too) sums the same products exactly on its fast uint8 x int8 one
-            a, a_zero_value = (g.op("Cast", g.op("Add", g.op("Cast", v, to=_dtypes.to_onnx(torch.int16)),
-                                                 g.const(128, dtype=torch.int16)), to=_dtypes.to_onnx(torch.uint8))
-                               for v in (a, a_zero_value))
-        acc = g.op("MatMulInteger", a, stored, a_zero_value, g.const(w_zero_value))
+        acc = g.matmul_integer(a, stored, a_zero_value, g.const(w_zero_value))
         scale = g.op("Mul", a_scale, w_scale)
     y = g.op("Mul", g.op("Cast", acc, to=_dtypes.to_onnx(torch.float32)), scale)
     if bias is not None:
         y = g.op("Add", y, bias if node.op_type == "Gemm" else g.op("Reshape", bias, shape))
+    return _made_since(g, first, node, y)
+
+
+def _made_since(g: GraphBuilder, first: int, node: Node, y: Value) -> list[Node] | None:
+    """The nodes the builder made from index `first` on, taken out of it, the last (y's producer) making
+    node's outputs in y's place: node's replacement. None where y is not the last node's (a fold)."""
     made = g.nodes[first:]
     del g.nodes[first:]
     last = y.producer
@@ -594,6 +585,17 @@ def _on_integers(g: GraphBuilder, node: Node, uses: _Uses) -> list[Node] | None:
     return made
 
 
+def _rewrite_each(g: GraphBuilder, nodes: list[Node], outputs: list[Value],
+                  rewrite: Callable[[GraphBuilder, Node, _Uses], list[Node] | None]) -> list[Node]:
+    """nodes with each node that rewrite(g, node, uses) replaces by new nodes replaced by them."""
+    uses = _Uses(nodes, outputs)
+    result: list[Node] = []
+    for node in nodes:
+        made = rewrite(g, node, uses)
+        result.extend([node] if made is None else made)
+    return result
+
+
 def _four_bit_matmuls(g: GraphBuilder, nodes: list[Node], outputs: list[Value], *, contrib: bool = False
                       ) -> list[Node]:
     """Gemm(a, DequantizeLinear(w), c, transB=1) and MatMul(a, Transpose(DequantizeLinear(w))) of a 4-bit
@@ -601,12 +603,7 @@ def _four_bit_matmuls(g: GraphBuilder, nodes: list[Node], outputs: list[Value], 
     w^T [K, N] in blocks along K: the layout onnxruntime fuses into MatMulNBits (a per-channel weight is
     one block of K). contrib: as onnxruntime's MatMulNBits itself (its fusion of the pattern above is
     preempted where a Gemm and an activation after it fuse first)."""
-    uses = _Uses(nodes, outputs)
-    result: list[Node] = []
-    for node in nodes:
-        made = _as_four_bit_matmul(g, node, uses, contrib)
-        result.extend([node] if made is None else made)
-    return result
+    return _rewrite_each(g, nodes, outputs, lambda g, node, uses: _as_four_bit_matmul(g, node, uses, contrib))
 
 
 def _as_four_bit_matmul(g: GraphBuilder, node: Node, uses: _Uses, contrib: bool) -> list[Node] | None:
@@ -656,26 +653,13 @@ def _as_four_bit_matmul(g: GraphBuilder, node: Node, uses: _Uses, contrib: bool)
         g.domains.setdefault(CONTRIB_DOMAIN, 1)
         packed = _matmul_nbits_inputs(g, w, params(scale.const), None if zero is None else params(zero.const), block)
         inputs = [node.inputs[0], *packed] + ([None, bias] if bias is not None else [])
-        g.op("MatMulNBits", *inputs, domain=CONTRIB_DOMAIN, K=k, N=n, bits=4, block_size=block)
-        made = g.nodes[first:]
-        del g.nodes[first:]
-        made[-1].outputs = list(node.outputs)
-        for out in made[-1].outputs:
-            out.producer = made[-1]
-        return made
+        y = g.op("MatMulNBits", *inputs, domain=CONTRIB_DOMAIN, K=k, N=n, bits=4, block_size=block)
+        return _made_since(g, first, node, y)
     inputs = [transposed(w, lambda t: t), transposed(scale, params)]
     if zero is not None:
         inputs.append(transposed(zero, params))
     weight = g.op("DequantizeLinear", *inputs, axis=0, block_size=block)
     y = g.op("MatMul", node.inputs[0], weight)
-    if node.op_type == "Gemm" and len(node.inputs) > 2 and node.inputs[2] is not None:
-        y = g.op("Add", y, node.inputs[2])
-    made = g.nodes[first:]
-    del g.nodes[first:]
-    last = y.producer
-    if last is None or not made or last is not made[-1]:
-        return None
-    last.outputs = list(node.outputs)
-    for out in last.outputs:
-        out.producer = last
-    return made
+    if bias is not None:
+        y = g.op("Add", y, bias)
+    return _made_since(g, first, node, y)

@@ -9,7 +9,8 @@ Softmax/LogSoftmax work along one axis (from 13) or flatten to 2-D at it. `g.top
 an input and keeps the smallest where the version can (11; before, the largest of x with its order reversed); `g.pool` writes ceil_mode and dilations where the
 version has them (10); `g.gather` wraps negative indices where Gather reads none (before 11); `g.gather_elements` is a Gather
 from the flattened tensor before GatherElements (11); `g.round` is spelled with Floor before Round (11); `g.gemm`
-is MatMul and Add for the integers onnxruntime has no Gemm for;
+is MatMul and Add for the integers onnxruntime has no Gemm for; `g.matmul_integer` shifts int8 data to
+uint8 for onnxruntime's fast MatMulInteger kernel;
 `g.scatter_elements` is Scatter before 11, and it and `g.scatter_nd` take the reductions the version has (16,
 18). Where an op's version takes no such element type, or does not exist yet, `g.equal`, `g.less_or_equal`,
 `g.greater_or_equal`, `g.max`, `g.min` and `g.clip` write the same result with older ops (Equal on floats from
@@ -155,6 +156,27 @@ class Emitters:
         """DequantizeLinear: (q - zero_point) * scale in scale's dtype, the forms of quantize_linear; None
         where the version in effect cannot say it (see quantize_linear)."""
         return self._linear_quantization("DequantizeLinear", q, scale, zero_point, axis, block_size)
+
+    def matmul_integer(self, a: Value, b: Value, a_zero_point: Value | None = None,
+                       b_zero_point: Value | None = None) -> Value:
+        """(a - a_zero_point) @ (b - b_zero_point) summed in int32, for int8/uint8 a and b: MatMulInteger,
+        with an int8 a shifted to uint8 (+128, its zero point too; the same products exactly), since
+        onnxruntime's int8 x int8 kernel is a slow generic one (about 50x its uint8 x int8 on x86); where
+        MatMulInteger does not run (before 10), a MatMul of int32s."""
+        if not self._runs("MatMulInteger", a, b):
+            int32 = _dtypes.to_onnx(torch.int32)
+            a, b = (v if zero is None else self.op("Sub", self.op("Cast", v, to=int32), self.op("Cast", zero, to=int32))
+                    for v, zero in ((a, a_zero_point), (b, b_zero_point)))
+            return self.op("MatMul", self.op("Cast", a, to=int32), self.op("Cast", b, to=int32))
+        if a.dtype == torch.int8:
+            if a_zero_point is None:
+                a_zero_point = self.const(0, dtype=torch.int8)
+            a, a_zero_point = (self.op("Cast", self.op("Add", self.op("Cast", v, to=_dtypes.to_onnx(torch.int16)),
+                                                       self.const(128, dtype=torch.int16)),
+                                       to=_dtypes.to_onnx(torch.uint8)) for v in (a, a_zero_point))
+        inputs = [a, b] + ([a_zero_point, b_zero_point] if b_zero_point is not None else
+                           [a_zero_point] if a_zero_point is not None else [])
+        return self.op("MatMulInteger", *inputs)
 
     def _linear_quantization(self, op_type: str, x: Value, scale: Value, zero_point: Value | None, axis: int | None,
                              block_size: int | None) -> Value | None:

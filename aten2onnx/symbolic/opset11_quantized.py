@@ -315,15 +315,8 @@ def quantized_decomposed_dequantize_per_channel_group(g, input, scales, zero_poi
 @register_aten("aten::_int_mm.default")
 def aten__int_mm(g, self, mat2):
     """_int_mm(Tensor self, Tensor mat2) -> Tensor"""
-    # int8 @ int8 summed in int32 (torchao's int8 dynamic quantization): MatMulInteger, an integer kernel.
-    # onnxruntime's int8 x int8 kernel is a slow generic one (about 50x its uint8 x int8 on x86): self is
-    # shifted to uint8 (+128) with a zero point of 128, which sums the same products exactly
-    if g._runs("MatMulInteger", self, mat2):
-        if self.dtype == torch.int8:
-            shifted = cast(g, g.op("Add", cast(g, self, torch.int16), g.const(128, dtype=torch.int16)), torch.uint8)
-            return g.op("MatMulInteger", shifted, mat2, g.const(128, dtype=torch.uint8))
-        return g.op("MatMulInteger", self, mat2)
-    return g.op("MatMul", cast(g, self, torch.int32), cast(g, mat2, torch.int32))
+    # int8 @ int8 summed in int32 (torchao's int8 dynamic quantization): MatMulInteger, an integer kernel
+    return g.matmul_integer(self, mat2)
 
 
 @register("quantized_decomposed::convert_element_type.no_fuse")
