@@ -242,8 +242,11 @@ def export_llm(
     from aten2onnx.exporter.passes import PIPELINE
 
     source = model
-    model = llm.causal_lm(model)
-    if dtype is not None and any(p.dtype != dtype for p in model.parameters() if p.is_floating_point()):
+    # from a folder of safetensors: the model without its weights, each read and written one at a time
+    streamed = (llm.causal_lm_without_weights(os.fspath(model), dtype)
+                if isinstance(model, (str, os.PathLike)) and os.path.isdir(model) and optimize is None else None)
+    model = streamed[0] if streamed is not None else llm.causal_lm(model)
+    if streamed is None and dtype is not None and any(p.dtype != dtype for p in model.parameters() if p.is_floating_point()):
         model = copy.deepcopy(model).to(dtype)
     layout = llm.cache_layout(model)
     position_ids = llm.takes_position_ids(model)
@@ -265,22 +268,27 @@ def export_llm(
                                   custom_symbolics=llm_fusion.SYMBOLICS if plan is not None else None,
                                   backend=runtime_backend(), progress=progress, exact=False,
                                   pipeline=llm_fusion.pipeline(PIPELINE) if plan is not None else PIPELINE)
-    llm.check_symbolic(exported.model_proto, names)
+    llm.check_symbolic(exported.graph, names)
     out_dir = os.fspath(out_dir)
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, "model.onnx")
     if plan is not None:
-        llm_fusion.to_onnx_domain(exported.model_proto)
+        llm_fusion.to_onnx_domain(exported.graph)
+    if streamed is not None:
+        exported._aliases = {f"model.{key}": names for key, names in streamed[1].items()}  # (CacheModule.model)
+        exported.bind_weights(source)
     exported.save(path)
     # torch.export counts the past and the new tokens from 2 each (sizes it never takes for constants), so it
     # reports the total length narrowed to 4 and up; where the saved model runs the shortest contexts as the
     # model does, that narrowing is its bookkeeping, not the graph's, and is not passed on
     narrowed = [w for w in caught if issubclass(w.category, NarrowedExportWarning)]
-    if narrowed and llm.runs_short_contexts(path, module, model, layout, position_ids, names):
+    if narrowed and streamed is None and llm.runs_short_contexts(path, module, model, layout, position_ids, names):
         caught = [w for w in caught if w not in narrowed]
+    elif narrowed and streamed is not None and _short_contexts_confirmed(llm.proxy(model), opset, dtype):
+        caught = [w for w in caught if w not in narrowed]  # (the model has no weights to run: a small one of its kind)
     for w in caught:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
-    kept_positions = position_ids and "position_ids" in {i.name for i in exported.model_proto.graph.input}
+    kept_positions = position_ids and "position_ids" in {i.name for i in exported.graph.input}
     config = llm.genai_config(model, layout, kept_positions, "model.onnx", max_length,
                               share_buffer=plan is not None and plan.attention > 0)
     with tempfile.NamedTemporaryFile("w", dir=out_dir, suffix=".tmp", delete=False) as f:
@@ -288,6 +296,23 @@ def export_llm(
     os.replace(f.name, os.path.join(out_dir, "genai_config.json"))
     llm.copy_tokenizer(source, out_dir)
     return path
+
+
+def _short_contexts_confirmed(model: torch.nn.Module | None, opset: int, dtype: torch.dtype | None) -> bool:
+    """Whether export_llm of model (a small stand-in) reports no narrowing: its saved model ran the
+    shortest contexts as the model does."""
+    import tempfile
+    import warnings
+
+    if model is None:
+        return False
+    with tempfile.TemporaryDirectory() as out, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            export_llm(model, out, opset=opset, dtype=dtype, progress=False)
+        except Aten2OnnxError:
+            return False
+    return not any(issubclass(w.category, NarrowedExportWarning) for w in caught)
 
 
 @_checked

@@ -4,9 +4,11 @@ through the registry, assemble."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from typing import Any, Callable, Sequence
 
 import torch
+import torch.utils._pytree as pytree
 from torch.export.graph_signature import InputKind
 
 from aten2onnx import _aten_node
@@ -78,6 +80,13 @@ def export_traced(model: Any, args: tuple, kwargs: dict | None, **options: Any) 
                             "not in your model; please report it with the traceback above") from e
 
 
+def _without_data(model: Any) -> bool:
+    """Whether model is a module with weights on the meta device."""
+    if not isinstance(model, torch.nn.Module):
+        return False
+    return any(t.device.type == "meta" for t in itertools.chain(model.parameters(), model.buffers()))
+
+
 def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic_shapes: Any,
             fallback: str, input_names: list[str] | None, output_names: list[str] | None,
             custom_symbolics: dict[str, Callable] | None, backend: Backend, progress: bool | None = None,
@@ -100,6 +109,10 @@ def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic
     overrides = {REGISTRY.validate(name, fn): fn for name, fn in (custom_symbolics or {}).items()}
     stages = Progress(progress)
     notes: list[str] = []
+    if _without_data(model):
+        # a model built on the meta device is captured on meta inputs (a device its ops can mix with); its
+        # weights are bound when the model is written (ExportedModel.bind_weights)
+        args, kwargs = pytree.tree_map_only(torch.Tensor, lambda t: t.to("meta"), (args, kwargs))
     try:
         if exact:  # the fast paths are taken in eval mode only; training has paths of its own
             (exact_checks.check_training_model if training else exact_checks.check_model)(model)

@@ -35,12 +35,14 @@ quantized weights and exact mode live where the graph is built.
 from __future__ import annotations
 
 import collections
+import functools
 import math
 from typing import Any, Callable
 
 import torch
 
 from aten2onnx import _dtypes
+from aten2onnx.ir import lazy
 from aten2onnx.ir.builder import GraphBuilder, Node, Subgraph, Value, live_nodes
 
 # ops never folded or merged: random (two draws differ), quantization (a weight's DequantizeLinear is what
@@ -136,7 +138,8 @@ class _Groups:
 
 
 def _static_ints(value: Value | None) -> list[int] | None:
-    if value is None or value.const is None or value.const.dtype != torch.int64 or value.const.dim() != 1:
+    if value is None or value.const is None or value.const.dtype != torch.int64 or value.const.dim() != 1 \
+            or lazy.is_lazy(value.const):
         return None
     return [int(v) for v in value.const.tolist()]
 
@@ -215,9 +218,10 @@ def _fold_weights(g: GraphBuilder, nodes: list[Node], outputs: list[Value], sour
             kept.append(node)
             continue
         largest = max((v.const.numel() * v.const.element_size() for v in node.inputs if v is not None), default=0)
-        try:
-            results = evaluate(node.op_type, g.opset, [None if v is None else v.const for v in node.inputs],
-                               dict(node.attrs), len(node.outputs))
+        op_type, opset, attrs, count = node.op_type, g.opset, dict(node.attrs), len(node.outputs)
+        try:  # (lazy: a weight without data is folded when the model is written)
+            results = lazy.apply(lambda *xs: evaluate(op_type, opset, list(xs), attrs, count),
+                                 *[None if v is None else v.const for v in node.inputs])
         except Exception:  # a kernel that refuses these constants: the node stays, the runtime will say why
             results = None
         if results is None or any(r.numel() * r.element_size() > max(largest, 8) for r in results):
@@ -228,8 +232,9 @@ def _fold_weights(g: GraphBuilder, nodes: list[Node], outputs: list[Value], sour
             kept.append(node)  # (a kernel's result in another dtype than the graph declares: left to run)
             continue
         for out, result in zip(node.outputs, results):
-            folded = (g._const_tensor(result.contiguous()) if source is None
-                      else g.initializer(f"{source.name}.{node.op_type.lower()}", result.contiguous()))
+            result = lazy.apply(torch.Tensor.contiguous, result)
+            folded = (g._const_tensor(result) if source is None
+                      else g.initializer(f"{source.name}.{node.op_type.lower()}", result))
             uses.replace(out, folded)
         sources.extend(v.const for v in node.inputs if v is not None and v.kind == "initializer")
     return kept
@@ -254,26 +259,36 @@ def _fold_batch_norms(g: GraphBuilder, nodes: list[Node], outputs: list[Value], 
         weight = conv.inputs[1]
         if weight.dtype not in _FLOATS or any(v.dtype != weight.dtype for v in bn.inputs[1:5]):
             continue
-        scale, shift, mean, var = (v.const.to(torch.float64) for v in bn.inputs[1:5])
-        factor = scale / torch.sqrt(var + float(bn.attrs.get("epsilon", 1e-5)))
-        w = weight.const.to(torch.float64)
-        if conv.op_type == "Conv":
-            w = w * factor.reshape(-1, *[1] * (w.dim() - 1))
-        else:  # ConvTranspose: [C_in, C_out / groups, k...], the output channel is (group, column)
-            groups = int(conv.attrs.get("group", 1))
-            per = w.shape[1]
-            w = (w.reshape(groups, w.shape[0] // groups, per, *w.shape[2:])
-                 * factor.reshape(groups, 1, per, *[1] * (w.dim() - 2))).reshape(w.shape)
-        bias = conv.inputs[2].const.to(torch.float64) if len(conv.inputs) > 2 and conv.inputs[2] is not None else 0.0
-        b = (bias - mean) * factor + shift
+        bias = conv.inputs[2].const if len(conv.inputs) > 2 and conv.inputs[2] is not None else None
+        fold = functools.partial(_batch_norm_folded, float(bn.attrs.get("epsilon", 1e-5)),
+                                 None if conv.op_type == "Conv" else int(conv.attrs.get("group", 1)))
+        w, b = lazy.apply(fold, weight.const, bias, *(v.const for v in bn.inputs[1:5]))
         sources.extend(v.const for v in [*conv.inputs[1:], *bn.inputs[1:5]] if v is not None and v.kind == "initializer")
-        conv.inputs = [conv.inputs[0], g.initializer(f"{weight.name}.bn_folded", w.to(weight.dtype)),
-                       g.initializer(f"{bn.inputs[2].name}.bn_folded", b.to(weight.dtype))]
+        conv.inputs = [conv.inputs[0], g.initializer(f"{weight.name}.bn_folded", w),
+                       g.initializer(f"{bn.inputs[2].name}.bn_folded", b)]
         conv.outputs = list(bn.outputs)
         for out in conv.outputs:
             out.producer = conv
         dropped.add(id(bn))
     return [n for n in nodes if id(n) not in dropped]
+
+
+def _batch_norm_folded(epsilon: float, groups: int | None, weight: torch.Tensor, bias: torch.Tensor | None,
+                       scale: torch.Tensor, shift: torch.Tensor, mean: torch.Tensor, var: torch.Tensor
+                       ) -> tuple[torch.Tensor, torch.Tensor]:
+    """(weight, bias) of a Conv (groups None) or ConvTranspose with the batch norm after it applied, computed
+    in float64 and stored in the weight's dtype."""
+    scale, shift, mean, var = (t.to(torch.float64) for t in (scale, shift, mean, var))
+    factor = scale / torch.sqrt(var + epsilon)
+    w = weight.to(torch.float64)
+    if groups is None:
+        w = w * factor.reshape(-1, *[1] * (w.dim() - 1))
+    else:  # ConvTranspose: [C_in, C_out / groups, k...], the output channel is (group, column)
+        per = w.shape[1]
+        w = (w.reshape(groups, w.shape[0] // groups, per, *w.shape[2:])
+             * factor.reshape(groups, 1, per, *[1] * (w.dim() - 2))).reshape(w.shape)
+    b = ((bias.to(torch.float64) if bias is not None else 0.0) - mean) * factor + shift
+    return w.to(weight.dtype), b.to(weight.dtype)
 
 
 def _pad_widths(pad: Node) -> list[int] | None:
@@ -341,7 +356,7 @@ def _attr_key(value: Any) -> Any:
 
 def _const_key(value: Value) -> Any:
     """Small constants with equal values are one input (the exporter makes a 0-d 1.0 many times)."""
-    if value.kind == "const" and value.const is not None and value.const.numel() <= 64:
+    if value.kind == "const" and value.const is not None and value.const.numel() <= 64 and not lazy.is_lazy(value.const):
         t = value.const
         return ("const", str(t.dtype), tuple(t.shape), _bytes(t), value.complex)
     return id(value)
@@ -435,7 +450,7 @@ def _scalar(value: Value | None) -> bool:
 
 def _one_value(value: Value | None) -> torch.Tensor | None:
     """A constant whose elements are all equal, as a 0-d tensor (None: no zero point, 0-d zero)."""
-    if value is None or value.const is None or value.const.numel() == 0:
+    if value is None or value.const is None or value.const.numel() == 0 or lazy.is_lazy(value.const):
         return None
     flat = value.const.reshape(-1)
     return flat[0].clone() if bool((flat == flat[0]).all()) else None
@@ -492,7 +507,8 @@ def _dequantized_weight(value: Value | None, dtypes: tuple[torch.dtype, ...] = _
             or ("block_size" in node.attrs and not blocked) or len(node.inputs) < 2):
         return None
     w, scale = node.inputs[0], node.inputs[1]
-    if w.const is None or scale.const is None or w.kind not in ("initializer", "const") or w.dtype not in dtypes:
+    if w.const is None or scale.const is None or w.kind not in ("initializer", "const") or w.dtype not in dtypes \
+            or lazy.is_lazy(w.const) or lazy.is_lazy(scale.const):
         return None
     if len(node.inputs) > 2 and node.inputs[2] is not None and node.inputs[2].const is None:
         return None

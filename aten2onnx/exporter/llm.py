@@ -6,11 +6,12 @@ genai_config.json onnxruntime-genai reads beside it."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import inspect
 import os
 import shutil
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 
@@ -59,6 +60,94 @@ def causal_lm(model: Any) -> torch.nn.Module:
     return model
 
 
+@contextlib.contextmanager
+def parameters_on_meta() -> Iterator[None]:
+    """Modules built inside have their parameters on the meta device (no memory), their buffers computed
+    as usual (a rotary table no checkpoint holds)."""
+    register = torch.nn.Module.register_parameter
+
+    def on_meta(module: torch.nn.Module, name: str, param: torch.nn.Parameter | None) -> None:
+        if param is not None and param.device.type != "meta":
+            param = torch.nn.Parameter(param.to("meta"), requires_grad=param.requires_grad)
+        register(module, name, param)
+
+    torch.nn.Module.register_parameter = on_meta
+    try:
+        yield
+    finally:
+        torch.nn.Module.register_parameter = register
+
+
+def causal_lm_without_weights(folder: str, dtype: torch.dtype | None) -> tuple[torch.nn.Module, Any] | None:
+    """The folder's causal LM with its weights on the meta device, each read from the folder's safetensors
+    when the model is written, and those weights; None where the checkpoint does not name every weight by
+    its module path with the model's shape (a layout transformers converts as it loads)."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from aten2onnx.exporter.weights import Safetensors
+    from aten2onnx.ir import lazy
+
+    if not any(f.endswith(".safetensors") for f in os.listdir(folder)):
+        return None
+    try:
+        config = AutoConfig.from_pretrained(folder, local_files_only=True)
+        with parameters_on_meta():
+            model = AutoModelForCausalLM.from_config(config)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # (loaded whole, as from_pretrained says why)
+    stored = Safetensors.at(folder)
+    if dtype is None:
+        floats = {stored.entries[k][1] for k in stored.entries if stored.entries[k][1].is_floating_point}
+        dtype = floats.pop() if len(floats) == 1 else None
+    if dtype is not None:
+        model.to(dtype)  # (the meta parameters; the computed buffers keep their dtype, as from_pretrained's)
+    names: dict[int, list[str]] = {}
+    for name, param in model.named_parameters(remove_duplicate=False):
+        names.setdefault(id(param), []).append(name)
+    aliases = {}
+    for name, param in model.named_parameters():
+        found = [n for n in names[id(param)] if n in stored]
+        if not found or list(stored.shape(found[0])) != list(param.shape):
+            return None
+        aliases[name] = found
+    for prefix, module in model.named_modules():
+        for name, buffer in list(module._buffers.items()):
+            key = f"{prefix}.{name}" if prefix else name
+            if buffer is None or buffer.device.type == "meta":
+                continue
+            if key in stored and list(stored.shape(key)) == list(buffer.shape):
+                module._buffers[name] = buffer.to("meta")  # read from the checkpoint, by its key
+            else:
+                module._buffers[name] = lazy.holding(buffer)
+    return model.eval(), aliases
+
+
+def proxy(model: torch.nn.Module) -> torch.nn.Module | None:
+    """A small model of model's architecture with random weights (one layer, a vocabulary of at most 1024
+    where its special tokens allow): its export runs what model's export would on the shortest contexts,
+    so it stands in for the checks that need weights. None where the architecture will not shrink so."""
+    import copy
+
+    from transformers import AutoModelForCausalLM
+
+    config = copy.deepcopy(model.config)
+    text = config.get_text_config()
+    special = [getattr(text, key, None) for key in ("pad_token_id", "bos_token_id", "eos_token_id")]
+    special = [i for s in special for i in (s if isinstance(s, (list, tuple)) else [s]) if isinstance(i, int)]
+    text.vocab_size = min(text.vocab_size, max([1024] + [i + 1 for i in special]))
+    text.num_hidden_layers = 1
+    if isinstance(getattr(text, "layer_types", None), list):
+        text.layer_types = text.layer_types[:1]
+    try:
+        with torch.random.fork_rng():
+            torch.manual_seed(0)
+            small = AutoModelForCausalLM.from_config(config)
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+        return None
+    dtype = next(p.dtype for p in model.parameters() if p.is_floating_point())
+    return small.to(dtype).eval()
+
+
 def takes_position_ids(model: torch.nn.Module) -> bool:
     return "position_ids" in inspect.signature(model.forward).parameters
 
@@ -68,17 +157,33 @@ def cache_layout(model: torch.nn.Module) -> CacheLayout:
     per-layer head counts are read as they are)."""
     from transformers import DynamicCache
 
-    ids = torch.zeros(1, 2, dtype=torch.long)
-    with eval_mode(model), torch.no_grad():
+    device = next(model.parameters()).device  # (meta for a model without its weights)
+    ids = torch.zeros(1, 2, dtype=torch.long, device=device)
+
+    def run(ids: torch.Tensor) -> list[torch.Tensor]:
         out = model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=True,
                     **{cache_keyword(model.forward): DynamicCache(config=model.config)})
-    cache = output_cache(out)
-    layers = getattr(cache, "layers", None)
-    if not layers or any(getattr(layer, "keys", None) is None for layer in layers):
-        raise ExportError(f"{type(model).__name__} made no key/value cache in a run with use_cache=True; export_llm "
-                          "exports decoder-only models with a transformers DynamicCache")
-    return CacheLayout(tuple(layer.keys.shape[1] for layer in layers), tuple(layer.keys.shape[-1] for layer in layers),
-                       layers[0].keys.dtype)
+        layers = getattr(output_cache(out), "layers", None)
+        if not layers or any(getattr(layer, "keys", None) is None for layer in layers):
+            raise ExportError(f"{type(model).__name__} made no key/value cache in a run with use_cache=True; "
+                              "export_llm exports decoder-only models with a transformers DynamicCache")
+        return [layer.keys for layer in layers]
+
+    with eval_mode(model), torch.no_grad():
+        if device.type != "meta":
+            keys = run(ids)
+        else:  # the model's branches on values (a check for padding) are skipped as in any capture
+            keys = [n.meta["val"] for n in torch.export.export(_Call(run), (ids,), strict=False).graph.output_node().args[0]]
+    return CacheLayout(tuple(k.shape[1] for k in keys), tuple(k.shape[-1] for k in keys), keys[0].dtype)
+
+
+class _Call(torch.nn.Module):
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args: Any) -> Any:
+        return self.fn(*args)
 
 
 def input_names(layout: CacheLayout, position_ids: bool) -> list[str]:
@@ -206,11 +311,11 @@ def runs_short_contexts(path: str, module: torch.nn.Module, model: torch.nn.Modu
     return True
 
 
-def check_symbolic(proto: Any, names: list[str]) -> None:
+def check_symbolic(graph: Any, names: list[str]) -> None:
     """Every dim the signature makes dynamic stayed symbolic (torch.export specializes a size it finds
     fixed); a model that would fail on the next size is refused."""
     want = {"input_ids": (0, 1), "attention_mask": (0, 1), "position_ids": (0, 1)}
-    for value in proto.graph.input:
+    for value in graph.input:
         axes = want.get(value.name, (0, 2) if value.name.startswith("past_key_values.") else ())
         dims = value.type.tensor_type.shape.dim
         fixed = [axis for axis in axes if axis < len(dims) and dims[axis].HasField("dim_value")]

@@ -418,11 +418,11 @@ def pipeline(base: tuple[Pass, ...]) -> tuple[Pass, ...]:
 
 
 # -- the model to save -------------------------------------------------------------------------------
-def to_onnx_domain(proto: onnx.ModelProto) -> None:
+def to_onnx_domain(graph: onnx.GraphProto) -> None:
     """onnxruntime's contrib ops that it registers in the ONNX domain, moved there (the graph builder
     writes them as com.microsoft: it takes no ONNX-domain op that ONNX does not define); done on the
     model before it is saved, so the file is written once."""
-    for node in proto.graph.node:
+    for node in graph.node:
         if node.domain == MICROSOFT and node.op_type in ORT_ONNX_DOMAIN_OPS:
             node.domain = ""
 

@@ -19,7 +19,7 @@ from aten2onnx import _aten_node, _dtypes
 from aten2onnx.errors import ArgumentError, ExportError, InvalidInputError
 from aten2onnx.ir.builder import (GraphBuilder, Node, Subgraph, Value, fill_tensor_proto, live_nodes, node_inputs,
                                   tensor_nbytes, tensor_view, value_info)
-from aten2onnx.ir import op_types
+from aten2onnx.ir import lazy, op_types
 from aten2onnx.exporter.functions import DOMAIN as FUNCTIONS_DOMAIN, extract as extract_functions
 from aten2onnx.exporter import graph_optimizer
 from aten2onnx.exporter.progress import Progress
@@ -105,8 +105,9 @@ def build_model(t: Translation, *, opset: int, output_names: list[str] | None, e
     used = {v.name for v in node_inputs(nodes)}
     state_inputs = [state.state for state in t.states if state.kind == "buffer"]
     used |= {v.name for v in state_inputs}
+    # a constant computed from a weight without data is written with the weights, when they are bound
     weights = [(name, v.default if v.kind == "state" else v.const) for name, v in g.initializers.items()
-               if name in used and v.kind != "const"]
+               if name in used and (v.kind != "const" or lazy.is_lazy(v.const))]
     model = onnx.ModelProto()
     model.ir_version = max(MIN_IR_VERSION, helper.find_min_ir_version_for([helper.make_opsetid("", opset)]))
     model.producer_name = PRODUCER
@@ -121,7 +122,7 @@ def build_model(t: Translation, *, opset: int, output_names: list[str] | None, e
     # the constants the exporter made (shapes, scalars) are part of the model, never in a data file: runtimes
     # read a Reshape's shape at load time
     for name, v in g.initializers.items():
-        if name in used and v.kind == "const":
+        if name in used and v.kind == "const" and not lazy.is_lazy(v.const):
             fill_tensor_proto(graph.initializer.add(), v.const, name)
     graph.input.extend(value_info(v) for v in g.inputs + state_inputs)
     graph.output.extend(value_info(v) for v in final)
@@ -202,6 +203,8 @@ class ExportedModel:
         # module tensors that folded weights were computed from: changed in place, the folded copy is stale
         self._watched = [(tensor, tensor._version) for tensor in watched or []]
         self._proto: onnx.ModelProto | None = None
+        self._load: Callable[[str, torch.Tensor], torch.Tensor] | None = None  # (bind_weights)
+        self._aliases: dict[str, list[str]] = {}  # other names a weight may be stored under (tied weights)
         self.input_names = input_names
         self.output_names = output_names
         self.fallback_ops = fallback_ops
@@ -233,15 +236,59 @@ class ExportedModel:
         return [(name, tensor) for name, tensor, _ in self._weights]
 
     @property
+    def unbound_weights(self) -> list[str]:
+        """The names of the weights the model was exported without (a module on the meta device) and no
+        bind_weights gave yet."""
+        if self._load is not None:
+            return []
+        return [name for name, tensor, _ in self._weights if lazy.is_lazy(tensor)]
+
+    def bind_weights(self, weights: Any) -> ExportedModel:
+        """Give the values of the weights a model exported without them (on the meta device) has: a
+        state dict, a .safetensors file or a folder of them, keyed as the model's state_dict. They are
+        read when the model is written (`save` streams them one at a time) or first run. Returns self."""
+        from aten2onnx.exporter.weights import loader
+
+        load, has = loader(weights, self._aliases)
+        needed = sorted(set().union(*(lazy.keys(t) for _, t, _ in self._weights)))
+        missing = [key for key in needed if not has(key)]
+        if missing:
+            raise ArgumentError(f"the weights given lack {len(missing)} of the {len(needed)} the model needs: "
+                                f"{missing[:5]}; give the model's own state_dict(), or the safetensors it was saved in")
+        self._load = load
+        self._proto = None
+        return self
+
+    def _value(self, name: str, tensor: torch.Tensor) -> torch.Tensor:
+        """A weight's value: a lazy one computed from the bound weights."""
+        if not lazy.is_lazy(tensor):
+            return tensor
+        if self._load is None:
+            raise ExportError(f"the model was exported without its weights (on the meta device): "
+                              f"{len(self.unbound_weights)} have no value, such as {name!r}; give them with "
+                              "save(path, weights=state_dict or a safetensors file) or bind_weights(...)")
+        try:
+            return lazy.materialize(tensor, self._load)
+        except lazy.UnboundWeightError as e:
+            raise ExportError(f"weight {name!r}: {e}") from None
+
+    @property
     def model_proto(self) -> onnx.ModelProto:
         """The whole model, weights included (built on first use)."""
         if self._proto is None:
             weights = self._checked_weights()
             model = self._skeleton
-            for name, tensor in weights:
+            values = [(name, self._value(name, tensor)) for name, tensor in weights]  # (before the skeleton changes)
+            for name, tensor in values:
                 fill_tensor_proto(model.graph.initializer.add(), tensor, name)
             self._proto = model
         return self._proto
+
+    @property
+    def graph(self) -> onnx.GraphProto:
+        """The model's graph, for reading its nodes, inputs and outputs (and editing them before save):
+        its initializers are the constants only until the model is first needed whole."""
+        return (self._proto if self._proto is not None else self._skeleton).graph
 
     @property
     def weight_bytes(self) -> int:
@@ -304,14 +351,16 @@ class ExportedModel:
 
     # -- saving ---------------------------------------------------------------------------------
     def save(self, path: str | os.PathLike, external_data: bool | None = None, *,
-             progress: bool | None = None) -> None:
+             weights: Any = None, progress: bool | None = None) -> None:
         """Write the model atomically. Weights go to a data file beside it when external_data is
         True, or when None and the model's weights exceed 2 GB; they are streamed to that file
         from the module's tensors, one at a time. The data file is named by its content
         (`<file>.<hash>.data`) and written before the model that names it, and a previous save's
         data file is removed only after: a failure at any point leaves the old model with its own
         weights, or the new one with its own. progress: a bar of MB written on stderr; None: when
-        stderr is a terminal."""
+        stderr is a terminal. weights: for a model exported without its weights (on the meta device),
+        their values, as bind_weights takes them; each is read, transformed as the graph needs and
+        written one at a time."""
         if not isinstance(path, (str, os.PathLike)):
             raise ArgumentError(f"save() takes the file to write, a str or os.PathLike (\"model.onnx\"), not "
                                 f"{type(path).__name__}; the model's proto is .model_proto, its bytes "
@@ -320,6 +369,10 @@ class ExportedModel:
         if not isinstance(path, str) or not path or os.path.isdir(path):
             raise ArgumentError(f"save() takes the file to write, not {'a folder' if path else 'an empty path'}: "
                                 f"{path!r}; name the file, such as os.path.join(folder, 'model.onnx')")
+        if weights is not None:
+            self.bind_weights(weights)
+        elif self.unbound_weights:
+            self._value(*next((n, t) for n, t, _ in self._weights if lazy.is_lazy(t)))  # raises: say what is missing
         if external_data is None:
             external_data = self.weight_bytes >= TWO_GB - (64 << 20)
         folder = os.path.dirname(os.path.abspath(path))
@@ -331,7 +384,7 @@ class ExportedModel:
                 data = self._proto.SerializeToString()
                 total, chunks = len(data), [data]
             else:
-                total, chunks = _stream(self._skeleton, self._checked_weights())
+                total, chunks = _stream(self._skeleton, self._checked_weights(), self._value)
             _atomic_write(folder, path, bars.saving(chunks, total))
         else:
             skeleton, total, chunks = self._external()
@@ -366,15 +419,15 @@ class ExportedModel:
             for key, value in (("location", ""), ("offset", str(offset)), ("length", str(size))):
                 entry = ref.external_data.add()
                 entry.key, entry.value = key, value
-            layout.append((offset, tensor))
+            layout.append((offset, name, tensor))
             offset += size
 
         def chunks():
             written = 0
-            for start, tensor in layout:
+            for start, name, tensor in layout:
                 if start > written:
                     yield b"\0" * (start - written)
-                data = tensor_view(tensor)
+                data = tensor_view(self._value(name, tensor))
                 yield data
                 written = start + data.nbytes
 
@@ -419,7 +472,8 @@ def _field(number: int, length: int) -> bytes:
 _MODEL_GRAPH, _GRAPH_INITIALIZER, _TENSOR_RAW_DATA = 7, 5, 9
 
 
-def _stream(skeleton: onnx.ModelProto, weights: list[tuple[str, torch.Tensor]]) -> tuple[int, Any]:
+def _stream(skeleton: onnx.ModelProto, weights: list[tuple[str, torch.Tensor]],
+            value: Callable[[str, torch.Tensor], torch.Tensor]) -> tuple[int, Any]:
     """The serialized model's size, and its bytes, weights included, without building it in memory: the
     skeleton, then per weight a `graph { initializer { ... } }` record, which protobuf parsers merge into
     the one graph. Each weight's bytes come straight from the tensor's memory."""
@@ -431,14 +485,14 @@ def _stream(skeleton: onnx.ModelProto, weights: list[tuple[str, torch.Tensor]]) 
         raw = _field(_TENSOR_RAW_DATA, size)
         tensor_length = len(header) + len(raw) + size
         graph = _field(_GRAPH_INITIALIZER, tensor_length)
-        records.append((_field(_MODEL_GRAPH, len(graph) + tensor_length) + graph + header + raw, tensor))
-    total = len(head) + sum(len(prefix) + tensor_nbytes(tensor) for prefix, tensor in records)
+        records.append((_field(_MODEL_GRAPH, len(graph) + tensor_length) + graph + header + raw, name, tensor))
+    total = len(head) + sum(len(prefix) + tensor_nbytes(tensor) for prefix, _, tensor in records)
 
     def chunks():
         yield head
-        for prefix, tensor in records:
+        for prefix, name, tensor in records:
             yield prefix
-            yield tensor_view(tensor)
+            yield tensor_view(value(name, tensor))
 
     return total, chunks()
 

@@ -19,7 +19,7 @@ from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 from aten2onnx import _dtypes, registry as _registry
 from aten2onnx.errors import (ArgumentError, ExportError, KernelOnly, SymbolicError, UnsupportedOp, UnsupportedOperatorError,
                               warn_user)
-from aten2onnx.ir import op_types
+from aten2onnx.ir import lazy, op_types
 from aten2onnx.ir import GraphBuilder, Node, Subgraph, Value, body_output, dim_of, graph_type
 from aten2onnx.ir.builder import ExactCall
 from aten2onnx.exporter import decompose
@@ -141,6 +141,7 @@ class Translator:
                 tensor = self.ep.state_dict.get(spec.target)
                 if tensor is None:
                     tensor = self.ep.constants[spec.target]
+                lazy.source(tensor, spec.target)  # a weight without data: read by this key when written
                 name = self.state_names.get(spec.target, spec.target)
                 if name != spec.target and (name in weights or name in names):
                     name = spec.target  # taken by a weight or an input: torch.export's name stays
@@ -152,7 +153,7 @@ class Translator:
                 if spec.target in written:
                     # state: its default is its value now, copied (the model, or the global it lives in, goes on
                     # changing it as it runs; the weights the graph only reads are referenced, not copied)
-                    tensor = tensor.detach().clone()
+                    tensor = lazy.alias(tensor, tensor.detach().clone())
                 self.env[node] = self.g.initializer(name, tensor, state=spec.target in written)
                 self.state_values[("buffer", spec.target)] = self.env[node]
                 if tensor.requires_grad:

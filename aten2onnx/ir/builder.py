@@ -26,7 +26,8 @@ import torch
 from onnx import AttributeProto, helper
 
 from aten2onnx import _aten_node, _dtypes
-from aten2onnx.ir import op_types
+from aten2onnx.errors import ExportError
+from aten2onnx.ir import lazy, op_types
 from aten2onnx.ir.emitters import Emitters
 
 Dim = int | str | None
@@ -326,7 +327,11 @@ class GraphBuilder(Emitters):
         """A named weight (parameter, buffer or lifted constant); stored once. A `state` value (a
         buffer the model writes) is a graph input with the tensor as its default: a run may feed
         another value, so it is never folded or read as a constant."""
-        tensor, is_complex = carrier(tensor.detach())
+        if not lazy.computable(tensor):
+            # a handler computed a weight from one without data, in plain torch (see ir/lazy.apply)
+            raise ExportError(f"weight {name!r} was computed from a weight on the meta device in a way that cannot "
+                              "be repeated when the weights are bound; export the model with its weights")
+        tensor, is_complex = carrier(lazy.alias(tensor, tensor.detach()))
         value = Value(self.fresh_name(name), tensor.dtype, tuple(tensor.shape), kind="state" if state else "initializer",
                       complex=is_complex)
         if state:
@@ -356,7 +361,7 @@ class GraphBuilder(Emitters):
 
     def _const_tensor(self, tensor: torch.Tensor, is_complex: bool = False) -> Value:
         key = None
-        if tensor.numel() <= 64:
+        if tensor.numel() <= 64 and not lazy.is_lazy(tensor):
             key = (tensor.dtype, tuple(tensor.shape), is_complex,
                    tensor.numpy().tobytes() if tensor.dtype != torch.bfloat16
                    else tensor.view(torch.int16).numpy().tobytes())
@@ -499,14 +504,21 @@ class GraphBuilder(Emitters):
             return None
         if sum(v.const.numel() for v in inputs if v is not None) > FOLD_LIMIT:
             return None
-        results = self._evaluator(op_type, self.opset, [None if v is None else v.const for v in inputs], attrs, outputs)
+        consts = [None if v is None else v.const for v in inputs]
+        if any(lazy.is_lazy(c) for c in consts):
+            try:  # a weight without data: its fold is computed when the model is written
+                results = lazy.apply(lambda *xs: self._evaluator(op_type, self.opset, list(xs), attrs, outputs), *consts)
+            except Exception:  # noqa: BLE001 (a kernel that needs the values: the node stays)
+                return None
+        else:
+            results = self._evaluator(op_type, self.opset, consts, attrs, outputs)
         if results is None or any(r.numel() > FOLD_LIMIT for r in results):
             return None
         # a weight is not stored again in more bytes than it has (an int8 weight cast to float stays int8)
         stored = max((_nbytes(v.const) for v in inputs if v is not None and v.kind == "initializer"), default=None)
         if stored is not None and any(_nbytes(r) > stored for r in results):
             return None
-        values = tuple(self._const_tensor(r.contiguous()) for r in results)
+        values = tuple(self._const_tensor(lazy.apply(torch.Tensor.contiguous, r)) for r in results)
         return values[0] if outputs == 1 else values
 
     def _transposed_weight(self, weight: Value, perm: list[int] | None) -> Value:

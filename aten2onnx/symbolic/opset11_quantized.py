@@ -24,7 +24,7 @@ from typing import Sequence
 import torch
 
 from aten2onnx import registry
-from aten2onnx.ir import GraphBuilder, Value
+from aten2onnx.ir import GraphBuilder, Value, lazy
 from aten2onnx.symbolic._helpers import SymInt, cast, dim_size, fill, norm_dim, opmath, reshape, scalar_type
 
 register = functools.partial(registry.register, opset=11, library="torch.ao.quantization.fx._decomposed")
@@ -135,7 +135,7 @@ def four_bit(g: GraphBuilder, q: Value, zero_point: Value | None,
     held = torch.int8 if narrow == torch.int4 else torch.uint8
     bounds = type_range(narrow)
     values = [q.const] + ([zero_point.const] if zero_point is not None else [])
-    if any(v is None or v.numel() == 0 or int(v.min()) < bounds[0] or int(v.max()) > bounds[1] for v in values):
+    if any(v is None or v.numel() == 0 or lazy.is_lazy(v) or int(v.min()) < bounds[0] or int(v.max()) > bounds[1] for v in values):
         return None
     packed = g.initializer(f"{q.name}.{str(narrow).removeprefix('torch.')}", q.const.to(held).view(narrow))
     if zero_point is None:

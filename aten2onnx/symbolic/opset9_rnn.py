@@ -13,7 +13,7 @@ import functools
 import torch
 
 from aten2onnx import _packed_rnn, registry  # _packed_rnn defines aten2onnx::packed_rnn
-from aten2onnx.ir import GraphBuilder, Value
+from aten2onnx.ir import GraphBuilder, Value, lazy
 from aten2onnx.symbolic._helpers import cast
 
 register = functools.partial(registry.register, opset=9)
@@ -26,13 +26,13 @@ def reordered(g: GraphBuilder, weights: list[Value], order: tuple[int, ...], con
     """The directions' weights, gates reordered, stacked on a new leading axis (biases of one
     direction concatenated first when concat). Computed at export when they are weights."""
     if all(w.const is not None for w in weights):
-        def gates(t):
-            return torch.cat([t.chunk(len(order))[i] for i in order])
-        per_dir = [gates(w.const) for w in weights]
-        if concat:
-            per_dir = [torch.cat(per_dir[i:i + 2]) for i in range(0, len(per_dir), 2)]
+        def stacked(*tensors: torch.Tensor) -> torch.Tensor:
+            per_dir = [torch.cat([t.chunk(len(order))[i] for i in order]) for t in tensors]
+            if concat:
+                per_dir = [torch.cat(per_dir[i:i + 2]) for i in range(0, len(per_dir), 2)]
+            return torch.stack(per_dir)
         name = weights[0].name + (".onnx_gates" if not concat else ".onnx_bias")
-        return g.initializer(name, torch.stack(per_dir))
+        return g.initializer(name, lazy.apply(stacked, *(w.const for w in weights)))
     raise NotImplementedError("lstm/gru with weights computed in the graph are not translated")
 
 

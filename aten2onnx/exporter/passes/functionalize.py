@@ -543,7 +543,10 @@ def _views_in_place_as_views(program: Program) -> Program:
     if not nodes:
         return program
     for node in nodes:
-        if isinstance(node.args[0], torch.fx.Node) and node.args[0].op == "placeholder":
+        # detach_() keeps the shape: on an input it is the input (a tensor made in forward on the meta
+        # device is a lifted constant that torch.tensor(...)'s detach_ reads directly)
+        if isinstance(node.args[0], torch.fx.Node) and node.args[0].op == "placeholder" \
+                and node.target is not aten.detach_.default:
             view = _view_twin(node.target)._schema.name.split("::")[1]
             raise ExportError(f"{node.name!r} at {source_of(node) or '?'}: {view}_() changes the shape of "
                               f"{node.args[0].name!r} in place, an input or the model's state, whose shape an exported "

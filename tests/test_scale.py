@@ -1,0 +1,211 @@
+"""Models exported without their weights in memory: a module built on the meta device, its weights bound
+at save time from a state dict or safetensors; export_llm from a folder, each weight read and written one
+at a time. The truth each is held to: the file the same model's ordinary export writes, and eager PyTorch's
+(transformers') output."""
+
+from __future__ import annotations
+
+import gc
+import os
+import warnings
+import weakref
+from typing import Any, Callable
+
+import numpy as np
+import onnx
+import pytest
+import torch
+
+import aten2onnx
+from aten2onnx import ArgumentError, ExportError
+
+safetensors_torch = pytest.importorskip("safetensors.torch")
+
+
+class ConvBN(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = torch.nn.BatchNorm2d(8)
+        self.up = torch.nn.ConvTranspose2d(8, 4, 2, stride=2)
+        self.bn2 = torch.nn.BatchNorm2d(4)
+
+    def forward(self, x):
+        return self.bn2(self.up(self.bn(self.conv(x)).relu()))
+
+
+class TiedHead(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = torch.nn.Embedding(50, 16)
+        self.norm = torch.nn.LayerNorm(16)
+        self.head = torch.nn.Linear(16, 50, bias=False)
+        self.head.weight = self.embed.weight
+
+    def forward(self, ids):
+        return self.head(self.norm(self.embed(ids)))
+
+
+def encoder() -> torch.nn.Module:
+    return torch.nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True)
+
+
+MODELS: list[tuple[str, Callable[[], torch.nn.Module], Callable[[], tuple]]] = [
+    ("conv_bn", ConvBN, lambda: (torch.randn(2, 3, 8, 8),)),
+    ("mlp", lambda: torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.GELU(), torch.nn.Linear(32, 4)),
+     lambda: (torch.randn(5, 8),)),
+    ("tied_head", TiedHead, lambda: (torch.randint(0, 50, (2, 7)),)),
+    ("encoder_layer", encoder, lambda: (torch.randn(2, 5, 16),)),
+    ("gru", lambda: torch.nn.GRU(8, 12, num_layers=2, batch_first=True), lambda: (torch.randn(2, 5, 8),)),
+]
+
+
+def randomized(model: torch.nn.Module) -> torch.nn.Module:
+    """The model with every float tensor random (batch norm statistics included), in eval mode."""
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for t in list(model.parameters()) + list(model.buffers()):
+            if t.is_floating_point():
+                t.copy_(torch.rand_like(t) + 0.5 if t.dim() == 1 else torch.randn_like(t) * 0.3)
+    return model.eval()
+
+
+def loaded(path: str) -> tuple[list[bytes], dict[str, np.ndarray]]:
+    """A saved model's nodes and its initializers (external data read), by name."""
+    proto = onnx.load(path)
+    return ([n.SerializeToString() for n in proto.graph.node],
+            {t.name: onnx.numpy_helper.to_array(t) for t in proto.graph.initializer})
+
+
+def quiet_export(*args: Any, **kwargs: Any) -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return aten2onnx.export(*args, **kwargs)
+
+
+@pytest.mark.parametrize(("make", "inputs"), [m[1:] for m in MODELS], ids=[m[0] for m in MODELS])
+def test_a_meta_device_export_bound_to_its_weights_writes_the_real_exports_file(make, inputs, tmp_path):
+    real = randomized(make())
+    with torch.device("meta"):
+        empty = make().eval()
+    args = inputs()
+    want_nodes, want = quiet_export(real, args), None
+    want_nodes.save(tmp_path / "real.onnx", external_data=True)
+    want_nodes, want = loaded(str(tmp_path / "real.onnx"))
+    exported = quiet_export(empty, args)
+    assert exported.unbound_weights
+    state = real.state_dict()
+    exported.save(tmp_path / "bound.onnx", external_data=True, weights=state)
+    nodes, got = loaded(str(tmp_path / "bound.onnx"))
+    assert nodes == want_nodes
+    assert sorted(got) == sorted(want)
+    for name in want:
+        assert got[name].dtype == want[name].dtype and np.array_equal(got[name], want[name]), name
+    # the same from a safetensors file (tied weights saved once, as safetensors requires)
+    safetensors_torch.save_model(real, str(tmp_path / "w.safetensors"))
+    exported.save(tmp_path / "file.onnx", external_data=True, weights=tmp_path / "w.safetensors")
+    assert loaded(str(tmp_path / "file.onnx"))[1].keys() == want.keys()
+    # and it runs as eager does
+    with torch.no_grad():
+        expected = real(*args)
+    expected = expected[0] if isinstance(expected, tuple) else expected
+    import onnxruntime
+    session = onnxruntime.InferenceSession(str(tmp_path / "bound.onnx"), providers=["CPUExecutionProvider"])
+    out = session.run(None, {i.name: a.numpy() for i, a in zip(session.get_inputs(), args)})[0]
+    np.testing.assert_allclose(out, expected.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_weights_that_do_not_fit_are_refused_before_anything_is_written(tmp_path):
+    with torch.device("meta"):
+        empty = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(), torch.nn.Linear(3, 2)).eval()
+    exported = quiet_export(empty, (torch.randn(2, 4),))
+    with pytest.raises(ExportError, match=r"exported without its weights .* weights=state_dict"):
+        exported.save(tmp_path / "m.onnx")
+    with pytest.raises(ExportError, match="exported without its weights"):
+        exported.run(torch.randn(2, 4))
+    with pytest.raises(ArgumentError, match=r"lack 2 of the 4 .*\['2.bias', '2.weight'\]"):
+        exported.save(tmp_path / "m.onnx", weights={"0.weight": torch.zeros(3, 4), "0.bias": torch.zeros(3)})
+    wrong = {"0.weight": torch.zeros(4, 3), "0.bias": torch.zeros(3), "2.weight": torch.zeros(2, 3), "2.bias": torch.zeros(2)}
+    with pytest.raises(ExportError, match=r"'0.weight' given has shape \(4, 3\), the model's \(3, 4\)"):
+        exported.save(tmp_path / "m.onnx", weights=wrong)
+    assert not os.path.exists(tmp_path / "m.onnx")
+    with pytest.raises(ArgumentError, match="neither a safetensors file nor a folder"):
+        exported.save(tmp_path / "m.onnx", weights=str(tmp_path / "missing.safetensors"))
+    # the advice followed: the right weights, then the model runs
+    real = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(), torch.nn.Linear(3, 2)).eval()
+    exported.bind_weights(real.state_dict())
+    x = torch.randn(2, 4)
+    torch.testing.assert_close(exported.run(x), real(x))
+
+
+# -- export_llm from a folder: the model captured without its weights, each weight streamed to the file --
+
+transformers = pytest.importorskip("transformers")
+ort = pytest.importorskip("onnxruntime")
+
+SPECIAL = {"bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0}
+DECODER = dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, num_key_value_heads=2, intermediate_size=96,
+               max_position_embeddings=128)
+LLMS = [
+    ("llama", lambda: transformers.LlamaConfig(vocab_size=96, **SPECIAL, **DECODER)),
+    ("llama_tied", lambda: transformers.LlamaConfig(vocab_size=96, **SPECIAL, **DECODER, tie_word_embeddings=True)),
+    ("qwen2", lambda: transformers.Qwen2Config(vocab_size=96, **SPECIAL, **DECODER)),
+    ("gemma", lambda: transformers.GemmaConfig(vocab_size=96, **SPECIAL, **DECODER, head_dim=16)),
+    ("gpt2", lambda: transformers.GPT2Config(vocab_size=96, **SPECIAL, n_layer=2, n_embd=64, n_head=4, n_positions=128)),
+]
+
+
+def logits(path: str, ids: torch.Tensor) -> np.ndarray:
+    """onnxruntime's logits for a prompt from an empty cache."""
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    feeds = {}
+    for given in session.get_inputs():
+        if given.name == "input_ids":
+            feeds[given.name] = ids.numpy()
+        elif given.name == "attention_mask":
+            feeds[given.name] = np.ones(ids.shape, np.int64)
+        elif given.name == "position_ids":
+            feeds[given.name] = np.arange(ids.shape[1])[None].repeat(ids.shape[0], 0)
+        else:
+            heads, size = given.shape[1], given.shape[3]
+            feeds[given.name] = np.zeros((ids.shape[0], heads, 0, size), np.float32)
+    return session.run(["logits"], feeds)[0]
+
+
+@pytest.mark.parametrize("config", [c[1] for c in LLMS], ids=[c[0] for c in LLMS])
+def test_export_llm_from_a_folder_never_loads_the_model(config, tmp_path, monkeypatch):
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config()).eval()
+    folder = tmp_path / "hf"
+    model.save_pretrained(folder, max_shard_size="40KB")  # sharded
+    assert len([f for f in os.listdir(folder) if f.endswith(".safetensors")]) > 1
+    largest = max(t.numel() * t.element_size() for t in model.state_dict().values())
+
+    def refused(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("the model was loaded")
+
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", refused)
+    # at most two weights' bytes held at once: one read from the folder, and its transposed copy
+    from aten2onnx.exporter import weights as weights_module
+    live: dict[int, int] = {}
+    peak = [0]
+    read = weights_module.Safetensors.read
+
+    def tracked(self: Any, key: str) -> torch.Tensor:
+        tensor = read(self, key)
+        live[id(tensor)] = tensor.numel() * tensor.element_size()
+        weakref.finalize(tensor, live.pop, id(tensor), None)
+        peak[0] = max(peak[0], sum(live.values()))
+        return tensor
+
+    monkeypatch.setattr(weights_module.Safetensors, "read", tracked)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        path = aten2onnx.export_llm(folder, tmp_path / "out")
+    gc.collect()
+    assert not [w for w in caught if issubclass(w.category, aten2onnx.NarrowedExportWarning)]
+    assert 0 < peak[0] <= largest
+    ids = torch.randint(3, 96, (2, 6))
+    with torch.no_grad():
+        want = model(ids).logits.numpy()
+    np.testing.assert_allclose(logits(path, ids), want, rtol=1e-4, atol=1e-4)
