@@ -246,8 +246,11 @@ def export_llm(
     streamed = (llm.causal_lm_without_weights(os.fspath(model), dtype)
                 if isinstance(model, (str, os.PathLike)) and os.path.isdir(model) and optimize is None else None)
     model = streamed[0] if streamed is not None else llm.causal_lm(model)
+    twin = False
     if streamed is None and dtype is not None and any(p.dtype != dtype for p in model.parameters() if p.is_floating_point()):
-        model = copy.deepcopy(model).to(dtype)
+        # (the fusion check runs the cast model, so it needs one in memory)
+        twin = optimize is None
+        model = llm.cast_without_copy(model, dtype) if twin else copy.deepcopy(model).to(dtype)
     layout = llm.cache_layout(model)
     position_ids = llm.takes_position_ids(model)
     args, shapes = llm.example_inputs(model, layout, position_ids)
@@ -282,10 +285,12 @@ def export_llm(
     # reports the total length narrowed to 4 and up; where the saved model runs the shortest contexts as the
     # model does, that narrowing is its bookkeeping, not the graph's, and is not passed on
     narrowed = [w for w in caught if issubclass(w.category, NarrowedExportWarning)]
-    if narrowed and streamed is None and llm.runs_short_contexts(path, module, model, layout, position_ids, names):
-        caught = [w for w in caught if w not in narrowed]
-    elif narrowed and streamed is not None and _short_contexts_confirmed(llm.proxy(model), opset, dtype):
-        caught = [w for w in caught if w not in narrowed]  # (the model has no weights to run: a small one of its kind)
+    if narrowed:
+        # run the saved model (loading it whole) where it is small, else a small model of the same architecture
+        direct = streamed is None and not twin and (exported.weight_bytes <= PROXY_ABOVE or _proxying)
+        if (llm.runs_short_contexts(path, module, model, layout, position_ids, names) if direct
+                else _short_contexts_confirmed(llm.proxy(model), opset, dtype)):
+            caught = [w for w in caught if w not in narrowed]
     for w in caught:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
     kept_positions = position_ids and "position_ids" in {i.name for i in exported.graph.input}
@@ -298,20 +303,29 @@ def export_llm(
     return path
 
 
+# weights above which export_llm checks the shortest contexts on a small model of the same architecture
+PROXY_ABOVE = 256 << 20
+_proxying = False  # (that small model's own export checks itself directly)
+
+
 def _short_contexts_confirmed(model: torch.nn.Module | None, opset: int, dtype: torch.dtype | None) -> bool:
     """Whether export_llm of model (a small stand-in) reports no narrowing: its saved model ran the
     shortest contexts as the model does."""
     import tempfile
     import warnings
 
-    if model is None:
+    global _proxying
+    if model is None or _proxying:
         return False
     with tempfile.TemporaryDirectory() as out, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
+        _proxying = True
         try:
             export_llm(model, out, opset=opset, dtype=dtype, progress=False)
         except Aten2OnnxError:
             return False
+        finally:
+            _proxying = False
     return not any(issubclass(w.category, NarrowedExportWarning) for w in caught)
 
 

@@ -5,7 +5,9 @@ child: every page it held resident, the interpreter and its imports included). P
 
 - `export_llm(folder)`: aten2onnx.export_llm from the transformers folder (safetensors) into a new folder;
 - `export+save`: the model loaded with from_pretrained, `aten2onnx.export`, `save(external_data=True)`;
-- `loaded only`: from_pretrained alone, the floor the export+save case stands on;
+- `loaded only`: from_pretrained alone (transformers maps the safetensors: pages are resident once read);
+- `loaded, all read`: from_pretrained, one forward and every weight read: the floor the export+save case
+  stands on (the model's own pages, resident once read);
 - `genai builder`: onnxruntime-genai's model builder on the same folder (fp32, CPU);
 - `torch.onnx`: torch.onnx.export(dynamo=True) of the loaded model with external data (with --torch-onnx).
 
@@ -75,7 +77,11 @@ def child(case: str, folder: str, out: str) -> None:
         import transformers
         model = transformers.AutoModelForCausalLM.from_pretrained(folder).eval()
         ids = torch.ones(1, 8, dtype=torch.long)
-        if case == "export_save":
+        if case == "touched":  # every weight read once (a forward reads all but the embedding's other rows)
+            with torch.no_grad():
+                model(ids, use_cache=False)
+                sum(float(t.float().sum()) for t in model.state_dict().values())
+        elif case == "export_save":
             import aten2onnx
             exported = aten2onnx.export(model, (ids,), {"use_cache": False}, progress=False)
             exported.save(os.path.join(out, "model.onnx"), external_data=True)
@@ -99,6 +105,7 @@ def measure(case: str, folder: str) -> tuple[int | None, float | None, str]:
 
 
 LABELS = {"llm": "export_llm(folder)", "export_save": "export+save", "loaded": "loaded only",
+          "touched": "loaded, all read",
           "genai": "genai builder", "torch_onnx": "torch.onnx"}
 
 
@@ -107,7 +114,7 @@ def main() -> None:
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     parser.add_argument("--make", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--sizes", default="1gb,3gb")
-    parser.add_argument("--cases", default="llm,export_save,loaded,genai")
+    parser.add_argument("--cases", default="llm,genai,export_save,loaded,touched")
     parser.add_argument("--torch-onnx", action="store_true", help="also torch.onnx (slow)")
     args = parser.parse_args()
     if args.child:
@@ -126,12 +133,19 @@ def main() -> None:
             weights = weight_bytes(folder)
             print(f"\nllama-{size}: weights {weights / 2**30:.2f} GiB (float32 safetensors)")
             print(f"  {'export':22} {'peak GiB':>9} {'x weights':>10} {'seconds':>8}")
+            peaks: dict[str, int] = {}
             for case in cases:
                 peak, seconds, why = measure(case, folder)
                 if peak is None:
                     print(f"  {LABELS[case]:22} failed: {why}")
                 else:
+                    peaks[case] = peak
                     print(f"  {LABELS[case]:22} {peak / 2**30:9.2f} {peak / weights:9.2f}x {seconds:8.1f}")
+            if "export_save" in peaks and "touched" in peaks:
+                extra = peaks["export_save"] - peaks["touched"]
+                print(f"  export+save above the model read once: {extra / 2**30:.2f} GiB, {extra / weights:.2f}x the weights")
+            if "llm" in peaks and "genai" in peaks:
+                print(f"  export_llm(folder) / genai builder: {peaks['llm'] / peaks['genai']:.2f}x")
 
 
 if __name__ == "__main__":

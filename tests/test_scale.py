@@ -168,7 +168,8 @@ def logits(path: str, ids: torch.Tensor) -> np.ndarray:
             feeds[given.name] = np.arange(ids.shape[1])[None].repeat(ids.shape[0], 0)
         else:
             heads, size = given.shape[1], given.shape[3]
-            feeds[given.name] = np.zeros((ids.shape[0], heads, 0, size), np.float32)
+            dtype = np.float16 if given.type == "tensor(float16)" else np.float32
+            feeds[given.name] = np.zeros((ids.shape[0], heads, 0, size), dtype)
     return session.run(["logits"], feeds)[0]
 
 
@@ -209,3 +210,31 @@ def test_export_llm_from_a_folder_never_loads_the_model(config, tmp_path, monkey
     with torch.no_grad():
         want = model(ids).logits.numpy()
     np.testing.assert_allclose(logits(path, ids), want, rtol=1e-4, atol=1e-4)
+
+
+def test_export_llm_of_a_model_in_memory_casts_each_weight_as_it_is_written(tmp_path, monkeypatch):
+    """dtype= on a loaded model: no cast copy of the model (Module.to is never called), the model unchanged,
+    and the shortest contexts checked on a small model of its kind (as for any model above PROXY_ABOVE)."""
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(LLMS[0][1]()).eval()
+    before = {name: p for name, p in model.named_parameters()}
+
+    to = torch.nn.Module.to
+
+    def refused(self: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
+        if self is model:
+            raise AssertionError("the model was cast whole")
+        return to(self, *args, **kwargs)
+
+    monkeypatch.setattr(aten2onnx, "PROXY_ABOVE", 0)
+    with monkeypatch.context() as patched, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        patched.setattr(type(model), "to", refused)
+        path = aten2onnx.export_llm(model, tmp_path / "out", dtype=torch.float16)
+    assert not [w for w in caught if issubclass(w.category, aten2onnx.NarrowedExportWarning)]
+    assert {name: p for name, p in model.named_parameters()} == before
+    assert all(p.dtype == torch.float32 and p.device.type == "cpu" for p in model.parameters())
+    ids = torch.randint(3, 96, (1, 6))
+    with torch.no_grad():
+        want = model.half()(ids).logits.float().numpy()
+    np.testing.assert_allclose(logits(path, ids).astype(np.float32), want, rtol=2e-2, atol=2e-2)

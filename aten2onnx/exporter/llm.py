@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import inspect
+import itertools
 import os
 import shutil
 from typing import Any, Callable, Iterator
@@ -120,6 +122,29 @@ def causal_lm_without_weights(folder: str, dtype: torch.dtype | None) -> tuple[t
             else:
                 module._buffers[name] = lazy.holding(buffer)
     return model.eval(), aliases
+
+
+def cast_without_copy(model: torch.nn.Module, dtype: torch.dtype) -> torch.nn.Module:
+    """A twin of model whose floating-point weights are meta tensors standing for the model's cast to dtype
+    (each cast when written): the model is left as it is and its weights are not copied."""
+    import copy
+
+    from aten2onnx.ir import lazy
+
+    memo: dict[int, Any] = {}
+    for tensor in itertools.chain(model.parameters(), model.buffers()):
+        if id(tensor) in memo:
+            continue
+        fn = functools.partial(_cast, dtype=dtype if tensor.is_floating_point() else tensor.dtype)
+        twin = lazy.derived(fn, tensor)
+        if isinstance(tensor, torch.nn.Parameter):
+            twin = lazy.alias(twin, torch.nn.Parameter(twin, requires_grad=False))
+        memo[id(tensor)] = twin
+    return copy.deepcopy(model, memo)
+
+
+def _cast(tensor: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    return tensor.to(dtype)
 
 
 def proxy(model: torch.nn.Module) -> torch.nn.Module | None:

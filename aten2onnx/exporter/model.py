@@ -7,7 +7,7 @@ import json
 import os
 import re
 import secrets
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 import onnx
@@ -241,7 +241,7 @@ class ExportedModel:
         bind_weights gave yet."""
         if self._load is not None:
             return []
-        return [name for name, tensor, _ in self._weights if lazy.is_lazy(tensor)]
+        return [name for name, tensor, _ in self._weights if lazy.keys(tensor)]
 
     def bind_weights(self, weights: Any) -> ExportedModel:
         """Give the values of the weights a model exported without them (on the meta device) has: a
@@ -263,12 +263,12 @@ class ExportedModel:
         """A weight's value: a lazy one computed from the bound weights."""
         if not lazy.is_lazy(tensor):
             return tensor
-        if self._load is None:
+        if self._load is None and lazy.keys(tensor):
             raise ExportError(f"the model was exported without its weights (on the meta device): "
                               f"{len(self.unbound_weights)} have no value, such as {name!r}; give them with "
                               "save(path, weights=state_dict or a safetensors file) or bind_weights(...)")
         try:
-            return lazy.materialize(tensor, self._load)
+            return lazy.materialize(tensor, self._load or _no_weights)
         except lazy.UnboundWeightError as e:
             raise ExportError(f"weight {name!r}: {e}") from None
 
@@ -372,7 +372,7 @@ class ExportedModel:
         if weights is not None:
             self.bind_weights(weights)
         elif self.unbound_weights:
-            self._value(*next((n, t) for n, t, _ in self._weights if lazy.is_lazy(t)))  # raises: say what is missing
+            self._value(*next((n, t) for n, t, _ in self._weights if lazy.keys(t)))  # raises: say what is missing
         if external_data is None:
             external_data = self.weight_bytes >= TWO_GB - (64 << 20)
         folder = os.path.dirname(os.path.abspath(path))
@@ -427,9 +427,10 @@ class ExportedModel:
             for start, name, tensor in layout:
                 if start > written:
                     yield b"\0" * (start - written)
-                data = tensor_view(self._value(name, tensor))
-                yield data
-                written = start + data.nbytes
+                for data in _tensor_pieces(self._value(name, tensor)):
+                    yield data
+                    start += data.nbytes
+                written = start
 
         return skeleton, offset, chunks()
 
@@ -492,9 +493,28 @@ def _stream(skeleton: onnx.ModelProto, weights: list[tuple[str, torch.Tensor]],
         yield head
         for prefix, name, tensor in records:
             yield prefix
-            yield tensor_view(value(name, tensor))
+            yield from _tensor_pieces(value(name, tensor))
 
     return total, chunks()
+
+
+def _no_weights(key: str, like: torch.Tensor) -> torch.Tensor:
+    raise lazy.UnboundWeightError(f"no weights are bound to read {key!r} from")
+
+
+PIECE_BYTES = 16 << 20
+
+
+def _tensor_pieces(tensor: torch.Tensor) -> Iterator[memoryview]:
+    """A tensor's bytes as tensor_view gives them, in pieces: a tensor that is not contiguous (a weight stored
+    transposed is a view of the module's) is copied a block of rows at a time, never whole."""
+    if tensor.is_contiguous() or tensor.dtype in _dtypes.PACKED or tensor.dim() == 0 or tensor.numel() == 0:
+        yield tensor_view(tensor)
+        return
+    row = max(tensor[0].numel() * tensor.element_size(), 1)
+    step = max(PIECE_BYTES // row, 1)
+    for start in range(0, tensor.shape[0], step):
+        yield tensor_view(tensor[start:start + step])
 
 
 def _tensor_header(proto: onnx.TensorProto, name: str, tensor: torch.Tensor) -> onnx.TensorProto:

@@ -30,6 +30,14 @@ def source(tensor: torch.Tensor, key: str) -> torch.Tensor:
     return tensor
 
 
+def derived(fn: Callable[[torch.Tensor], torch.Tensor], value: torch.Tensor) -> torch.Tensor:
+    """A meta tensor standing for fn(value), computed only when written (a weight cast to another dtype
+    without a second copy of the model)."""
+    meta = fn(value.detach().to("meta"))
+    setattr(meta, _TAG, ("apply", fn, (value.detach(),), None))
+    return meta
+
+
 def holding(value: torch.Tensor) -> torch.Tensor:
     """A meta tensor standing for `value` (a small tensor kept in memory, such as a buffer computed at
     construction that no checkpoint holds), so that it can meet meta tensors in a capture."""
