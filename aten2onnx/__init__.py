@@ -278,8 +278,8 @@ def export_llm(
     if plan is not None:
         llm_fusion.to_onnx_domain(exported.graph)
     if streamed is not None:
-        exported._aliases = {f"model.{key}": names for key, names in streamed[1].items()}  # (CacheModule.model)
-        exported.bind_weights(source)
+        # (the CacheModule holds the model as .model)
+        exported.bind_weights(source, aliases={f"model.{key}": names for key, names in streamed[1].items()})
     exported.save(path)
     # torch.export counts the past and the new tokens from 2 each (sizes it never takes for constants), so it
     # reports the total length narrowed to 4 and up; where the saved model runs the shortest contexts as the

@@ -204,7 +204,6 @@ class ExportedModel:
         self._watched = [(tensor, tensor._version) for tensor in watched or []]
         self._proto: onnx.ModelProto | None = None
         self._load: Callable[[str, torch.Tensor], torch.Tensor] | None = None  # (bind_weights)
-        self._aliases: dict[str, list[str]] = {}  # other names a weight may be stored under (tied weights)
         self.input_names = input_names
         self.output_names = output_names
         self.fallback_ops = fallback_ops
@@ -243,13 +242,14 @@ class ExportedModel:
             return []
         return [name for name, tensor, _ in self._weights if lazy.keys(tensor)]
 
-    def bind_weights(self, weights: Any) -> ExportedModel:
+    def bind_weights(self, weights: Any, *, aliases: Mapping[str, list[str]] | None = None) -> ExportedModel:
         """Give the values of the weights a model exported without them (on the meta device) has: a
         state dict, a .safetensors file or a folder of them, keyed as the model's state_dict. They are
-        read when the model is written (`save` streams them one at a time) or first run. Returns self."""
+        read when the model is written (`save` streams them one at a time) or first run. aliases: other
+        keys a weight may be stored under (a tied weight a checkpoint holds once). Returns self."""
         from aten2onnx.exporter.weights import loader
 
-        load, has = loader(weights, self._aliases)
+        load, has = loader(weights, aliases)
         needed = sorted(set().union(*(lazy.keys(t) for _, t, _ in self._weights)))
         missing = [key for key in needed if not has(key)]
         if missing:
