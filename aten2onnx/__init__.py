@@ -215,13 +215,15 @@ def export_llm(
     files of a model folder. Returns the path of model.onnx.
 
     model: a transformers causal LM, or a local folder AutoModelForCausalLM.from_pretrained loads (no
-        downloads). The model is left as it was.
+        downloads). The model is left as it was. A folder of safetensors is never loaded: the model is
+        captured without its weights and each is read from the folder as it is written (peak memory
+        about the largest weight's, plus the interpreter's).
     The ONNX model's inputs are input_ids [batch_size, sequence_length], attention_mask [batch_size,
     total_sequence_length], position_ids [batch_size, sequence_length] where the architecture takes
     them, and past_key_values.<i>.key/value [batch_size, kv_heads, past_sequence_length, head_size];
     its outputs logits and present.<i>.key/value. Every such dim is symbolic: one model runs prefill
     from an empty cache (past_sequence_length 0) and each decode step.
-    dtype: export the model in this dtype (a copy is cast; None keeps the model's).
+    dtype: export the model in this dtype (each weight cast as it is written; None keeps the model's).
     max_length: genai's context_length and search max_length (default: the model's max positions).
     optimize: None: standard ONNX, run by genai with past_present_share_buffer false. "onnxruntime":
         onnxruntime's contrib ops where the model's modules are ones they compute (checked by running
@@ -244,7 +246,7 @@ def export_llm(
     source = model
     # from a folder of safetensors: the model without its weights, each read and written one at a time
     streamed = (llm.causal_lm_without_weights(os.fspath(model), dtype)
-                if isinstance(model, (str, os.PathLike)) and os.path.isdir(model) and optimize is None else None)
+                if isinstance(model, (str, os.PathLike)) and os.path.isdir(model) else None)
     model = streamed[0] if streamed is not None else llm.causal_lm(model)
     twin = False
     if streamed is None and dtype is not None and any(p.dtype != dtype for p in model.parameters() if p.is_floating_point()):
@@ -258,7 +260,9 @@ def export_llm(
     module = llm.cache_module(model, layout, position_ids)
     plan = None
     if optimize == "onnxruntime":
-        plan = llm_fusion.choose(model, module, args, llm.context_length(model, max_length))
+        positions = llm.context_length(model, max_length)
+        plan = (llm_fusion.choose(model, module, args, positions) if streamed is None
+                else _plan_like(model, module.layers, position_ids, positions))
         if plan is None or not plan.attention:
             warnings.warn(f"optimize='onnxruntime': {type(model).__name__}'s attention is not one GroupQueryAttention "
                           "is emitted for here (or its fused form did not reproduce the model), so it is exported as "
@@ -278,8 +282,7 @@ def export_llm(
     if plan is not None:
         llm_fusion.to_onnx_domain(exported.graph)
     if streamed is not None:
-        # (the CacheModule holds the model as .model)
-        exported.bind_weights(source, aliases={f"model.{key}": names for key, names in streamed[1].items()})
+        exported.bind_weights(source, aliases=streamed[1])
     exported.save(path)
     # torch.export counts the past and the new tokens from 2 each (sizes it never takes for constants), so it
     # reports the total length narrowed to 4 and up; where the saved model runs the shortest contexts as the
@@ -301,6 +304,25 @@ def export_llm(
     os.replace(f.name, os.path.join(out_dir, "genai_config.json"))
     llm.copy_tokenizer(source, out_dir)
     return path
+
+
+def _plan_like(model: torch.nn.Module, layers: int, position_ids: bool, positions: int) -> Any:
+    """export_llm's fusion plan for a model without weights: the plan chosen by running a small model of
+    its architecture with weights (llm.proxy), made for the model's own modules; None where none fits."""
+    from aten2onnx.exporter import llm, llm_fusion
+
+    like = llm.proxy(model)
+    if like is None:
+        return None
+    layout = llm.cache_layout(like)
+    args, _ = llm.example_inputs(like, layout, position_ids)
+    chosen = llm_fusion.choose(like, llm.cache_module(like, layout, position_ids), args, positions)
+    if chosen is None:
+        return None
+    made = llm_fusion.plan(model, positions, bool(chosen.attention), like=like)
+    if made.attention not in (0, layers):  # (every layer or none, as choose requires)
+        made = llm_fusion.plan(model, positions, False, like=like)
+    return made if made.forwards else None
 
 
 # weights above which export_llm checks the shortest contexts on a small model of the same architecture

@@ -238,3 +238,54 @@ def test_export_llm_of_a_model_in_memory_casts_each_weight_as_it_is_written(tmp_
     with torch.no_grad():
         want = model.half()(ids).logits.float().numpy()
     np.testing.assert_allclose(logits(path, ids).astype(np.float32), want, rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("config", [LLMS[1][1], LLMS[3][1], LLMS[4][1]], ids=["llama_tied", "gemma", "gpt2"])
+def test_export_llm_from_a_folder_with_fused_ops_writes_the_loaded_models_file(config, tmp_path, monkeypatch):
+    """optimize="onnxruntime" from a folder: the fusion plan is chosen on a small model of the architecture,
+    the packed QKV weight (and Gemma's shifted norm weights, GPT-2's transposed projection) computed as
+    written; the file is the one export_llm of the loaded model writes."""
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config()).eval()
+    folder = tmp_path / "hf"
+    model.save_pretrained(folder)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want_path = aten2onnx.export_llm(model, tmp_path / "loaded", optimize="onnxruntime")
+        with monkeypatch.context() as patched:
+            patched.setattr(transformers.AutoModelForCausalLM, "from_pretrained",
+                            lambda *a, **k: pytest.fail("the model was loaded"))
+            path = aten2onnx.export_llm(folder, tmp_path / "streamed", optimize="onnxruntime")
+    want, got = onnx.load(want_path), onnx.load(path)
+    assert [n.op_type for n in got.graph.node] == [n.op_type for n in want.graph.node]
+    assert any(n.op_type == "GroupQueryAttention" for n in got.graph.node)
+    want_values = {t.name: onnx.numpy_helper.to_array(t) for t in want.graph.initializer}
+    got_values = {t.name: onnx.numpy_helper.to_array(t) for t in got.graph.initializer}
+    assert got_values.keys() == want_values.keys()
+    assert all(np.array_equal(got_values[k], want_values[k]) for k in want_values)
+
+
+def test_onnxruntime_genai_generates_transformers_tokens_from_a_streamed_folder(tmp_path):
+    og = pytest.importorskip("onnxruntime_genai", reason="onnxruntime-genai is an optional extra")
+    tokenizers = pytest.importorskip("tokenizers")
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(LLMS[0][1]()).eval()
+    folder = tmp_path / "hf"
+    model.save_pretrained(folder, max_shard_size="40KB")
+    tokenizer = tokenizers.Tokenizer(tokenizers.models.WordLevel({f"t{i}": i for i in range(96)}, unk_token="t0"))
+    tokenizer.save(str(folder / "tokenizer.json"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        path = aten2onnx.export_llm(folder, tmp_path / "out")
+    prompt = torch.randint(3, 96, (1, 5))
+    want = model.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=12, do_sample=False,
+                          pad_token_id=0)[0, 5:]
+    genai_model = og.Model(os.path.dirname(path))
+    params = og.GeneratorParams(genai_model)
+    params.set_search_options(max_length=5 + 12, do_sample=False)
+    generator = og.Generator(genai_model, params)
+    generator.append_tokens(prompt.numpy())
+    while not generator.is_done():
+        generator.generate_next_token()
+    got = torch.tensor(np.asarray(generator.get_sequence(0)), dtype=torch.long)[5:]
+    assert torch.equal(got[:len(want)], want)

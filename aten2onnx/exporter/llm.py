@@ -112,13 +112,14 @@ def causal_lm_without_weights(folder: str, dtype: torch.dtype | None) -> tuple[t
         if not found or list(stored.shape(found[0])) != list(param.shape):
             return None
         aliases[name] = found
+        lazy.source(param, name)
     for prefix, module in model.named_modules():
         for name, buffer in list(module._buffers.items()):
             key = f"{prefix}.{name}" if prefix else name
             if buffer is None or buffer.device.type == "meta":
                 continue
             if key in stored and list(stored.shape(key)) == list(buffer.shape):
-                module._buffers[name] = buffer.to("meta")  # read from the checkpoint, by its key
+                module._buffers[name] = lazy.source(buffer.to("meta"), key)  # read from the checkpoint
             else:
                 module._buffers[name] = lazy.holding(buffer)
     return model.eval(), aliases

@@ -22,6 +22,7 @@ import torch.fx
 
 from aten2onnx.exporter.passes import Pass, Program
 from aten2onnx.exporter.transformers_compat import pop_cache
+from aten2onnx.ir import lazy
 
 MICROSOFT = "com.microsoft"
 # onnxruntime registers SimplifiedLayerNormalization in the ONNX domain (it is not in ONNX's own
@@ -207,8 +208,8 @@ class Plan:
     norms: int = 0
 
 
-def rms_norm_forward(module: torch.nn.Module) -> Any | None:
-    """A forward for an RMS norm module computing weight * x / rms(x) (LLaMA's) or (1 + weight) * ...
+def rms_norm_kind(module: torch.nn.Module) -> str | None:
+    """"plain" for an RMS norm module computing weight * x / rms(x) (LLaMA's), "shifted" for (1 + weight) * ...
     (Gemma's), told apart by running it; None for anything else."""
     weight = getattr(module, "weight", None)
     eps = getattr(module, "variance_epsilon", getattr(module, "eps", None))
@@ -219,11 +220,25 @@ def rms_norm_forward(module: torch.nn.Module) -> Any | None:
     with torch.no_grad():
         want = module(x)
         if torch.allclose(simplified_layer_norm(x, weight, eps), want, rtol=1e-3, atol=1e-5):
-            return lambda hidden_states: torch.ops.aten2onnx.simplified_layer_norm(hidden_states, module.weight, eps)
-        shifted = (1.0 + weight.detach().float()).to(weight.dtype)
-        if torch.allclose(simplified_layer_norm(x, shifted, eps), want, rtol=1e-3, atol=1e-5):
-            return lambda hidden_states: torch.ops.aten2onnx.simplified_layer_norm(hidden_states, shifted, eps)
+            return "plain"
+        if torch.allclose(simplified_layer_norm(x, _shifted(weight), eps), want, rtol=1e-3, atol=1e-5):
+            return "shifted"
     return None
+
+
+def _shifted(weight: torch.Tensor) -> torch.Tensor:
+    return (1.0 + weight.detach().float()).to(weight.dtype)
+
+
+def rms_norm_forward(module: torch.nn.Module, kind: str | None) -> Any | None:
+    """A forward computing an RMS norm module of the kind rms_norm_kind tells (None: None)."""
+    if kind is None:
+        return None
+    eps = getattr(module, "variance_epsilon", getattr(module, "eps", None))
+    if kind == "plain":
+        return lambda hidden_states: torch.ops.aten2onnx.simplified_layer_norm(hidden_states, module.weight, eps)
+    shifted = lazy.apply(_shifted, module.weight)  # (computed when written, for a weight without data)
+    return lambda hidden_states: torch.ops.aten2onnx.simplified_layer_norm(hidden_states, shifted, eps)
 
 
 def rotary_tables(model: torch.nn.Module, head: int, positions: int) -> tuple[torch.Tensor, torch.Tensor] | None:
@@ -268,15 +283,29 @@ def llama_attention(module: torch.nn.Module, config: Any) -> Attention | None:
     if not isinstance(getattr(module, "scaling", None), float):
         return None
     if "qkv_proj" in names:
-        weight, bias = module.qkv_proj.weight, module.qkv_proj.bias
+        weight, bias = _held(module.qkv_proj.weight), _held(module.qkv_proj.bias)
     else:
         projections = [module.q_proj, module.k_proj, module.v_proj]
         if len({p.bias is None for p in projections}) != 1:
             return None
-        weight = torch.cat([p.weight.detach() for p in projections])
-        bias = None if projections[0].bias is None else torch.cat([p.bias.detach() for p in projections])
+        weight = lazy.apply(_packed, *(p.weight for p in projections))
+        bias = None if projections[0].bias is None else lazy.apply(_packed, *(p.bias for p in projections))
     return Attention(weight, bias, config.num_attention_heads, config.num_key_value_heads, module.head_dim,
                      module.scaling, module.o_proj, (getattr(module, "q_norm", None), getattr(module, "k_norm", None)))
+
+
+def _packed(*tensors: torch.Tensor) -> torch.Tensor:
+    return torch.cat([t.detach() for t in tensors])
+
+
+def _held(weight: torch.Tensor | None) -> torch.Tensor | None:
+    """A parameter the fused forward holds (the capture reads it as a constant, not through its module):
+    detached, and for a weight without data, computed from the parameter when written."""
+    return None if weight is None else lazy.apply(torch.Tensor.detach, weight)
+
+
+def _transposed(weight: torch.Tensor) -> torch.Tensor:
+    return weight.detach().t()
 
 
 def gpt2_attention(module: torch.nn.Module, config: Any) -> Attention | None:
@@ -294,7 +323,7 @@ def gpt2_attention(module: torch.nn.Module, config: Any) -> Attention | None:
     if not isinstance(scaling, float):
         return None
     heads = module.num_heads
-    return Attention(module.c_attn.weight.detach().t(), module.c_attn.bias, heads, heads, module.head_dim,
+    return Attention(lazy.apply(_transposed, module.c_attn.weight), _held(module.c_attn.bias), heads, heads, module.head_dim,
                      scaling, module.c_proj, rotary=False)
 
 
@@ -340,19 +369,27 @@ def attention_forward(module: torch.nn.Module, config: Any, tables: tuple | None
     return forward
 
 
-def plan(model: torch.nn.Module, positions: int, attention: bool = True) -> Plan:
-    """The replacements for model's attention modules (when `attention`) and RMS norms."""
+def plan(model: torch.nn.Module, positions: int, attention: bool = True,
+         like: torch.nn.Module | None = None) -> Plan:
+    """The replacements for model's attention modules (when `attention`) and RMS norms. like: a small model
+    of the same architecture with weights, where model has none (on the meta device), run in its place to
+    tell what its modules compute (the rotary table, each norm class's kind)."""
     config = model.config.get_text_config()
     lengths = Lengths()
     forwards: dict[torch.nn.Module, Any] = {}
     head = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
-    tables = rotary_tables(model, head, positions) if attention else None
+    tables = rotary_tables(like if like is not None else model, head, positions) if attention else None
+    kinds = {}
+    if like is not None:
+        for module in like.modules():
+            kinds.setdefault(type(module), rms_norm_kind(module))
     counts = {"attention": 0, "norms": 0}
     for module in model.modules():
         forward = attention_forward(module, config, tables, lengths) if attention else None
         kind = "attention"
         if forward is None:
-            forward, kind = rms_norm_forward(module), "norms"
+            norm = kinds.get(type(module)) if like is not None else rms_norm_kind(module)
+            forward, kind = rms_norm_forward(module, norm), "norms"
         if forward is not None:
             forwards[module] = forward
             counts[kind] += 1
