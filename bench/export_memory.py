@@ -3,7 +3,8 @@
 Each measurement runs in a fresh child process and reports its peak RSS (getrusage's ru_maxrss of the
 child: every page it held resident, the interpreter and its imports included). Per model size:
 
-- `export_llm(folder)`: aten2onnx.export_llm from the transformers folder (safetensors) into a new folder;
+- `export_llm(folder)`: aten2onnx.export_llm from the transformers folder (safetensors) into a new folder,
+  and with optimize="onnxruntime";
 - `export+save`: the model loaded with from_pretrained, `aten2onnx.export`, `save(external_data=True)`;
 - `loaded only`: from_pretrained alone (transformers maps the safetensors: pages are resident once read);
 - `loaded, all read`: from_pretrained, one forward and every weight read: the floor the export+save case
@@ -65,9 +66,9 @@ def child(case: str, folder: str, out: str) -> None:
 
     warnings.simplefilter("ignore")
     start = time.perf_counter()
-    if case == "llm":
+    if case in ("llm", "llm_ort"):
         import aten2onnx
-        aten2onnx.export_llm(folder, out, progress=False)
+        aten2onnx.export_llm(folder, out, progress=False, optimize="onnxruntime" if case == "llm_ort" else None)
     elif case == "genai":
         subprocess.run([sys.executable, "-m", "onnxruntime_genai.models.builder", "-i", folder, "-o", out,
                         "-p", "fp32", "-e", "cpu", "-c", os.path.join(out, "cache")], check=True,
@@ -104,7 +105,7 @@ def measure(case: str, folder: str) -> tuple[int | None, float | None, str]:
     return result["peak"], result["seconds"], ""
 
 
-LABELS = {"llm": "export_llm(folder)", "export_save": "export+save", "loaded": "loaded only",
+LABELS = {"llm": "export_llm(folder)", "llm_ort": "  optimize=onnxruntime", "export_save": "export+save", "loaded": "loaded only",
           "touched": "loaded, all read",
           "genai": "genai builder", "torch_onnx": "torch.onnx"}
 
@@ -114,7 +115,7 @@ def main() -> None:
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     parser.add_argument("--make", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--sizes", default="1gb,3gb")
-    parser.add_argument("--cases", default="llm,genai,export_save,loaded,touched")
+    parser.add_argument("--cases", default="llm,llm_ort,genai,export_save,loaded,touched")
     parser.add_argument("--torch-onnx", action="store_true", help="also torch.onnx (slow)")
     args = parser.parse_args()
     if args.child:

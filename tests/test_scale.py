@@ -289,3 +289,20 @@ def test_onnxruntime_genai_generates_transformers_tokens_from_a_streamed_folder(
         generator.generate_next_token()
     got = torch.tensor(np.asarray(generator.get_sequence(0)), dtype=torch.long)[5:]
     assert torch.equal(got[:len(want)], want)
+
+
+def test_a_model_built_under_fake_tensor_mode_exports_and_binds_like_a_meta_one(tmp_path):
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        fake = ConvBN().eval()
+    real = randomized(ConvBN())
+    x = torch.randn(2, 3, 8, 8)
+    exported = quiet_export(fake, (x,))
+    assert exported.unbound_weights
+    exported.save(tmp_path / "fake.onnx", external_data=True, weights=real.state_dict())
+    quiet_export(real, (x,)).save(tmp_path / "real.onnx", external_data=True)
+    nodes, values = loaded(str(tmp_path / "fake.onnx"))
+    want_nodes, want = loaded(str(tmp_path / "real.onnx"))
+    assert nodes == want_nodes and all(np.array_equal(values[k], want[k]) for k in want) and values.keys() == want.keys()
+    torch.testing.assert_close(exported.run(x), real(x))

@@ -87,6 +87,27 @@ def _without_data(model: Any) -> bool:
     return any(t.device.type == "meta" for t in itertools.chain(model.parameters(), model.buffers()))
 
 
+def _fake_as_meta(model: Any) -> Any:
+    """A module built under FakeTensorMode (its weights fake tensors) as the same module with its weights on
+    the meta device, which any capture takes (the module itself is left as it is); anything else as it is."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    if not isinstance(model, torch.nn.Module) or not any(
+            isinstance(t, FakeTensor) for t in itertools.chain(model.parameters(), model.buffers())):
+        return model
+    import copy
+
+    def meta(t: torch.Tensor) -> torch.Tensor:
+        return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
+
+    memo: dict[int, Any] = {}
+    for p in model.parameters():
+        memo.setdefault(id(p), torch.nn.Parameter(meta(p), requires_grad=p.requires_grad))
+    for b in model.buffers():
+        memo.setdefault(id(b), meta(b))
+    return copy.deepcopy(model, memo)
+
+
 def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic_shapes: Any,
             fallback: str, input_names: list[str] | None, output_names: list[str] | None,
             custom_symbolics: dict[str, Callable] | None, backend: Backend, progress: bool | None = None,
@@ -109,6 +130,7 @@ def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic
     overrides = {REGISTRY.validate(name, fn): fn for name, fn in (custom_symbolics or {}).items()}
     stages = Progress(progress)
     notes: list[str] = []
+    model = _fake_as_meta(model)
     if _without_data(model):
         # a model built on the meta device is captured on meta inputs (a device its ops can mix with); its
         # weights are bound when the model is written (ExportedModel.bind_weights)
