@@ -166,9 +166,10 @@ LAYERS: dict[str, Recipe] = {
     "LPPool3d": R(lambda: nn.LPPool3d(2, 2), volume),
     # fixed samples: without them the pooling regions are drawn at each call; up to 8 in a batch
     "FractionalMaxPool2d": R(lambda: nn.FractionalMaxPool2d(2, output_ratio=0.5, _random_samples=torch.rand(8, 3, 2)),
-                             image, expect="wrong: aten2onnx.runtime, second size",
+                             image, expect="fixed dim: input[2] (height), input[3] (width)",
                              reason="torch.export's graph holds output_size [3, 3], int(size * output_ratio) of the "
-                                    "example, yet keeps height and width dynamic: other sizes get a 3x3 output; "
+                                    "example, yet keeps height and width dynamic: the export fixes them, with a "
+                                    "warning naming the layer (other sizes were silently pooled to 3x3); "
                                     "aten::fractional_max_pool2d has no symbolic (an ATen node)"),
     "FractionalMaxPool3d": R(lambda: nn.FractionalMaxPool3d(2, output_ratio=0.5, _random_samples=torch.rand(8, 3, 3)),
                              volume,

@@ -188,3 +188,53 @@ def test_a_squeeze_of_dynamic_dims_is_warned_of_and_size_1_refused_when_run():
     x = torch.randn(5, 6, 4)
     torch.testing.assert_close(exported.run(x), SqueezeAll()(x))
     torch.testing.assert_close(torch.from_numpy(run_ort(exported.model_proto, {"x": x})[0]), SqueezeAll()(x))
+
+
+class StridedThenFractional(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 3, 3, stride=2)
+        self.pool = torch.nn.FractionalMaxPool2d(2, output_ratio=0.5, _random_samples=torch.rand(1, 3, 2))
+
+    def forward(self, x):
+        return self.pool(self.conv(x))
+
+
+FRACTIONAL = {
+    "ratio_2d": (lambda: torch.nn.FractionalMaxPool2d(2, output_ratio=0.5, _random_samples=torch.rand(1, 3, 2)),
+                 (1, 3, 8, 10), (1, 3, 12, 10),
+                 r"FractionalMaxPool2d\(output_ratio=.*'input' dim 2 \(input_dim2\) at 8, 'input' dim 3 \(input_dim3\) at 10"),
+    "ratio_3d": (lambda: torch.nn.FractionalMaxPool3d(2, output_ratio=0.5, _random_samples=torch.rand(1, 3, 3)),
+                 (1, 3, 6, 6, 8), (1, 3, 6, 6, 10), r"'input' dim 4 \(input_dim4\)"),  # (torch specializes it)
+    "after_strided_conv": (StridedThenFractional, (1, 3, 17, 17), (1, 3, 21, 17),
+                           r"FractionalMaxPool2d\(output_ratio=.*'x' dim 2 \(x_dim2\) at 17"),
+}
+
+
+@pytest.mark.parametrize("name", list(FRACTIONAL))
+def test_a_fractional_pool_by_ratio_keeps_the_example_sizes_it_was_computed_from(name):
+    """FractionalMaxPool given output_ratio with dynamic spatial dims: torch.export wrote the example's output
+    size as a constant, so every other input size was pooled to it, silently (a [1, 3, 12, 10] input gave
+    4x5 where eager gives 6x5). The dims it came from are fixed, with a warning naming the layer; another
+    size is refused, the example's size is right."""
+    make, example, other, fixed = FRACTIONAL[name]
+    torch.manual_seed(0)
+    model = make().eval()
+    auto = torch.export.Dim.AUTO
+    with pytest.warns(aten2onnx.NarrowedExportWarning, match=fixed):
+        exported = aten2onnx.export(model, (torch.randn(example),),
+                                    dynamic_shapes=({d: auto for d in range(2, len(example))},))
+    with pytest.raises(aten2onnx.InvalidInputError, match="the model expects"):
+        exported.run(torch.randn(other))
+    x = torch.randn(example)
+    torch.testing.assert_close(exported.run(x), model(x))
+
+
+def test_a_fractional_pool_of_fixed_output_size_stays_dynamic():
+    model = torch.nn.FractionalMaxPool2d(2, output_size=(3, 4), _random_samples=torch.rand(1, 3, 2)).eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", aten2onnx.NarrowedExportWarning)
+        exported = aten2onnx.export(model, (torch.randn(1, 3, 8, 10),),
+                                    dynamic_shapes=({2: torch.export.Dim.AUTO, 3: torch.export.Dim.AUTO},))
+    x = torch.randn(1, 3, 11, 9)
+    torch.testing.assert_close(exported.run(x), model(x))

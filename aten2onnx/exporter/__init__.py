@@ -191,6 +191,7 @@ def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic
     dynamic.rename_dims(skeleton, names)
     dynamic.warn_fixed_dims(skeleton, model, args, kwargs, dynamic_shapes, in_names)
     dynamic.mark_not_one(skeleton, ep, names)
+    dynamic.pin_ratio_pools(skeleton, ep, model, names)
     if optimizer is not None:
         entry = skeleton.metadata_props.add()
         entry.key, entry.value = optimizer_export.OPTIMIZER_KEY, optimizer.metadata()

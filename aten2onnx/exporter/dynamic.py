@@ -218,3 +218,62 @@ def mark_not_one(model: onnx.ModelProto, ep: ExportedProgram, names: dict[str, s
                   "(as torch.export does), so an input where it is 1 would give a result of another rank than "
                   "eager's; aten2onnx.runtime refuses such inputs. Where the dim is meant to go, squeeze it by "
                   "index only where it is 1 in every input, or reshape explicitly.", NarrowedExportWarning)
+
+
+# ATen's fractional max pools: torch.nn's layers given output_ratio compute their output size in Python
+_FRACTIONAL_POOLS = {"fractional_max_pool2d": 2, "fractional_max_pool3d": 3}
+
+
+def pin_ratio_pools(model: onnx.ModelProto, ep: ExportedProgram, module: Any, names: dict[str, str]) -> None:
+    """A FractionalMaxPool layer given output_ratio computes its output size from its input's in Python, and
+    torch.export (2.13, 2.14) writes the example's result as a constant without a guard: the graph would pool
+    every input to that size, a silent wrong answer for any other. The input dims that size came from are
+    fixed at the example's sizes in the exported model (other sizes are then refused, not pooled wrong),
+    with a NarrowedExportWarning naming the layer; a size that is no input's own dim is our ExportError."""
+    from aten2onnx.exporter.provenance import source_of
+
+    for node in ep.graph.nodes:
+        schema = getattr(node.target, "_schema", None) if node.op == "call_function" else None
+        rank = _FRACTIONAL_POOLS.get(schema.name.split("::")[-1]) if schema is not None else None
+        layer = _layer(module, node) if rank else None
+        if layer is None or getattr(layer, "output_ratio", None) is None:
+            continue
+        spatial = [s for s in node.args[0].meta["val"].shape[-rank:] if isinstance(s, torch.SymInt)]
+        if not spatial:
+            continue
+        where = source_of(node) or "?"
+        label = f"{type(layer).__name__}(output_ratio={layer.output_ratio}) at {where}"
+        # the input dims the pooled sizes are computed from (a Conv's strided output: its input's size)
+        env = spatial[0].node.shape_env
+        values = getattr(env, "backed_var_to_val", None)  # (torch 2.13's name; var_to_val before)
+        values = env.var_to_val if values is None else values
+        symbols = {symbol for s in spatial for symbol in s.node.expr.free_symbols}
+        if any(symbol not in values for symbol in symbols):  # (a size read from data)
+            raise ExportError(f"{label}: torch.export writes the output size it computes for the example input as a "
+                              "constant, and its input's size is read from data, so no input dim can be fixed to keep "
+                              "it right; give the layer output_size=(...)")
+        pins = {names.get(str(symbol), str(symbol)): int(values[symbol]) for symbol in symbols}
+        fixed = []
+        for info in model.graph.input:
+            for axis, dim in enumerate(info.type.tensor_type.shape.dim):
+                if dim.HasField("dim_param") and dim.dim_param in pins:
+                    fixed.append(f"{info.name!r} dim {axis} ({dim.dim_param}) at {pins[dim.dim_param]}")
+                    dim.dim_value = pins[dim.dim_param]
+        if fixed:
+            warn_user(f"{label}: torch.export wrote the output size it computes for the example input as a constant, "
+                      f"so the export would pool every input to that size; it takes only the example's sizes there: "
+                      f"{', '.join(fixed)}. For other sizes, give the layer output_size=(...), a fixed output.",
+                      NarrowedExportWarning)
+
+
+def _layer(module: Any, node: torch.fx.Node) -> torch.nn.Module | None:
+    """The torch.nn module of the model that made node (its innermost), if the model is a module."""
+    stack = node.meta.get("nn_module_stack") or {}
+    if not stack or not isinstance(module, torch.nn.Module):
+        return None
+    path = list(stack.values())[-1][0]
+    path = re.sub(r"^L\['self'\]\.?", "", path or "")
+    try:
+        return module.get_submodule(path) if path else module
+    except AttributeError:
+        return None
