@@ -162,7 +162,7 @@ NOT_ONE_KEY = "aten2onnx.dims_not_one"
 def squeezed_sizes(ep: ExportedProgram) -> list[tuple[str, str | None]]:
     """(symbol, the user's file:line) for each size given by a symbol alone that a squeeze meets: whether the
     squeeze drops that dim depends on the size being 1, which an ONNX graph, whose rank is fixed, cannot follow."""
-    from aten2onnx.exporter.provenance import source_of
+    from aten2onnx.exporter.provenance import module_of, source_of, user_frame
 
     aten = torch.ops.aten
     squeezes = {aten.squeeze.dim, aten.squeeze.dims, aten.squeeze.default, aten.squeeze_copy.dim,
@@ -230,7 +230,7 @@ def pin_ratio_pools(model: onnx.ModelProto, ep: ExportedProgram, module: Any, na
     every input to that size, a silent wrong answer for any other. The input dims that size came from are
     fixed at the example's sizes in the exported model (other sizes are then refused, not pooled wrong),
     with a NarrowedExportWarning naming the layer; a size that is no input's own dim is our ExportError."""
-    from aten2onnx.exporter.provenance import source_of
+    from aten2onnx.exporter.provenance import module_of, source_of, user_frame
 
     for node in ep.graph.nodes:
         schema = getattr(node.target, "_schema", None) if node.op == "call_function" else None
@@ -241,8 +241,9 @@ def pin_ratio_pools(model: onnx.ModelProto, ep: ExportedProgram, module: Any, na
         spatial = [s for s in node.args[0].meta["val"].shape[-rank:] if isinstance(s, torch.SymInt)]
         if not spatial:
             continue
-        where = source_of(node) or "?"
-        label = f"{type(layer).__name__}(output_ratio={layer.output_ratio}) at {where}"
+        where = user_frame(source_of(node))
+        label = (f"{type(layer).__name__}(output_ratio={layer.output_ratio}), {module_of(node)}"
+                 + (f" at {where}" if where else ""))
         # the input dims the pooled sizes are computed from (a Conv's strided output: its input's size)
         env = spatial[0].node.shape_env
         values = getattr(env, "backed_var_to_val", None)  # (torch 2.13's name; var_to_val before)

@@ -31,6 +31,11 @@ def source_of(node: torch.fx.Node) -> str | None:
     return f"{file}:{line}"
 
 
+def user_frame(where: str | None) -> str | None:
+    """A source_of location, unless it lies in torch's own files (a model that is a torch.nn layer itself)."""
+    return where if where is not None and not where.startswith(_TORCH_DIR) else None
+
+
 def module_of(node: torch.fx.Node) -> str:
     stack = node.meta.get("nn_module_stack") or {}
     if not stack:
