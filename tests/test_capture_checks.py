@@ -217,3 +217,36 @@ def test_a_torch_layer_that_cannot_be_captured_is_named_by_its_own_line():
                          dynamic_shapes=({0: batch}, {0: batch}))
     assert caught.value.source is not None and "torch/nn/modules/adaptive.py:" in caught.value.source.replace("\\", "/")
     assert "<string>" not in str(caught.value)
+
+
+class InputReshapedInPlace(nn.Module):
+    def __init__(self, write, rewritten):
+        super().__init__()
+        self.write, self.rewritten = write, rewritten
+
+    def forward(self, x):
+        if self.rewritten:  # the message's advice followed: the view, the input left as it is
+            return self.write(x) * 2
+        self.write(x)
+        return x * 2
+
+
+RESHAPED_INPUTS = {
+    "unsqueeze_": (lambda x: x.unsqueeze_(0), lambda x: x.unsqueeze(0), (3, 4)),
+    "as_strided_": (lambda x: x.as_strided_((2, 2), (1, 2)), lambda x: x.as_strided((2, 2), (1, 2)), (10,)),
+}
+
+
+@pytest.mark.parametrize("name", list(RESHAPED_INPUTS))
+def test_an_input_reshaped_in_place_gets_our_error_naming_the_line_and_the_view_works(name):
+    """x.unsqueeze_(0) on forward's input with a dynamic dim: torch.export's capture failed with an IndexError
+    in its guards, our CaptureError naming no line. Now our ExportError names the op, the line and the view."""
+    in_place, view, shape = RESHAPED_INPUTS[name]
+    spec = ({0: torch.export.Dim.AUTO},)
+    with pytest.raises(ExportError, match=rf"{name}\(\) at .*test_capture_checks\.py:\d+ changes the shape of the "
+                                          r"model's input in place .* use the view instead"):
+        aten2onnx.export(InputReshapedInPlace(in_place, False), (torch.randn(shape),), dynamic_shapes=spec)
+    x = torch.randn(shape)
+    model = InputReshapedInPlace(view, True)
+    exported = aten2onnx.export(model, (x.clone(),), dynamic_shapes=spec)
+    torch.testing.assert_close(exported.run(x.clone()), model(x.clone()))

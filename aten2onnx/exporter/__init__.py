@@ -151,6 +151,9 @@ def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic
                 if optimizer is not None:
                     ep = optimizer_export.apply(ep, optimizer)
     except CaptureError as e:
+        reshaped = diagnose.reshaped_input(model, args, kwargs, e)
+        if reshaped is not None:
+            raise reshaped from e
         raise diagnose.classify_capture_error(e) from e.__cause__
     if passes.is_joint(ep) and not training:
         raise ExportError("the program is a joint forward-backward graph (its outputs include a loss and "

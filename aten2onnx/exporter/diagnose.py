@@ -181,6 +181,47 @@ _DATA_DEPENDENT = ("GuardOnDataDependentSymNode", "DataDependentOutputException"
                    "Data-dependent", "data dependent")
 
 
+def reshaped_input(model: Any, args: tuple, kwargs: dict | None, error: CaptureError) -> ExportError | None:
+    """Our error for a forward that changes the shape of one of its inputs in place (x.unsqueeze_(0),
+    as_strided_), where torch.export's capture failed on it without saying so (an IndexError in its guards:
+    the input's rank no longer fits its dynamic shapes). Found by running the forward on copies of the
+    inputs, the model's own tensors restored after; None for any other failure."""
+    import traceback
+
+    from torch.overrides import TorchFunctionMode
+
+    if not any(isinstance(e, IndexError) for _, e in error.failures) or not callable(model):
+        return None
+    copies = torch.utils._pytree.tree_map_only(torch.Tensor, lambda t: t.detach().clone(), (args, kwargs or {}))
+    inputs = {id(t): tuple(t.shape) for t in torch.utils._pytree.tree_leaves(copies) if isinstance(t, torch.Tensor)}
+    found: list[str] = []
+
+    class Watch(TorchFunctionMode):
+        def __torch_function__(self, func: Any, types: Any, call_args: tuple = (), call_kwargs: dict | None = None) -> Any:
+            out = func(*call_args, **(call_kwargs or {}))
+            target = call_args[0] if call_args else None
+            if not found and isinstance(target, torch.Tensor) and id(target) in inputs \
+                    and tuple(target.shape) != inputs[id(target)]:
+                frames = [f for f in traceback.extract_stack()[:-1] if not f.filename.startswith(_LIBRARY_DIRS)]
+                where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+                name = getattr(func, "__name__", str(func))
+                found.append(f"{name}(){where} changes the shape of the model's input in place ({inputs[id(target)]} "
+                             f"-> {tuple(target.shape)}), which an exported model's input keeps; use the view "
+                             f"instead (y = x.{name.rstrip('_')}(...))")
+            return out
+
+    try:
+        with user_tensors_kept(model), torch.no_grad(), Watch():
+            model(*copies[0], **copies[1])
+    except Exception:  # noqa: BLE001 (the forward failing eagerly too: the capture's own error stands)
+        return None
+    return ExportError(found[0]) if found else None
+
+
+_LIBRARY_DIRS = (os.path.dirname(torch.__file__) + os.sep,
+                 os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep)
+
+
 def classify_capture_error(error: CaptureError) -> CaptureError:
     """A capture error caused by Python depending on tensor data, retyped with the rewrite to use."""
     text = " ".join(f"{type(e).__name__}: {e}" for _, e in error.failures)
