@@ -306,3 +306,24 @@ def test_a_model_built_under_fake_tensor_mode_exports_and_binds_like_a_meta_one(
     want_nodes, want = loaded(str(tmp_path / "real.onnx"))
     assert nodes == want_nodes and all(np.array_equal(values[k], want[k]) for k in want) and values.keys() == want.keys()
     torch.testing.assert_close(exported.run(x), real(x))
+
+
+def test_a_meta_module_exported_twice_under_other_names_binds_by_each_exports_names(tmp_path):
+    """The first export tagged the user's meta parameters with its own state-dict keys, so a second export
+    of the same module inside a wrapper asked for '0.weight' where the wrapper's state dict has 'inner.0.weight'."""
+    def make():
+        return torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU())
+
+    with torch.device("meta"):
+        inner = make().eval()
+        wrapper = torch.nn.Module()
+        wrapper.inner = inner
+        wrapper.forward = lambda x: inner(x) * 2
+    real_inner = make().eval()
+    x = torch.randn(2, 4)
+    quiet_export(inner, (x,)).bind_weights(real_inner.state_dict())
+    exported = quiet_export(wrapper, (x,))
+    assert sorted(exported.unbound_weights) == ["inner.0.bias", "inner.0.weight"]
+    exported.bind_weights({f"inner.{k}": v for k, v in real_inner.state_dict().items()})
+    torch.testing.assert_close(exported.run(x), real_inner(x) * 2)
+    assert not any(hasattr(p, "_aten2onnx_lazy") for p in inner.parameters())  # the user's tensors untouched

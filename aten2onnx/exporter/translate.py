@@ -129,6 +129,7 @@ class Translator:
         written = {role.name for role in self.roles if role.kind == "buffer"}
         weights = {spec.target for spec in self.ep.graph_signature.input_specs
                    if spec.kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR)}
+        unbound: dict[int, torch.Tensor] = {}  # weights without data, each tagged with its first key
         taken = sorted(set(names) & weights)
         if taken:
             raise ArgumentError(f"input_names {taken} are names of the model's weights, which the ONNX model keeps as "
@@ -141,7 +142,12 @@ class Translator:
                 tensor = self.ep.state_dict.get(spec.target)
                 if tensor is None:
                     tensor = self.ep.constants[spec.target]
-                lazy.source(tensor, spec.target)  # a weight without data: read by this key when written
+                if lazy.is_lazy(tensor) and not lazy.computable(tensor):
+                    # a weight without data: read by its (first) key when written, tagged on a detached alias so
+                    # that the user's tensor is left as it was (another export may name it otherwise)
+                    if id(tensor) not in unbound:
+                        unbound[id(tensor)] = lazy.source(tensor.detach(), spec.target)
+                    tensor = unbound[id(tensor)]
                 name = self.state_names.get(spec.target, spec.target)
                 if name != spec.target and (name in weights or name in names):
                     name = spec.target  # taken by a weight or an input: torch.export's name stays
