@@ -190,6 +190,8 @@ def reshaped_input(model: Any, args: tuple, kwargs: dict | None, error: CaptureE
 
     from torch.overrides import TorchFunctionMode
 
+    from aten2onnx.exporter.provenance import LIBRARY_DIRS
+
     if not any(isinstance(e, IndexError) for _, e in error.failures) or not callable(model):
         return None
     copies = torch.utils._pytree.tree_map_only(torch.Tensor, lambda t: t.detach().clone(), (args, kwargs or {}))
@@ -202,7 +204,7 @@ def reshaped_input(model: Any, args: tuple, kwargs: dict | None, error: CaptureE
             target = call_args[0] if call_args else None
             if not found and isinstance(target, torch.Tensor) and id(target) in inputs \
                     and tuple(target.shape) != inputs[id(target)]:
-                frames = [f for f in traceback.extract_stack()[:-1] if not f.filename.startswith(_LIBRARY_DIRS)]
+                frames = [f for f in traceback.extract_stack()[:-1] if not f.filename.startswith(LIBRARY_DIRS)]
                 where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
                 name = getattr(func, "__name__", str(func))
                 found.append(f"{name}(){where} changes the shape of the model's input in place ({inputs[id(target)]} "
@@ -216,10 +218,6 @@ def reshaped_input(model: Any, args: tuple, kwargs: dict | None, error: CaptureE
     except Exception:  # noqa: BLE001 (the forward failing eagerly too: the capture's own error stands)
         return None
     return ExportError(found[0]) if found else None
-
-
-_LIBRARY_DIRS = (os.path.dirname(torch.__file__) + os.sep,
-                 os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep)
 
 
 def classify_capture_error(error: CaptureError) -> CaptureError:

@@ -264,13 +264,16 @@ class ExportedModel:
         if not lazy.is_lazy(tensor):
             return tensor
         if self._load is None and lazy.keys(tensor):
-            raise ExportError(f"the model was exported without its weights (on the meta device): "
-                              f"{len(self.unbound_weights)} have no value, such as {name!r}; give them with "
-                              "save(path, weights=state_dict or a safetensors file) or bind_weights(...)")
+            raise self._unbound_error(name)
         try:
             return lazy.materialize(tensor, self._load or _no_weights)
         except lazy.UnboundWeightError as e:
             raise ExportError(f"weight {name!r}: {e}") from None
+
+    def _unbound_error(self, name: str) -> ExportError:
+        return ExportError(f"the model was exported without its weights (on the meta device): "
+                           f"{len(self.unbound_weights)} have no value, such as {name!r}; give them with "
+                           "save(path, weights=state_dict or a safetensors file) or bind_weights(...)")
 
     @property
     def model_proto(self) -> onnx.ModelProto:
@@ -372,7 +375,7 @@ class ExportedModel:
         if weights is not None:
             self.bind_weights(weights)
         elif self.unbound_weights:
-            self._value(*next((n, t) for n, t, _ in self._weights if lazy.keys(t)))  # raises: say what is missing
+            raise self._unbound_error(self.unbound_weights[0])
         if external_data is None:
             external_data = self.weight_bytes >= TWO_GB - (64 << 20)
         folder = os.path.dirname(os.path.abspath(path))

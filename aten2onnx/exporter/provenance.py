@@ -10,6 +10,7 @@ import torch.fx
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+LIBRARY_DIRS = (_TORCH_DIR, _OWN_DIR)  # frames in these are not the user's code
 # Frames of code FX generates (a control-flow body's forward), numbered per process: never the
 # user's line, and a model's metadata must not depend on how many graphs the process made before.
 _GENERATED = "<eval_with_key>"
@@ -25,7 +26,7 @@ def source_of(node: torch.fx.Node) -> str | None:
     if not frames:
         return None
     for file, line in reversed(frames):
-        if not file.startswith((_TORCH_DIR, _OWN_DIR)):
+        if not file.startswith(LIBRARY_DIRS):
             return f"{file}:{line}"
     file, line = frames[-1]
     return f"{file}:{line}"

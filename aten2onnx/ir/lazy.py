@@ -41,9 +41,7 @@ def derived(fn: Callable[[torch.Tensor], torch.Tensor], value: torch.Tensor) -> 
 def holding(value: torch.Tensor) -> torch.Tensor:
     """A meta tensor standing for `value` (a small tensor kept in memory, such as a buffer computed at
     construction that no checkpoint holds), so that it can meet meta tensors in a capture."""
-    meta = value.detach().to("meta")
-    setattr(meta, _TAG, ("apply", _same, (value.detach(),), None))
-    return meta
+    return derived(_same, value)
 
 
 def computable(tensor: torch.Tensor) -> bool:
@@ -51,11 +49,6 @@ def computable(tensor: torch.Tensor) -> bool:
     if not is_lazy(tensor):
         return True
     return hasattr(tensor, _TAG) or (tensor._base is not None and computable(tensor._base))
-
-
-def key_of(tensor: torch.Tensor) -> str | None:
-    tag = getattr(tensor, _TAG, None)
-    return tag[1] if tag is not None and tag[0] == "load" else None
 
 
 def alias(original: torch.Tensor, copy: torch.Tensor) -> torch.Tensor:
