@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import aten2onnx
+from conftest import run_ort
 from optable import Call, assert_runs_like_eager
 
 F = torch.nn.functional
@@ -95,3 +96,25 @@ def check(name: str, opset: int) -> None:
                                          for opset in (case[2] if len(case) > 2 else (13, 18))])
 def test_symbolic_sizes_are_computed_in_the_graph(name, opset):
     check(name, opset)
+
+
+class ReduceSelected(torch.nn.Module):
+    def __init__(self, reduce):
+        super().__init__()
+        self.reduce = reduce
+
+    def forward(self, x):
+        return self.reduce(x[x > 0])
+
+
+@pytest.mark.parametrize("name", ["any", "all", "any_dim", "all_dim"])
+def test_any_and_all_of_a_selection_that_may_be_empty(name):
+    """any() over no elements is False: the export reduced with ReduceMax and cast the result to bool, and over
+    no elements ReduceMax gives int32's lowest value, so it said True (fuzz_models seed 1795825854)."""
+    reduce = {"any": torch.any, "all": torch.all, "any_dim": lambda t: t.any(-1), "all_dim": lambda t: t.all(0)}[name]
+    model = ReduceSelected(reduce)
+    exported = aten2onnx.export(model, (torch.tensor([1, 2]),))
+    for x in (torch.tensor([-3, -1]), torch.tensor([0, 0]), torch.tensor([2, -1]), torch.tensor([5, 7])):
+        want = model(x)
+        assert torch.equal(exported.run(x), want)
+        assert torch.equal(torch.from_numpy(run_ort(exported.model_proto, {"x": x})[0]), want)

@@ -150,12 +150,14 @@ def aten_prod_dim(g, self, dim, keepdim=False, *, dtype=None):
 
 
 def any_all(g, self, dim, keepdim, *, all_: bool) -> Value:
-    """any: some element is nonzero (ReduceMax of 0/1); all: none is zero (ReduceMin)."""
+    """any: some element is nonzero (ReduceMax of 0/1); all: none is zero (ReduceMin). The reduction's result
+    is compared with 0, not cast: over no elements ReduceMax gives int32's lowest value (nonzero, so a cast
+    said True where any() of nothing is False) and ReduceMin its highest (all() of nothing: True)."""
     nonzero = cast(g, cast(g, self, torch.bool), torch.int32)
     out = g.reduce("ReduceMin" if all_ else "ReduceMax", nonzero, dims_of(self, dim), keepdim)
     if self.rank == 0:
         out = nonzero
-    out = cast(g, out, torch.bool)
+    out = g.op("Greater", out, g.const(0, dtype=torch.int32))
     return cast(g, out, torch.uint8) if self.dtype == torch.uint8 else out
 
 
