@@ -327,3 +327,47 @@ def test_a_meta_module_exported_twice_under_other_names_binds_by_each_exports_na
     exported.bind_weights({f"inner.{k}": v for k, v in real_inner.state_dict().items()})
     torch.testing.assert_close(exported.run(x), real_inner(x) * 2)
     assert not any(hasattr(p, "_aten2onnx_lazy") for p in inner.parameters())  # the user's tensors untouched
+
+
+def _resident_bytes_of(path: str) -> int:
+    """How much of the mappings of path this process holds resident (Rss in /proc/self/smaps)."""
+    total, inside = 0, False
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            head = line.split(maxsplit=5)
+            if "-" in head[0] and len(head) >= 5 and not head[0].endswith(":"):
+                inside = len(head) == 6 and head[5].strip() == path
+            elif inside and head[0] == "Rss:":
+                total += int(head[1]) * 1024
+    return total
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="reads Linux's /proc/self/smaps")
+@pytest.mark.parametrize("external_data", [True, False])
+def test_save_gives_back_the_pages_of_weights_mapped_from_a_file(tmp_path, external_data):
+    """A model whose weights are mapped from a file (torch.load(mmap=True); transformers maps safetensors the
+    same way) holds each weight's pages once read: saving reads them all, and without giving them back the
+    process held the whole model again. Once written they are given back, values unchanged."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(512, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 512)).eval()
+    weights = str(tmp_path / "weights.pt")
+    torch.save(model.state_dict(), weights)
+    model.load_state_dict(torch.load(weights, mmap=True), assign=True)
+    expected = {name: tensor.clone() for name, tensor in model.state_dict().items()}
+    x = torch.randn(3, 512)
+    with torch.no_grad():
+        want = model(x).numpy()  # reads every weight
+    resident = _resident_bytes_of(weights)
+    assert resident >= 4 << 20  # 4 MB of weights, mapped and read
+    exported = aten2onnx.export(model, (x,))
+    out = str(tmp_path / "model.onnx")
+    exported.save(out, external_data=external_data)
+    assert _resident_bytes_of(weights) < resident // 4
+    for name, tensor in model.state_dict().items():
+        assert torch.equal(tensor, expected[name]), name
+    ort = pytest.importorskip("onnxruntime")
+    session = ort.InferenceSession(out, providers=["CPUExecutionProvider"])
+    got = session.run(None, {session.get_inputs()[0].name: x.numpy()})[0]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    with torch.no_grad():  # the model reads its weights again from the file
+        np.testing.assert_array_equal(model(x).numpy(), want)

@@ -21,7 +21,7 @@ from aten2onnx.ir.builder import (GraphBuilder, Node, Subgraph, Value, fill_tens
                                   tensor_nbytes, tensor_view, value_info)
 from aten2onnx.ir import lazy, op_types
 from aten2onnx.exporter.functions import DOMAIN as FUNCTIONS_DOMAIN, extract as extract_functions
-from aten2onnx.exporter import graph_optimizer
+from aten2onnx.exporter import graph_optimizer, residency
 from aten2onnx.exporter.progress import Progress
 from aten2onnx.exporter.translate import Translation
 
@@ -427,12 +427,16 @@ class ExportedModel:
 
         def chunks():
             written = 0
+            pages = residency.Releaser()
             for start, name, tensor in layout:
                 if start > written:
                     yield b"\0" * (start - written)
-                for data in _tensor_pieces(self._value(name, tensor)):
+                value = self._value(name, tensor)
+                for data in _tensor_pieces(value):
                     yield data
                     start += data.nbytes
+                pages.release(value)  # written: a weight mapped from a file need not stay resident
+                del value  # (a weight read from a checkpoint is freed before the next is read)
                 written = start
 
         return skeleton, offset, chunks()
@@ -494,9 +498,13 @@ def _stream(skeleton: onnx.ModelProto, weights: list[tuple[str, torch.Tensor]],
 
     def chunks():
         yield head
+        pages = residency.Releaser()
         for prefix, name, tensor in records:
             yield prefix
-            yield from _tensor_pieces(value(name, tensor))
+            weight = value(name, tensor)
+            yield from _tensor_pieces(weight)
+            pages.release(weight)
+            del weight
 
     return total, chunks()
 
