@@ -337,11 +337,7 @@ LAYERS: dict[str, Recipe] = {
                                                       labels(s.batch, 5, s.height, s.width))),
     "MultiMarginLoss": R(lambda: nn.MultiMarginLoss(), lambda s: (randn(s.batch, 5), labels(s.batch, 5))),
     "MultiLabelMarginLoss": R(lambda: nn.MultiLabelMarginLoss(),
-                              lambda s: (randn(s.batch, 5), multilabel_targets(s.batch, 5)),
-                              expect="fallback: aten::multilabel_margin_loss.default",
-                              reason="the handler is for static shapes; torch._decomp's multilabel_margin_loss_forward "
-                                     "does not end a row's labels at its first -1 (eager's 0.76, its 2.41: it was "
-                                     "exported, wrong), so with dynamic dims the op is an ATen node"),
+                              lambda s: (randn(s.batch, 5), multilabel_targets(s.batch, 5))),
     "MultiLabelSoftMarginLoss": R(lambda: nn.MultiLabelSoftMarginLoss(),
                                   lambda s: (randn(s.batch, 5), torch.randint(0, 2, (s.batch, 5)).float())),
     "HingeEmbeddingLoss": R(lambda: nn.HingeEmbeddingLoss(),

@@ -40,6 +40,15 @@ def bags(n, *, last=False):
     return indices, offsets, torch.randn(10, 4), torch.rand(n)
 
 
+def multilabel(rows, classes):
+    """Scores and multilabel targets: each row some class indices (one repeated), a -1, then labels that
+    no longer count."""
+    target = torch.randint(0, classes, (rows, classes))
+    for r in range(rows):
+        target[r, r % classes] = -1
+    return torch.randn(rows, classes), target
+
+
 aten = torch.ops.aten
 # name: (fn, make(n) -> args with a size n somewhere, the dynamic dims of each argument)
 CASES = {
@@ -94,6 +103,12 @@ CASES = {
     # RMSNorm with dynamic lead dims (a formula before opset 23, RMSNormalization from it; it fell back everywhere)
     "rms_norm": (lambda x, w: (F.rms_norm(x, (8,), w), F.rms_norm(x, (3, 8)), F.rms_norm(x, (8,), eps=0.5)),
                  lambda n: (torch.randn(n, 3, 8), torch.randn(8)), ({0: AUTO}, None)),
+    # rows and classes dynamic (it fell back for anything but static shapes)
+    "multilabel_margin_loss": (
+        lambda x, t, v, u: (F.multilabel_margin_loss(x, t), F.multilabel_margin_loss(x, t, reduction="none"),
+                            F.multilabel_margin_loss(v, u, reduction="sum")),
+        lambda n: (*multilabel(n, n - 1), *(z[0] for z in multilabel(1, n))),
+        ({0: AUTO, 1: AUTO}, {0: AUTO, 1: AUTO}, {0: AUTO}, {0: AUTO})),
     "native_layer_norm": (lambda x, w, b: aten.native_layer_norm.default(x, [8], w, b, 1e-5),
                           lambda n: (torch.randn(2, n, 8), torch.randn(8), torch.randn(8)),
                           ({0: AUTO, 1: AUTO}, None, None)),

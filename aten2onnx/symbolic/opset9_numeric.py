@@ -596,7 +596,7 @@ def as_rows(g: GraphBuilder, self: Value) -> Value:
     """[C] and 0-d inputs as one row [1, C]."""
     if self.rank == 2:
         return self
-    return reshape(g, self, [1, 1 if self.rank == 0 else static_shape(self, "margin loss")[0]])
+    return reshape(g, self, [1, 1 if self.rank == 0 else dim_size(g, self, 0)])
 
 
 def positive(g: GraphBuilder, z: Value) -> Value:
@@ -630,29 +630,28 @@ def aten_multi_margin_loss(g, self, target, p=1, margin=1, weight=None, reductio
 def aten_multilabel_margin_loss(g, self, target, reduction=1):
     """multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor"""
     x = as_rows(g, self)
-    if not x.is_static:
-        # torch's decomposition of the op does not end a row's labels at its first -1 as the kernel does
-        raise KernelOnly("multilabel_margin_loss is exported for static shapes; torch's decomposition of it "
-                         "reads the labels past a row's first -1, unlike its kernel")
-    rows, classes = static_shape(x, "multilabel_margin_loss")
+    rows, classes = dim_size(g, x, 0), dim_size(g, x, 1)
     labels = cast(g, reshape(g, target, [rows, classes]), torch.int64)
-    # targets count up to the first negative entry; a class listed twice counts twice
+    # a row's labels end at its first negative entry (torch's decomposition reads past it; the kernel does
+    # not): position k is listed when no entry at or before it is negative. A class listed twice counts twice.
+    positions = arange_of(g, classes, has_range=False)
+    at_or_before = g.op("Not", g.op("Greater", reshape(g, positions, [1, -1]), reshape(g, positions, [-1, 1])))
     ended = cast(g, g.op("Less", labels, g.const(0, dtype=torch.int64)), torch.float32)
-    listed = g.op("Less", cumsum(g, shaped(ended, (rows, classes)), 1), g.const(0.5, dtype=torch.float32))
-    hot = g.op("And", g.op("Equal", reshape(g, labels, [rows, classes, 1]),
-                           g.const(list(range(classes)), dtype=torch.int64)),
+    seen = g.reduce("ReduceMax", g.op("Mul", reshape(g, ended, [rows, 1, classes]),
+                                      cast(g, at_or_before, torch.float32)), [2], False)
+    listed = g.op("Less", seen, g.const(0.5, dtype=torch.float32))
+    hot = g.op("And", g.op("Equal", reshape(g, labels, [rows, classes, 1]), reshape(g, positions, [1, 1, -1])),
                reshape(g, listed, [rows, classes, 1]))
-    count = cast(g, axis_sum(g, shaped(cast(g, hot, torch.float32), (rows, classes, classes)), 1, keepdim=False),
-                 x.dtype)  # [rows, class]
+    count = cast(g, g.reduce("ReduceSum", cast(g, hot, torch.float32), [1], False), x.dtype)  # [rows, class]
     is_target = g.op("Greater", count, g.const(0.0, like=x))
     # z[r, j, k] = 1 - x[r, j] + x[r, k], for target classes j and the other classes k
     z = g.op("Add", g.op("Sub", g.const(1.0, like=x), reshape(g, x, [rows, classes, 1])),
              reshape(g, x, [rows, 1, classes]))
     h = g.op("Where", reshape(g, is_target, [rows, 1, classes]), g.const(0.0, like=x), positive(g, z))
-    per_target = axis_sum(g, shaped(h, (rows, classes, classes)), 2, keepdim=False)
+    per_target = g.reduce("ReduceSum", h, [2], False)
     weighted = g.op("Where", is_target, g.op("Mul", per_target, count), g.const(0.0, like=x))
-    total = axis_sum(g, shaped(weighted, (rows, classes)), 1, keepdim=False)
-    loss = g.op("Div", total, g.const(float(classes), like=x))
+    total = g.reduce("ReduceSum", weighted, [1], False)
+    loss = g.op("Div", total, g.const(float(classes), like=x) if isinstance(classes, int) else cast(g, classes, x.dtype))
     return reduced(g, loss if self.rank == 2 else reshape(g, loss, []), reduction)
 
 
