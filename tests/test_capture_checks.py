@@ -11,7 +11,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from conftest import run_ort
-from optable import assert_opinfo_native, run_both
+from optable import Call, assert_opinfo_native, assert_runs_like_eager, run_both
 from torch import nn
 
 import aten2onnx
@@ -118,6 +118,51 @@ def test_ctc_loss_graph_grows_by_one_small_step_per_time_step():
     per_step = (nodes(30, 4) - nodes(10, 4)) / 20
     assert per_step <= 24
     assert nodes(10, 12) == nodes(10, 4)
+
+
+def ctc_batch(steps, batch, width, *, short=False):
+    """log_probs [T, N, 6], padded targets [N, S] without the blank, full input lengths (or one sequence
+    shorter than T, and one target empty, with short=True)."""
+    log_probs = torch.randn(steps, batch, 6).log_softmax(-1)
+    inputs, targets = torch.full((batch,), steps), torch.full((batch,), width)
+    if short:
+        inputs[0], targets[-1] = max(steps - 2, 1), 0
+    return log_probs, torch.randint(1, 6, (batch, width)), inputs, targets
+
+
+def ctc_concatenated(steps, batch, width):
+    """Targets concatenated into one 1-D tensor, each sequence's length its index mod width + 1."""
+    lengths = torch.arange(batch) % width + 1
+    return (torch.randn(steps, batch, 6).log_softmax(-1), torch.randint(1, 6, (int(lengths.sum()),)),
+            torch.full((batch,), steps), lengths)
+
+
+AUTO = torch.export.Dim.AUTO
+# name: (fn, make(steps, batch, width), dynamic dims, sizes to run besides the example (5, 3, 2)); the length
+# T stays dynamic: the time loop is a Scan (onnxruntime's fails on zero steps, so the first step is scanned too)
+CTC_DYNAMIC = {
+    "mean": (F.ctc_loss, ctc_batch, ({0: AUTO, 1: AUTO}, {0: AUTO, 1: AUTO}, {0: AUTO}, {0: AUTO}),
+             [(9, 4, 3), (1, 2, 1), (2, 1, 4)]),
+    "none_short": (lambda lp, t, i, n: F.ctc_loss(lp, t, i, n, reduction="none", zero_infinity=True),
+                   lambda *s: ctc_batch(*s, short=True), ({0: AUTO, 1: AUTO}, {0: AUTO, 1: AUTO}, {0: AUTO}, {0: AUTO}),
+                   [(8, 3, 4), (3, 2, 2)]),
+    "sum_concatenated": (lambda lp, t, i, n: F.ctc_loss(lp, t, i, n, blank=0, reduction="sum"), ctc_concatenated,
+                         ({0: AUTO}, {0: AUTO}, None, None), [(11, 3, 2), (1, 3, 2)]),
+}
+
+
+@pytest.mark.parametrize("opset", [9, 13, 18])
+@pytest.mark.parametrize("name", list(CTC_DYNAMIC))
+def test_ctc_loss_keeps_a_dynamic_length(name, opset):
+    fn, make, dims, others = CTC_DYNAMIC[name]
+    example = make(5, 3, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", aten2onnx.NarrowedExportWarning)
+        exported = aten2onnx.export(Call(fn), example, opset=opset, dynamic_shapes=(dims,), fallback="error")
+    assert exported.model_proto.graph.input[0].type.tensor_type.shape.dim[0].dim_param
+    for sizes in [(5, 3, 2)] + others:
+        args = example if sizes == (5, 3, 2) else make(*sizes)
+        assert_runs_like_eager(exported, fn, args, tol=(1e-5, 1e-5))
 
 
 class Decode(nn.Module):

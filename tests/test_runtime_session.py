@@ -185,6 +185,23 @@ def test_scan_reads_outer_scope():
     torch.testing.assert_close(out["s"], expected[-1])
 
 
+def test_scan_of_zero_steps_gives_back_its_state_and_empty_outputs():
+    """A scan input with no rows: the state as given, and each scan output the concatenation of no
+    per-step values, rows of the shape the body declares (the kernel returned the state alone, fewer values
+    than the node's outputs). onnxruntime and ONNX's reference evaluator refuse such a scan."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s", "row"], ["s_out"]), helper.make_node("Identity", ["s_out"], ["y"])],
+        "body", [_vi("s", [2]), _vi("row", [2])], [_vi("s_out", [2]), _vi("y", [2])])
+    for axis in (0, 1):
+        model = _model([helper.make_node("Scan", ["s0", "rows"], ["s", "ys"], body=body, num_scan_inputs=1,
+                                         scan_output_axes=[axis])],
+                       [_vi("s0", [2]), _vi("rows", ["n", 2])], [_vi("s", [2]), _vi("ys", None)])
+        feeds = {"s0": torch.randn(2), "rows": torch.zeros(0, 2)}
+        out = InferenceSession(model).run_torch(feeds)
+        assert torch.equal(out["s"], feeds["s0"])
+        assert out["ys"].shape == ((0, 2) if axis == 0 else (2, 0))
+
+
 # ---- intermediates are freed as soon as their last reader has run ----
 
 _PROBED: list[weakref.ref] = []

@@ -239,8 +239,8 @@ def _ctc_loss(log_probs: torch.Tensor, targets: torch.Tensor, input_lengths: tor
     its alphas by the longest target, read from data (no meta kernel); here every target is padded to a
     static bound S (the padded targets' width, or the whole concatenation, or the longest of int
     lengths) and the forward algorithm runs over the extended labels (blank, l1, blank, ..., blank) of
-    2 * S + 1 positions for the whole batch at once, the time loop unrolled over the steps of input, a
-    sequence's alphas held from its input length on. Positions past a target's end are blanks, and no
+    2 * S + 1 positions for the whole batch at once, the time loop unrolled over a static length and a
+    scan over a dynamic one (which stays dynamic), a sequence's alphas held from its input length on. Positions past a target's end are blanks, and no
     alpha reads a later position, so the padding does not reach the result. Eager's checks of lengths
     against sizes read data: an exported graph cannot raise, so they are not made."""
     if reduction not in ("none", "mean", "sum"):
@@ -276,10 +276,28 @@ def _ctc_loss(log_probs: torch.Tensor, targets: torch.Tensor, input_lengths: tor
     skip = torch.cat([never, torch.where(extended[:, 2:] != extended[:, :-2], 0.0, -math.inf).to(lp.dtype)], 1)
     alpha = emitted[0] + torch.where(torch.arange(size, device=device) < 2, 0.0, -math.inf).to(lp.dtype)
     running = torch.arange(steps, device=device)[:, None, None] < inputs[None, :, None]
-    for t in range(1, steps):
+
+    def advance(alpha: torch.Tensor, emitted_t: torch.Tensor, running_t: torch.Tensor) -> torch.Tensor:
         shifted = torch.cat([never, alpha], 1)
-        step = _logsumexp(alpha, shifted[:, 1:-1], shifted[:, :-2] + skip) + emitted[t]
-        alpha = torch.where(running[t], step, alpha)
+        step = _logsumexp(alpha, shifted[:, 1:-1], shifted[:, :-2] + skip) + emitted_t
+        return torch.where(running_t, step, alpha)
+
+    if isinstance(steps, int):  # a static length: the steps unrolled
+        for t in range(1, steps):
+            alpha = advance(alpha, emitted[t], running[t])
+    else:  # a dynamic one: a scan over the steps (ONNX Scan), which keeps it dynamic
+        from torch._higher_order_ops.scan import scan
+
+        def combine(alpha: torch.Tensor, step: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+            alpha = advance(alpha, *step)
+            return alpha, alpha.new_empty(0)
+
+        # every step scanned, the first too (onnxruntime's Scan fails on zero steps, which a length of 1
+        # would leave), from log-probabilities 0 at the first position and -inf elsewhere: one step from
+        # there gives the first step's alphas above, each term the same (a sum with log(1) = 0 or -inf)
+        before = torch.cat([torch.zeros((batch, 1), dtype=lp.dtype, device=device),
+                            torch.full((batch, size - 1), -math.inf, dtype=lp.dtype, device=device)], 1)
+        alpha, _ = scan(combine, before, [emitted, running])
     # the likelihood sums the alphas ending on the last label and on the blank after it
     last = sequence * size + 2 * lengths
     alpha = alpha.reshape(-1)

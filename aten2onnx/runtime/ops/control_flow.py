@@ -19,13 +19,20 @@ def _arity(what: str, count: int, expected: int) -> None:
         raise InvalidModelError(f"{what} is {count}; the node's inputs and outputs make it {expected}")
 
 
-def _empty_scan_output(info, device) -> torch.Tensor:
-    """A scan output of a loop that ran zero times: shape (0,), the body output's dtype."""
+def _empty_scan_output(info, device, axis: int = 0) -> torch.Tensor:
+    """A scan output of a loop that ran zero times, of the body output's dtype: no steps along axis, and the
+    body output's shape across the others where the body declares every dim of it, else shape (0,)."""
     try:
         dtype = _dtypes.to_torch(info.type.tensor_type.elem_type)
     except TypeError:
         dtype = torch.float32
-    return torch.empty((0,), dtype=dtype, device=device)
+    tensor_type = info.type.tensor_type
+    dims = [d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim] \
+        if tensor_type.HasField("shape") else [None]
+    if None in dims:
+        return torch.empty((0,), dtype=dtype, device=device)
+    axis = axis + len(dims) + 1 if axis < 0 else axis
+    return torch.empty(dims[:axis] + [0] + dims[axis:], dtype=dtype, device=device)
 
 
 @kernel("If", since=1)  # 11: branch shapes may differ; then types
@@ -81,9 +88,12 @@ class Loop(Kernel):
         return tuple(carried) + stacked
 
 
-def _scan(body, num_scan_inputs, state, scan_inputs, in_axes, in_dirs, out_axes, out_dirs, outer):
+def _scan(body, body_proto, state, scan_inputs, in_axes, in_dirs, out_axes, out_dirs, outer):
     steps = scan_inputs[0].shape[in_axes[0]] if scan_inputs else 0
     n_state = len(state)
+    if steps == 0:  # no step ran: the state as given, and empty scan outputs
+        return tuple(state) + tuple(_empty_scan_output(info, scan_inputs[0].device, axis)
+                                    for info, axis in zip(body_proto.output[n_state:], out_axes))
     collected: list[list[torch.Tensor]] = []
     for t in range(steps):
         slices = [x.select(axis, steps - 1 - t if d else t) for x, axis, d in zip(scan_inputs, in_axes, in_dirs)]
@@ -127,6 +137,7 @@ class Scan8(Kernel):
     def setup(self, body, num_scan_inputs: int, directions: list[int] | None = None) -> None:
         _scan_arity(self.node, body, num_scan_inputs, len(self.node.input) - 1, [directions])
         self.body = self.ctx.compile_graph(body)
+        self.body_proto = body
         self.n, self.directions = num_scan_inputs, directions
 
     def run(self, sequence_lens, *inputs, outer=None):
@@ -137,7 +148,8 @@ class Scan8(Kernel):
             state = [x[b] for x in inputs[:n_state]]
             scans = [x[b] for x in inputs[n_state:]]
             n_out = len(self.body.output_names) - n_state
-            per_batch.append(_scan(self.body, self.n, state, scans, [0] * self.n, dirs, [0] * n_out, [0] * n_out, outer))
+            per_batch.append(_scan(self.body, self.body_proto, state, scans, [0] * self.n, dirs, [0] * n_out,
+                                   [0] * n_out, outer))
         return tuple(torch.stack(vals) for vals in zip(*per_batch))
 
 
@@ -149,6 +161,7 @@ class Scan9(Kernel):
         _scan_arity(self.node, body, num_scan_inputs, len(self.node.input),
                     [scan_input_axes, scan_input_directions], [scan_output_axes, scan_output_directions])
         self.body = self.ctx.compile_graph(body)
+        self.body_proto = body
         self.n = num_scan_inputs
         n_out = len(body.output) - (len(body.input) - num_scan_inputs)
         self.in_axes = scan_input_axes or [0] * num_scan_inputs
@@ -160,4 +173,5 @@ class Scan9(Kernel):
         n_state = len(inputs) - self.n
         scans = inputs[n_state:]
         axes = [a + x.dim() if a < 0 else a for a, x in zip(self.in_axes, scans)]
-        return _scan(self.body, self.n, inputs[:n_state], scans, axes, self.in_dirs, self.out_axes, self.out_dirs, outer)
+        return _scan(self.body, self.body_proto, inputs[:n_state], scans, axes, self.in_dirs, self.out_axes,
+                     self.out_dirs, outer)
