@@ -25,7 +25,7 @@ from aten2onnx.errors import CaptureError, NarrowedExportWarning, warn_user
 from aten2onnx.exporter import caches, dynamic
 from aten2onnx.exporter.gradients import HINT, GradientCalls, below_autograd, saved_tensors_attached, transformed
 from aten2onnx.exporter.passes.packed import packed_sequences
-from aten2onnx.exporter.passes.tracing import (DataDependentChecks, causal_masks_taken_as_given,
+from aten2onnx.exporter.passes.tracing import (DataDependentChecks, LayerEquivalents, causal_masks_taken_as_given,
                                                data_dependent_sizes_from_zero, fake_kernels, shapes_without_kernels)
 from aten2onnx.exporter.provenance import source_of
 
@@ -236,7 +236,8 @@ def _refined(mode: str, module: torch.nn.Module, args: tuple, kwargs: dict | Non
     try:
         # torch's parser reads every line after the heading as a fix; its closing hints are not
         refined = refine_dynamic_shapes_from_suggested_fixes("Suggested fixes:\n" + "\n".join(fixes), dynamic_shapes)
-        with DataDependentChecks(traced), (below_autograd() if mode in BELOW_AUTOGRAD else contextlib.nullcontext()):
+        with DataDependentChecks(traced), LayerEquivalents(traced), \
+                (below_autograd() if mode in BELOW_AUTOGRAD else contextlib.nullcontext()):
             ep = torch.export.export(module, args, kwargs, dynamic_shapes=refined, strict=False)
     except Exception:  # the fixes did not apply: the original failure is reported
         return None
@@ -258,10 +259,12 @@ def _attempt(mode: str, module: torch.nn.Module, args: tuple, kwargs: dict | Non
     "strict"; the program and the calls traced as formulas of aten2onnx's own."""
     traced: list[str] = []
     printed = io.StringIO()
-    contexts = {"non-strict": lambda: (DataDependentChecks(traced), packed_sequences(), gradients),
-                "gradient": lambda: (DataDependentChecks(traced), packed_sequences(), GradientCalls(),
-                                     below_autograd()),
-                "transforms": lambda: (DataDependentChecks(traced), packed_sequences(), below_autograd()),
+    contexts = {"non-strict": lambda: (DataDependentChecks(traced), LayerEquivalents(traced), packed_sequences(),
+                                       gradients),
+                "gradient": lambda: (DataDependentChecks(traced), LayerEquivalents(traced), packed_sequences(),
+                                     GradientCalls(), below_autograd()),
+                "transforms": lambda: (DataDependentChecks(traced), LayerEquivalents(traced), packed_sequences(),
+                                       below_autograd()),
                 "strict": lambda: ()}[mode]()
     try:
         # torch.export prints a failed trace's partial graph to stderr: kept, and given back only when

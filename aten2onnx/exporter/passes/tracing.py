@@ -117,6 +117,98 @@ def shapes_without_kernels() -> Iterator[None]:
             op._dispatch_cache.clear()
 
 
+def _cross_map_lrn2d(self: torch.nn.CrossMapLRN2d, input: torch.Tensor) -> torch.Tensor:
+    """nn.CrossMapLRN2d as its legacy autograd Function computes it, the same operations in the same order
+    (a running sum of the squares over the channels, whose first channel, by an off-by-one of the original,
+    is never taken out again), without the tensors it resizes and fills in place, which fixed every dim."""
+    if input.dim() != 4:
+        raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
+    channels = input.size(1)
+    square = torch.pow(input, 2)
+    pre_pad = int((self.size - 1) / 2 + 1)
+    scale = torch.zeros_like(square.select(1, 0))
+    for c in range(min(pre_pad, channels)):
+        scale = scale + square.select(1, c)
+    scales = [scale]
+    for c in range(1, channels):
+        if c < channels - pre_pad + 1:
+            scale = scale + square.select(1, c + pre_pad - 1)
+        if c > pre_pad:
+            scale = scale - square.select(1, c - pre_pad)
+        scales.append(scale)
+    return torch.pow(torch.stack(scales, 1) * (self.alpha / self.size) + self.k, -self.beta) * input
+
+
+def _adaptive_log_softmax(self: torch.nn.AdaptiveLogSoftmaxWithLoss, input_: torch.Tensor,
+                          target_: torch.Tensor) -> Any:
+    """nn.AdaptiveLogSoftmaxWithLoss's forward from the log-probabilities of every class (as its log_prob computes them):
+    eager picks each cluster's rows by nonzero() of the target and skips a cluster no row falls in, sizes
+    read from data; here every row's cluster is computed and its target's log-probability gathered, the same
+    sums (a cluster's log-softmax plus the head's for the cluster). A target outside [0, n_classes), which
+    eager raises on, gives NaN (a graph cannot raise)."""
+    from torch.nn.modules.adaptive import _ASMoutput
+
+    if target_.dim() not in (0, 1):
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if target_.dim() == 1 and input_.dim() != 2:
+        raise RuntimeError(f"1D target tensor expects 2D input tensors, but found inputs with size {input_.size()}")
+    if target_.dim() == 0 and input_.dim() != 1:
+        raise RuntimeError(f"0D target tensor expects 1D input tensors, but found inputs with size {input_.size()}")
+    batched = target_.dim() > 0
+    input = input_ if batched else input_.unsqueeze(0)
+    target = target_ if batched else target_.unsqueeze(0)
+    valid = (target >= 0) & (target < self.n_classes)
+    # the log-probabilities of every class, as log_prob computes them (concatenated, not written into slices)
+    head = torch.nn.functional.log_softmax(self.head(input), dim=1)
+    pieces = [head[:, :self.shortlist_size]]
+    for i, tail in enumerate(self.tail):
+        pieces.append(torch.nn.functional.log_softmax(tail(input), dim=1) + head[:, self.shortlist_size + i].unsqueeze(1))
+    log_prob = torch.cat(pieces, 1)
+    output = log_prob.gather(1, torch.where(valid, target, 0).unsqueeze(1)).squeeze(1)
+    output = torch.where(valid, output, math.nan)
+    loss = (-output).mean()
+    return _ASMoutput(output if batched else output.squeeze(0), loss)
+
+
+# layer class -> (a forward torch.export captures with dynamic dims, whether it rounds as eager's does)
+_LAYER_EQUIVALENTS: dict[type, tuple[Callable[..., Any], bool]] = {
+    torch.nn.CrossMapLRN2d: (_cross_map_lrn2d, True),
+    torch.nn.AdaptiveLogSoftmaxWithLoss: (_adaptive_log_softmax, False),
+}
+
+
+class LayerEquivalents:
+    """torch.nn layers whose forward torch.export cannot capture with dynamic dims, traced as equivalents
+    during capture (the classes' own forward put back after): CrossMapLRN2d's legacy Function resizes
+    tensors in place (every dim fixed); AdaptiveLogSoftmaxWithLoss branches on how many targets fall in
+    each cluster (a size read from data). A subclass with a forward of its own keeps it."""
+
+    def __init__(self, inexact: list[str] | None = None) -> None:
+        self.inexact = inexact if inexact is not None else []
+        self._kept: list[tuple[type, Any]] = []
+
+    def __enter__(self) -> "LayerEquivalents":
+        for layer, (equivalent, exact) in _LAYER_EQUIVALENTS.items():
+            self._kept.append((layer, layer.__dict__["forward"]))
+            layer.forward = self._traced(layer, equivalent, exact)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for layer, forward in self._kept:
+            layer.forward = forward
+        self._kept.clear()
+
+    def _traced(self, layer: type, equivalent: Callable[..., Any], exact: bool) -> Callable[..., Any]:
+        name = f"torch.nn.{layer.__name__}"
+
+        @functools.wraps(equivalent)
+        def forward(module: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
+            if not exact:
+                self.inexact.append(name)
+            return equivalent(module, *args, **kwargs)
+        return forward
+
+
 _FAKE_QUANTIZE = ("aten::fake_quantize_per_tensor_affine_cachemask",
                   "aten::_fake_quantize_per_tensor_affine_cachemask_tensor_qparams",
                   "aten::fake_quantize_per_channel_affine_cachemask")
