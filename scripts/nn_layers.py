@@ -166,17 +166,9 @@ LAYERS: dict[str, Recipe] = {
     "LPPool3d": R(lambda: nn.LPPool3d(2, 2), volume),
     # fixed samples: without them the pooling regions are drawn at each call; up to 8 in a batch
     "FractionalMaxPool2d": R(lambda: nn.FractionalMaxPool2d(2, output_ratio=0.5, _random_samples=torch.rand(8, 3, 2)),
-                             image, expect="fixed dim: input[2] (height), input[3] (width)",
-                             reason="torch.export's graph holds output_size [3, 3], int(size * output_ratio) of the "
-                                    "example, yet keeps height and width dynamic: the export fixes them, with a "
-                                    "warning naming the layer (other sizes were silently pooled to 3x3); "
-                                    "aten::fractional_max_pool2d has no symbolic (an ATen node)"),
+                             image),
     "FractionalMaxPool3d": R(lambda: nn.FractionalMaxPool3d(2, output_ratio=0.5, _random_samples=torch.rand(8, 3, 3)),
-                             volume,
-                             expect="fixed dim: input[0] (batch), input[2] (depth), input[3] (height), "
-                                    "input[4] (width)",
-                             reason="torch.export specializes every dim of aten::fractional_max_pool3d's input; "
-                                    "the op has no symbolic (an ATen node)"),
+                             volume),
     # native on one thread, as the sweep and its test run; with more, the export's check of torch's decomposition
     # of max_unpool (on random, repeated indices, where eager's kernel races) fails by chance: fallback
     "MaxUnpool1d": R(lambda: nn.MaxUnpool1d(2), lambda s: unpool_inputs(s, 1)),

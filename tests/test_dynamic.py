@@ -8,6 +8,7 @@ import torch
 
 import aten2onnx
 from conftest import flat_tensors, run_ort
+from optable import assert_runs_like_eager
 from models import CNN, MLP, bert, gpt2, llama, token_ids
 
 Dim = torch.export.Dim
@@ -200,41 +201,52 @@ class StridedThenFractional(torch.nn.Module):
         return self.pool(self.conv(x))
 
 
+def with_nans(shape):
+    """Values with NaNs in some windows and whole -inf rows (eager keeps a window's last NaN, and its first
+    element where every one is -inf)."""
+    x = torch.randn(shape)
+    x.view(-1)[::11] = float("nan")
+    x[..., 0, :] = float("-inf")
+    return x
+
+
+# name: (layer, example shape, other shapes, make an input); fixed random samples (8 rows: more than a batch)
 FRACTIONAL = {
-    "ratio_2d": (lambda: torch.nn.FractionalMaxPool2d(2, output_ratio=0.5, _random_samples=torch.rand(1, 3, 2)),
-                 (1, 3, 8, 10), (1, 3, 12, 10),
-                 r"FractionalMaxPool2d\(output_ratio=.*'input' dim 2 \(input_dim2\) at 8, 'input' dim 3 \(input_dim3\) at 10"),
-    "ratio_3d": (lambda: torch.nn.FractionalMaxPool3d(2, output_ratio=0.5, _random_samples=torch.rand(1, 3, 3)),
-                 (1, 3, 6, 6, 8), (1, 3, 6, 6, 10), r"'input' dim 4 \(input_dim4\)"),  # (torch specializes it)
-    "after_strided_conv": (StridedThenFractional, (1, 3, 17, 17), (1, 3, 21, 17),
-                           r"FractionalMaxPool2d\(output_ratio=.*'x' dim 2 \(x_dim2\) at 17"),
+    "ratio_2d": (lambda: torch.nn.FractionalMaxPool2d(2, output_ratio=0.5, _random_samples=torch.rand(8, 3, 2)),
+                 (1, 3, 8, 10), [(2, 3, 12, 10), (3, 3, 5, 7)], torch.randn),
+    "ratio_2d_uneven_indices": (lambda: torch.nn.FractionalMaxPool2d((3, 2), output_ratio=(0.4, 0.7), return_indices=True,
+                                                                     _random_samples=torch.rand(8, 3, 2)),
+                                (2, 3, 11, 9), [(4, 3, 17, 6), (1, 3, 8, 8)], with_nans),
+    "ratio_3d": (lambda: torch.nn.FractionalMaxPool3d(2, output_ratio=0.5, _random_samples=torch.rand(8, 3, 3)),
+                 (2, 3, 6, 6, 8), [(1, 3, 6, 7, 10), (3, 3, 9, 4, 5)], torch.randn),
+    "size_3d_indices": (lambda: torch.nn.FractionalMaxPool3d((2, 1, 3), output_size=(2, 3, 2), return_indices=True,
+                                                             _random_samples=torch.rand(8, 3, 3)),
+                        (2, 3, 4, 6, 7), [(3, 3, 8, 5, 6), (1, 3, 4, 4, 5)], with_nans),
+    "unbatched_2d": (lambda: torch.nn.FractionalMaxPool2d(2, output_size=(3, 2), _random_samples=torch.rand(1, 3, 2)),
+                     (3, 8, 10), [(3, 5, 4)], torch.randn),
+    "after_strided_conv": (StridedThenFractional, (1, 3, 17, 17), [(1, 3, 21, 17), (1, 3, 9, 30)], torch.randn),
 }
 
 
+@pytest.mark.parametrize("opset", [9, 18, 23])
 @pytest.mark.parametrize("name", list(FRACTIONAL))
-def test_a_fractional_pool_by_ratio_keeps_the_example_sizes_it_was_computed_from(name):
-    """FractionalMaxPool given output_ratio with dynamic spatial dims: torch.export wrote the example's output
-    size as a constant, so every other input size was pooled to it, silently (a [1, 3, 12, 10] input gave
-    4x5 where eager gives 6x5). The dims it came from are fixed, with a warning naming the layer; another
-    size is refused, the example's size is right."""
-    make, example, other, fixed = FRACTIONAL[name]
+def test_a_fractional_pool_keeps_its_dims_dynamic(name, opset):
+    """FractionalMaxPool with dynamic dims: given output_ratio, torch.export wrote the example's output size
+    as a constant (the export then fixed the dims it came from, with a warning); the 3-D pool's meta kernel
+    fixed every dim; and the op was an ATen node. Its size stays symbolic, int(size * ratio) as torch
+    computes it, and the windows each plane's samples place are gathered natively: eager's values and
+    indices on other sizes, NaN windows included."""
+    make, example, others, make_input = FRACTIONAL[name]
     torch.manual_seed(0)
     model = make().eval()
     auto = torch.export.Dim.AUTO
-    with pytest.warns(aten2onnx.NarrowedExportWarning, match=fixed):
-        exported = aten2onnx.export(model, (torch.randn(example),),
-                                    dynamic_shapes=({d: auto for d in range(2, len(example))},))
-    with pytest.raises(aten2onnx.InvalidInputError, match="the model expects"):
-        exported.run(torch.randn(other))
-    x = torch.randn(example)
-    torch.testing.assert_close(exported.run(x), model(x))
-
-
-def test_a_fractional_pool_of_fixed_output_size_stays_dynamic():
-    model = torch.nn.FractionalMaxPool2d(2, output_size=(3, 4), _random_samples=torch.rand(1, 3, 2)).eval()
+    channels = len(example) - (4 if "3d" in name else 3)  # (the channel dim stays static: the samples hold 3)
+    dims = {d: auto for d in range(len(example)) if d != channels}
     with warnings.catch_warnings():
         warnings.simplefilter("error", aten2onnx.NarrowedExportWarning)
-        exported = aten2onnx.export(model, (torch.randn(1, 3, 8, 10),),
-                                    dynamic_shapes=({2: torch.export.Dim.AUTO, 3: torch.export.Dim.AUTO},))
-    x = torch.randn(1, 3, 11, 9)
-    torch.testing.assert_close(exported.run(x), model(x))
+        exported = aten2onnx.export(model, (make_input(example),), opset=opset, dynamic_shapes=(dims,),
+                                    fallback="error")
+    shape = exported.model_proto.graph.input[0].type.tensor_type.shape.dim
+    assert all(shape[d].dim_param for d in dims)
+    for size in [example] + others:
+        assert_runs_like_eager(exported, model, (make_input(size),), equal_nan=True)

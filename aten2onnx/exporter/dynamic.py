@@ -239,8 +239,8 @@ def pin_ratio_pools(model: onnx.ModelProto, ep: ExportedProgram, module: Any, na
         if layer is None or getattr(layer, "output_ratio", None) is None:
             continue
         spatial = [s for s in node.args[0].meta["val"].shape[-rank:] if isinstance(s, torch.SymInt)]
-        if not spatial:
-            continue
+        if not spatial or not all(isinstance(size, int) for size in node.args[2]):
+            continue  # (a symbolic output size: computed from the input's, as the capture's equivalent does)
         where = user_frame(source_of(node))
         label = (f"{type(layer).__name__}(output_ratio={layer.output_ratio}), {module_of(node)}"
                  + (f" at {where}" if where else ""))

@@ -13,7 +13,7 @@ import math
 
 import torch
 
-from aten2onnx import registry
+from aten2onnx import _fractional_pool, registry  # noqa: F401  (_fractional_pool defines aten2onnx::fractional_max_pool)
 from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic._helpers import (INT64_MAX, SymInt, as_value, cast, dim_size, half_step, opmath, reshape,
                                          unsqueeze_static)
@@ -325,6 +325,100 @@ def aten_adaptive_max_pool2d(g, self, output_size):
 def aten_adaptive_max_pool3d(g, self, output_size):
     """adaptive_max_pool3d(Tensor self, int[3] output_size) -> (Tensor, Tensor)"""
     return adaptive_max(g, self, output_size)
+
+
+# -- fractional max pooling --------------------------------------------------------------------------------------
+
+
+def fractional_starts(g: GraphBuilder, sample: Value, size: SymInt, out: SymInt, pool: int) -> Value:
+    """ATen's generate_intervals for one spatial dim: each output's window start, [N, C, out] int64, from each
+    plane's sample u [N, C, 1]: int((i + u) * alpha) - int(u * alpha), alpha = (size - pool) / (out - 1),
+    computed in the sample's dtype as ATen computes it in the input's, and the last window ends at the end."""
+    positions = arange_of(g, out, has_range=False)
+    if isinstance(size, int) and isinstance(out, int):
+        alpha = g.const(torch.tensor(size - pool, dtype=sample.dtype) / torch.tensor(max(out - 1, 1), dtype=sample.dtype))
+    else:
+        span = g.op("Sub", as_value(g, size, torch.int64), g.const(pool, dtype=torch.int64))
+        steps = int_max(g, g.op("Sub", as_value(g, out, torch.int64), g.const(1, dtype=torch.int64)),
+                        g.const(1, dtype=torch.int64))
+        alpha = g.op("Div", cast(g, span, sample.dtype), cast(g, steps, sample.dtype))
+    scaled = g.op("Mul", g.op("Add", cast(g, positions, sample.dtype), sample), alpha)
+    starts = g.op("Sub", cast(g, scaled, torch.int64), cast(g, g.op("Mul", sample, alpha), torch.int64))
+    last = g.op("Sub", as_value(g, out, torch.int64), g.const(1, dtype=torch.int64))
+    end = g.op("Sub", as_value(g, size, torch.int64), g.const(pool, dtype=torch.int64))
+    return g.op("Where", g.op("Equal", positions, last), end, starts)
+
+
+def fractional_max(g: GraphBuilder, x: Value, kernel_size, output_size, random_samples: Value,
+                   sample_of: list[int]) -> tuple[Value, Value]:
+    """Fractional max pooling of a batched input [N, C, spatial...] with ATen's values and indices (flat within
+    each plane): every plane's windows start where its random sample puts them (fractional_starts), so the
+    windows are gathered from the flattened input by an index computed per plane; the winner is the first
+    maximum, or the last NaN if the window holds one (ATen's scan keeps a NaN it meets). sample_of: which
+    entry of a plane's samples places each spatial dim (2-D pooling reads them width first)."""
+    spatial = len(output_size)
+    n, c = dim_size(g, x, 0), dim_size(g, x, 1)
+    sizes = [dim_size(g, x, 2 + d) for d in range(spatial)]
+    samples = random_samples if random_samples.dtype in (torch.float32, torch.float64) else \
+        cast(g, random_samples, torch.float32)
+    # a plane reads its batch's row of the samples: those past the batch are not read
+    samples = g.op("Gather", samples, arange_of(g, n, has_range=False), axis=0)
+    local = None
+    for d in range(spatial):
+        sample = g.op("Gather", samples, g.const([sample_of[d]], dtype=torch.int64), axis=2)  # [N, C, 1]
+        starts = fractional_starts(g, sample, sizes[d], output_size[d], kernel_size[d])
+        window = g.op("Add", g.unsqueeze(starts, [3]), g.const(torch.arange(kernel_size[d])))  # [N, C, out, pool]
+        others = [e for e in range(spatial) if e != d]
+        window = g.unsqueeze(window, sorted([2 + e for e in others] + [2 + spatial + e for e in others]))
+        after = sizes[d + 1:]
+        stride = math.prod(after) if all(isinstance(v, int) for v in after) else \
+            functools.reduce(lambda a, b: g.op("Mul", as_value(g, a, torch.int64), as_value(g, b, torch.int64)), after)
+        term = g.op("Mul", window, as_value(g, stride, torch.int64))
+        local = term if local is None else g.op("Add", local, term)
+    plane = math.prod(sizes) if all(isinstance(v, int) for v in sizes) else \
+        functools.reduce(lambda a, b: g.op("Mul", as_value(g, a, torch.int64), as_value(g, b, torch.int64)), sizes)
+    planes = n * c if isinstance(n, int) and isinstance(c, int) else g.op("Mul", as_value(g, n, torch.int64), as_value(g, c, torch.int64))
+    base = reshape(g, g.op("Mul", arange_of(g, planes, has_range=False), as_value(g, plane, torch.int64)), [n, c] + [1] * 2 * spatial)
+    width = math.prod(kernel_size)
+    shape = [n, c] + list(output_size) + [width]
+    local = reshape(g, local, shape)
+    windows = reshape(g, g.op("Gather", reshape(g, x, [-1]), g.op("Add", reshape(g, base, [n, c] + [1] * (spatial + 1)),
+                                                                   local), axis=0), shape)
+    key = windows if windows.dtype in (torch.float32, torch.float64) else cast(g, windows, torch.float32)
+    nan = g.op("IsNaN", key)
+    last = 2 + spatial
+    first_max = g.op("ArgMax", g.op("Where", nan, g.const(float("-inf"), like=key), key), axis=last, keepdims=1)
+    flipped = g.op("Gather", cast(g, nan, torch.float32), g.const(list(range(width - 1, -1, -1)), dtype=torch.int64),
+                   axis=last)
+    last_nan = g.op("Sub", g.const(width - 1, dtype=torch.int64), g.op("ArgMax", flipped, axis=last, keepdims=1))
+    has_nan = g.op("Greater", g.reduce("ReduceMax", cast(g, nan, torch.float32), [last], True),
+                   g.const(0.5, dtype=torch.float32))
+    winner = g.op("Equal", g.op("Where", has_nan, last_nan, first_max), g.const(torch.arange(width)))
+    values = g.reduce("ReduceSum", g.op("Where", winner, key, g.const(0.0, like=key)), [last], False)
+    indices = g.reduce("ReduceSum", g.op("Where", winner, local, g.const(0, dtype=torch.int64)), [last], False)
+    return cast(g, values, x.dtype), indices
+
+
+@register("aten::fractional_max_pool2d.default")
+def aten_fractional_max_pool2d(g, self, kernel_size, output_size, random_samples):
+    """fractional_max_pool2d(Tensor self, int[2] kernel_size, int[2] output_size, Tensor random_samples) -> (Tensor, Tensor)"""
+    return batched(g, self, 2, lambda x: fractional_max(g, x, expand(kernel_size, 2), expand(output_size, 2),
+                                                         random_samples, [1, 0]))
+
+
+@register("aten::fractional_max_pool3d.default")
+def aten_fractional_max_pool3d(g, self, kernel_size, output_size, random_samples):
+    """fractional_max_pool3d(Tensor self, int[3] kernel_size, int[3] output_size, Tensor random_samples) -> (Tensor, Tensor)"""
+    return batched(g, self, 3, lambda x: fractional_max(g, x, expand(kernel_size, 3), expand(output_size, 3),
+                                                         random_samples, [0, 1, 2]))
+
+
+@register("aten2onnx::fractional_max_pool.default")
+def aten2onnx_fractional_max_pool(g, input, kernel_size, output_size, random_samples):
+    """fractional_max_pool(Tensor input, SymInt[] kernel_size, SymInt[] output_size, Tensor random_samples) -> (Tensor, Tensor)"""
+    spatial = len(kernel_size)
+    return batched(g, input, spatial, lambda x: fractional_max(g, x, list(kernel_size), list(output_size),
+                                                               random_samples, [1, 0] if spatial == 2 else [0, 1, 2]))
 
 
 # -- grid sampling -----------------------------------------------------------------------------------------------

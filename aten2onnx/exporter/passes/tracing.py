@@ -420,6 +420,48 @@ def _tensor_start(args: tuple, kwargs: dict) -> bool:
             and not start.dtype.is_floating_point and not start.dtype.is_complex)
 
 
+def _fractional_pools() -> dict[Callable[..., Any], Callable[..., Any]]:
+    """torch.nn.functional's fractional max pools (the function that picks by return_indices, and each it
+    picks from), each with the function whose signature it has."""
+    F = torch.nn.functional
+    two, three = F.fractional_max_pool2d_with_indices, F.fractional_max_pool3d_with_indices
+    return {F.fractional_max_pool2d: two, two: two, F._fractional_max_pool2d: two,
+            F.fractional_max_pool3d: three, three: three, F._fractional_max_pool3d: three}
+
+
+def _fractional_max_pool(func: Callable[..., Any], signed: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+    """A fractional max pool as torch.nn.functional computes it, the pooling itself as aten2onnx's own
+    fractional_max_pool (ATen's kernel in eager), which takes symbolic output sizes; given output_ratio, the
+    size per spatial dim is int(size * ratio) as torch computes it, taken symbolically (the truncated float
+    product). Random samples, when not given, are drawn as torch draws them."""
+    import inspect
+
+    from aten2onnx import _fractional_pool  # noqa: F401  (defines aten2onnx::fractional_max_pool)
+
+    spatial = 2 if "2d" in signed.__name__ else 3
+    bound = inspect.signature(signed).bind(*args, **kwargs)
+    bound.apply_defaults()
+    given = bound.arguments
+    input = given["input"]
+
+    def each(v: Any) -> list[Any]:
+        return list(v) if isinstance(v, (list, tuple)) else [v] * spatial
+
+    if given["output_size"] is not None:
+        size = each(given["output_size"])
+    else:
+        size = [torch.sym_int(input.size(d - spatial) * r) for d, r in enumerate(each(given["output_ratio"]))]
+    samples = given["_random_samples"]
+    if samples is None:
+        batch = 1 if input.dim() == spatial + 1 else input.size(0)
+        samples = torch.rand(batch, input.size(-spatial - 1), spatial, dtype=input.dtype, device=input.device)
+    output, indices = torch.ops.aten2onnx.fractional_max_pool(input, each(given["kernel_size"]), size, samples)
+    with_indices = func is signed or (func not in (torch.nn.functional._fractional_max_pool2d,
+                                                   torch.nn.functional._fractional_max_pool3d)
+                                      and given["return_indices"])
+    return (output, indices) if with_indices else output
+
+
 class DataDependentChecks(TorchFunctionMode):
     """Functions torch.export cannot trace because they compute a Python bool from tensor values
     (aten.equal has no fake kernel: its output depends on data), traced as equivalents during
@@ -430,12 +472,16 @@ class DataDependentChecks(TorchFunctionMode):
     their sizes from data: they become symbolic sizes. gaussian_nll_loss raises on negative variances
     read from data: its result becomes NaN there. narrow at a start held in a tensor reads the start
     where torch.export does not see it: the start becomes a symbolic int. ctc_loss sizes its work by
-    the longest target: it becomes the forward algorithm over a static bound of it."""
+    the longest target: it becomes the forward algorithm over a static bound of it. Fractional max pooling
+    takes its output size as plain ints (one given output_ratio, computed from the input's size, became the
+    example's constant) and its 3-D meta kernel fixes every dim: it becomes aten2onnx::fractional_max_pool,
+    whose sizes stay symbolic."""
 
     def __init__(self, inexact: list[str] | None = None) -> None:
         super().__init__()
         # the calls traced as a formula of their own, which may round differently from eager's kernel
         self.inexact = inexact if inexact is not None else []
+        self._fractional = _fractional_pools()
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -469,6 +515,10 @@ class DataDependentChecks(TorchFunctionMode):
             return _gaussian_nll_loss(*args, **kwargs)
         if func in (torch.narrow, torch.Tensor.narrow) and _tensor_start(args, kwargs):
             return _narrow(*args, **kwargs)
+        if func in self._fractional and args and isinstance(args[0], torch.Tensor) \
+                and ((args[2:3] or [kwargs.get("output_size")])[0] is not None
+                     or (args[3:4] or [kwargs.get("output_ratio")])[0] is not None):
+            return _fractional_max_pool(func, self._fractional[func], args, kwargs)
         if func is torch.nn.functional.ctc_loss:
             self.inexact.append("torch.nn.functional.ctc_loss")
             return _ctc_loss(*args, **kwargs)
