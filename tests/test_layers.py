@@ -22,11 +22,12 @@ ALLOWED = {
     "_onnx_graphs": set(),
     "_aten_node": BASE,
     "_packed_rnn": set(),
+    "_fractional_pool": set(),
     "registry": BASE,
     "ir": BASE | {"_aten_node"},
-    "symbolic": BASE | {"registry", "ir", "_packed_rnn"},
-    "exporter": BASE | {"_aten_node", "_packed_rnn", "registry", "ir", "symbolic"},
-    "runtime": BASE | {"_aten_node", "_packed_rnn"},  # defines the aten2onnx:: ops a saved model may call
+    "symbolic": BASE | {"registry", "ir", "_packed_rnn", "_fractional_pool"},
+    "exporter": BASE | {"_aten_node", "_packed_rnn", "_fractional_pool", "registry", "ir", "symbolic"},
+    "runtime": BASE | {"_aten_node", "_packed_rnn", "_fractional_pool"},  # define the aten2onnx:: ops a saved model may call
 }
 
 
