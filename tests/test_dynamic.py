@@ -214,7 +214,8 @@ def with_nans(shape):
 FRACTIONAL = {
     "ratio_2d": (lambda: torch.nn.FractionalMaxPool2d(2, output_ratio=0.5, _random_samples=torch.rand(8, 3, 2)),
                  (1, 3, 8, 10), [(2, 3, 12, 10), (3, 3, 5, 7)], torch.randn),
-    "ratio_2d_uneven_indices": (lambda: torch.nn.FractionalMaxPool2d((3, 2), output_ratio=(0.4, 0.7), return_indices=True,
+    "ratio_2d_uneven_indices": (lambda: torch.nn.FractionalMaxPool2d((3, 2), output_ratio=(0.4, 0.7),
+                                                                     return_indices=True,
                                                                      _random_samples=torch.rand(8, 3, 2)),
                                 (2, 3, 11, 9), [(4, 3, 17, 6), (1, 3, 8, 8)], with_nans),
     "ratio_3d": (lambda: torch.nn.FractionalMaxPool3d(2, output_ratio=0.5, _random_samples=torch.rand(8, 3, 3)),

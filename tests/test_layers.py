@@ -27,7 +27,8 @@ ALLOWED = {
     "ir": BASE | {"_aten_node"},
     "symbolic": BASE | {"registry", "ir", "_packed_rnn", "_fractional_pool"},
     "exporter": BASE | {"_aten_node", "_packed_rnn", "_fractional_pool", "registry", "ir", "symbolic"},
-    "runtime": BASE | {"_aten_node", "_packed_rnn", "_fractional_pool"},  # define the aten2onnx:: ops a saved model may call
+    # (_packed_rnn and _fractional_pool define the aten2onnx:: ops a saved model may call)
+    "runtime": BASE | {"_aten_node", "_packed_rnn", "_fractional_pool"},
 }
 
 

@@ -651,7 +651,8 @@ def aten_multilabel_margin_loss(g, self, target, reduction=1):
     per_target = g.reduce("ReduceSum", h, [2], False)
     weighted = g.op("Where", is_target, g.op("Mul", per_target, count), g.const(0.0, like=x))
     total = g.reduce("ReduceSum", weighted, [1], False)
-    loss = g.op("Div", total, g.const(float(classes), like=x) if isinstance(classes, int) else cast(g, classes, x.dtype))
+    count_of_classes = g.const(float(classes), like=x) if isinstance(classes, int) else cast(g, classes, x.dtype)
+    loss = g.op("Div", total, count_of_classes)
     return reduced(g, loss if self.rank == 2 else reshape(g, loss, []), reduction)
 
 

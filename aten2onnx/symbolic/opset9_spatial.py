@@ -13,7 +13,7 @@ import math
 
 import torch
 
-from aten2onnx import _fractional_pool, registry  # noqa: F401  (_fractional_pool defines aten2onnx::fractional_max_pool)
+from aten2onnx import _fractional_pool, registry  # noqa: F401  (defines aten2onnx::fractional_max_pool)
 from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic._helpers import (INT64_MAX, SymInt, as_value, cast, dim_size, half_step, opmath, reshape,
                                          unsqueeze_static)
@@ -336,7 +336,8 @@ def fractional_starts(g: GraphBuilder, sample: Value, size: SymInt, out: SymInt,
     computed in the sample's dtype as ATen computes it in the input's, and the last window ends at the end."""
     positions = arange_of(g, out, has_range=False)
     if isinstance(size, int) and isinstance(out, int):
-        alpha = g.const(torch.tensor(size - pool, dtype=sample.dtype) / torch.tensor(max(out - 1, 1), dtype=sample.dtype))
+        span, steps = torch.tensor(size - pool, dtype=sample.dtype), torch.tensor(max(out - 1, 1), dtype=sample.dtype)
+        alpha = g.const(span / steps)
     else:
         span = g.op("Sub", as_value(g, size, torch.int64), g.const(pool, dtype=torch.int64))
         steps = int_max(g, g.op("Sub", as_value(g, out, torch.int64), g.const(1, dtype=torch.int64)),
@@ -347,6 +348,13 @@ def fractional_starts(g: GraphBuilder, sample: Value, size: SymInt, out: SymInt,
     last = g.op("Sub", as_value(g, out, torch.int64), g.const(1, dtype=torch.int64))
     end = g.op("Sub", as_value(g, size, torch.int64), g.const(pool, dtype=torch.int64))
     return g.op("Where", g.op("Equal", positions, last), end, starts)
+
+
+def size_product(g: GraphBuilder, sizes: list[SymInt]) -> SymInt:
+    """The product of sizes: an int where all are, else a 0-d int64 graph value."""
+    if all(isinstance(v, int) for v in sizes):
+        return math.prod(sizes)
+    return functools.reduce(lambda a, b: g.op("Mul", as_value(g, a, torch.int64), as_value(g, b, torch.int64)), sizes)
 
 
 def fractional_max(g: GraphBuilder, x: Value, kernel_size, output_size, random_samples: Value,
@@ -370,15 +378,11 @@ def fractional_max(g: GraphBuilder, x: Value, kernel_size, output_size, random_s
         window = g.op("Add", g.unsqueeze(starts, [3]), g.const(torch.arange(kernel_size[d])))  # [N, C, out, pool]
         others = [e for e in range(spatial) if e != d]
         window = g.unsqueeze(window, sorted([2 + e for e in others] + [2 + spatial + e for e in others]))
-        after = sizes[d + 1:]
-        stride = math.prod(after) if all(isinstance(v, int) for v in after) else \
-            functools.reduce(lambda a, b: g.op("Mul", as_value(g, a, torch.int64), as_value(g, b, torch.int64)), after)
-        term = g.op("Mul", window, as_value(g, stride, torch.int64))
+        term = g.op("Mul", window, as_value(g, size_product(g, sizes[d + 1:]), torch.int64))
         local = term if local is None else g.op("Add", local, term)
-    plane = math.prod(sizes) if all(isinstance(v, int) for v in sizes) else \
-        functools.reduce(lambda a, b: g.op("Mul", as_value(g, a, torch.int64), as_value(g, b, torch.int64)), sizes)
-    planes = n * c if isinstance(n, int) and isinstance(c, int) else g.op("Mul", as_value(g, n, torch.int64), as_value(g, c, torch.int64))
-    base = reshape(g, g.op("Mul", arange_of(g, planes, has_range=False), as_value(g, plane, torch.int64)), [n, c] + [1] * 2 * spatial)
+    plane = as_value(g, size_product(g, sizes), torch.int64)
+    base = reshape(g, g.op("Mul", arange_of(g, size_product(g, [n, c]), has_range=False), plane),
+                   [n, c] + [1] * 2 * spatial)
     width = math.prod(kernel_size)
     shape = [n, c] + list(output_size) + [width]
     local = reshape(g, local, shape)
@@ -401,21 +405,24 @@ def fractional_max(g: GraphBuilder, x: Value, kernel_size, output_size, random_s
 
 @register("aten::fractional_max_pool2d.default")
 def aten_fractional_max_pool2d(g, self, kernel_size, output_size, random_samples):
-    """fractional_max_pool2d(Tensor self, int[2] kernel_size, int[2] output_size, Tensor random_samples) -> (Tensor, Tensor)"""
+    """fractional_max_pool2d(Tensor self, int[2] kernel_size, int[2] output_size, Tensor random_samples)
+    -> (Tensor, Tensor)"""
     return batched(g, self, 2, lambda x: fractional_max(g, x, expand(kernel_size, 2), expand(output_size, 2),
                                                          random_samples, [1, 0]))
 
 
 @register("aten::fractional_max_pool3d.default")
 def aten_fractional_max_pool3d(g, self, kernel_size, output_size, random_samples):
-    """fractional_max_pool3d(Tensor self, int[3] kernel_size, int[3] output_size, Tensor random_samples) -> (Tensor, Tensor)"""
+    """fractional_max_pool3d(Tensor self, int[3] kernel_size, int[3] output_size, Tensor random_samples)
+    -> (Tensor, Tensor)"""
     return batched(g, self, 3, lambda x: fractional_max(g, x, expand(kernel_size, 3), expand(output_size, 3),
                                                          random_samples, [0, 1, 2]))
 
 
 @register("aten2onnx::fractional_max_pool.default")
 def aten2onnx_fractional_max_pool(g, input, kernel_size, output_size, random_samples):
-    """fractional_max_pool(Tensor input, SymInt[] kernel_size, SymInt[] output_size, Tensor random_samples) -> (Tensor, Tensor)"""
+    """fractional_max_pool(Tensor input, SymInt[] kernel_size, SymInt[] output_size, Tensor random_samples)
+    -> (Tensor, Tensor)"""
     spatial = len(kernel_size)
     return batched(g, input, spatial, lambda x: fractional_max(g, x, list(kernel_size), list(output_size),
                                                                random_samples, [1, 0] if spatial == 2 else [0, 1, 2]))

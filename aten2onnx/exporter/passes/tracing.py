@@ -141,11 +141,11 @@ def _cross_map_lrn2d(self: torch.nn.CrossMapLRN2d, input: torch.Tensor) -> torch
 
 def _adaptive_log_softmax(self: torch.nn.AdaptiveLogSoftmaxWithLoss, input_: torch.Tensor,
                           target_: torch.Tensor) -> Any:
-    """nn.AdaptiveLogSoftmaxWithLoss's forward from the log-probabilities of every class (as its log_prob computes them):
-    eager picks each cluster's rows by nonzero() of the target and skips a cluster no row falls in, sizes
-    read from data; here every row's cluster is computed and its target's log-probability gathered, the same
-    sums (a cluster's log-softmax plus the head's for the cluster). A target outside [0, n_classes), which
-    eager raises on, gives NaN (a graph cannot raise)."""
+    """nn.AdaptiveLogSoftmaxWithLoss's forward from the log-probabilities of every class (as its log_prob
+    computes them): eager picks each cluster's rows by nonzero() of the target and skips a cluster no row
+    falls in, sizes read from data; here every row's cluster is computed and its target's log-probability
+    gathered, the same sums (a cluster's log-softmax plus the head's for the cluster). A target outside
+    [0, n_classes), which eager raises on, gives NaN (a graph cannot raise)."""
     from torch.nn.modules.adaptive import _ASMoutput
 
     if target_.dim() not in (0, 1):
@@ -162,7 +162,8 @@ def _adaptive_log_softmax(self: torch.nn.AdaptiveLogSoftmaxWithLoss, input_: tor
     head = torch.nn.functional.log_softmax(self.head(input), dim=1)
     pieces = [head[:, :self.shortlist_size]]
     for i, tail in enumerate(self.tail):
-        pieces.append(torch.nn.functional.log_softmax(tail(input), dim=1) + head[:, self.shortlist_size + i].unsqueeze(1))
+        cluster = torch.nn.functional.log_softmax(tail(input), dim=1)
+        pieces.append(cluster + head[:, self.shortlist_size + i].unsqueeze(1))
     log_prob = torch.cat(pieces, 1)
     output = log_prob.gather(1, torch.where(valid, target, 0).unsqueeze(1)).squeeze(1)
     output = torch.where(valid, output, math.nan)
@@ -332,9 +333,10 @@ def _ctc_loss(log_probs: torch.Tensor, targets: torch.Tensor, input_lengths: tor
     static bound S (the padded targets' width, or the whole concatenation, or the longest of int
     lengths) and the forward algorithm runs over the extended labels (blank, l1, blank, ..., blank) of
     2 * S + 1 positions for the whole batch at once, the time loop unrolled over a static length and a
-    scan over a dynamic one (which stays dynamic), a sequence's alphas held from its input length on. Positions past a target's end are blanks, and no
-    alpha reads a later position, so the padding does not reach the result. Eager's checks of lengths
-    against sizes read data: an exported graph cannot raise, so they are not made."""
+    scan over a dynamic one (which stays dynamic), a sequence's alphas held from its input length on.
+    Positions past a target's end are blanks, and no alpha reads a later position, so the padding does not
+    reach the result. Eager's checks of lengths against sizes read data: an exported graph cannot raise, so
+    they are not made."""
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
     batched = log_probs.dim() == 3

@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from aten2onnx import _aten_node, _dtypes
-from aten2onnx import _fractional_pool, _packed_rnn  # noqa: F401  (define aten2onnx:: ops, which a saved model may call)
+from aten2onnx import _fractional_pool, _packed_rnn  # noqa: F401  (the aten2onnx:: ops a saved model may call)
 from aten2onnx.errors import InvalidModelError, KernelError
 from aten2onnx.runtime.kernel import Kernel, kernel
 from aten2onnx.runtime.safety import RUNNING_STATE, UNINITIALIZED, argument_problem, check_op
