@@ -80,6 +80,9 @@ FOUND = [
     # atan2 of signed zeros (-0 / -0 is -pi) and half-type logcumsumexp (computed in float32 by ATen)
     program([("x0", (3,), F32)], [("v0", "-x0.squeeze(-1)"), ("v1", "torch.atan2(v0, v0 * 0)")], ("v1",), seed=14668),
     program([("x0", (3, 1, 2), F16)], [("v0", "torch.logcumsumexp(x0, 0)")], ("v0",), seed=30483),
+    # floor division of an infinity is NaN in eager (ATen divides a less its fmod remainder), inf by Floor(a / b)
+    program([("x0", (3,), F32), ("x1", (), torch.float64)],
+            [("v0", "x0 // 0.0"), ("v1", "torch.div(v0, x1, rounding_mode='floor')")], ("v1",), seed=45992),
     # sign of NaN is 0 in eager, NaN in ONNX's Sign
     program([("x0", (), F32)], [("v0", "torch.div(x0, x0 * 0, rounding_mode='floor')"), ("v1", "v0.sign()")], ("v1",)),
     # clamp with one bound: Clip's missing bound is the largest finite number, which clamps inf

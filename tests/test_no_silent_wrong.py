@@ -412,3 +412,38 @@ def test_a_nan_or_infinity_reaches_only_the_resampled_outputs_that_read_it(name,
         finite = want.isfinite()
         torch.testing.assert_close(got[finite], want[finite], rtol=1e-4, atol=1e-5)
         assert torch.equal(got[want.isinf()], want[want.isinf()])
+
+
+# floor division as ATen's kernel computes it: the quotient of a less its remainder (Floor(a / b) gives
+# 1 // 0.1 = 10.0, eager 9.0), NaN for an infinite dividend (fuzz_models seed 4210108: inf), -1 for a
+# finite one over an infinity of the other sign; int64 beyond 2 ** 53 exactly (a float64 quotient is not)
+FLOOR_DIVISIONS = [
+    ("float32", torch.tensor([1.0, 1.0, -1.0, float("inf"), -float("inf"), 7.0, -7.0, 3.0, -3.0, 0.0, -0.0,
+                              float("nan"), 5.0, 0.3, -0.7]),
+     torch.tensor([0.1, -0.1, 0.1, 2.0, 3.0, float("inf"), float("inf"), -float("inf"), 0.0, 0.0, 2.0,
+                   2.0, float("nan"), 0.1, 0.35])),
+    ("float64", None, None),
+    ("float16", None, None),
+    ("int64", torch.tensor([2 ** 60 + 1, -(2 ** 60) - 1, 2 ** 62, -7, 7, -6, 9_007_199_254_740_993]),
+     torch.tensor([3, 3, -7, 2, -2, 3, 2])),
+    ("int32", torch.tensor([2 ** 30 + 1, -(2 ** 30) - 1, -7, 7, -6], dtype=torch.int32),
+     torch.tensor([3, 3, 2, -2, 3], dtype=torch.int32)),
+]
+
+
+@pytest.mark.parametrize("opset", [11, 18])
+@pytest.mark.parametrize("dtype", [d for d, _, _ in FLOOR_DIVISIONS])
+def test_floor_division_is_atens(dtype, opset):
+    from optable import Call
+
+    table = {d: (a, b) for d, a, b in FLOOR_DIVISIONS}
+    a, b = table[dtype] if table[dtype][0] is not None else (t.to(getattr(torch, dtype)) for t in table["float32"])
+    fn = lambda a, b: (a // b, torch.div(a, b, rounding_mode="floor"), a // 3)  # noqa: E731
+    exported = aten2onnx.export(Call(fn), (a, b), opset=opset, fallback="error")
+    want = fn(a, b)
+    ort = run_ort(exported.model_proto, dict(zip(exported.input_names, (a, b))))
+    for got in (exported.run(a, b), [torch.from_numpy(x) for x in ort]):
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g, w, equal_nan=True, rtol=0, atol=0)
+            if w.dtype.is_floating_point:  # a zero's sign too
+                assert torch.equal(torch.signbit(g[w == 0]), torch.signbit(w[w == 0]))

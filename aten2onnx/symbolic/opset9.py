@@ -95,28 +95,65 @@ def aten_div(g, self, other):
     return g.op("Div", self, other)
 
 
-@register("aten::div.Tensor_mode", "aten::div.Scalar_mode")
-def aten_div_mode(g, self, other, *, rounding_mode):
-    """div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor"""
+def floor_divide_floats(g: GraphBuilder, a: Value, b: Value, *, has_mod: bool) -> Value:
+    """ATen's floor division of floats (div_floor_floating): a less its fmod remainder, divided by b, one less
+    where remainder and divisor differ in sign, floored and rounded to the nearest whole number; by zero, as
+    IEEE divides; a zero quotient with the sign of a / b. Floor(a / b) differs where the quotient rounds up to
+    a whole number (1 // 0.1 is 9.0, Floor(1 / 0.1) 10.0), for an infinite dividend (NaN) and an infinite
+    divisor of the other sign (-1.0). Without Mod (before opset 10) the remainder is a - trunc(a / b) * b,
+    which shares the first difference. Half types compute in float32, as ATen does."""
+    dtype = a.dtype
+    if dtype in (torch.float16, torch.bfloat16):
+        a, b = cast(g, a, torch.float32), cast(g, b, torch.float32)
+    zero, one = g.const(0.0, like=a), g.const(1.0, like=a)
+    quotient = g.op("Div", a, b)
+    mod = g.op("Mod", a, b, fmod=1) if has_mod else g.op("Sub", a, g.op("Mul", trunc(g, quotient), b))
+    div = g.op("Div", g.op("Sub", a, mod), b)
+    other_side = g.op("And", g.op("Not", g.equal(mod, zero)), g.op("Xor", g.op("Less", b, zero), g.op("Less", mod, zero)))
+    div = g.op("Where", other_side, g.op("Sub", div, one), div)
+    floored = g.op("Floor", div)
+    floored = g.op("Where", g.op("Greater", g.op("Sub", div, floored), g.const(0.5, like=a)), g.op("Add", floored, one),
+                   floored)
+    by_zero, zero_quotient = g.equal(b, zero), g.equal(div, zero)
+    magnitude = g.op("Where", by_zero, quotient, g.op("Where", zero_quotient, zero, floored))
+    # a zero quotient takes the sign of a / b, as a factor of +-1 (Sign(q + 1 / q) is -1 for -0.0):
+    # onnxruntime's Where may give +0.0 for a -0.0 it picks
+    sign = g.op("Sign", g.op("Add", quotient, g.op("Reciprocal", quotient)))
+    sign = g.op("Where", g.op("And", g.op("Not", by_zero), zero_quotient), sign, one)
+    return cast(g, g.op("Mul", magnitude, sign), dtype)
+
+
+def div_mode(g: GraphBuilder, self, other, rounding_mode: str | None, *, has_mod: bool) -> Value:
+    """div with rounding_mode: None (true division), "trunc" or "floor" (floor_divide_floats for floats;
+    for integers the truncating quotient, one less where the remainder and the divisor differ in sign)."""
     if rounding_mode is None:
         return aten_div(g, self, other)
     dtype = result_type(self, other)
-    if dtype.is_floating_point:
-        q = g.op("Div", *promote(g, self, other, to=dtype))
-        if rounding_mode == "floor":
-            return g.op("Floor", q)
-        return trunc(g, q)
     a, b = promote(g, self, other, to=dtype)  # a number wraps into the dtype first: uint8 // -1 divides by 255
+    if dtype.is_floating_point:
+        return floor_divide_floats(g, a, b, has_mod=has_mod) if rounding_mode == "floor" else trunc(g, g.op("Div", a, b))
     if rounding_mode == "trunc":
         return g.op("Div", a, b)  # integer Div truncates
-    q = g.op("Floor", g.op("Div", cast(g, a, torch.float64), cast(g, b, torch.float64)))
+    if dtype == torch.int64:  # (a float64 quotient is not exact beyond 2 ** 53)
+        q = g.op("Div", a, b)
+        r = g.op("Sub", a, g.op("Mul", q, b))
+        zero = g.const(0, dtype=dtype)
+        other_side = g.op("And", g.op("Not", g.equal(r, zero)), g.op("Xor", g.op("Less", r, zero), g.op("Less", b, zero)))
+        return g.op("Where", other_side, g.op("Sub", q, g.const(1, dtype=dtype)), q)
+    q = g.op("Floor", g.op("Div", cast(g, a, torch.float64), cast(g, b, torch.float64)))  # exact for 32 bits
     return cast(g, q, dtype)
+
+
+@register("aten::div.Tensor_mode", "aten::div.Scalar_mode")
+def aten_div_mode(g, self, other, *, rounding_mode):
+    """div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor"""
+    return div_mode(g, self, other, rounding_mode, has_mod=False)
 
 
 @register("aten::floor_divide.default", "aten::floor_divide.Scalar")
 def aten_floor_divide(g, self, other):
     """floor_divide(Tensor self, Tensor other) -> Tensor"""
-    return aten_div_mode(g, self, other, rounding_mode="floor")
+    return div_mode(g, self, other, "floor", has_mod=False)
 
 
 @register("aten::pow.Tensor_Scalar")
