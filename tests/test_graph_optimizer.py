@@ -4,10 +4,13 @@ exact exports are untouched, and a folded weight's source changed after export i
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 import torch.nn.functional as F
 from conftest import run_ort
+from optable import Call
 
 import aten2onnx
 from aten2onnx.errors import ExportError
@@ -91,6 +94,26 @@ CASES = {
     "shared_conv_output": (lambda: with_statistics(SharedConvBn()), randn(2, 3, 8, 8), set(),
                            {"Conv", "BatchNormalization"}),
     "pad_into_conv": (lambda: PaddedConv().eval(), randn(2, 3, 8, 8), {"Pad"}, {"Conv"}),
+    # a pool takes a Pad its own pads can do: -inf before MaxPool (timm's MaxPool2dSame), zeros before an
+    # AveragePool that counts its pads; it keeps one they cannot
+    "pad_into_max_pool": (lambda: Call(lambda x: F.max_pool2d(F.pad(x, (1, 1, 0, 1), value=-math.inf), 3, 2)),
+                          randn(2, 3, 9, 8), {"Pad"}, {"MaxPool"}),
+    "pad_into_max_pool1d": (lambda: Call(lambda x: F.max_pool1d(F.pad(x, (2, 1), value=-math.inf), 3)),
+                            randn(2, 3, 9), {"Pad"}, {"MaxPool"}),
+    "pad_into_avg_pool": (lambda: Call(lambda x: F.avg_pool2d(F.pad(x, (1, 2, 1, 0)), 3, 1)),
+                          randn(2, 3, 9, 8), {"Pad"}, {"AveragePool"}),
+    "zero_pad_before_max_pool": (lambda: Call(lambda x: F.max_pool2d(F.pad(x, (1, 1, 1, 1)), 3, 2)),
+                                 randn(2, 3, 9, 8), set(), {"Pad", "MaxPool"}),
+    "pad_before_avg_pool_not_counting_its_own": (
+        lambda: Call(lambda x: F.avg_pool2d(F.pad(x, (1, 1, 1, 1)), 3, 2, padding=1, count_include_pad=False)),
+        randn(2, 3, 9, 8), set(), {"Pad", "AveragePool"}),
+    "pad_before_avg_pool_in_ceil_mode": (lambda: Call(lambda x: F.avg_pool2d(F.pad(x, (1, 1, 1, 1)), 3, 2, ceil_mode=True)),
+                                         randn(2, 3, 9, 8), set(), {"Pad", "AveragePool"}),
+    "pad_before_max_pool_with_indices": (
+        lambda: Call(lambda x: F.max_pool2d(F.pad(x, (1, 1, 1, 1), value=-math.inf), 3, 2, return_indices=True)[1]),
+        randn(2, 3, 9, 8), set(), {"Pad", "MaxPool"}),
+    "pad_wider_than_the_window": (lambda: Call(lambda x: F.max_pool2d(F.pad(x, (3, 3, 0, 0), value=-math.inf), 2)),
+                                  randn(2, 3, 9, 8), set(), {"Pad", "MaxPool"}),
     "reshaped_weight": (lambda: ReshapedWeight().eval(), randn(3, 256), {"Reshape", "Mul", "Transpose"}, {"MatMul"}),
     "duplicates": (lambda: Twice().eval(), randn(3, 4), set(), {"Sin"}),
 }

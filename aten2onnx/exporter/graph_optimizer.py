@@ -9,7 +9,7 @@ before it is written, that leave what it computes as it was (up to the rounding 
   reshaped or transposed weight is stored once, transformed; a broadcast that grows, or an integer
   weight cast to floats, is not stored);
 - a BatchNormalization after a Conv or ConvTranspose of constant weights is folded into its weight
-  and bias, and a constant zero Pad before a Conv into the Conv's pads;
+  and bias, and a constant Pad before a Conv or a pool into its own pads (zeros; -inf for MaxPool);
 - a Conv, Gemm or MatMul of dequantized integers (DequantizeLinear of an activation, per tensor, and of a
   constant weight, per tensor or per output channel) whose result is not quantized again (onnxruntime's
   QDQ transformer makes QLinearConv/QLinearMatMul of those that are) runs on integers: ConvInteger or
@@ -291,46 +291,81 @@ def _batch_norm_folded(epsilon: float, groups: int | None, weight: torch.Tensor,
     return w.to(weight.dtype), b.to(weight.dtype)
 
 
-def _pad_widths(pad: Node) -> list[int] | None:
+def _pad_widths(pad: Node) -> tuple[list[int], float] | None:
+    """A constant Pad's widths (begins, then ends, every axis) and value, where both are known."""
     if pad.attrs.get("mode", "constant") not in ("constant", b"constant"):
         return None
     if "pads" in pad.attrs:  # before opset 11: attributes
-        return None if float(pad.attrs.get("value", 0.0)) != 0.0 else list(pad.attrs["pads"])
+        return list(pad.attrs["pads"]), float(pad.attrs.get("value", 0.0))
     widths = _static_ints(pad.inputs[1]) if len(pad.inputs) > 1 else None
+    value = 0.0
     if len(pad.inputs) > 2 and pad.inputs[2] is not None:
-        value = pad.inputs[2].const
-        if value is None or value.numel() != 1 or float(value.reshape(())) != 0.0:
+        given = pad.inputs[2].const
+        if given is None or given.numel() != 1 or lazy.is_lazy(given):
             return None
+        value = float(given.reshape(()))
     if len(pad.inputs) > 3 and pad.inputs[3] is not None:  # axes (18): only all of them, in order
         return None
-    return widths
+    return None if widths is None else (widths, value)
+
+
+def _pads_taken(reader: Node, value: float, uses: _Uses) -> dict[str, Any] | None:
+    """The attributes that make reader's own pads do what a constant Pad of value before it did, or None where
+    they cannot: a Conv's pads are zeros; an AveragePool's too when it counts them (count_include_pad=1, which
+    a pool with pads of its own must have had); a MaxPool's are -inf, and it gives no indices (they would
+    count in the padded tensor). Pools in ceil mode keep their Pad: a last window that starts in padding is
+    dropped where the padding is the pool's own, kept where it was data."""
+    if reader.attrs.get("auto_pad", "NOTSET") not in ("NOTSET", b"NOTSET"):
+        return None
+    if reader.op_type == "Conv":
+        return {} if value == 0.0 else None
+    if reader.attrs.get("ceil_mode", 0):
+        return None
+    own = list(reader.attrs.get("pads", []))
+    if reader.op_type == "AveragePool":
+        if value != 0.0 or (any(own) and not reader.attrs.get("count_include_pad", 0)):
+            return None
+        return {"count_include_pad": 1}
+    indices = reader.outputs[1:2]
+    if value != -math.inf or any(v is not None and (uses.readers.get(id(v)) or id(v) in uses.pinned) for v in indices):
+        return None
+    return {}
+
+
+_TAKE_PADS = ("Conv", "AveragePool", "MaxPool")
 
 
 def _fold_pads(nodes: list[Node], outputs: list[Value]) -> list[Node]:
-    """A Pad of zeros on the spatial axes only, read only by a Conv: the Conv's own pads."""
+    """A constant Pad on the spatial axes only, read only by a Conv or a pool whose own pads can do what it
+    does (_pads_taken): those pads."""
     uses = _Uses(nodes, outputs)
     dropped: set[int] = set()
     for pad in nodes:
         if pad.op_type != "Pad" or pad.domain or pad.call is not None:
             continue
-        conv = uses.only_reader(pad.outputs[0])
-        if conv is None or conv.op_type != "Conv" or conv.inputs[0] is not pad.outputs[0]:
+        reader = uses.only_reader(pad.outputs[0])
+        if reader is None or reader.op_type not in _TAKE_PADS or reader.domain or reader.inputs[0] is not pad.outputs[0]:
             continue
-        if conv.attrs.get("auto_pad", "NOTSET") not in ("NOTSET", b"NOTSET"):
-            continue
-        widths = _pad_widths(pad)
+        known = _pad_widths(pad)
         x = pad.inputs[0]
-        if widths is None or x.rank is None or len(widths) != 2 * x.rank or min(widths) < 0:
+        if known is None or x.rank is None or len(known[0]) != 2 * x.rank or min(known[0]) < 0:
             continue
+        widths, value = known
         rank = x.rank
         begins, ends = widths[:rank], widths[rank:]
         if begins[:2] != [0, 0] or ends[:2] != [0, 0]:
             continue
+        taken = _pads_taken(reader, value, uses)
+        if taken is None:
+            continue
         spatial = rank - 2
-        old = list(conv.attrs.get("pads", [0] * (2 * spatial)))
-        conv.attrs = dict(conv.attrs, pads=[old[i] + begins[2 + i] for i in range(spatial)]
-                          + [old[spatial + i] + ends[2 + i] for i in range(spatial)])
-        conv.inputs = [x] + conv.inputs[1:]
+        old = list(reader.attrs.get("pads", [0] * (2 * spatial))) or [0] * (2 * spatial)
+        pads = [old[i] + begins[2 + i] for i in range(spatial)] + [old[spatial + i] + ends[2 + i] for i in range(spatial)]
+        kernel = list(reader.attrs.get("kernel_shape", []))
+        if reader.op_type != "Conv" and (len(kernel) != spatial or any(p >= kernel[i % spatial] for i, p in enumerate(pads))):
+            continue  # (a pool's pads must be narrower than its window)
+        reader.attrs = dict(reader.attrs, **taken, pads=pads)
+        reader.inputs = [x] + reader.inputs[1:]
         dropped.add(id(pad))
     return [n for n in nodes if id(n) not in dropped]
 
