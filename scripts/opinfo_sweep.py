@@ -4,6 +4,7 @@ onnxruntime and in aten2onnx.runtime, and compare with eager.
     python scripts/opinfo_sweep.py                       # float32, 2 samples, opsets 9 13 17 18 26
     python scripts/opinfo_sweep.py --ops add,sub --opsets 18 --samples 4 --json sweep.json -v
     python scripts/opinfo_sweep.py --dynamic --opsets 18   # every dim of every input symbolic (Dim.AUTO)
+    python scripts/opinfo_sweep.py --differential          # the graph optimizer's own mismatches: "optimizer: ..."
     python scripts/opinfo_sweep.py --dtypes float16,int32,bool --opsets 18 --samples 1 --json sweep.json
                                                          # one table (and sweep.<dtype>.json) per dtype
     python scripts/opinfo_sweep.py --dtypes all          # every dtype in ALL_DTYPES
@@ -270,18 +271,33 @@ def run_exact(ep, inputs: list, expected: list, opset: int) -> tuple[bool, list[
 
 
 def run_sample(ep, inputs: list, expected: list, opset: int, dtype_name: str,
-               more: list[tuple[list, list]] = (), ties: tuple | None = None) -> tuple[bool, list[str], str | None, bool]:
+               more: list[tuple[list, list]] = (), ties: tuple | None = None,
+               differential: bool = False) -> tuple[bool, list[str], str | None, bool]:
     """(native, fallback ops, the node onnxruntime has no CPU kernel for or None, whether an index output
     passed only by the values it picks) for one sample at one opset, or Failure. more: other (inputs,
     expected) the same export is checked on (a second size), a failure there in a category "second size:
     ...". ties: (dim, index output positions) of tie_rule, the input being the first. bfloat16 is judged
-    in our runtime: onnxruntime only loads the model."""
+    in our runtime: onnxruntime only loads the model. differential: the graph as translated
+    (optimize=False) is checked first; where it passes and the optimized export fails, the failure's
+    category reads "optimizer: ..." (a mismatch the graph optimizer made)."""
+    if differential:
+        _run_sample(ep, inputs, expected, opset, dtype_name, more, ties, optimize=False)
+        try:
+            return _run_sample(ep, inputs, expected, opset, dtype_name, more, ties)
+        except Failure as f:
+            f.category = f"optimizer: {f.category}"
+            raise
+    return _run_sample(ep, inputs, expected, opset, dtype_name, more, ties)
+
+
+def _run_sample(ep, inputs: list, expected: list, opset: int, dtype_name: str, more: list[tuple[list, list]],
+                ties: tuple | None, optimize: bool = True) -> tuple[bool, list[str], str | None, bool]:
     import aten2onnx
 
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            exported = aten2onnx.export(ep, tuple(inputs), opset=opset, fallback="aten")
+            exported = aten2onnx.export(ep, tuple(inputs), opset=opset, fallback="aten", optimize=optimize)
     except Exception as e:
         raise Failure("export error", short(e)) from e
     fallback = list(exported.fallback_ops)
@@ -408,6 +424,7 @@ def sweep_op(task: tuple) -> dict:
     index, opsets, dtype_names, n_samples, timeout, *rest = task
     exact = bool(rest and rest[0])  # tests/optable.py passes the first five
     dynamic = bool(len(rest) > 1 and rest[1])
+    differential = bool(len(rest) > 2 and rest[2])
     import torch
     from torch.testing._internal.common_methods_invocations import op_db
 
@@ -496,7 +513,7 @@ def sweep_op(task: tuple) -> dict:
                         else:
                             native, fallback, missing, tied = run_sample(ep, inputs, eager, opset,
                                                                          str(dtype).split(".")[1], more,
-                                                                         tie_rule(op, sample))
+                                                                         tie_rule(op, sample), differential)
                             if missing:
                                 entry["ort_missing"] = missing
                             if tied:
@@ -599,6 +616,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--exact", action="store_true",
                         help="export with exact=True and count the OpInfos whose outputs are bitwise equal to eager "
                              "in aten2onnx.runtime (onnxruntime is not run)")
+    parser.add_argument("--differential", action="store_true",
+                        help="also export each sample with optimize=False, checked first: a failure of the optimized "
+                             "export where the graph as translated passes is counted as 'optimizer: ...'")
     args = parser.parse_args(argv)
 
     import torch
@@ -624,7 +644,7 @@ def main(argv: list[str] | None = None) -> int:
     def supports(i: int, d: str) -> bool:  # float32 also takes OpInfos without it (pick_dtypes)
         return d == "float32" or getattr(torch, d) in op_db[i].supported_dtypes("cpu")
 
-    tasks = [(i, opsets, [d], args.samples, args.timeout, args.exact, args.dynamic)
+    tasks = [(i, opsets, [d], args.samples, args.timeout, args.exact, args.dynamic, args.differential)
              for d in dtype_names for i in indices if supports(i, d)]
     start = time.time()
     results = []

@@ -163,15 +163,17 @@ def sweep_module():
     return module
 
 
-def opinfo_statuses(name: str, opsets: list[int], samples: int = 1, dtype: str = "float32") -> dict[str, dict]:
-    """The sweep's verdict per opset for one OpInfo (name or name.variant): {opset: {status, ...}}."""
+def opinfo_statuses(name: str, opsets: list[int], samples: int = 1, dtype: str = "float32", *,
+                    differential: bool = False) -> dict[str, dict]:
+    """The sweep's verdict per opset for one OpInfo (name or name.variant): {opset: {status, ...}};
+    differential: as the sweep's --differential (the optimizer's own failures are "optimizer: ...")."""
     from torch.testing._internal.common_methods_invocations import op_db
 
     sweep = sweep_module()
     index = next((i for i, op in enumerate(op_db) if sweep.opinfo_name(op) == name), None)
     if index is None:
         pytest.skip(f"no OpInfo {name} in this torch")
-    result = sweep.sweep_op((index, list(opsets), [dtype], samples, 120))
+    result = sweep.sweep_op((index, list(opsets), [dtype], samples, 120, False, False, differential))
     if "skipped" in result:
         pytest.skip(f"{name}: {result['skipped']}")
     return result["opsets"]

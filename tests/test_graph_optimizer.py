@@ -192,3 +192,39 @@ def test_chains_of_reshapes_and_transposes_collapse(name):
         assert op_types(optimized).count(op) == count < op_types(plain).count(op), op_types(optimized)
     got = run_ort(optimized.model_proto, {optimized.input_names[0]: x})[0]
     torch.testing.assert_close(torch.from_numpy(got), fn(x), rtol=0, atol=0)
+
+
+# OpInfos whose graphs the optimizer rewrites (batch norm after Conv, pads, reshapes and transposes of
+# weights, chains of Reshape and Transpose, duplicates, casts)
+REWRITTEN_OPINFOS = ["nn.functional.conv2d", "nn.functional.pad.constant", "nn.functional.max_pool2d",
+                     "nn.functional.avg_pool2d", "nn.functional.linear", "reshape", "permute", "flatten",
+                     "nn.functional.batch_norm", "repeat", "expand"]
+
+
+@pytest.mark.parametrize("name", REWRITTEN_OPINFOS)
+def test_the_optimizer_agrees_with_the_translation_on_opinfos(name):
+    """The OpInfo sweep's --differential on OpInfos the optimizer rewrites: no failure of the optimized export
+    where the graph as translated passes (both held to eager in both runtimes)."""
+    from optable import opinfo_statuses
+
+    for opset, entry in opinfo_statuses(name, [11, 18], samples=3, differential=True).items():
+        assert not entry.get("category", "").startswith("optimizer:"), f"{name} at opset {opset}: {entry}"
+
+
+def test_the_differential_sweep_names_a_mismatch_the_optimizer_makes(monkeypatch):
+    """A broken rewrite (chains collapsed into Transposes that permute nothing) is found as the optimizer's."""
+    from aten2onnx.exporter import graph_optimizer
+    from optable import opinfo_statuses
+
+    collapse = graph_optimizer._collapse_chains
+
+    def broken(nodes):
+        nodes = collapse(nodes)
+        for node in nodes:
+            if node.op_type == "Transpose" and "perm" in node.attrs:
+                node.attrs = dict(node.attrs, perm=sorted(node.attrs["perm"]))
+        return nodes
+
+    monkeypatch.setattr(graph_optimizer, "_collapse_chains", broken)
+    entries = opinfo_statuses("permute", [18], samples=2, differential=True)
+    assert entries["18"]["category"].startswith("optimizer:"), entries
