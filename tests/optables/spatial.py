@@ -61,6 +61,21 @@ POOLING = [
     Entry("adaptive_max_pool_upscale", lambda x: (F.adaptive_max_pool2d(x, (5, 4), return_indices=True),
                                                   F.adaptive_max_pool2d(x[0], (2, 3), return_indices=True)),
           [t(2, 2, 3, 3)], FLOATS, opsets=(9, 18), keys=("aten::adaptive_max_pool2d.default", "aten::select.int")),
+    # fractional max pooling: windows placed by each plane's samples (the F functions are captured as
+    # aten2onnx::fractional_max_pool, ATen's own ops come from a program captured elsewhere), NaN windows
+    Entry("fractional_max_pool", lambda x, s, y, r: (
+        F.fractional_max_pool2d(x, (2, 3), output_size=(3, 2), return_indices=True, _random_samples=s),
+        F.fractional_max_pool2d(x, 2, output_ratio=(0.5, 0.7), _random_samples=s),
+        F.fractional_max_pool3d(y, 2, output_ratio=0.5, return_indices=True, _random_samples=r)),
+          [lambda d: (with_specials(2, 3, 7, 8)(d)[0], torch.rand(2, 3, 2).to(d), torch.randn(1, 2, 5, 6, 4).to(d),
+                      torch.rand(1, 2, 3).to(d))],
+          FLOATS, opsets=(9, 13, 18, 26), keys=("aten2onnx::fractional_max_pool.default",)),
+    Entry("fractional_max_pool_aten", lambda x, s, y, r: (
+        torch.ops.aten.fractional_max_pool2d(x, [2, 2], [3, 4], s),
+        torch.ops.aten.fractional_max_pool3d(y, [2, 1, 2], [2, 3, 2], r)),
+          [lambda d: (torch.randn(2, 3, 7, 8).to(d), torch.rand(2, 3, 2).to(d), torch.randn(1, 2, 5, 6, 4).to(d),
+                      torch.rand(1, 2, 3).to(d))],
+          FLOATS, opsets=(9, 18), keys=("aten::fractional_max_pool2d.default", "aten::fractional_max_pool3d.default")),
     # ATen keeps the first maximum, and the last NaN where a window holds one
     Entry("adaptive_max_pool_nan_ties", lambda x: F.adaptive_max_pool1d(x, 3, return_indices=True),
           [lambda d: (torch.tensor([[[1.0, NAN, 3.0, NAN, 3.0, 2.0, 2.0, -INF],
