@@ -422,7 +422,7 @@ def _alarm(signum, frame):
 def sweep_op(task: tuple) -> dict:
     """Every sample x dtype x opset of one OpInfo; a dict for the report."""
     index, opsets, dtype_names, n_samples, timeout, *rest = task
-    exact = bool(rest and rest[0])  # tests/optable.py passes the first five
+    exact = bool(rest and rest[0])  # (the flags after the first five may be left out)
     dynamic = bool(len(rest) > 1 and rest[1])
     differential = bool(len(rest) > 2 and rest[2])
     import torch

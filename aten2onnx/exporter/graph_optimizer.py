@@ -359,7 +359,7 @@ def _fold_pads(nodes: list[Node], outputs: list[Value]) -> list[Node]:
         if taken is None:
             continue
         spatial = rank - 2
-        old = list(reader.attrs.get("pads", [0] * (2 * spatial))) or [0] * (2 * spatial)
+        old = list(reader.attrs.get("pads") or [0] * (2 * spatial))
         pads = [old[i] + begins[2 + i] for i in range(spatial)] + [old[spatial + i] + ends[2 + i] for i in range(spatial)]
         kernel = list(reader.attrs.get("kernel_shape", []))
         if reader.op_type != "Conv" and (len(kernel) != spatial or any(p >= kernel[i % spatial] for i, p in enumerate(pads))):

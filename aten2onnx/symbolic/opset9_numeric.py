@@ -10,7 +10,6 @@ import math
 import torch
 
 from aten2onnx import registry
-from aten2onnx.errors import KernelOnly
 from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic._helpers import cast, dim_size, fill, loop, norm_dim, promote, reshape
 from aten2onnx.symbolic.opset9_data import arange_of

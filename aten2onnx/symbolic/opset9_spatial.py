@@ -16,7 +16,7 @@ import torch
 from aten2onnx import _fractional_pool, registry  # noqa: F401  (defines aten2onnx::fractional_max_pool)
 from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic._helpers import (INT64_MAX, SymInt, as_value, cast, dim_size, half_step, opmath, reshape,
-                                         unsqueeze_static)
+                                         sym_prod, unsqueeze_static)
 from aten2onnx.symbolic.opset9_data import arange_of, int_max, int_min, int_mod, where
 
 register = functools.partial(registry.register, opset=9)
@@ -350,13 +350,6 @@ def fractional_starts(g: GraphBuilder, sample: Value, size: SymInt, out: SymInt,
     return g.op("Where", g.op("Equal", positions, last), end, starts)
 
 
-def size_product(g: GraphBuilder, sizes: list[SymInt]) -> SymInt:
-    """The product of sizes: an int where all are, else a 0-d int64 graph value."""
-    if all(isinstance(v, int) for v in sizes):
-        return math.prod(sizes)
-    return functools.reduce(lambda a, b: g.op("Mul", as_value(g, a, torch.int64), as_value(g, b, torch.int64)), sizes)
-
-
 def fractional_max(g: GraphBuilder, x: Value, kernel_size, output_size, random_samples: Value,
                    sample_of: list[int]) -> tuple[Value, Value]:
     """Fractional max pooling of a batched input [N, C, spatial...] with ATen's values and indices (flat within
@@ -378,10 +371,10 @@ def fractional_max(g: GraphBuilder, x: Value, kernel_size, output_size, random_s
         window = g.op("Add", g.unsqueeze(starts, [3]), g.const(torch.arange(kernel_size[d])))  # [N, C, out, pool]
         others = [e for e in range(spatial) if e != d]
         window = g.unsqueeze(window, sorted([2 + e for e in others] + [2 + spatial + e for e in others]))
-        term = g.op("Mul", window, as_value(g, size_product(g, sizes[d + 1:]), torch.int64))
+        term = g.op("Mul", window, as_value(g, sym_prod(g, sizes[d + 1:]), torch.int64))
         local = term if local is None else g.op("Add", local, term)
-    plane = as_value(g, size_product(g, sizes), torch.int64)
-    base = reshape(g, g.op("Mul", arange_of(g, size_product(g, [n, c]), has_range=False), plane),
+    plane = as_value(g, sym_prod(g, sizes), torch.int64)
+    base = reshape(g, g.op("Mul", arange_of(g, sym_prod(g, [n, c]), has_range=False), plane),
                    [n, c] + [1] * 2 * spatial)
     width = math.prod(kernel_size)
     shape = [n, c] + list(output_size) + [width]

@@ -440,7 +440,8 @@ def _fractional_max_pool(func: Callable[..., Any], signed: Callable[..., Any], a
 
     from aten2onnx import _fractional_pool  # noqa: F401  (defines aten2onnx::fractional_max_pool)
 
-    spatial = 2 if "2d" in signed.__name__ else 3
+    F = torch.nn.functional
+    spatial = 2 if signed is F.fractional_max_pool2d_with_indices else 3
     bound = inspect.signature(signed).bind(*args, **kwargs)
     bound.apply_defaults()
     given = bound.arguments
@@ -458,9 +459,9 @@ def _fractional_max_pool(func: Callable[..., Any], signed: Callable[..., Any], a
         batch = 1 if input.dim() == spatial + 1 else input.size(0)
         samples = torch.rand(batch, input.size(-spatial - 1), spatial, dtype=input.dtype, device=input.device)
     output, indices = torch.ops.aten2onnx.fractional_max_pool(input, each(given["kernel_size"]), size, samples)
-    with_indices = func is signed or (func not in (torch.nn.functional._fractional_max_pool2d,
-                                                   torch.nn.functional._fractional_max_pool3d)
-                                      and given["return_indices"])
+    # the _with_indices functions always give both, the _ ones the output alone, the others as asked
+    with_indices = {signed: True, F._fractional_max_pool2d: False, F._fractional_max_pool3d: False}.get(
+        func, given["return_indices"])
     return (output, indices) if with_indices else output
 
 
