@@ -1,7 +1,8 @@
 """onnxruntime latency of our exports against torch.onnx's, on tiny transformers configs and CNNs.
 
 For each model, in one run: aten2onnx's default export (the graph optimizer on), aten2onnx with
-optimize=False, torch.onnx's dynamo export (its default, which runs onnxscript's optimizer) and, for
+optimize=False and with optimize="onnxruntime" (onnxruntime's contrib ops), torch.onnx's dynamo
+export (its default, which runs onnxscript's optimizer) and, for
 the transformer models onnxruntime's transformer optimizer knows, that optimizer run on torch.onnx's
 export (`onnxruntime.transformers.optimizer.optimize_model`, its fused contrib ops). Each file runs in
 onnxruntime's CPU provider with one thread at its default (full) graph optimization; the sessions
@@ -38,6 +39,12 @@ import aten2onnx
 # Our default export against torch.onnx's latency (issue 31): on every model, and in geometric mean.
 WORST = 1.05
 GEOMEAN = 1.00
+# optimize="onnxruntime" against torch.onnx's export (geometric mean), and against onnxruntime's
+# transformer optimizer run on torch.onnx's export (where it runs).
+CONTRIB_GEOMEAN = 0.85
+CONTRIB_VS_ORT = 0.95
+ONNXRUNTIME = "aten2onnx (optimize=onnxruntime)"
+ORT_OPTIMIZER = "ort optimizer on torch.onnx"
 
 
 class LastHidden(torch.nn.Module):
@@ -107,6 +114,7 @@ def exports(model: torch.nn.Module, x: torch.Tensor, opset: int, ort_type: str |
         "aten2onnx": aten2onnx.export(model, (x,), opset=opset).model_proto.SerializeToString(),
         "aten2onnx (optimize=False)": aten2onnx.export(model, (x,), opset=opset,
                                                        optimize=False).model_proto.SerializeToString(),
+        ONNXRUNTIME: aten2onnx.export(model, (x,), opset=opset, optimize="onnxruntime").model_proto.SerializeToString(),
     }
     try:
         with warnings.catch_warnings():
@@ -133,7 +141,7 @@ def exports(model: torch.nn.Module, x: torch.Tensor, opset: int, ort_type: str |
             else:
                 buffer = io.BytesIO()
                 onnx.save_model(optimized.model, buffer)
-                files["ort optimizer on torch.onnx"] = buffer.getvalue()
+                files[ORT_OPTIMIZER] = buffer.getvalue()
     return files
 
 
@@ -179,6 +187,7 @@ def main() -> None:
     print(f"torch {torch.__version__}, onnxruntime {ort.__version__}, aten2onnx {aten2onnx.__version__}; "
           f"1 thread, {args.rounds} rounds of {args.inner} runs, medians; ratios to torch.onnx")
     worst, ratios, more_nodes, larger = 0.0, [], [], []
+    contrib, contrib_vs_ort = [], {}
     for name in args.models.split(","):
         module, x, ort_type = build(name)
         model = LastHidden(module).eval()
@@ -201,6 +210,9 @@ def main() -> None:
         if "torch.onnx" not in files:
             continue
         ratio = medians["aten2onnx"] / anchor
+        contrib.append(medians[ONNXRUNTIME] / anchor)
+        if ORT_OPTIMIZER in medians:
+            contrib_vs_ort[name] = medians[ONNXRUNTIME] / medians[ORT_OPTIMIZER]
         worst = max(worst, ratio)
         ratios.append(ratio)
         counts = {label: len(onnx.load_from_string(data).graph.node) for label, data in files.items()}
@@ -213,6 +225,14 @@ def main() -> None:
           f"{'met' if worst <= WORST else 'NOT met'}), geometric mean {geomean:.2f}x (target at most "
           f"{GEOMEAN:.2f}x: {'met' if geomean <= GEOMEAN else 'NOT met'})")
     print(f"more nodes than torch.onnx: {more_nodes or 'none'}; a larger file: {larger or 'none'}")
+    contrib_mean = math.exp(sum(map(math.log, contrib)) / len(contrib))
+    print(f"optimize=onnxruntime / torch.onnx: geometric mean {contrib_mean:.2f}x (target at most "
+          f"{CONTRIB_GEOMEAN:.2f}x: {'met' if contrib_mean <= CONTRIB_GEOMEAN else 'NOT met'})")
+    if contrib_vs_ort:
+        ok = all(r <= CONTRIB_VS_ORT for r in contrib_vs_ort.values())
+        print("optimize=onnxruntime / onnxruntime's transformer optimizer on torch.onnx: "
+              + ", ".join(f"{name} {r:.2f}x" for name, r in contrib_vs_ort.items())
+              + f" (target at most {CONTRIB_VS_ORT:.2f}x each: {'met' if ok else 'NOT met'})")
 
 
 if __name__ == "__main__":

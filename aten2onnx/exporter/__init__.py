@@ -15,6 +15,7 @@ from aten2onnx import _aten_node
 from aten2onnx.errors import ArgumentError, Aten2OnnxError, CaptureError, ExportError, InternalError, warn_user
 from aten2onnx.exporter import caches, diagnose, dynamic, passes
 from aten2onnx.exporter import optimizer as optimizer_export
+from aten2onnx.exporter import ort_contrib
 from aten2onnx.exporter import training as training_export
 from aten2onnx.exporter import exact as exact_checks
 from aten2onnx.exporter import functions as local_functions
@@ -127,7 +128,10 @@ def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic
     if fallback not in ("aten", "error"):
         raise ExportError(f"fallback must be 'aten' or 'error', not {fallback!r}")
     _check_names(input_names, output_names)
-    overrides = {REGISTRY.validate(name, fn): fn for name, fn in (custom_symbolics or {}).items()}
+    # optimize="onnxruntime": onnxruntime's contrib ops where they compute what ATen does (a user's own
+    # symbolic for the same op wins)
+    contrib = ort_contrib.SYMBOLICS if optimize == "onnxruntime" and not exact else {}
+    overrides = {REGISTRY.validate(name, fn): fn for name, fn in {**contrib, **(custom_symbolics or {})}.items()}
     stages = Progress(progress)
     notes: list[str] = []
     model = _fake_as_meta(model)

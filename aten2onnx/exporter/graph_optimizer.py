@@ -97,14 +97,19 @@ def optimize(g: GraphBuilder, nodes: list[Node], outputs: list[Value], *, merge:
     onnxruntime runs fastest as its contrib ops (a 4-bit weight's matmul as MatMulNBits)."""
     sources: list[torch.Tensor] = []
     nodes = live_nodes(nodes, outputs)
-    nodes = _collapse_chains(nodes)
-    nodes = _bypass_no_ops(nodes, outputs)
+    while True:  # (a chain collapsed into a no-op, once bypassed, can join the next chain)
+        count = len(nodes)
+        nodes = live_nodes(_bypass_no_ops(_collapse_chains(nodes), outputs), outputs)
+        if len(nodes) == count:
+            break
     nodes = _fold_weights(g, nodes, outputs, sources)
     nodes = _fold_batch_norms(g, nodes, outputs, sources)
     nodes = _fold_pads(nodes, outputs)
     nodes = _dynamic_quantization(nodes, outputs)
     nodes = _rewrite_each(g, nodes, outputs, _on_integers)
     nodes = _four_bit_matmuls(g, nodes, outputs, contrib=onnxruntime)
+    if onnxruntime:
+        nodes = _rewrite_each(g, nodes, outputs, lambda g, node, uses: _packed_attention(g, node, uses, sources))
     if merge:
         nodes = _merge_duplicates(nodes, outputs)
     return live_nodes(nodes, outputs), sources
@@ -126,9 +131,12 @@ class _Groups:
 
     def __init__(self, nodes: list[Node]) -> None:
         self.sizes = collections.Counter(_scope(n) for n in nodes)
+        # a group holding one of onnxruntime's contrib ops is no pattern the runtime re-fuses: its
+        # layout nodes may cancel against their neighbours'
+        self.free = {_scope(n) for n in nodes if n.domain == CONTRIB_DOMAIN}
 
     def alone(self, node: Node) -> bool:
-        return self.sizes[_scope(node)] == 1
+        return self.sizes[_scope(node)] == 1 or _scope(node) in self.free
 
     def may_join(self, node: Node, other: Node) -> bool:
         return _scope(node) == _scope(other) or (self.alone(node) and self.alone(other))
@@ -154,11 +162,28 @@ def _is_no_op(node: Node) -> bool:
         return x.typed and x.dtype is not None and _dtypes.to_onnx(x.dtype) == node.attrs.get("to") and not x.complex
     if node.op_type == "Reshape":
         shape = _static_ints(node.inputs[1]) if len(node.inputs) > 1 else None
-        return (shape is not None and x.is_static and all(n > 0 for n in shape) and list(x.shape) == shape)
+        return shape is not None and x.is_static and _reshaped(list(x.shape), shape, node.attrs) == list(x.shape)
     if node.op_type == "Transpose":
         perm = node.attrs.get("perm")
         return perm is not None and list(perm) == sorted(perm)
     return False
+
+
+def _reshaped(dims: list[int], shape: list[int], attrs: dict[str, Any]) -> list[int] | None:
+    """The shape a Reshape of a static [dims] to `shape` gives (0 copies the input's dim unless allowzero,
+    one -1 takes what is left); None where that is not one shape."""
+    if attrs.get("allowzero", 0) and 0 in shape:
+        return None
+    out = [dims[i] if n == 0 and i < len(dims) else n for i, n in enumerate(shape)]
+    if out.count(-1) > 1 or any(n < -1 for n in out):
+        return None
+    if -1 in out:
+        known = math.prod(n for n in out if n != -1)
+        total = math.prod(dims)
+        if known == 0 or total % known:
+            return None
+        out[out.index(-1)] = total // known
+    return out if math.prod(out) == math.prod(dims) else None
 
 
 def _bypass_no_ops(nodes: list[Node], outputs: list[Value]) -> list[Node]:
@@ -714,3 +739,108 @@ def _as_four_bit_matmul(g: GraphBuilder, node: Node, uses: _Uses, contrib: bool)
     if bias is not None:
         y = g.op("Add", y, bias)
     return _made_since(g, first, node, y)
+
+
+# -- onnxruntime's Attention: a MultiHeadAttention whose query, key and value are projections of one input ----
+
+
+def _projection(value: Value | None, uses: _Uses) -> tuple[Value, Any, Any, list[Node]] | None:
+    """value = x @ w (+ b) with w [K, N] and b [N] weights, read only by its reader: (x, w, b or None, the
+    nodes). Spelled MatMul(x, w) [+ Add(., b)], or as a 2-D Gemm between Reshapes that flatten x's leading
+    dims and restore them."""
+    node = value.producer if value is not None else None
+    if node is None or node.domain or uses.only_reader(value) is None:
+        return None
+    bias, chain = None, [node]
+    if node.op_type == "Add" and _constant(node.inputs[1]) and node.inputs[1] is not None \
+            and node.inputs[1].const.dim() == 1:
+        bias, value = node.inputs[1].const, node.inputs[0]
+        node = value.producer
+        if node is None or node.domain or uses.only_reader(value) is None:
+            return None
+        chain.append(node)
+    if node.op_type == "MatMul" and _constant(node.inputs[1]) and node.inputs[1].const.dim() == 2:
+        return node.inputs[0], node.inputs[1].const, bias, chain
+    if bias is not None or node.op_type != "Reshape":
+        return None
+    gemm = node.inputs[0].producer
+    if (gemm is None or gemm.op_type != "Gemm" or gemm.domain or uses.only_reader(node.inputs[0]) is None
+            or gemm.attrs.get("transA", 0) or float(gemm.attrs.get("alpha", 1.0)) != 1.0
+            or float(gemm.attrs.get("beta", 1.0)) != 1.0 or not all(_constant(v) for v in gemm.inputs[1:])):
+        return None
+    flat = gemm.inputs[0].producer
+    if flat is None or flat.op_type != "Reshape" or flat.domain or uses.only_reader(gemm.inputs[0]) is None:
+        return None
+    x = flat.inputs[0]
+    if x.shape is None or value.shape is None or tuple(x.shape[:-1]) != tuple(value.shape[:-1]) \
+            or not x.is_static:
+        return None
+    w = gemm.inputs[1].const
+    weight = lazy.apply(torch.Tensor.t, w) if gemm.attrs.get("transB", 0) else w
+    c = gemm.inputs[2].const if len(gemm.inputs) > 2 and gemm.inputs[2] is not None else None
+    if c is not None and c.dim() != 1:
+        return None
+    return x, weight, c, [node, gemm, flat]
+
+
+def _split_projection(values: list[Value | None], uses: _Uses) -> tuple[Value, Any, Any, list[Node]] | None:
+    """query, key and value as the three equal parts, in order, of one projection's last dim (Split)."""
+    split = values[0].producer if values[0] is not None else None
+    if (split is None or split.op_type != "Split" or split.domain or len(split.outputs) != 3
+            or [v for v in values] != split.outputs or split.inputs[0].rank is None
+            or split.attrs.get("axis", 0) not in (-1, split.inputs[0].rank - 1)
+            or any(uses.only_reader(v) is None for v in values)):
+        return None
+    sizes = _static_ints(split.inputs[1]) if len(split.inputs) > 1 else None
+    if sizes is None or len(set(sizes)) != 1:
+        return None
+    found = _projection(split.inputs[0], uses)
+    return None if found is None else (*found[:3], [split, *found[3]])
+
+
+def _packed_attention(g: GraphBuilder, node: Node, uses: _Uses, sources: list[torch.Tensor]) -> list[Node] | None:
+    """MultiHeadAttention(x Wq + bq, x Wk + bk, x Wv + bv, attention_bias) as onnxruntime's Attention(x,
+    [Wq Wk Wv], [bq bk bv], attention_bias): one projection, inside the op."""
+    if node.domain != CONTRIB_DOMAIN or node.op_type != "MultiHeadAttention" or len(node.inputs) < 3 \
+            or any(v is not None for i, v in enumerate(node.inputs) if i in (3, 4) or i > 5):
+        return None
+    qkv = list(node.inputs[:3])
+    attrs = dict(node.attrs)
+    scaled = qkv[0].producer if qkv[0] is not None else None
+    if (scaled is not None and scaled.op_type == "Mul" and not scaled.domain and _scalar(scaled.inputs[1])
+            and uses.only_reader(qkv[0]) is not None and "scale" in attrs):
+        # a query scaled by a constant (Whisper's q_proj(x) * scaling): the factor joins the op's scale
+        factor = _one_value(scaled.inputs[1])
+        if factor is None or not math.isfinite(float(factor)) or float(factor) == 0:
+            return None
+        qkv[0], attrs["scale"] = scaled.inputs[0], float(attrs["scale"]) * float(factor)
+    found = _split_projection(qkv, uses)
+    if found is not None:
+        x, weight, bias, chain = found
+    else:
+        parts = [_projection(v, uses) for v in qkv]
+        if any(p is None for p in parts) or len({id(p[0]) for p in parts}) != 1 \
+                or len({p[1].shape for p in parts}) != 1:
+            return None
+        x = parts[0][0]
+        weight = lazy.apply(lambda *ws: torch.cat(ws, 1), *[p[1] for p in parts])
+        biases = [p[2] if p[2] is not None else torch.zeros(p[1].shape[1], dtype=p[1].dtype) for p in parts]
+        bias = None if all(p[2] is None for p in parts) else lazy.apply(lambda *bs: torch.cat(bs), *biases)
+        chain = [n for p in parts for n in p[3]]
+    if x.rank != 3 or x.dtype != torch.float32 or weight.dtype != torch.float32 \
+            or (bias is not None and bias.dtype != torch.float32):
+        return None
+    hidden = weight.shape[1] // 3
+    if weight.shape[1] != 3 * hidden or weight.shape[0] != x.shape[-1]:
+        return None
+    if bias is None:
+        bias = torch.zeros(3 * hidden)
+    sources.extend(v.const for n in chain for v in n.inputs if v is not None and v.kind == "initializer")
+    w = g.initializer(f"{node.outputs[0].name}.qkv_weight", lazy.apply(torch.Tensor.contiguous, weight))
+    b = g.initializer(f"{node.outputs[0].name}.qkv_bias", lazy.apply(torch.Tensor.contiguous, bias))
+    attention_bias = node.inputs[5] if len(node.inputs) > 5 else None
+    packed = Node("Attention", [x, w, b, None, None, attention_bias], list(node.outputs), attrs,
+                  CONTRIB_DOMAIN, node.name, dict(node.meta))
+    for out in packed.outputs:
+        out.producer = packed
+    return [packed]  # (the projections, read by this attention only, are dead now)

@@ -1,6 +1,8 @@
 """Attention (opsets 23, 24, 25) and RotaryEmbedding (23), following the ONNX reference: scale split
 as sqrt(scale) on Q and K, causal masks aligned bottom-right to the KV cache, GQA by repeating KV
-heads, and rows with no attendable key giving zeros."""
+heads, and rows with no attendable key giving zeros. onnxruntime's contrib MultiHeadAttention and
+Attention (what export(optimize="onnxruntime") writes for encoder attention) as onnxruntime computes
+them: softmax(q k^T * scale + attention_bias) v, a row of -inf giving NaN."""
 
 from __future__ import annotations
 
@@ -160,3 +162,61 @@ class RotaryEmbedding(Kernel):
             rotated = torch.cat([real, imag], -1)
         out = torch.cat([rotated, keep], -1)
         return (out.reshape(shape) if len(shape) == 3 else out.transpose(1, 2),)
+
+
+def _contrib_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attention_bias, heads: int,
+                       scale: float | None) -> torch.Tensor:
+    """onnxruntime's attention core: q [B, S, N*H], k and v [B, T, N*H] or [B, N, T, H]."""
+    b, s, hidden = q.shape
+    qh = _to_heads(q, heads)
+    kh, vh = (x if x.dim() == 4 else _to_heads(x, heads) for x in (k, v))
+    factor = 1.0 / math.sqrt(qh.shape[-1]) if scale is None else scale
+    scores = torch.matmul(qh, kh.transpose(-1, -2)) * factor
+    if attention_bias is not None:
+        scores = scores + attention_bias.to(scores.dtype)
+    out = torch.matmul(torch.softmax(scores, -1), vh)
+    return out.transpose(1, 2).reshape(b, s, -1).to(q.dtype)
+
+
+@kernel("MultiHeadAttention", since=1, domain="com.microsoft")
+class MultiHeadAttention(Kernel):
+    """query [B, S, N*H] with key and value [B, T, N*H] or [B, N, T, H], attention_bias [B or 1, N or 1,
+    S, T]; the packed, padding-mask, past and causal forms are not run."""
+
+    def setup(self, num_heads: int, scale: float | None = None, unidirectional: int = 0,
+              mask_filter_value: float = -10000.0) -> None:
+        if unidirectional:
+            raise ValueError("MultiHeadAttention with unidirectional=1 is not supported")
+        self.heads, self.scale = num_heads, scale
+
+    def run(self, query, key=None, value=None, bias=None, key_padding_mask=None, attention_bias=None,
+            past_key=None, past_value=None, past_sequence_length=None, cache_indirection=None):
+        if key is None or value is None or query.dim() != 3 or any(
+                x is not None for x in (bias, key_padding_mask, past_key, past_value, past_sequence_length,
+                                        cache_indirection)):
+            raise ValueError("MultiHeadAttention is run with a 3-D query, key and value, and attention_bias only")
+        return (_contrib_attention(query, key, value, attention_bias, self.heads, self.scale),)
+
+
+@kernel("Attention", since=1, domain="com.microsoft")
+class ContribAttention(Kernel):
+    """input [B, S, K] projected by weights [K, 3*hidden] (query, key, value) plus bias, then attention
+    with attention_bias; mask_index, past and causal forms are not run."""
+
+    def setup(self, num_heads: int, scale: float | None = None, unidirectional: int = 0,
+              qkv_hidden_sizes: list[int] | None = None, mask_filter_value: float = -10000.0,
+              do_rotary: int = 0, past_present_share_buffer: int = 0, rotary_embedding_dim: int = 0) -> None:
+        if unidirectional or do_rotary or past_present_share_buffer:
+            raise ValueError("Attention with unidirectional, do_rotary or past_present_share_buffer is not supported")
+        self.heads, self.scale, self.sizes = num_heads, scale, qkv_hidden_sizes
+
+    def run(self, input, weights, bias=None, mask_index=None, past=None, attention_bias=None,
+            past_sequence_length=None):
+        if any(x is not None for x in (mask_index, past, past_sequence_length)):
+            raise ValueError("Attention is run with input, weights, bias and attention_bias only")
+        qkv = torch.matmul(input, weights)
+        if bias is not None:
+            qkv = qkv + bias
+        sizes = list(self.sizes) if self.sizes else [weights.shape[1] // 3] * 3
+        q, k, v = qkv.split(sizes, -1)
+        return (_contrib_attention(q, k, v, attention_bias, self.heads, self.scale),)

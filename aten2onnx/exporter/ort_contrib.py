@@ -1,0 +1,110 @@
+"""`export(..., optimize="onnxruntime")`: the ATen ops onnxruntime runs fastest as one of its contrib ops
+(domain com.microsoft), translated as that op. These symbolics are per-export overrides (a user's own
+custom_symbolics still win); where a call's arguments are outside what the contrib op computes as ATen
+does, they hand the call to the built-in translation.
+
+- scaled_dot_product_attention (float32, as many key heads as query heads or a GQA multiple of them, a
+  static head dim) becomes MultiHeadAttention on [batch, seq, heads * head] layouts. The transposes
+  between the model's projections and that layout cancel against the model's own in the graph
+  optimizer. A boolean mask becomes an additive bias of 0 and -inf; a causal call a constant or
+  computed bias; a query row whose every key is masked gives 0, as ATen's attention does.
+  One difference stays: a row whose scores are all -inf because the inputs are infinite (no mask
+  involved) gives NaN in MultiHeadAttention, where ATen gives 0.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from aten2onnx import registry
+from aten2onnx.ir import GraphBuilder, Value
+from aten2onnx.symbolic._helpers import cast, dim_size, reshape, unsqueeze_static
+from aten2onnx.symbolic.opset9_attention import (causal_mask, default_scale, masks_nothing, no_attention_dropout,
+                                                 repeat_heads)
+
+MICROSOFT = "com.microsoft"
+SDPA = "aten::scaled_dot_product_attention.default"
+_HEADS_FIRST = [0, 2, 1, 3]  # [B, N, S, H] <-> [B, S, N, H]
+
+
+def _builtin(g: GraphBuilder, key: str):
+    return registry.Resolver(registry.REGISTRY, g.opset)(key)
+
+
+def _static(*dims) -> bool:
+    return all(isinstance(d, int) for d in dims)
+
+
+def _mask_fits(attn_mask, query: Value, key: Value) -> bool:
+    """Whether attn_mask broadcasts to [B, N, S, T] with one head dim (a per-head mask is not taken)."""
+    if attn_mask is None:
+        return True
+    if attn_mask.shape is None or attn_mask.rank > 4 or attn_mask.dtype not in (torch.bool, torch.float32):
+        return False
+    shape = (1,) * (4 - attn_mask.rank) + tuple(attn_mask.shape)
+    return shape[1] == 1 and shape[2] in (1, query.shape[2]) and shape[3] in (1, key.shape[2])
+
+
+def _seq_layout(g: GraphBuilder, x: Value) -> Value:
+    """[B, N, S, H] -> [B, S, N * H]."""
+    b, n, s, h = x.shape
+    moved = g.op("Transpose", x, perm=_HEADS_FIRST)
+    return reshape(g, moved, [b, s, n * h] if _static(b, s) else [0, 0, n * h])
+
+
+def _bias(g: GraphBuilder, attn_mask, is_causal: bool, query: Value, key: Value) -> tuple[Value | None, Value | None]:
+    """The additive [b, 1, S, T] bias MultiHeadAttention takes, and, where a row may have no key to attend,
+    whether each query row is empty ([b, S, 1] bool)."""
+    if is_causal:  # (row i sees key 0: no row is empty)
+        bias = g.op("Where", causal_mask(g, query, key, has_range=g.opset >= 11), g.const(0.0, like=query),
+                    g.const(float("-inf"), like=query))
+        return unsqueeze_static(g, unsqueeze_static(g, bias, 0), 0), None
+    if attn_mask is None:
+        return None, None
+    if attn_mask.dtype == torch.bool:
+        bias = g.op("Where", attn_mask, g.const(0.0, like=query), g.const(float("-inf"), like=query))
+    else:
+        bias = attn_mask
+    while bias.rank < 4:
+        bias = unsqueeze_static(g, bias, 0)
+    b = bias.shape[0]
+    full = [dim_size(g, bias, 0) if b != 1 else 1, 1, dim_size(g, query, 2), dim_size(g, key, 2)]
+    if bias.shape[2:] != (query.shape[2], key.shape[2]) or not _static(*bias.shape[2:]):
+        bias = g.op("Expand", bias, g.int_list(full))
+        bias.shape = (b, 1, query.shape[2], key.shape[2])
+    # a row of -inf attends to nothing: 0 in ATen, NaN in MultiHeadAttention (a NaN row stays NaN)
+    empty = g.op("Equal", g.reduce("ReduceMax", bias, [3], keepdims=True), g.const(float("-inf"), like=query))
+    if empty.const is not None and not bool(empty.const.any()):
+        return bias, None  # (a constant mask with a key for every row)
+    return bias, reshape(g, empty, [0, -1, 1])
+
+
+def multi_head_attention(g, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None,
+                         enable_gqa=False):
+    """scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0., bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor"""
+    no_attention_dropout(dropout_p)
+    heads = query.shape[1] if query.shape is not None and query.rank == 4 else None
+    takes = (heads is not None and key.rank == 4 and value.rank == 4 and query.dtype == torch.float32
+             and key.dtype == value.dtype == torch.float32 and _static(heads, key.shape[1], query.shape[3])
+             and query.shape[3] == key.shape[3] == value.shape[3]
+             and (key.shape[1] == heads or enable_gqa and heads % key.shape[1] == 0)
+             and key.shape[1] == value.shape[1] and _mask_fits(attn_mask, query, key)
+             and not (is_causal and attn_mask is not None))
+    if not takes:
+        return _builtin(g, SDPA)(g, query, key, value, attn_mask, dropout_p, is_causal, scale=scale,
+                                 enable_gqa=enable_gqa)
+    if masks_nothing(attn_mask):
+        attn_mask = None
+    if key.shape[1] != heads:
+        key, value = (repeat_heads(g, t, heads // key.shape[1]) for t in (key, value))
+    bias, empty = _bias(g, attn_mask, is_causal, query, key)
+    out = g.op("MultiHeadAttention", _seq_layout(g, query), _seq_layout(g, key), _seq_layout(g, value), None, None,
+               bias, domain=MICROSOFT, num_heads=heads, scale=float(default_scale(query, scale)))
+    if empty is not None:
+        out = g.op("Where", empty, g.const(0.0, like=out), out)
+    b, _, s, h = query.shape
+    heads_out = reshape(g, out, [b, s, heads, h] if _static(b, s) else [0, 0, heads, h])
+    return g.op("Transpose", heads_out, perm=_HEADS_FIRST)
+
+
+SYMBOLICS = {SDPA: multi_head_attention}

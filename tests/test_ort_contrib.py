@@ -1,0 +1,232 @@
+"""export(..., optimize="onnxruntime") (issue 31): attention becomes onnxruntime's MultiHeadAttention, and
+Attention where its query, key and value are projections of one input; each case agrees with eager
+in onnxruntime and in aten2onnx.runtime (NaN where eager has NaN, 0 for a fully masked row), and the
+cases the contrib op does not compute as ATen does keep the standard translation."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+import torch
+import torch.nn.functional as F
+from conftest import ROOT, run_ort
+
+import aten2onnx
+
+
+def randn(*shape, seed=0):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+class Sdpa(torch.nn.Module):
+    def __init__(self, **options):
+        super().__init__()
+        self.options = options
+
+    def forward(self, q, k, v, mask=None):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, **self.options)
+
+
+def padding(batch, source, lengths):
+    """A [B, 1, 1, T] bool mask keeping each row's first lengths[b] keys."""
+    return (torch.arange(source)[None] < torch.tensor(lengths)[:, None])[:, None, None]
+
+
+def rows_masked(batch, seq, source):
+    """A [B, 1, S, T] bool mask with some query rows masked entirely."""
+    mask = torch.rand(batch, 1, seq, source, generator=torch.Generator().manual_seed(1)) > 0.3
+    mask[0, 0, 1] = False
+    mask[-1, 0, -1] = False
+    return mask
+
+
+def as_bias(mask):
+    return torch.zeros(mask.shape).masked_fill(~mask, float("-inf"))
+
+
+B, N, S, T, H = 2, 4, 6, 9, 8
+q, k, v = randn(B, N, S, H), randn(B, N, T, H, seed=1), randn(B, N, T, H, seed=2)
+kv_self = (randn(B, N, S, H, seed=1), randn(B, N, S, H, seed=2))
+
+# name: (module, inputs, written as MultiHeadAttention)
+CASES = {
+    "plain": (Sdpa(), (q, k, v), True),
+    "self": (Sdpa(), (q, *kv_self), True),
+    "scale": (Sdpa(scale=0.3), (q, k, v), True),
+    "causal, S == T": (Sdpa(is_causal=True), (q, *kv_self), True),
+    "causal, S < T": (Sdpa(is_causal=True), (q, k, v), True),
+    "causal, S > T": (Sdpa(is_causal=True), (randn(B, N, T, H), randn(B, N, S, H), randn(B, N, S, H)), True),
+    "bool mask [B,1,S,T]": (Sdpa(), (q, k, v, rows_masked(B, S, T)), True),
+    "bool mask [S,T]": (Sdpa(), (q, k, v, rows_masked(1, S, T)[0, 0]), True),
+    "padding mask [B,1,1,T]": (Sdpa(), (q, k, v, padding(B, T, [T, 3])), True),
+    "padding mask, an empty row": (Sdpa(), (q, k, v, padding(B, T, [0, 4])), True),
+    "float mask with -inf rows": (Sdpa(), (q, k, v, as_bias(rows_masked(B, S, T))), True),
+    "finite float mask": (Sdpa(), (q, k, v, randn(B, 1, S, T, seed=3)), True),
+    "nan in a mask row": (Sdpa(), (q, k, v, randn(B, 1, S, T, seed=3).index_put_(
+        (torch.tensor([0]), torch.tensor([0]), torch.tensor([2]), torch.tensor([1])), torch.tensor(float("nan")))),
+        True),
+    "gqa": (Sdpa(enable_gqa=True), (q, randn(B, 2, T, H), randn(B, 2, T, H, seed=1)), True),
+    "3-D inputs": (Sdpa(), (q[0], k[0], v[0]), False),
+    "float16": (Sdpa(), (q.half(), k.half(), v.half()), False),
+    "per-head mask": (Sdpa(), (q, k, v, randn(B, N, S, T)), False),
+    "value head dim differs": (Sdpa(), (q, k, randn(B, N, T, 5)), False),
+}
+
+
+def contrib_ops(exported) -> set[str]:
+    return {n.op_type for n in exported.model_proto.graph.node if n.domain == "com.microsoft"}
+
+
+def assert_agrees(exported, inputs, want):
+    feeds = dict(zip(exported.input_names, inputs))
+    for got in (torch.from_numpy(run_ort(exported.model_proto, feeds)[0]), exported.run(*inputs)):
+        tol = 1e-4 if want.dtype == torch.float32 else 2e-3
+        torch.testing.assert_close(got.float(), want.float(), rtol=tol, atol=tol, equal_nan=True)
+
+
+@pytest.mark.parametrize("opset", [13, 18])
+@pytest.mark.parametrize("name", list(CASES))
+def test_attention_as_multi_head_attention_agrees_with_eager(name, opset):
+    model, inputs, fused = CASES[name]
+    with torch.no_grad():
+        want = model(*inputs)
+    exported = aten2onnx.export(model, inputs, opset=opset, optimize="onnxruntime")
+    assert ("MultiHeadAttention" in contrib_ops(exported)) == fused, contrib_ops(exported)
+    assert_agrees(exported, inputs, want)
+
+
+def test_a_fully_masked_row_is_zero_as_in_eager():
+    mask = padding(B, T, [0, 4])
+    exported = aten2onnx.export(Sdpa(), (q, k, v, mask), optimize="onnxruntime")
+    got = torch.from_numpy(run_ort(exported.model_proto, dict(zip(exported.input_names, (q, k, v, mask))))[0])
+    assert torch.equal(got[0], torch.zeros_like(got[0])) and not got[1].eq(0).all()
+
+
+def test_dynamic_batch_and_sequence():
+    batch, seq = torch.export.Dim("batch"), torch.export.Dim("seq")
+    model = Sdpa(is_causal=True)
+    exported = aten2onnx.export(model, (q, *kv_self), optimize="onnxruntime",
+                                dynamic_shapes=({0: batch, 2: seq},) * 3)
+    assert "MultiHeadAttention" in contrib_ops(exported)
+    for b, s in ((1, 3), (3, 11)):
+        inputs = (randn(b, N, s, H), randn(b, N, s, H, seed=1), randn(b, N, s, H, seed=2))
+        with torch.no_grad():
+            assert_agrees(exported, inputs, model(*inputs))
+
+
+class SelfAttention(torch.nn.Module):
+    """Projections of one input, split into heads: the layouts the optimizer packs into Attention."""
+
+    def __init__(self, hidden=32, heads=4, packed=False, key_bias=True, query_scale=None, mask=False):
+        super().__init__()
+        self.heads, self.packed, self.query_scale, self.mask = heads, packed, query_scale, mask
+        if packed:
+            self.qkv = torch.nn.Linear(hidden, 3 * hidden)
+        else:
+            self.q = torch.nn.Linear(hidden, hidden)
+            self.k = torch.nn.Linear(hidden, hidden, bias=key_bias)
+            self.v = torch.nn.Linear(hidden, hidden)
+        self.out = torch.nn.Linear(hidden, hidden)
+
+    def forward(self, x):
+        b, s, hidden = x.shape
+        if self.packed:
+            q, k, v = self.qkv(x).split(hidden, -1)
+        else:
+            q, k, v = self.q(x), self.k(x), self.v(x)
+        if self.query_scale is not None:
+            q = q * self.query_scale
+        q, k, v = (t.view(b, s, self.heads, -1).transpose(1, 2) for t in (q, k, v))
+        mask = torch.ones(s, s, dtype=torch.bool).tril() if self.mask else None
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0 if self.query_scale else None)
+        return self.out(y.transpose(1, 2).reshape(b, s, hidden))
+
+
+class Conv1DAttention(torch.nn.Module):
+    """GPT-2's Conv1D spelling: addmm on the flattened input, one projection for q, k and v."""
+
+    def __init__(self, hidden=32, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.weight = torch.nn.Parameter(randn(hidden, 3 * hidden) * 0.2)
+        self.bias = torch.nn.Parameter(randn(3 * hidden, seed=1) * 0.1)
+
+    def forward(self, x):
+        b, s, hidden = x.shape
+        qkv = torch.addmm(self.bias, x.view(-1, hidden), self.weight).view(b, s, 3 * hidden)
+        q, k, v = (t.view(b, s, self.heads, -1).transpose(1, 2) for t in qkv.split(hidden, 2))
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, s, hidden)
+
+
+PACKED = {
+    "three projections": SelfAttention(),
+    "one packed projection": SelfAttention(packed=True),
+    "a projection without bias": SelfAttention(key_bias=False),
+    "a scaled query": SelfAttention(query_scale=0.125),
+    "a constant mask": SelfAttention(mask=True),
+    "Conv1D (addmm) projection": Conv1DAttention(),
+}
+
+
+@pytest.mark.parametrize("name", list(PACKED))
+def test_projections_of_one_input_are_packed_into_attention(name):
+    model = PACKED[name].eval()
+    x = randn(2, 7, 32, seed=5)
+    with torch.no_grad():
+        want = model(x)
+    exported = aten2onnx.export(model, (x,), optimize="onnxruntime")
+    assert contrib_ops(exported) == {"Attention"}, contrib_ops(exported)
+    assert not {"Transpose", "Softmax"} & {n.op_type for n in exported.model_proto.graph.node}
+    assert_agrees(exported, (x,), want)
+    plain = aten2onnx.export(model, (x,))
+    assert not contrib_ops(plain) and len(exported.model_proto.graph.node) < len(plain.model_proto.graph.node)
+
+
+def test_projections_read_elsewhere_are_not_packed():
+    class Leaky(SelfAttention):
+        def forward(self, x):
+            b, s, hidden = x.shape
+            key = self.k(x)
+            q, k, v = (t.view(b, s, self.heads, -1).transpose(1, 2) for t in (self.q(x), key, self.v(x)))
+            return F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, s, hidden) + key
+
+    model = Leaky().eval()
+    x = randn(2, 7, 32, seed=5)
+    exported = aten2onnx.export(model, (x,), optimize="onnxruntime")
+    assert contrib_ops(exported) == {"MultiHeadAttention"}
+    with torch.no_grad():
+        assert_agrees(exported, (x,), model(x))
+
+
+def test_a_user_symbolic_for_attention_wins():
+    def mine(g, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None, enable_gqa=False):
+        return g.op("Add", query, key)
+
+    exported = aten2onnx.export(Sdpa(), (q, *kv_self), optimize="onnxruntime",
+                                custom_symbolics={"aten::scaled_dot_product_attention.default": mine})
+    assert not contrib_ops(exported)
+    assert_agrees(exported, (q, *kv_self), q + kv_self[0])
+
+
+def test_exact_exports_keep_standard_attention():
+    exported = aten2onnx.export(Sdpa(), (q, k, v), exact=True, optimize="onnxruntime")
+    assert not contrib_ops(exported)
+
+
+TRANSFORMERS = ("bert", "vit", "gpt2", "whisper")
+
+
+@pytest.mark.parametrize("name", TRANSFORMERS)
+def test_transformers_encoders_get_packed_attention(name):
+    spec = importlib.util.spec_from_file_location("ort_latency", ROOT / "bench" / "ort_latency.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    module, x, _ = bench.build(name)
+    model = bench.LastHidden(module).eval()
+    with torch.no_grad():
+        want = model(x)
+    exported = aten2onnx.export(model, (x,), optimize="onnxruntime")
+    ops = [n.op_type for n in exported.model_proto.graph.node]
+    assert ops.count("Attention") == 2 and "Softmax" not in ops, ops
+    assert_agrees(exported, (x,), want)
