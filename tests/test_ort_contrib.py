@@ -69,7 +69,9 @@ CASES = {
     "gqa": (Sdpa(enable_gqa=True), (q, randn(B, 2, T, H), randn(B, 2, T, H, seed=1)), True),
     "3-D inputs": (Sdpa(), (q[0], k[0], v[0]), False),
     "float16": (Sdpa(), (q.half(), k.half(), v.half()), False),
-    "per-head mask": (Sdpa(), (q, k, v, randn(B, N, S, T)), False),
+    "per-head mask": (Sdpa(), (q, k, v, randn(B, N, S, T)), True),
+    "per-head bool mask": (Sdpa(), (q, k, v, torch.rand(B, N, S, T, generator=torch.Generator().manual_seed(4)) > 0.6),
+                           True),
     "value head dim differs": (Sdpa(), (q, k, randn(B, N, T, 5)), False),
 }
 
@@ -197,6 +199,19 @@ def test_projections_read_elsewhere_are_not_packed():
     assert contrib_ops(exported) == {"MultiHeadAttention"}
     with torch.no_grad():
         assert_agrees(exported, (x,), model(x))
+
+
+def test_torch_nn_multihead_attention():
+    layer = torch.nn.TransformerEncoderLayer(d_model=32, nhead=4, batch_first=True).eval()
+    x = randn(2, 10, 32, seed=6)
+    padded = torch.zeros(2, 10, dtype=torch.bool)
+    padded[1, 6:] = True
+    with torch.no_grad():
+        want = layer(x, src_key_padding_mask=padded)
+    exported = aten2onnx.export(lambda x, padded: layer(x, src_key_padding_mask=padded), (x, padded),
+                                optimize="onnxruntime")
+    assert contrib_ops(exported) == {"MultiHeadAttention"}
+    assert_agrees(exported, (x, padded), want)
 
 
 def test_a_user_symbolic_for_attention_wins():

@@ -36,13 +36,14 @@ def _static(*dims) -> bool:
 
 
 def _mask_fits(attn_mask, query: Value, key: Value) -> bool:
-    """Whether attn_mask broadcasts to [B, N, S, T] with one head dim (a per-head mask is not taken)."""
+    """Whether attn_mask broadcasts to [B, N, S, T] (its batch and head dims 1 or the query's)."""
     if attn_mask is None:
         return True
     if attn_mask.shape is None or attn_mask.rank > 4 or attn_mask.dtype not in (torch.bool, torch.float32):
         return False
     shape = (1,) * (4 - attn_mask.rank) + tuple(attn_mask.shape)
-    return shape[1] == 1 and shape[2] in (1, query.shape[2]) and shape[3] in (1, key.shape[2])
+    return (shape[0] in (1, query.shape[0]) and shape[1] in (1, query.shape[1]) and shape[2] in (1, query.shape[2])
+            and shape[3] in (1, key.shape[2]))
 
 
 def _seq_layout(g: GraphBuilder, x: Value) -> Value:
@@ -53,8 +54,8 @@ def _seq_layout(g: GraphBuilder, x: Value) -> Value:
 
 
 def _bias(g: GraphBuilder, attn_mask, is_causal: bool, query: Value, key: Value) -> tuple[Value | None, Value | None]:
-    """The additive [b, 1, S, T] bias MultiHeadAttention takes, and, where a row may have no key to attend,
-    whether each query row is empty ([b, S, 1] bool)."""
+    """The additive [b, n, S, T] bias MultiHeadAttention takes, and, where a row may have no key to attend,
+    whether each query row of each head is empty ([b, S, n, 1] bool)."""
     if is_causal:  # (row i sees key 0: no row is empty)
         bias = g.op("Where", causal_mask(g, query, key, has_range=g.opset >= 11), g.const(0.0, like=query),
                     g.const(float("-inf"), like=query))
@@ -67,16 +68,16 @@ def _bias(g: GraphBuilder, attn_mask, is_causal: bool, query: Value, key: Value)
         bias = attn_mask
     while bias.rank < 4:
         bias = unsqueeze_static(g, bias, 0)
-    b = bias.shape[0]
-    full = [dim_size(g, bias, 0) if b != 1 else 1, 1, dim_size(g, query, 2), dim_size(g, key, 2)]
+    b, n = bias.shape[:2]
+    full = [dim_size(g, bias, 0) if b != 1 else 1, n, dim_size(g, query, 2), dim_size(g, key, 2)]
     if bias.shape[2:] != (query.shape[2], key.shape[2]) or not _static(*bias.shape[2:]):
         bias = g.op("Expand", bias, g.int_list(full))
-        bias.shape = (b, 1, query.shape[2], key.shape[2])
+        bias.shape = (b, n, query.shape[2], key.shape[2])
     # a row of -inf attends to nothing: 0 in ATen, NaN in MultiHeadAttention (a NaN row stays NaN)
     empty = g.op("Equal", g.reduce("ReduceMax", bias, [3], keepdims=True), g.const(float("-inf"), like=query))
     if empty.const is not None and not bool(empty.const.any()):
         return bias, None  # (a constant mask with a key for every row)
-    return bias, reshape(g, empty, [0, -1, 1])
+    return bias, g.op("Transpose", empty, perm=_HEADS_FIRST)
 
 
 def multi_head_attention(g, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None,
@@ -100,10 +101,10 @@ def multi_head_attention(g, query, key, value, attn_mask=None, dropout_p=0.0, is
     bias, empty = _bias(g, attn_mask, is_causal, query, key)
     out = g.op("MultiHeadAttention", _seq_layout(g, query), _seq_layout(g, key), _seq_layout(g, value), None, None,
                bias, domain=MICROSOFT, num_heads=heads, scale=float(default_scale(query, scale)))
-    if empty is not None:
-        out = g.op("Where", empty, g.const(0.0, like=out), out)
     b, _, s, h = query.shape
     heads_out = reshape(g, out, [b, s, heads, h] if _static(b, s) else [0, 0, heads, h])
+    if empty is not None:
+        heads_out = g.op("Where", empty, g.const(0.0, like=out), heads_out)
     return g.op("Transpose", heads_out, perm=_HEADS_FIRST)
 
 
