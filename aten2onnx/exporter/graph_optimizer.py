@@ -139,7 +139,9 @@ class _Groups:
         return self.sizes[_scope(node)] == 1 or _scope(node) in self.free
 
     def may_join(self, node: Node, other: Node) -> bool:
-        return _scope(node) == _scope(other) or (self.alone(node) and self.alone(other))
+        """Whether node may be rewired to read past other (other stays, whole, for its other readers)."""
+        return (_scope(node) == _scope(other) or (self.alone(node) and self.alone(other))
+                or _scope(node) in self.free)
 
 
 # -- no-ops -------------------------------------------------------------------------------------------------
@@ -162,11 +164,35 @@ def _is_no_op(node: Node) -> bool:
         return x.typed and x.dtype is not None and _dtypes.to_onnx(x.dtype) == node.attrs.get("to") and not x.complex
     if node.op_type == "Reshape":
         shape = _static_ints(node.inputs[1]) if len(node.inputs) > 1 else None
-        return shape is not None and x.is_static and _reshaped(list(x.shape), shape, node.attrs) == list(x.shape)
+        if shape is None or x.shape is None:
+            return False
+        if x.is_static:
+            return _reshaped(list(x.shape), shape, node.attrs) == list(x.shape)
+        return not node.attrs.get("allowzero", 0) and None not in x.shape and _same_shape(tuple(x.shape), shape)
     if node.op_type == "Transpose":
         perm = node.attrs.get("perm")
         return perm is not None and list(perm) == sorted(perm)
     return False
+
+
+def _copies_kept(shape: list[int], first: Node) -> bool:
+    """Whether each dim a Reshape to `shape` copies (0) from first's result is the same dim of first's
+    input, so that the Reshape may read first's input instead."""
+    if 0 not in shape:
+        return True
+    before, after = first.inputs[0].shape, first.outputs[0].shape
+    return (before is not None and after is not None and "allowzero" not in first.attrs
+            and all(i < min(len(before), len(after)) and before[i] is not None and before[i] == after[i]
+                    for i, n in enumerate(shape) if n == 0))
+
+
+def _same_shape(dims: tuple, shape: list[int]) -> bool:
+    """Whether a Reshape to `shape` (no allowzero) of a tensor of dims (symbolic ones included) gives dims:
+    each entry copies its dim (0) or is that static dim, one -1 at most standing for the last unknown."""
+    if len(dims) != len(shape) or shape.count(-1) > 1:
+        return False
+    unknown = [i for i, (d, n) in enumerate(zip(dims, shape)) if n != 0 and n != d]
+    return not unknown or (len(unknown) == 1 and shape[unknown[0]] == -1)
 
 
 def _reshaped(dims: list[int], shape: list[int], attrs: dict[str, Any]) -> list[int] | None:
@@ -211,7 +237,7 @@ def _collapse_chains(nodes: list[Node]) -> list[Node]:
             continue
         if node.op_type == "Reshape" and len(node.inputs) > 1 and "allowzero" not in node.attrs:
             shape = _static_ints(node.inputs[1])
-            if shape is not None and 0 not in shape and first.inputs[0] is not None:
+            if shape is not None and first.inputs[0] is not None and _copies_kept(shape, first):
                 node.inputs = [first.inputs[0], node.inputs[1]]
         elif node.op_type == "Transpose" and node.attrs.get("perm") is not None and first.attrs.get("perm") is not None:
             inner, outer = list(first.attrs["perm"]), list(node.attrs["perm"])

@@ -50,12 +50,15 @@ def _seq_layout(g: GraphBuilder, x: Value) -> Value:
     """[B, N, S, H] -> [B, S, N * H]."""
     b, n, s, h = x.shape
     moved = g.op("Transpose", x, perm=_HEADS_FIRST)
-    return reshape(g, moved, [b, s, n * h] if _static(b, s) else [0, 0, n * h])
+    out = reshape(g, moved, [b, s, n * h] if _static(b, s) else [0, 0, n * h])
+    out.shape = out.shape or (b, s, n * h)  # (the bias reads the lengths from it)
+    return out
 
 
 def _bias(g: GraphBuilder, attn_mask, is_causal: bool, query: Value, key: Value) -> tuple[Value | None, Value | None]:
     """The additive [b, n, S, T] bias MultiHeadAttention takes, and, where a row may have no key to attend,
-    whether each query row of each head is empty ([b, S, n, 1] bool)."""
+    whether each query row of each head is empty ([b, S, n, 1] bool). query and key in the [B, S, N * H]
+    layout (lengths read from them, not from the model's [B, N, S, H] values, which then go dead)."""
     if is_causal:  # (row i sees key 0: no row is empty)
         bias = g.op("Where", causal_mask(g, query, key, has_range=g.opset >= 11), g.const(0.0, like=query),
                     g.const(float("-inf"), like=query))
@@ -69,10 +72,10 @@ def _bias(g: GraphBuilder, attn_mask, is_causal: bool, query: Value, key: Value)
     while bias.rank < 4:
         bias = unsqueeze_static(g, bias, 0)
     b, n = bias.shape[:2]
-    full = [dim_size(g, bias, 0) if b != 1 else 1, n, dim_size(g, query, 2), dim_size(g, key, 2)]
-    if bias.shape[2:] != (query.shape[2], key.shape[2]) or not _static(*bias.shape[2:]):
+    full = [dim_size(g, bias, 0) if b != 1 else 1, n, dim_size(g, query, 1), dim_size(g, key, 1)]
+    if tuple(bias.shape[2:]) != (query.shape[1], key.shape[1]) or None in bias.shape[2:]:
         bias = g.op("Expand", bias, g.int_list(full))
-        bias.shape = (b, n, query.shape[2], key.shape[2])
+        bias.shape = (b, n, query.shape[1], key.shape[1])
     # a row of -inf attends to nothing: 0 in ATen, NaN in MultiHeadAttention (a NaN row stays NaN)
     empty = g.op("Equal", g.reduce("ReduceMax", bias, [3], keepdims=True), g.const(float("-inf"), like=query))
     if empty.const is not None and not bool(empty.const.any()):
@@ -98,9 +101,10 @@ def multi_head_attention(g, query, key, value, attn_mask=None, dropout_p=0.0, is
         attn_mask = None
     if key.shape[1] != heads:
         key, value = (repeat_heads(g, t, heads // key.shape[1]) for t in (key, value))
-    bias, empty = _bias(g, attn_mask, is_causal, query, key)
-    out = g.op("MultiHeadAttention", _seq_layout(g, query), _seq_layout(g, key), _seq_layout(g, value), None, None,
-               bias, domain=MICROSOFT, num_heads=heads, scale=float(default_scale(query, scale)))
+    q3, k3, v3 = (_seq_layout(g, x) for x in (query, key, value))
+    bias, empty = _bias(g, attn_mask, is_causal, q3, k3)
+    out = g.op("MultiHeadAttention", q3, k3, v3, None, None, bias, domain=MICROSOFT, num_heads=heads,
+               scale=float(default_scale(query, scale)))
     b, _, s, h = query.shape
     heads_out = reshape(g, out, [b, s, heads, h] if _static(b, s) else [0, 0, heads, h])
     if empty is not None:
