@@ -40,6 +40,16 @@ def positive_query() -> torch.Tensor:
     return q
 
 
+def infinite_last_key() -> torch.Tensor:
+    k = randn(2, 2, 5, 4)
+    k[:, :, -1, 0] = float("inf")  # with a positive query, the last key's score is inf
+    return k
+
+
+LAST_KEY_MASKED = torch.ones(3, 5, dtype=torch.bool)
+LAST_KEY_MASKED[:, -1] = False
+
+
 # name: (function of q, k, v, (q, k, v), op types that must not be there at opset 18)
 CASES = {
     "bool_mask_empty_rows": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=PADDED),
@@ -51,13 +61,19 @@ CASES = {
                       (randn(2, 2, 3, 4), randn(2, 2, 5, 4), randn(2, 2, 5, 4), PADDED), set()),
     "no_mask_infinite_scores": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v),
                                 (positive_query(), infinite_keys(), randn(2, 2, 5, 4)), set()),
+    # ATen adds a bool mask as a bias of 0 and -inf: a masked +inf score is NaN (a Where gave -inf)
+    "bool_mask_masks_an_infinite_score": (lambda q, k, v: F.scaled_dot_product_attention(
+        q, k, v, attn_mask=LAST_KEY_MASKED), (randn(2, 2, 3, 4).abs(), infinite_last_key(), randn(2, 2, 5, 4)), set()),
+    # is_causal fills -inf: ATen's CPU kernel never reads the keys it masks
+    "causal_masks_an_infinite_score": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+                                       (randn(2, 2, 5, 4).abs(), infinite_last_key(), randn(2, 2, 5, 4)), set()),
     "all_true_constant_mask": (lambda q, k, v: F.scaled_dot_product_attention(
         q, k, v, attn_mask=torch.ones(3, 5, dtype=torch.bool)),
         (randn(2, 2, 3, 4), randn(2, 2, 5, 4), randn(2, 2, 5, 4)), set()),
 }
 # opset 23: Attention gives 0 for masked rows as eager does, but computes the scores itself: rows made -inf
-# by infinite inputs stay NaN there
-NOT_AT_23 = {"no_mask_infinite_scores"}
+# by infinite inputs stay NaN there, and onnxruntime's causal mask adds -inf to a masked +inf score (NaN)
+NOT_AT_23 = {"no_mask_infinite_scores", "causal_masks_an_infinite_score"}
 
 
 @pytest.mark.parametrize("opset", [18, 23])

@@ -8,8 +8,9 @@ does, they hand the call to the built-in translation.
   between the model's projections and that layout cancel against the model's own in the graph
   optimizer. A boolean mask becomes an additive bias of 0 and -inf; a causal call a constant or
   computed bias; a query row whose every key is masked gives 0, as ATen's attention does.
-  One difference stays: a row whose scores are all -inf because the inputs are infinite (no mask
-  involved) gives NaN in MultiHeadAttention, where ATen gives 0.
+  Differences stay only with infinite inputs: a row whose scores are all -inf because the inputs are
+  infinite (no mask involved) gives NaN in MultiHeadAttention, where ATen gives 0; and a +inf score a
+  causal call masks is NaN there (the causal mask is added, where ATen's kernel never reads it).
 """
 
 from __future__ import annotations

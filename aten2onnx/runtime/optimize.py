@@ -78,18 +78,23 @@ _ATTENTION = {
     "none": _SCORES,
     "where": _n("Where", "mask", _SCORES, Const(-math.inf)),
     "add": _n("Add", _SCORES, "mask"),
+    # a bool mask added as a bias of 0 and -inf
+    "bias": _n("Add", _SCORES, _n("Where", "mask", Const(0.0), Const(-math.inf))),
 }
 
 
-def _attention(mask_kind: str, axes_input: bool | None = None) -> Node:
+def _attention(mask_kind: str, axes_input: bool | None = None, guard_after: bool = True) -> Node:
     """axes_input None: softmax of the scores; else (a mask, which may mask every key of a row) rows whose
-    scores are all -inf weigh 0, as ATen's safe softmax: the ReduceMax's axes an input (opset 18) or not."""
+    scores are all -inf give 0, as ATen's safe softmax: the ReduceMax's axes an input (opset 18) or not;
+    the row's result replaced (guard_after), or its weights (files written before)."""
     if axes_input is None:
         return _n("MatMul", _n("Softmax", _ATTENTION[mask_kind], attributes=("axis",)), "v")
     scores = dataclasses.replace(_ATTENTION[mask_kind], bind="scores")
     peak = _n("ReduceMax", scores, "axes", attributes=("keepdims",)) if axes_input else \
         _n("ReduceMax", scores, attributes=("axes", "keepdims"))
     empty = _n("Less", peak, Const(None, "lowest"))  # the dtype's lowest finite value: only -inf is below
+    if guard_after:
+        return _n("Where", empty, Const(0.0), _n("MatMul", _n("Softmax", Same("scores"), attributes=("axis",)), "v"))
     return _n("MatMul", _n("Where", empty, Const(0.0), _n("Softmax", Same("scores"), attributes=("axis",))), "v")
 
 
@@ -172,9 +177,10 @@ def _silu(group: _Group) -> tuple[str, list[str], dict] | None:
 def _sdpa(group: _Group) -> tuple[str, list[str], dict] | None:
     """softmax(q k^T * scale [masked]) v over the last axis, as the exporter decomposes
     scaled_dot_product_attention: q, k, v of one rank, k transposed in its last two axes."""
-    shapes = [(kind, None) for kind in _ATTENTION] + [(kind, axes) for kind in _ATTENTION for axes in (True, False)]
-    for kind, axes_input in shapes:
-        found = group.match(_attention(kind, axes_input))
+    shapes = [(kind, None, True) for kind in _ATTENTION] + [
+        (kind, axes, after) for kind in _ATTENTION for axes in (True, False) for after in (True, False)]
+    for kind, axes_input, after in shapes:
+        found = group.match(_attention(kind, axes_input, after))
         if found is None:
             continue
         perm = list(found.get("perm", []))
@@ -187,7 +193,8 @@ def _sdpa(group: _Group) -> tuple[str, list[str], dict] | None:
         inputs = [found["q"], found["k"], found["v"], found.get("mask", "")]
         # the scale as a float64 tensor: a FLOAT attribute would round it to float32 (1e-8 off in float64)
         scale = numpy_helper.from_array(np.array(found["scale"], dtype=np.float64))
-        return "Attention", inputs, {"scale": scale, "mask": kind, "rank": rank, "dtype": found["dtype"]}
+        mask = "where" if kind == "bias" else kind  # (a bool mask either way)
+        return "Attention", inputs, {"scale": scale, "mask": mask, "rank": rank, "dtype": found["dtype"]}
     return None
 
 

@@ -55,15 +55,15 @@ def attention(g: GraphBuilder, query: Value, key: Value, value: Value, attn_mask
         repeats = query.shape[-3] // key.shape[-3]
         key, value = (repeat_heads(g, t, repeats) for t in (key, value))
     scores = attention_scores(g, query, key, attn_mask, is_causal, scale, has_range=has_range)
-    weights = g.op("Softmax", scores, axis=query.rank - 1)
+    out = g.op("MatMul", g.op("Softmax", scores, axis=query.rank - 1), value)
     # a query row whose keys are all masked (left padding), or whose scores are all -inf (infinite
     # inputs), attends to nothing: ATen's attention gives 0 there (its safe softmax, with a mask or
     # without), where Softmax of a row of -inf is NaN (a row max below the dtype's lowest finite value is
-    # -inf; NaN rows stay NaN, as in ATen)
+    # -inf; NaN rows stay NaN, as in ATen). The row's result is replaced, not its weights: the head dim
+    # is usually the smaller, and Where is among onnxruntime's slower kernels.
     empty = g.op("Less", g.reduce("ReduceMax", scores, [query.rank - 1], keepdims=True),
                  g.const(float(torch.finfo(scores.dtype).min), like=scores))
-    weights = g.op("Where", empty, g.const(0.0, like=weights), weights)
-    return g.op("MatMul", weights, value)
+    return g.op("Where", empty, g.const(0.0, like=out), out)
 
 
 def masks_nothing(attn_mask) -> bool:
@@ -104,10 +104,11 @@ def attention_scores(g: GraphBuilder, query: Value, key: Value, attn_mask, is_ca
         mask = causal_mask(g, query, key, has_range=has_range)
         scores = g.op("Where", mask, scores, g.const(float("-inf"), like=scores))
     if attn_mask is not None:
-        if attn_mask.dtype == torch.bool:
-            scores = g.op("Where", attn_mask, scores, g.const(float("-inf"), like=scores))
-        else:
-            scores = g.op("Add", scores, cast(g, attn_mask, scores.dtype))
+        # a bool mask is added as a bias of 0 and -inf, as ATen converts it (a +inf score it masks is NaN
+        # there); is_causal above fills -inf, as ATen's CPU kernel skips the keys it masks
+        bias = (g.op("Where", attn_mask, g.const(0.0, like=scores), g.const(float("-inf"), like=scores))
+                if attn_mask.dtype == torch.bool else cast(g, attn_mask, scores.dtype))
+        scores = g.op("Add", scores, bias)
     return scores
 
 
