@@ -228,3 +228,31 @@ def test_the_differential_sweep_names_a_mismatch_the_optimizer_makes(monkeypatch
     monkeypatch.setattr(graph_optimizer, "_collapse_chains", broken)
     entries = opinfo_statuses("permute", [18], samples=2, differential=True)
     assert entries["18"]["category"].startswith("optimizer:"), entries
+
+
+class Rotary(torch.nn.Module):
+    """A rotary table computed from a buffer at static positions (LLaMA's rotary embedding)."""
+
+    def __init__(self, positions):
+        super().__init__()
+        self.register_buffer("inv_freq", 1.0 / 10000 ** (torch.arange(0, 32, 2) / 32), persistent=False)
+        self.positions = positions
+
+    def forward(self, x):
+        t = torch.arange(self.positions, dtype=torch.float32)[:, None] * self.inv_freq
+        emb = torch.cat([t, t], -1)
+        return x * emb.cos() + x.flip(-1) * emb.sin()
+
+
+@pytest.mark.parametrize("positions, folded", [(64, True), (1024, False)])
+def test_small_tables_computed_from_weights_are_folded(positions, folded):
+    """A result larger than the weights it comes from is folded up to 64 KiB (the 64-position table
+    is 8 KiB; the 1024-position one 128 KiB stays computed)."""
+    model, x = Rotary(positions).eval(), randn(2, positions, 32)
+    exported = aten2onnx.export(model, (x,))
+    assert ("Cos" not in op_types(exported)) == folded, op_types(exported)
+    with torch.no_grad():
+        want = model(x)
+    got = torch.from_numpy(run_ort(exported.model_proto, {exported.input_names[0]: x})[0])
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(exported.run(x), want, rtol=1e-5, atol=1e-5)

@@ -229,16 +229,22 @@ def test_exact_exports_keep_standard_attention():
     assert not contrib_ops(exported)
 
 
-TRANSFORMERS = ("bert", "vit", "gpt2", "whisper")
-
-
-@pytest.mark.parametrize("name", TRANSFORMERS)
-def test_transformers_encoders_get_packed_attention(name):
+def bench_model(name: str):
+    """bench/ort_latency.py's tiny random-init model and input."""
     spec = importlib.util.spec_from_file_location("ort_latency", ROOT / "bench" / "ort_latency.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     module, x, _ = bench.build(name)
-    model = bench.LastHidden(module).eval()
+    return bench.LastHidden(module).eval(), x
+
+
+TRANSFORMERS = ("bert", "vit", "gpt2", "whisper")
+DECODERS = ("llama",)
+
+
+@pytest.mark.parametrize("name", TRANSFORMERS)
+def test_transformers_encoders_get_packed_attention(name):
+    model, x = bench_model(name)
     with torch.no_grad():
         want = model(x)
     exported = aten2onnx.export(model, (x,), optimize="onnxruntime")
@@ -270,3 +276,54 @@ def test_packed_attention_with_dynamic_dims():
         x, mask = inputs(b, s, b + s)
         with torch.no_grad():
             assert_agrees(exported, (x, mask), model(x, mask))
+
+
+class RMSNorm(torch.nn.Module):
+    """LLaMA's: computed as written (float32), weight last."""
+
+    def __init__(self, hidden, eps=1e-6):
+        super().__init__()
+        self.weight = torch.nn.Parameter(1 + randn(hidden, seed=7) * 0.1)
+        self.eps = eps
+
+    def forward(self, x):
+        return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
+
+
+class Residual(torch.nn.Module):
+    def __init__(self, hidden=32):
+        super().__init__()
+        self.norms = torch.nn.ModuleList(RMSNorm(hidden, eps) for eps in (1e-6, 1e-5, 1e-6))
+        self.proj = torch.nn.ModuleList(torch.nn.Linear(hidden, hidden) for _ in range(2))
+
+    def forward(self, x):
+        h = self.norms[0](x)  # (no residual sum before the first: not fused)
+        for norm, proj in zip(self.norms[1:], self.proj):
+            x = x + proj(h)
+            h = norm(x)
+        return h, x
+
+
+def test_rms_norms_of_residual_sums_are_skip_simplified_layer_norms():
+    model = Residual().eval()
+    x = randn(2, 7, 32, seed=8) * 3
+    with torch.no_grad():
+        want = model(x)
+    exported = aten2onnx.export(model, (x,), optimize="onnxruntime")
+    ops = [n.op_type for n in exported.model_proto.graph.node]
+    assert ops.count("SkipSimplifiedLayerNormalization") == 2 and ops.count("ReduceMean") == 1, ops
+    feeds = dict(zip(exported.input_names, (x,)))
+    for got in (run_ort(exported.model_proto, feeds), [t.numpy() for t in exported.run(x)]):
+        for g, w in zip(got, want):
+            torch.testing.assert_close(torch.from_numpy(g), w, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", DECODERS)
+def test_decoders_get_multi_head_attention_and_skip_norms(name):
+    model, x = bench_model(name)
+    with torch.no_grad():
+        want = model(x)
+    exported = aten2onnx.export(model, (x,), optimize="onnxruntime")
+    ops = [n.op_type for n in exported.model_proto.graph.node]
+    assert ops.count("MultiHeadAttention") == 2 and ops.count("SkipSimplifiedLayerNormalization") == 4, ops
+    assert_agrees(exported, (x,), want)

@@ -110,6 +110,7 @@ def optimize(g: GraphBuilder, nodes: list[Node], outputs: list[Value], *, merge:
     nodes = _four_bit_matmuls(g, nodes, outputs, contrib=onnxruntime)
     if onnxruntime:
         nodes = _rewrite_each(g, nodes, outputs, lambda g, node, uses: _packed_attention(g, node, uses, sources))
+        nodes = _skip_rms_norms(g, live_nodes(nodes, outputs), outputs)
     if merge:
         nodes = _merge_duplicates(nodes, outputs)
     return live_nodes(nodes, outputs), sources
@@ -253,9 +254,14 @@ def _constant(value: Value | None) -> bool:
     return value is None or (value.kind in ("const", "initializer") and value.const is not None)
 
 
+# a folded result may be larger than its inputs up to this many bytes (a rotary table computed from its
+# inverse frequencies at static positions: a few KiB for the nodes it saves on every run)
+_SMALL_RESULT = 64 * 1024
+
+
 def _fold_weights(g: GraphBuilder, nodes: list[Node], outputs: list[Value], sources: list[torch.Tensor]) -> list[Node]:
     """Nodes of weights and constants computed once, where the result is no larger than the largest
-    input; the result is a weight named after the first weight it came from."""
+    input or than _SMALL_RESULT; the result is a weight named after the first weight it came from."""
     evaluate: Callable[..., Any] | None = g._evaluator
     if evaluate is None:
         return nodes
@@ -275,7 +281,10 @@ def _fold_weights(g: GraphBuilder, nodes: list[Node], outputs: list[Value], sour
                                  *[None if v is None else v.const for v in node.inputs])
         except Exception:  # a kernel that refuses these constants: the node stays, the runtime will say why
             results = None
-        if results is None or any(r.numel() * r.element_size() > max(largest, 8) for r in results):
+        # (a small result may be larger than its inputs, not wider: an integer weight stays stored as such)
+        narrowest = min((v.const.element_size() for v in node.inputs if v is not None), default=8)
+        if results is None or any(r.numel() * r.element_size() > (
+                max(largest, _SMALL_RESULT) if r.element_size() <= narrowest else max(largest, 8)) for r in results):
             kept.append(node)
             continue
         source = next((v for v in node.inputs if v is not None and v.kind == "initializer"), None)
@@ -870,3 +879,77 @@ def _packed_attention(g: GraphBuilder, node: Node, uses: _Uses, sources: list[to
     for out in packed.outputs:
         out.producer = packed
     return [packed]  # (the projections, read by this attention only, are dead now)
+
+
+# -- onnxruntime's SkipSimplifiedLayerNormalization: an RMS norm of a residual sum ---------------------------
+
+
+def _reader(value: Value, uses: _Uses, op_type: str) -> Node | None:
+    node = uses.only_reader(value)
+    return node if node is not None and node.op_type == op_type and not node.domain and node.call is None else None
+
+
+def _last_axis(node: Node, rank: int) -> bool:
+    """Whether a ReduceMean reduces the last axis alone, keeping it."""
+    axes = node.attrs.get("axes") if len(node.inputs) < 2 else _static_ints(node.inputs[1])
+    return node.attrs.get("keepdims", 1) == 1 and axes is not None and [a % rank for a in axes] == [rank - 1]
+
+
+def _rms_norm_of(total: Value, uses: _Uses) -> tuple[Node, float, Value] | None:
+    """The RMS norm total * (1 / sqrt(mean(total^2, last axis) + eps)) * w (w a 1-D weight) when every step is
+    read by the next alone, as the exporter writes LLaMA's and T5's norms: (its last node, eps, w)."""
+    readers = {id(n): n for n, _ in uses.readers.get(id(total), [])}.values()
+    squares = [n for n in readers if n.op_type == "Mul" and not n.domain and n.inputs[0] is total
+               and n.inputs[1] is total]
+    if len(squares) != 1:
+        return None
+    mean = _reader(squares[0].outputs[0], uses, "ReduceMean")
+    if mean is None or not _last_axis(mean, total.rank):
+        return None
+    shifted = _reader(mean.outputs[0], uses, "Add")
+    if shifted is None or shifted.inputs[0] is not mean.outputs[0] or not _scalar(shifted.inputs[1]):
+        return None
+    epsilon = _one_value(shifted.inputs[1])
+    root = _reader(shifted.outputs[0], uses, "Sqrt")
+    inverse = _reader(root.outputs[0], uses, "Reciprocal") if root is not None else None
+    scaled = _reader(inverse.outputs[0], uses, "Mul") if inverse is not None else None
+    if epsilon is None or scaled is None or scaled.inputs[0] is not total:
+        return None
+    last = _reader(scaled.outputs[0], uses, "Mul")
+    if last is None:
+        return None
+    weight = last.inputs[0] if last.inputs[1] is scaled.outputs[0] else last.inputs[1]
+    if not _constant(weight) or weight is None or weight.const.dim() != 1 or weight.const.shape[0] != total.shape[-1] \
+            or weight.const.dtype != torch.float32:
+        return None
+    return last, float(epsilon), weight
+
+
+def _skip_rms_norms(g: GraphBuilder, nodes: list[Node], outputs: list[Value]) -> list[Node]:
+    """An RMS norm of a + b (a residual sum, both of its shape) as onnxruntime's
+    SkipSimplifiedLayerNormalization(a, b, w), whose fourth result is the sum for its other readers; written
+    where the sum was made."""
+    uses = _Uses(nodes, outputs)
+    result: list[Node] = []
+    for node in nodes:
+        total = node.outputs[0] if node.op_type == "Add" and not node.domain and node.call is None else None
+        found = None
+        if total is not None and total.dtype == torch.float32 and total.rank == 3 and total.is_static \
+                and all(v is not None and v.shape == total.shape and v.dtype == total.dtype for v in node.inputs):
+            found = _rms_norm_of(total, uses)
+        if found is None:
+            result.append(node)
+            continue
+        last, epsilon, weight = found
+        out = last.outputs[0]
+        last.outputs = [Value(g.fresh_name(f"{out.name}.unfused"), out.dtype, out.shape)]  # (dead now)
+        last.outputs[0].producer = last
+        stats = [Value(g.fresh_name(f"{out.name}.{kind}"), torch.float32, (*total.shape[:-1], 1))
+                 for kind in ("mean", "inv_std_var")]
+        fused = Node("SkipSimplifiedLayerNormalization", [node.inputs[0], node.inputs[1], weight],
+                     [out, *stats, total], {"epsilon": epsilon}, CONTRIB_DOMAIN, node.name, dict(node.meta))
+        for value in fused.outputs:
+            value.producer = fused
+        g.domains.setdefault(CONTRIB_DOMAIN, 1)
+        result.append(fused)
+    return result

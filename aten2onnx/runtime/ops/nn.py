@@ -1,4 +1,5 @@
-"""Neural-network ops: Conv, ConvTranspose, pooling, normalizations, Softmax/LogSoftmax/Hardmax,
+"""Neural-network ops: Conv, ConvTranspose, pooling, normalizations (onnxruntime's contrib
+SkipSimplifiedLayerNormalization among them), Softmax/LogSoftmax/Hardmax,
 Dropout, LRN, the two losses. Where the ONNX attributes fit the torch kernel (symmetric pads, no
 dilation on average pools, ...) that kernel runs directly, exactly as eager; otherwise the op is
 computed from explicit padding."""
@@ -472,3 +473,19 @@ class SoftmaxCrossEntropyLoss(Kernel):
     def run(self, scores, labels, weights=None):
         log_prob = torch.log_softmax(scores, 1)
         return _nll(log_prob, labels, weights, self.reduction, self.ignore_index), log_prob
+
+
+@kernel("SkipSimplifiedLayerNormalization", since=1, domain="com.microsoft")
+class SkipSimplifiedLayerNormalization(Kernel):
+    """onnxruntime's RMS norm of a residual sum: s = input + skip (+ bias); output s / sqrt(mean(s^2) + epsilon)
+    * gamma over the last axis, computed in float32; also the mean of squares, 1 / rms, and s."""
+
+    def setup(self, epsilon: float = 1e-5) -> None:
+        self.epsilon = epsilon
+
+    def run(self, input, skip, gamma, bias=None):
+        total = input + skip if bias is None else input + skip + bias
+        x = total.to(torch.float32)
+        mean = x.pow(2).mean(-1, keepdim=True)
+        inverse = torch.rsqrt(mean + self.epsilon)
+        return ((x * inverse).to(total.dtype) * gamma, mean, inverse, total)
