@@ -298,3 +298,30 @@ def test_rms_norms_of_residual_sums_are_skip_simplified_layer_norms():
         for g, w in zip(got, want):
             torch.testing.assert_close(torch.from_numpy(g), w, rtol=1e-5, atol=1e-5)
 
+
+
+class MaskedConv1DAttention(Conv1DAttention):
+    def forward(self, x, mask):
+        b, s, hidden = x.shape
+        qkv = torch.addmm(self.bias, x.view(-1, hidden), self.weight).view(b, s, 3 * hidden)
+        q, k, v = (t.view(b, s, self.heads, -1).transpose(1, 2) for t in qkv.split(hidden, 2))
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask).transpose(1, 2).reshape(b, s, hidden)
+
+
+def test_conv1d_attention_packs_with_dynamic_dims():
+    """GPT-2's addmm between Reshapes whose sizes are computed (transformers passes the causal mask as a bool
+    mask under export): packed where the restored leading dims are the input's, symbolically."""
+    model = MaskedConv1DAttention().eval()
+    batch, seq = torch.export.Dim("batch"), torch.export.Dim("seq")
+
+    def inputs(b, s):
+        mask = torch.ones(s, s, dtype=torch.bool).tril()[None, None].expand(b, 1, s, s).clone()
+        mask[-1, 0, :, 0] = False  # (left padding: the first row of the last batch sees nothing)
+        return randn(b, s, 32, seed=b + s), mask
+
+    exported = aten2onnx.export(model, inputs(2, 7), optimize="onnxruntime",
+                                dynamic_shapes=({0: batch, 1: seq}, {0: batch, 2: seq, 3: seq}))
+    assert contrib_ops(exported) == {"Attention"}, contrib_ops(exported)
+    for b, s in ((1, 3), (3, 12)):
+        with torch.no_grad():
+            assert_agrees(exported, inputs(b, s), model(*inputs(b, s)))

@@ -808,8 +808,8 @@ def _projection(value: Value | None, uses: _Uses) -> tuple[Value, Any, Any, list
         return None
     x = flat.inputs[0]
     if x.shape is None or value.shape is None or tuple(x.shape[:-1]) != tuple(value.shape[:-1]) \
-            or not x.is_static:
-        return None
+            or None in x.shape or not isinstance(x.shape[-1], int):
+        return None  # (the restored leading dims are the input's, symbolic ones included)
     w = gemm.inputs[1].const
     weight = lazy.apply(torch.Tensor.t, w) if gemm.attrs.get("transB", 0) else w
     c = gemm.inputs[2].const if len(gemm.inputs) > 2 and gemm.inputs[2] is not None else None
