@@ -256,3 +256,40 @@ def test_small_tables_computed_from_weights_are_folded(positions, folded):
     got = torch.from_numpy(run_ort(exported.model_proto, {exported.input_names[0]: x})[0])
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(exported.run(x), want, rtol=1e-5, atol=1e-5)
+
+
+# name: (input dims, Reshape's shape, allowzero, whether the Reshape gives its input's dims)
+RESHAPES = {
+    "same_static": ((2, 3, 4), [2, 3, 4], 0, True),
+    "inferred_static": ((2, 3, 4), [2, -1, 4], 0, True),
+    "copied_static": ((2, 3, 4), [0, 0, -1], 0, True),
+    "merged_static": ((2, 3, 4), [6, 4], 0, False),
+    "swapped_static": ((2, 3), [3, 2], 0, False),
+    "two_inferred": ((2, 3), [-1, -1], 0, False),
+    "copied_with_allowzero": ((2, 3, 4), [0, 3, 4], 1, False),
+    "same_with_allowzero": ((2, 3, 4), [2, 3, 4], 1, True),
+    "empty_copied": ((0, 3), [0, 3], 0, True),
+    "empty_kept_with_allowzero": ((0, 3), [0, 3], 1, False),
+    "same_symbolic": (("s0", 3, 4), [0, 3, 4], 0, True),
+    "inferred_symbolic": (("s0", 3, 4), [-1, 3, 4], 0, True),
+    "two_symbolic": (("s0", "s1", 4), [0, -1, 4], 0, True),
+    "symbolic_not_copied": (("s0", "s1", 4), [-1, 3, 4], 0, False),
+    "symbolic_with_allowzero": (("s0", 3, 4), [0, 3, 4], 1, False),
+    "unknown_dim": ((None, 3), [-1, 3], 0, False),
+}
+
+
+@pytest.mark.parametrize("name", list(RESHAPES))
+def test_a_reshape_is_a_no_op_only_where_it_gives_its_input_dims(name):
+    from aten2onnx.exporter.graph_optimizer import _is_no_op
+    from aten2onnx.ir.builder import Node, Value
+    dims, shape, allowzero, expected = RESHAPES[name]
+    x = Value("x", torch.float32, dims, kind="input")
+    target = Value("shape", torch.int64, (len(shape),), const=torch.tensor(shape), kind="const")
+    node = Node("Reshape", [x, target], [Value("y", torch.float32)], {"allowzero": allowzero} if allowzero else {},
+                "", "reshape", {})
+    assert _is_no_op(node) is expected
+    if all(isinstance(d, int) for d in dims) and shape.count(-1) < 2 and not (allowzero and 0 in shape):
+        # the truth for static dims: what torch's reshape gives, 0 copied as onnx copies it
+        resolved = [dims[i] if n == 0 and not allowzero else n for i, n in enumerate(shape)]
+        assert (list(torch.empty(dims).reshape(resolved).shape) == list(dims)) is expected

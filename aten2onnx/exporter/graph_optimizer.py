@@ -165,11 +165,9 @@ def _is_no_op(node: Node) -> bool:
         return x.typed and x.dtype is not None and _dtypes.to_onnx(x.dtype) == node.attrs.get("to") and not x.complex
     if node.op_type == "Reshape":
         shape = _static_ints(node.inputs[1]) if len(node.inputs) > 1 else None
-        if shape is None or x.shape is None:
+        if shape is None or x.shape is None or None in x.shape or (node.attrs.get("allowzero", 0) and 0 in shape):
             return False
-        if x.is_static:
-            return _reshaped(list(x.shape), shape, node.attrs) == list(x.shape)
-        return not node.attrs.get("allowzero", 0) and None not in x.shape and _same_shape(tuple(x.shape), shape)
+        return _same_shape(tuple(x.shape), shape)
     if node.op_type == "Transpose":
         perm = node.attrs.get("perm")
         return perm is not None and list(perm) == sorted(perm)
@@ -188,29 +186,12 @@ def _copies_kept(shape: list[int], first: Node) -> bool:
 
 
 def _same_shape(dims: tuple, shape: list[int]) -> bool:
-    """Whether a Reshape to `shape` (no allowzero) of a tensor of dims (symbolic ones included) gives dims:
+    """Whether a Reshape to `shape` (whose 0s copy) of a tensor of dims, static or symbolic, gives dims:
     each entry copies its dim (0) or is that static dim, one -1 at most standing for the last unknown."""
     if len(dims) != len(shape) or shape.count(-1) > 1:
         return False
     unknown = [i for i, (d, n) in enumerate(zip(dims, shape)) if n != 0 and n != d]
     return not unknown or (len(unknown) == 1 and shape[unknown[0]] == -1)
-
-
-def _reshaped(dims: list[int], shape: list[int], attrs: dict[str, Any]) -> list[int] | None:
-    """The shape a Reshape of a static [dims] to `shape` gives (0 copies the input's dim unless allowzero,
-    one -1 takes what is left); None where that is not one shape."""
-    if attrs.get("allowzero", 0) and 0 in shape:
-        return None
-    out = [dims[i] if n == 0 and i < len(dims) else n for i, n in enumerate(shape)]
-    if out.count(-1) > 1 or any(n < -1 for n in out):
-        return None
-    if -1 in out:
-        known = math.prod(n for n in out if n != -1)
-        total = math.prod(dims)
-        if known == 0 or total % known:
-            return None
-        out[out.index(-1)] = total // known
-    return out if math.prod(out) == math.prod(dims) else None
 
 
 def _bypass_no_ops(nodes: list[Node], outputs: list[Value]) -> list[Node]:
