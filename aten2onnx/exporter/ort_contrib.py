@@ -106,6 +106,7 @@ def multi_head_attention(g, query, key, value, attn_mask=None, dropout_p=0.0, is
     bias, empty = _bias(g, attn_mask, is_causal, q3, k3)
     out = g.op("MultiHeadAttention", q3, k3, v3, None, None, bias, domain=MICROSOFT, num_heads=heads,
                scale=float(default_scale(query, scale)))
+    out.shape = out.shape or q3.shape  # (a Reshape of it to [B, S, N * H] is then a no-op)
     b, _, s, h = query.shape
     heads_out = reshape(g, out, [b, s, heads, h] if _static(b, s) else [0, 0, heads, h])
     if empty is not None:
