@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+import onnx
 import pytest
 import torch
 import torch.nn.functional as F
@@ -293,3 +294,68 @@ def test_a_reshape_is_a_no_op_only_where_it_gives_its_input_dims(name):
         # the truth for static dims: what torch's reshape gives, 0 copied as onnx copies it
         resolved = [dims[i] if n == 0 and not allowzero else n for i, n in enumerate(shape)]
         assert (list(torch.empty(dims).reshape(resolved).shape) == list(dims)) is expected
+
+
+class PostNorm(torch.nn.Module):
+    """BERT's block ends: a linear layer plus the residual, then a layer norm; read_sum: the sum is read
+    again (a pre-norm block's residual stream)."""
+
+    def __init__(self, read_sum=False, dtype=torch.float32):
+        super().__init__()
+        self.linear = torch.nn.Linear(16, 16).to(dtype)
+        self.norm = torch.nn.LayerNorm(16).to(dtype)
+        self.read_sum = read_sum
+
+    def forward(self, x):
+        total = self.linear(x) + x
+        return (self.norm(total), total * 2) if self.read_sum else self.norm(total)
+
+
+class EmbeddingSum(torch.nn.Module):
+    """BERT's embeddings: three tensors added, then a layer norm."""
+
+    def __init__(self):
+        super().__init__()
+        self.positions = torch.nn.Parameter(randn(5, 16))
+        self.norm = torch.nn.LayerNorm(16)
+
+    def forward(self, x):
+        return self.norm(x + x.sin() + self.positions)
+
+
+# name: (model, input dtype, whether the sum becomes a Sum)
+LAYER_NORM_SUMS = {
+    "linear_plus_residual": (PostNorm(), torch.float32, True),
+    "three_terms": (EmbeddingSum(), torch.float32, True),
+    "sum_read_again": (PostNorm(read_sum=True), torch.float32, False),
+    "float64": (PostNorm(dtype=torch.float64), torch.float64, False),
+}
+
+
+@pytest.mark.parametrize("name", list(LAYER_NORM_SUMS))
+def test_sums_a_layer_norm_alone_reads_are_not_fused_by_onnxruntime(name, tmp_path):
+    """onnxruntime fuses Add + LayerNormalization into SkipLayerNormalization, several times slower on its CPU
+    provider: the optimizer writes Sum there, which it leaves alone, and which adds as the Adds did."""
+    import onnxruntime as ort
+
+    model, dtype, summed = LAYER_NORM_SUMS[name]
+    model = model.eval()
+    x = randn(2, 5, 16).to(dtype)
+    exported = aten2onnx.export(model, (x,))
+    assert ("Sum" in op_types(exported)) is summed, op_types(exported)
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    options.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+    session = ort.InferenceSession(exported.model_proto.SerializeToString(), options,
+                                   providers=["CPUExecutionProvider"])
+    fused = {n.op_type for n in onnx.load(options.optimized_model_filepath).graph.node}
+    if summed:
+        assert "SkipLayerNormalization" not in fused, fused
+    with torch.no_grad():
+        want = model(x)
+    want = want if isinstance(want, tuple) else (want,)
+    got = session.run(None, {exported.input_names[0]: x.numpy()})
+    ours = exported.run(x)
+    for onnxruntime_result, runtime_result, w in zip(got, ours if isinstance(ours, tuple) else (ours,), want):
+        torch.testing.assert_close(torch.from_numpy(onnxruntime_result), w)
+        torch.testing.assert_close(runtime_result, w)
