@@ -96,8 +96,12 @@ def test_fused_attention_keeps_a_float64_scale_exact():
 
 
 class Attention(torch.nn.Module):
+    def __init__(self, scale=None):
+        super().__init__()
+        self.scale = scale
+
     def forward(self, q, mask):
-        return F.scaled_dot_product_attention(q, q, q, attn_mask=mask)
+        return F.scaled_dot_product_attention(q, q, q, attn_mask=mask, scale=self.scale)
 
 
 @pytest.mark.parametrize("opset", range(9, 27))
@@ -110,10 +114,13 @@ def test_every_exported_decomposition_is_fused(opset):
     assert not {"Erf", "Tanh", "Sigmoid"} & set(kernels(session)), kernels(session)
     assert torch.equal(session.run_torch({"x": x})["output"], model(x))
     q, mask = torch.randn(1, 2, 3, 4), torch.rand(3, 3) > 0.2
-    session = InferenceSession(aten2onnx.export(Attention(), (q, mask), opset=opset).model_proto)
-    assert "Softmax" not in kernels(session), kernels(session)
-    got, want = session.run_torch({"q": q, "mask": mask})["output"], Attention()(q, mask)
-    if "aten2onnx.fused:Attention" in kernels(session):
-        assert torch.equal(got, want)
-    else:  # ONNX's own Attention (opset 23): its kernel follows the spec's math, not sdpa's bits
-        torch.testing.assert_close(got, want)
+    for model in (Attention(), Attention(scale=1.0)):  # (a scale of 1 is not written)
+        exported = aten2onnx.export(model, (q, mask), opset=opset)
+        assert model.scale is None or "Mul" not in {n.op_type for n in exported.model_proto.graph.node}
+        session = InferenceSession(exported.model_proto)
+        assert "Softmax" not in kernels(session), kernels(session)
+        got, want = session.run_torch({"q": q, "mask": mask})["output"], model(q, mask)
+        if "aten2onnx.fused:Attention" in kernels(session):
+            assert torch.equal(got, want)
+        else:  # ONNX's own Attention (opset 23): its kernel follows the spec's math, not sdpa's bits
+            torch.testing.assert_close(got, want)

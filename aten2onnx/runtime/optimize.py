@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import itertools
 import math
 from typing import Any, Callable, Union
 
@@ -73,23 +74,31 @@ _GELU_TANH_BY_MUL = _n("Mul", _n("Mul", "x", Const(0.5)), _n("Add", _n("Tanh", _
     "Mul", _n("Add", "x", _n("Mul", _n("Mul", _n("Mul", "x", "x"), "x"), Const(0.044715))),
     Const(math.sqrt(2 / math.pi)))), Const(1.0)))
 _SILU = _n("Mul", "x", _n("Sigmoid", "x"))
-_SCORES = _n("Mul", _n("MatMul", "q", _n("Transpose", "k", attributes=("perm",))), Const(None, "scale"))
-_ATTENTION = {
-    "none": _SCORES,
-    "where": _n("Where", "mask", _SCORES, Const(-math.inf)),
-    "add": _n("Add", _SCORES, "mask"),
-    # a bool mask added as a bias of 0 and -inf
-    "bias": _n("Add", _SCORES, _n("Where", "mask", Const(0.0), Const(-math.inf))),
-}
+_PRODUCTS = _n("MatMul", "q", _n("Transpose", "k", attributes=("perm",)))
+_SCORES = {True: _n("Mul", _PRODUCTS, Const(None, "scale")), False: _PRODUCTS}  # (a scale of 1 is not written)
 
 
-def _attention(mask_kind: str, axes_input: bool | None = None, guard_after: bool = True) -> Node:
+def _masked(mask_kind: str, scores: Node) -> Node:
+    return {
+        "none": scores,
+        "where": _n("Where", "mask", scores, Const(-math.inf)),
+        "add": _n("Add", scores, "mask"),
+        # a bool mask added as a bias of 0 and -inf
+        "bias": _n("Add", scores, _n("Where", "mask", Const(0.0), Const(-math.inf))),
+    }[mask_kind]
+
+
+_MASK_KINDS = ("none", "where", "add", "bias")
+
+
+def _attention(mask_kind: str, axes_input: bool | None = None, guard_after: bool = True, scaled: bool = True) -> Node:
     """axes_input None: softmax of the scores; else (a mask, which may mask every key of a row) rows whose
     scores are all -inf give 0, as ATen's safe softmax: the ReduceMax's axes an input (opset 18) or not;
-    the row's result replaced (guard_after), or its weights (files written before)."""
+    the row's result replaced (guard_after), or its weights (files written before). scaled: q k^T times a
+    scale (not written where the scale is 1)."""
     if axes_input is None:
-        return _n("MatMul", _n("Softmax", _ATTENTION[mask_kind], attributes=("axis",)), "v")
-    scores = dataclasses.replace(_ATTENTION[mask_kind], bind="scores")
+        return _n("MatMul", _n("Softmax", _masked(mask_kind, _SCORES[scaled]), attributes=("axis",)), "v")
+    scores = dataclasses.replace(_masked(mask_kind, _SCORES[scaled]), bind="scores")
     peak = _n("ReduceMax", scores, "axes", attributes=("keepdims",)) if axes_input else \
         _n("ReduceMax", scores, attributes=("axes", "keepdims"))
     empty = _n("Less", peak, Const(None, "lowest"))  # the dtype's lowest finite value: only -inf is below
@@ -177,11 +186,11 @@ def _silu(group: _Group) -> tuple[str, list[str], dict] | None:
 def _sdpa(group: _Group) -> tuple[str, list[str], dict] | None:
     """softmax(q k^T * scale [masked]) v over the last axis, as the exporter decomposes
     scaled_dot_product_attention: q, k, v of one rank, k transposed in its last two axes."""
-    shapes = [(kind, None, True) for kind in _ATTENTION] + [
-        (kind, axes, after) for kind in _ATTENTION for axes in (True, False) for after in (True, False)]
-    for kind, axes_input, after in shapes:
-        found = group.match(_attention(kind, axes_input, after))
-        if found is None:
+    shapes = [(kind, None, True) for kind in _MASK_KINDS] + [
+        (kind, axes, after) for kind in _MASK_KINDS for axes in (True, False) for after in (True, False)]
+    for (kind, axes_input, after), scaled in itertools.product(shapes, (True, False)):
+        found = group.match(_attention(kind, axes_input, after, scaled))
+        if found is None or "dtype" not in found:  # (no constant to tell the dtype the fused op must see)
             continue
         perm = list(found.get("perm", []))
         rank = len(perm)
@@ -192,7 +201,7 @@ def _sdpa(group: _Group) -> tuple[str, list[str], dict] | None:
             return None
         inputs = [found["q"], found["k"], found["v"], found.get("mask", "")]
         # the scale as a float64 tensor: a FLOAT attribute would round it to float32 (1e-8 off in float64)
-        scale = numpy_helper.from_array(np.array(found["scale"], dtype=np.float64))
+        scale = numpy_helper.from_array(np.array(found.get("scale", 1.0), dtype=np.float64))
         mask = "where" if kind == "bias" else kind  # (a bool mask either way)
         return "Attention", inputs, {"scale": scale, "mask": mask, "rank": rank, "dtype": found["dtype"]}
     return None

@@ -99,7 +99,9 @@ def attention_scores(g: GraphBuilder, query: Value, key: Value, attn_mask, is_ca
     attention takes the softmax of (key with as many heads as query)."""
     rank = query.rank
     key_t = g.op("Transpose", key, perm=transpose_perm(rank, rank - 2, rank - 1))
-    scores = g.op("Mul", g.op("MatMul", query, key_t), scale_of(g, query, scale))
+    scores = g.op("MatMul", query, key_t)
+    if scale is None and not isinstance(query.shape[-1], int) or default_scale(query, scale) != 1.0:
+        scores = g.op("Mul", scores, scale_of(g, query, scale))  # (a scale of 1, Whisper's, changes nothing)
     if is_causal:
         mask = causal_mask(g, query, key, has_range=has_range)
         scores = g.op("Where", mask, scores, g.const(float("-inf"), like=scores))
