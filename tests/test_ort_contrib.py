@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import importlib.util
 
+import onnx
+import onnxruntime as ort
 import pytest
 import torch
 import torch.nn.functional as F
@@ -230,6 +232,59 @@ def test_a_user_symbolic_for_attention_wins():
 def test_exact_exports_keep_standard_attention():
     exported = aten2onnx.export(Sdpa(), (q, k, v), exact=True, optimize="onnxruntime")
     assert not contrib_ops(exported)
+
+
+class RepeatedKV(torch.nn.Module):
+    """GQA as transformers writes it: fewer key/value heads, a rotary-like elementwise step on the keys in the
+    [B, K, S, H] layout, then each head repeated in place (repeat_kv) for an sdpa of equal heads."""
+
+    def __init__(self, hidden=32, heads=4, kv_heads=2, rotate=True):
+        super().__init__()
+        self.heads, self.kv_heads, self.rotate = heads, kv_heads, rotate
+        head = hidden // heads
+        self.q = torch.nn.Linear(hidden, hidden)
+        self.k = torch.nn.Linear(hidden, kv_heads * head)
+        self.v = torch.nn.Linear(hidden, kv_heads * head)
+
+    @staticmethod
+    def repeat_kv(x, repeats):
+        b, k, s, h = x.shape
+        return x[:, :, None, :, :].expand(b, k, repeats, s, h).reshape(b, k * repeats, s, h)
+
+    def forward(self, x):
+        b, s, _ = x.shape
+        q = self.q(x).view(b, s, self.heads, -1).transpose(1, 2)
+        k, v = (t.view(b, s, self.kv_heads, -1).transpose(1, 2) for t in (self.k(x), self.v(x)))
+        if self.rotate:
+            k = k * (0.5 + torch.arange(s)[:, None] / 8) + torch.cat([-k[..., 2:], k[..., :2]], -1)
+        repeats = self.heads // self.kv_heads
+        y = F.scaled_dot_product_attention(q, self.repeat_kv(k, repeats), self.repeat_kv(v, repeats), is_causal=True)
+        return y.transpose(1, 2).reshape(b, s, -1)
+
+
+@pytest.mark.parametrize("rotate", [False, True])
+def test_heads_the_model_repeats_are_repeated_in_the_attention_layout(rotate, tmp_path):
+    """The repeat is made after the keys are back in [B, S, K * H]: onnxruntime's optimized graph keeps no
+    Transpose (its transpose optimizer cancels ours against the model's, across the elementwise step)."""
+    model = RepeatedKV(rotate=rotate).eval()
+    x = randn(2, 6, 32, seed=3)
+    with torch.no_grad():
+        want = model(x)
+    exported = aten2onnx.export(model, (x,), optimize="onnxruntime")
+    assert contrib_ops(exported) == {"MultiHeadAttention"}
+    assert_agrees(exported, (x,), want)
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    options.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+    ort.InferenceSession(exported.model_proto.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    optimized = [n.op_type for n in onnx.load(options.optimized_model_filepath).graph.node]
+    assert "Transpose" not in optimized, optimized
+    batch, seq = torch.export.Dim("batch"), torch.export.Dim("seq")
+    dynamic = aten2onnx.export(model, (x,), optimize="onnxruntime", dynamic_shapes=({0: batch, 1: seq},))
+    for shape in ((1, 9, 32), (3, 4, 32)):
+        x = randn(*shape, seed=4)
+        with torch.no_grad():
+            assert_agrees(dynamic, (x,), model(x))
 
 
 def bench_model(name: str):

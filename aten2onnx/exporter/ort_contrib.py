@@ -20,8 +20,7 @@ import torch
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic._helpers import cast, dim_size, reshape, unsqueeze_static
-from aten2onnx.symbolic.opset9_attention import (causal_mask, default_scale, masks_nothing, no_attention_dropout,
-                                                 repeat_heads)
+from aten2onnx.symbolic.opset9_attention import causal_mask, default_scale, masks_nothing, no_attention_dropout
 
 MICROSOFT = "com.microsoft"
 SDPA = "aten::scaled_dot_product_attention.default"
@@ -47,13 +46,50 @@ def _mask_fits(attn_mask, query: Value, key: Value) -> bool:
             and shape[3] in (1, key.shape[2]))
 
 
-def _seq_layout(g: GraphBuilder, x: Value) -> Value:
-    """[B, N, S, H] -> [B, S, N * H]."""
+def _seq_layout(g: GraphBuilder, x: Value, repeats: int = 1) -> Value:
+    """[B, N, S, H] -> [B, S, N * repeats * H], each head repeated in place (GQA's keys and values, for as many
+    heads as the query's). The repeat is made after the Transpose, which then meets the model's own (read
+    from [B, S, N, H]) with only elementwise ops between, such as a rotary embedding's, which onnxruntime's
+    transpose optimizer moves the Transposes across until they cancel."""
     b, n, s, h = x.shape
     moved = g.op("Transpose", x, perm=_HEADS_FIRST)
-    out = reshape(g, moved, [b, s, n * h] if _static(b, s) else [0, 0, n * h])
-    out.shape = out.shape or (b, s, n * h)  # (the bias reads the lengths from it)
+    if repeats > 1:
+        moved = g.op("Expand", unsqueeze_static(g, moved, 3), g.const([1, 1, n, repeats, h], dtype=torch.int64))
+    out = reshape(g, moved, [b, s, n * repeats * h] if _static(b, s) else [0, 0, n * repeats * h])
+    out.shape = out.shape or (b, s, n * repeats * h)  # (the bias reads the lengths from it)
     return out
+
+
+def _axes_of(node) -> list[int] | None:
+    """An Unsqueeze's axes: its attribute, or its constant input (opset 13 on)."""
+    if "axes" in node.attrs:
+        return list(node.attrs["axes"])
+    axes = node.inputs[1] if len(node.inputs) > 1 else None
+    return None if axes is None or axes.const is None else [int(a) for a in axes.const.reshape(-1).tolist()]
+
+
+def _unrepeated(x: Value) -> tuple[Value, int]:
+    """x [B, N, S, H] as (y, r) where x repeats each head of y [B, N / r, S, H] r times in place, as the model
+    wrote it (repeat_kv: unsqueeze at 2, expand, reshape); else (x, 1). Reading y, the repeat is made in
+    the layout MultiHeadAttention takes, after the model's Transpose is undone."""
+    reshaped = x.producer
+    if reshaped is None or reshaped.op_type != "Reshape" or reshaped.domain:
+        return x, 1
+    expanded = reshaped.inputs[0].producer
+    if expanded is None or expanded.op_type != "Expand" or expanded.domain:
+        return x, 1
+    unsqueezed = expanded.inputs[0].producer
+    if unsqueezed is None or unsqueezed.op_type != "Unsqueeze" or unsqueezed.domain or _axes_of(unsqueezed) != [2]:
+        return x, 1
+    y = unsqueezed.inputs[0]
+    if y.shape is None or y.rank != 4 or expanded.outputs[0].shape is None:
+        return x, 1
+    b, k, s, h = y.shape
+    repeats = expanded.outputs[0].shape[2] if expanded.outputs[0].rank == 5 else None
+    if not _static(k, h, repeats) or tuple(expanded.outputs[0].shape) != (b, k, repeats, s, h) \
+            or tuple(x.shape) != (b, k * repeats, s, h):
+        return x, 1
+    return y, repeats
 
 
 def _bias(g: GraphBuilder, attn_mask, is_causal: bool, query: Value, key: Value) -> tuple[Value | None, Value | None]:
@@ -100,9 +136,15 @@ def multi_head_attention(g, query, key, value, attn_mask=None, dropout_p=0.0, is
                                  enable_gqa=enable_gqa)
     if masks_nothing(attn_mask):
         attn_mask = None
-    if key.shape[1] != heads:
-        key, value = (repeat_heads(g, t, heads // key.shape[1]) for t in (key, value))
-    q3, k3, v3 = (_seq_layout(g, x) for x in (query, key, value))
+    repeats = heads // key.shape[1]
+    if repeats == 1:
+        # keys and values whose heads the model repeated for GQA (transformers' repeat_kv): read before it
+        (fewer_keys, repeats), (fewer_values, value_repeats) = _unrepeated(key), _unrepeated(value)
+        if repeats == value_repeats:
+            key, value = fewer_keys, fewer_values
+        else:
+            repeats = 1
+    q3, k3, v3 = _seq_layout(g, query), _seq_layout(g, key, repeats), _seq_layout(g, value, repeats)
     bias, empty = _bias(g, attn_mask, is_causal, q3, k3)
     out = g.op("MultiHeadAttention", q3, k3, v3, None, None, bias, domain=MICROSOFT, num_heads=heads,
                scale=float(default_scale(query, scale)))
