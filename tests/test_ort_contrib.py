@@ -302,7 +302,7 @@ TRANSFORMERS = {
     "vit": {"Attention": 2},
     "gpt2": {"Attention": 2},
     "whisper": {"Attention": 2},
-    "llama": {"MultiHeadAttention": 2, "SkipSimplifiedLayerNormalization": 4},
+    "llama": {"MultiHeadAttention": 2, "SkipSimplifiedLayerNormalization": 4, "RotaryEmbedding": 4},
 }
 
 
@@ -383,3 +383,65 @@ def test_conv1d_attention_packs_with_dynamic_dims():
     for b, s in ((1, 3), (3, 12)):
         with torch.no_grad():
             assert_agrees(exported, inputs(b, s), model(*inputs(b, s)))
+
+
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat([-x[..., half:], x[..., :half]], -1)
+
+
+class Rotary(torch.nn.Module):
+    """Query and key rotated as transformers' apply_rotary_pos_emb does, at the positions 0..S-1 (tables
+    known at export). layout "model": the heads split from [B, S, hidden] and transposed first, as every
+    transformers model does; "heads": the inputs are [B, N, S, H] already. halves="repeated": the frequencies
+    concatenated twice (rotate_half's layout); "interleaved": each repeated in place, which rotate_half does
+    not pair (no RotaryEmbedding). swapped: cos * x and sin * rotate_half(x), operands the other way."""
+
+    def __init__(self, heads=4, head=8, layout="model", halves="repeated", swapped=False, dynamic_positions=False):
+        super().__init__()
+        self.heads, self.head, self.layout, self.swapped = heads, head, layout, swapped
+        self.dynamic_positions = dynamic_positions
+        self.register_buffer("inv_freq", 1.0 / (10000 ** (torch.arange(0, head, 2).float() / head)))
+        self.halves = halves
+
+    def tables(self, seq, offset):
+        freqs = torch.outer(torch.arange(seq).float() + offset, self.inv_freq)
+        emb = torch.cat([freqs, freqs], -1) if self.halves == "repeated" else freqs.repeat_interleave(2, -1)
+        return emb.cos()[None, None], emb.sin()[None, None]
+
+    def forward(self, q, k, offset):
+        if self.layout == "model":
+            b, s, _ = q.shape
+            q, k = (t.view(b, s, self.heads, self.head).transpose(1, 2) for t in (q, k))
+        cos, sin = self.tables(q.shape[2], offset.float() if self.dynamic_positions else 0.0)
+        if self.swapped:
+            q, k = cos * q + sin * rotate_half(q), cos * k + sin * rotate_half(k)
+        else:
+            q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+        return F.scaled_dot_product_attention(q, k, k, is_causal=True)
+
+
+# name: (model, how many RotaryEmbedding nodes)
+ROTARIES = {
+    "transformers layout": (Rotary(), 2),
+    "heads layout": (Rotary(layout="heads"), 2),
+    "operands swapped": (Rotary(swapped=True), 2),
+    "interleaved frequencies": (Rotary(halves="interleaved"), 0),
+    "positions read from an input": (Rotary(dynamic_positions=True), 0),
+}
+
+
+@pytest.mark.parametrize("name", list(ROTARIES))
+def test_rotary_embeddings_at_known_positions_are_rotary_embedding_nodes(name):
+    model, count = ROTARIES[name]
+    model = model.eval()
+    shape = (2, 6, 32) if model.layout == "model" else (2, 4, 6, 8)
+    inputs = (randn(*shape, seed=6), randn(*shape, seed=7), torch.tensor(3))
+    with torch.no_grad():
+        want = model(*inputs)
+    exported = aten2onnx.export(model, inputs, optimize="onnxruntime")
+    ops = [n.op_type for n in exported.model_proto.graph.node]
+    assert ops.count("RotaryEmbedding") == count, ops
+    if count:
+        assert not {"Neg", "Concat"} & set(ops), ops
+    assert_agrees(exported, inputs, want)

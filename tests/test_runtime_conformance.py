@@ -26,7 +26,7 @@ Unsqueeze Squeeze Transpose Slice Gather GatherElements GatherND ScatterND Scatt
 Size ConstantOfShape Constant Range CumSum CumProd Trilu Gemm MatMul LayerNormalization BatchNormalization Conv
 ConvTranspose MaxPool AveragePool GlobalAveragePool ReduceSum ReduceMean ReduceMax ReduceMin ReduceProd ArgMax ArgMin
 Softmax LogSoftmax Gelu BitwiseAnd BitwiseOr BitwiseNot BitwiseXor Identity TopK Resize Pad Tile Einsum If Loop Scan
-NonMaxSuppression RoiAlign MaxRoiPool
+NonMaxSuppression RoiAlign MaxRoiPool RotaryEmbedding
 """.split())
 
 _SUB_BYTE = ("INT4", "UINT4", "INT2", "UINT2", "FLOAT4E2M1")

@@ -98,12 +98,7 @@ def optimize(g: GraphBuilder, nodes: list[Node], outputs: list[Value], *, merge:
     extracted afterwards: a merged node would belong to two calls). onnxruntime: also write what
     onnxruntime runs fastest as its contrib ops (a 4-bit weight's matmul as MatMulNBits)."""
     sources: list[torch.Tensor] = []
-    nodes = live_nodes(nodes, outputs)
-    while True:  # (a chain collapsed into a no-op, once bypassed, can join the next chain)
-        count = len(nodes)
-        nodes = live_nodes(_bypass_no_ops(_collapse_chains(nodes), outputs), outputs)
-        if len(nodes) == count:
-            break
+    nodes = _tidy(nodes, outputs)
     nodes = _fold_weights(g, nodes, outputs, sources)
     nodes = _fold_batch_norms(g, nodes, outputs, sources)
     nodes = _fold_pads(nodes, outputs)
@@ -114,9 +109,20 @@ def optimize(g: GraphBuilder, nodes: list[Node], outputs: list[Value], *, merge:
     if onnxruntime:
         nodes = _rewrite_each(g, nodes, outputs, lambda g, node, uses: _packed_attention(g, node, uses, sources))
         nodes = _skip_rms_norms(g, live_nodes(nodes, outputs), outputs)
+        nodes = _tidy(_rewrite_each(g, nodes, outputs, _rotary_embedding), outputs)
     if merge:
         nodes = _merge_duplicates(nodes, outputs)
     return live_nodes(nodes, outputs), sources
+
+
+def _tidy(nodes: list[Node], outputs: list[Value]) -> list[Node]:
+    """nodes with chains of Reshapes and Transposes collapsed and no-ops bypassed, until none is left."""
+    nodes = live_nodes(nodes, outputs)
+    while True:  # (a chain collapsed into a no-op, once bypassed, can join the next chain)
+        count = len(nodes)
+        nodes = live_nodes(_bypass_no_ops(_collapse_chains(nodes), outputs), outputs)
+        if len(nodes) == count:
+            return nodes
 
 
 # -- groups -------------------------------------------------------------------------------------------------
@@ -969,3 +975,104 @@ def _skip_rms_norms(g: GraphBuilder, nodes: list[Node], outputs: list[Value]) ->
         g.domains.setdefault(CONTRIB_DOMAIN, 1)
         result.append(fused)
     return result
+
+
+# -- onnxruntime's RotaryEmbedding: x * cos + rotate_half(x) * sin, at static positions -----------------------
+
+
+def _slice_bounds(node: Node) -> tuple[int, int, int] | None:
+    """A Slice's (start, end, axis) along one axis with step 1, from its constant inputs (or attributes, opset
+    9); None where it is not that."""
+    if node.op_type != "Slice" or node.domain or node.call is not None:
+        return None
+    if len(node.inputs) == 1:
+        starts, ends, axes, steps = node.attrs.get("starts"), node.attrs.get("ends"), node.attrs.get("axes"), [1]
+    else:
+        starts, ends = _static_ints(node.inputs[1]), _static_ints(node.inputs[2])
+        axes = _static_ints(node.inputs[3]) if len(node.inputs) > 3 and node.inputs[3] is not None else None
+        steps = _static_ints(node.inputs[4]) if len(node.inputs) > 4 and node.inputs[4] is not None else [1]
+    if starts is None or ends is None or axes is None or steps is None \
+            or not len(starts) == len(ends) == len(axes) == len(steps) == 1 or steps[0] != 1:
+        return None
+    return int(starts[0]), int(ends[0]), int(axes[0])
+
+
+def _rotated_half(value: Value, x: Value, uses: _Uses) -> bool:
+    """Whether value is cat(-x[..., H/2:], x[..., :H/2]) along the last axis (rotate_half), each step read by
+    the next alone."""
+    cat = value.producer
+    rank, head = x.rank, x.shape[-1]
+    if cat is None or cat.op_type != "Concat" or cat.domain or len(cat.inputs) != 2 \
+            or cat.attrs.get("axis") not in (-1, rank - 1) or uses.only_reader(value) is None:
+        return False
+    neg, first = cat.inputs[0].producer, cat.inputs[1].producer
+    if neg is None or neg.op_type != "Neg" or neg.domain or uses.only_reader(cat.inputs[0]) is None \
+            or first is None or uses.only_reader(cat.inputs[1]) is None:
+        return False
+    second = neg.inputs[0].producer
+    if second is None or uses.only_reader(neg.inputs[0]) is None or first.inputs[0] is not x \
+            or second.inputs[0] is not x:
+        return False
+    half = head // 2
+    lower, upper = _slice_bounds(first), _slice_bounds(second)
+    return (lower is not None and upper is not None and lower[2] % rank == upper[2] % rank == rank - 1
+            and lower[:2] == (0, half) and upper[0] == half and upper[1] >= head)
+
+
+def _rotary_table(value: Value | None, x: Value) -> torch.Tensor | None:
+    """A constant cos or sin table for x [B, N, S, H]: [..., S, H] with leading dims 1, its two halves equal
+    (the frequencies concatenated twice, as rotary embeddings build it), as the [S, H / 2] cache."""
+    if not _constant(value) or value is None or lazy.is_lazy(value.const):
+        return None
+    table = value.const
+    seq, head = x.shape[2], x.shape[3]
+    if table.dtype != torch.float32 or table.dim() < 2 or tuple(table.shape[-2:]) != (seq, head) \
+            or any(d != 1 for d in table.shape[:-2]):
+        return None
+    table = table.reshape(seq, head)
+    first, second = table[:, :head // 2], table[:, head // 2:]
+    return first.contiguous() if torch.equal(first, second) else None
+
+
+def _rotary_embedding(g: GraphBuilder, node: Node, uses: _Uses) -> list[Node] | None:
+    """x * cos + rotate_half(x) * sin, x [B, N, S, H] float32 and cos, sin constant tables (positions known at
+    export), as onnxruntime's RotaryEmbedding (halves, not interleaved). Where x is the model's Transpose of
+    [B, S, N, H] (it usually is), the op reads that as [B, S, N * H] and its result is put back in the
+    model's layout: the Reshapes and Transposes around it then cancel against those around the attention."""
+    if not _plain_add(node) or node.outputs[0].dtype != torch.float32:
+        return None
+    products = [v.producer for v in node.inputs]
+    if any(p is None or p.op_type != "Mul" or p.domain or p.call is not None for p in products) \
+            or any(uses.only_reader(v) is None for v in node.inputs):
+        return None
+    for straight, turned in (products, products[::-1]):
+        for x, cos in (straight.inputs, straight.inputs[::-1]):
+            if x.rank != 4 or x.dtype != torch.float32 or not x.is_static or x.shape[3] % 2:
+                continue
+            for half, sin in (turned.inputs, turned.inputs[::-1]):
+                if not _rotated_half(half, x, uses):
+                    continue
+                cos_cache, sin_cache = _rotary_table(cos, x), _rotary_table(sin, x)
+                if cos_cache is not None and sin_cache is not None:
+                    return _rotary_nodes(g, node, x, cos_cache, sin_cache)
+    return None
+
+
+def _rotary_nodes(g: GraphBuilder, node: Node, x: Value, cos_cache: torch.Tensor, sin_cache: torch.Tensor) -> list[Node]:
+    b, n, s, h = x.shape
+    first = len(g.nodes)
+    caches = [g.initializer(g.fresh_name(f"{node.outputs[0].name}.{kind}_cache"), t)
+              for kind, t in (("cos", cos_cache), ("sin", sin_cache))]
+    offset = g.const([0], dtype=torch.int64)
+    moved = x.producer
+    if moved is not None and moved.op_type == "Transpose" and not moved.domain \
+            and list(moved.attrs.get("perm", [])) == [0, 2, 1, 3]:
+        flat = g.op("Reshape", moved.inputs[0], g.const([b, s, n * h], dtype=torch.int64))
+        rotated = g.op("RotaryEmbedding", flat, offset, *caches, domain=CONTRIB_DOMAIN, interleaved=0, num_heads=n)
+        rotated.shape, rotated.dtype = (b, s, n * h), x.dtype
+        heads = g.op("Reshape", rotated, g.const([b, s, n, h], dtype=torch.int64))
+        out = g.op("Transpose", heads, perm=[0, 2, 1, 3])
+    else:
+        out = g.op("RotaryEmbedding", x, offset, *caches, domain=CONTRIB_DOMAIN, interleaved=0)
+        out.shape, out.dtype = x.shape, x.dtype
+    return _made_since(g, first, node, out)

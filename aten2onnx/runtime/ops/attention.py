@@ -1,5 +1,5 @@
-"""Attention (opsets 23, 24, 25) and RotaryEmbedding (23), following the ONNX reference: scale split
-as sqrt(scale) on Q and K, causal masks aligned bottom-right to the KV cache, GQA by repeating KV
+"""Attention (opsets 23, 24, 25) and RotaryEmbedding (23, and onnxruntime's contrib one), following the ONNX
+reference: scale split as sqrt(scale) on Q and K, causal masks aligned bottom-right to the KV cache, GQA by repeating KV
 heads, and rows with no attendable key giving zeros. onnxruntime's contrib MultiHeadAttention and
 Attention (what export(optimize="onnxruntime") writes for encoder attention) as onnxruntime computes
 them: softmax(q k^T * scale + attention_bias) v, a row of -inf giving NaN."""
@@ -134,34 +134,60 @@ class Attention25(Attention24):
         self.options.update(left=left_window_size, right=right_window_size)
 
 
+def _rotary(x, cos_cache, sin_cache, position_ids, interleaved: int, num_heads: int | None, dim: int):
+    """x [B, N, S, H] or [B, S, N * H] rotated by the cache rows at position_ids (the cache itself, [B, S, d],
+    where None), over its first dim (0: all) of each head."""
+    shape = x.shape
+    if x.dim() == 4:
+        x = x.transpose(1, 2)  # (batch, seq, heads, head_size)
+    else:
+        x = x.reshape(shape[0], shape[1], num_heads, shape[2] // num_heads)
+    dim = dim or x.shape[3]
+    rotate, keep = x[..., :dim], x[..., dim:]
+    if position_ids is not None:
+        cos_cache, sin_cache = cos_cache[position_ids], sin_cache[position_ids]
+    cos, sin = cos_cache.unsqueeze(2), sin_cache.unsqueeze(2)
+    if interleaved:
+        x1, x2 = rotate[..., 0::2], rotate[..., 1::2]
+    else:
+        x1, x2 = rotate.chunk(2, -1)
+    real = cos * x1 - sin * x2
+    imag = sin * x1 + cos * x2
+    if interleaved:
+        rotated = torch.stack([real, imag], -1).reshape(rotate.shape)
+    else:
+        rotated = torch.cat([real, imag], -1)
+    out = torch.cat([rotated, keep], -1)
+    return out.reshape(shape) if len(shape) == 3 else out.transpose(1, 2)
+
+
 @kernel("RotaryEmbedding", since=23)
 class RotaryEmbedding(Kernel):
     def setup(self, interleaved: int = 0, num_heads: int | None = None, rotary_embedding_dim: int = 0) -> None:
         self.interleaved, self.num_heads, self.dim = interleaved, num_heads, rotary_embedding_dim
 
     def run(self, x, cos_cache, sin_cache, position_ids=None):
-        shape = x.shape
-        if x.dim() == 4:
-            x = x.transpose(1, 2)  # (batch, seq, heads, head_size)
-        else:
-            x = x.reshape(shape[0], shape[1], self.num_heads, shape[2] // self.num_heads)
-        dim = self.dim or x.shape[3]
-        rotate, keep = x[..., :dim], x[..., dim:]
-        if position_ids is not None:
-            cos_cache, sin_cache = cos_cache[position_ids], sin_cache[position_ids]
-        cos, sin = cos_cache.unsqueeze(2), sin_cache.unsqueeze(2)
-        if self.interleaved:
-            x1, x2 = rotate[..., 0::2], rotate[..., 1::2]
-        else:
-            x1, x2 = rotate.chunk(2, -1)
-        real = cos * x1 - sin * x2
-        imag = sin * x1 + cos * x2
-        if self.interleaved:
-            rotated = torch.stack([real, imag], -1).reshape(rotate.shape)
-        else:
-            rotated = torch.cat([real, imag], -1)
-        out = torch.cat([rotated, keep], -1)
-        return (out.reshape(shape) if len(shape) == 3 else out.transpose(1, 2),)
+        return (_rotary(x, cos_cache, sin_cache, position_ids, self.interleaved, self.num_heads, self.dim),)
+
+
+@kernel("RotaryEmbedding", since=1, domain="com.microsoft")
+class ContribRotaryEmbedding(Kernel):
+    """onnxruntime's RotaryEmbedding: its inputs (input, position_ids, cos_cache, sin_cache), position_ids
+    [B, S] or one offset [1] (positions offset, offset + 1, ... for every sequence); a 3-D input without
+    num_heads has heads of twice the cache's width."""
+
+    def setup(self, interleaved: int = 0, num_heads: int = 0, rotary_embedding_dim: int = 0, scale: float = 1.0,
+              is_packed_batching: int = 0) -> None:
+        if scale != 1.0 or is_packed_batching:
+            raise ValueError("RotaryEmbedding with a scale or packed batching is not supported")
+        self.interleaved, self.num_heads, self.dim = interleaved, num_heads, rotary_embedding_dim
+
+    def run(self, input, position_ids, cos_cache, sin_cache):
+        seq = input.shape[2] if input.dim() == 4 else input.shape[1]
+        if position_ids.dim() == 1:
+            position_ids = (position_ids[0] + torch.arange(seq)).expand(input.shape[0], seq)
+        heads = self.num_heads or (input.shape[-1] // (self.dim or 2 * cos_cache.shape[-1]) if input.dim() == 3 else None)
+        return (_rotary(input, cos_cache, sin_cache, position_ids, self.interleaved, heads, self.dim),)
 
 
 def _contrib_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attention_bias, heads: int,
