@@ -359,3 +359,23 @@ def test_sums_a_layer_norm_alone_reads_are_not_fused_by_onnxruntime(name, tmp_pa
     for onnxruntime_result, runtime_result, w in zip(got, ours if isinstance(ours, tuple) else (ours,), want):
         torch.testing.assert_close(torch.from_numpy(onnxruntime_result), w)
         torch.testing.assert_close(runtime_result, w)
+
+
+# name: (function, whether the Mul or Div by one is bypassed)
+TIMES_ONE = {
+    "mul_by_one": (lambda x: (x * 1.0).exp(), True),
+    "div_by_one": (lambda x: (x / 1.0).exp(), True),
+    "mul_by_a_one_tensor": (lambda x: (x * torch.ones(1, 1)).exp(), True),
+    "mul_by_ones_that_broadcast": (lambda x: (x * torch.ones(2, 3, 4)).exp(), False),
+    "mul_by_two": (lambda x: (x * 2.0).exp(), False),
+}
+
+
+@pytest.mark.parametrize("name", list(TIMES_ONE))
+def test_a_mul_or_div_by_one_is_bypassed(name):
+    fn, bypassed = TIMES_ONE[name]
+    x = torch.tensor([[float("nan"), float("inf"), -0.0, 1e-45]]).expand(3, 4).contiguous()
+    optimized = aten2onnx.export(fn, (x,))
+    assert ({"Mul", "Div"} & set(op_types(optimized))) == (set() if bypassed else {"Mul"}), op_types(optimized)
+    got = run_ort(optimized.model_proto, {optimized.input_names[0]: x})[0]
+    torch.testing.assert_close(torch.from_numpy(got), fn(x), rtol=0, atol=0, equal_nan=True)

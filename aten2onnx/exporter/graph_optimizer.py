@@ -2,8 +2,8 @@
 before it is written, that leave what it computes as it was (up to the rounding of a folded batch norm).
 
 - nodes that do nothing (Identity, a Cast to the dtype its input has, a Reshape to the static shape
-  its input has, a Transpose that keeps the axes' order) are bypassed, and chains of Reshapes or of
-  Transposes collapse to one;
+  its input has, a Transpose that keeps the axes' order, a Mul or Div by a constant 1) are bypassed,
+  and chains of Reshapes or of Transposes collapse to one;
 - weight-only subgraphs are folded: a node whose inputs are all weights or constants is computed
   once, with the runtime's kernels, when its result takes no more bytes than its largest input (a
   reshaped or transposed weight is stored once, transformed; a broadcast that grows, or an integer
@@ -180,6 +180,11 @@ def _is_no_op(node: Node) -> bool:
     if node.op_type == "Transpose":
         perm = node.attrs.get("perm")
         return perm is not None and list(perm) == sorted(perm)
+    if node.op_type in ("Mul", "Div"):  # (x * 1 and x / 1 are x, bit for bit, whatever x holds)
+        one = node.inputs[1]
+        return (one is not None and _constant(one) and not lazy.is_lazy(one.const) and one.const.numel() == 1
+                and bool(one.const.reshape(()) == 1)
+                and one.dtype == x.dtype and x.rank is not None and one.const.dim() <= x.rank)
     return False
 
 
