@@ -395,7 +395,9 @@ class Rotary(torch.nn.Module):
     known at export). layout "model": the heads split from [B, S, hidden] and transposed first, as every
     transformers model does; "heads": the inputs are [B, N, S, H] already. halves="repeated": the frequencies
     concatenated twice (rotate_half's layout); "interleaved": each repeated in place, which rotate_half does
-    not pair (no RotaryEmbedding). swapped: cos * x and sin * rotate_half(x), operands the other way."""
+    not pair (no RotaryEmbedding). swapped: cos * x and sin * rotate_half(x), operands the other way.
+    dynamic_positions: the positions start at an input's offsets, one for all sequences or one for each
+    (tables computed in the graph)."""
 
     def __init__(self, heads=4, head=8, layout="model", halves="repeated", swapped=False, dynamic_positions=False):
         super().__init__()
@@ -405,15 +407,17 @@ class Rotary(torch.nn.Module):
         self.halves = halves
 
     def tables(self, seq, offset):
-        freqs = torch.outer(torch.arange(seq).float() + offset, self.inv_freq)
+        # [rows, S, H] unsqueezed at 1, as transformers' rotary embeddings and apply_rotary_pos_emb make them
+        positions = torch.arange(seq).float()[None, :, None] + offset
+        freqs = positions * self.inv_freq
         emb = torch.cat([freqs, freqs], -1) if self.halves == "repeated" else freqs.repeat_interleave(2, -1)
-        return emb.cos()[None, None], emb.sin()[None, None]
+        return emb.cos().unsqueeze(1), emb.sin().unsqueeze(1)
 
     def forward(self, q, k, offset):
         if self.layout == "model":
             b, s, _ = q.shape
             q, k = (t.view(b, s, self.heads, self.head).transpose(1, 2) for t in (q, k))
-        cos, sin = self.tables(q.shape[2], offset.float() if self.dynamic_positions else 0.0)
+        cos, sin = self.tables(q.shape[2], offset.float()[:, None, None] if self.dynamic_positions else 0.0)
         if self.swapped:
             q, k = cos * q + sin * rotate_half(q), cos * k + sin * rotate_half(k)
         else:
@@ -427,7 +431,8 @@ ROTARIES = {
     "heads layout": (Rotary(layout="heads"), 2),
     "operands swapped": (Rotary(swapped=True), 2),
     "interleaved frequencies": (Rotary(halves="interleaved"), 0),
-    "positions read from an input": (Rotary(dynamic_positions=True), 0),
+    "positions read from an input": (Rotary(dynamic_positions=True), 2),
+    "positions of each sequence": (Rotary(dynamic_positions=True), 0),
 }
 
 
@@ -436,7 +441,8 @@ def test_rotary_embeddings_at_known_positions_are_rotary_embedding_nodes(name):
     model, count = ROTARIES[name]
     model = model.eval()
     shape = (2, 6, 32) if model.layout == "model" else (2, 4, 6, 8)
-    inputs = (randn(*shape, seed=6), randn(*shape, seed=7), torch.tensor(3))
+    offsets = torch.tensor([3, 1]) if name == "positions of each sequence" else torch.tensor([3])
+    inputs = (randn(*shape, seed=6), randn(*shape, seed=7), offsets)
     with torch.no_grad():
         want = model(*inputs)
     exported = aten2onnx.export(model, inputs, optimize="onnxruntime")
@@ -445,3 +451,16 @@ def test_rotary_embeddings_at_known_positions_are_rotary_embedding_nodes(name):
     if count:
         assert not {"Neg", "Concat"} & set(ops), ops
     assert_agrees(exported, inputs, want)
+
+
+def test_rotary_embeddings_with_dynamic_batch_and_sequence():
+    model = Rotary(dynamic_positions=True).eval()
+    batch, seq = torch.export.Dim("batch"), torch.export.Dim("seq")
+    inputs = (randn(2, 6, 32, seed=6), randn(2, 6, 32, seed=7), torch.tensor([3]))
+    exported = aten2onnx.export(model, inputs, optimize="onnxruntime",
+                                dynamic_shapes=({0: batch, 1: seq}, {0: batch, 1: seq}, None))
+    assert [n.op_type for n in exported.model_proto.graph.node].count("RotaryEmbedding") == 2
+    for b, s in ((1, 9), (3, 4)):
+        inputs = (randn(b, s, 32, seed=8), randn(b, s, 32, seed=9), torch.tensor([5]))
+        with torch.no_grad():
+            assert_agrees(exported, inputs, model(*inputs))

@@ -1024,26 +1024,55 @@ def _rotated_half(value: Value, x: Value, uses: _Uses) -> bool:
             and lower[:2] == (0, half) and upper[0] == half and upper[1] >= head)
 
 
-def _rotary_table(value: Value | None, x: Value) -> torch.Tensor | None:
-    """A constant cos or sin table for x [B, N, S, H]: [..., S, H] with leading dims 1, its two halves equal
-    (the frequencies concatenated twice, as rotary embeddings build it), as the [S, H / 2] cache."""
-    if not _constant(value) or value is None or lazy.is_lazy(value.const):
-        return None
-    table = value.const
+def _rotary_table(value: Value | None, x: Value, op_type: str) -> torch.Tensor | tuple | None:
+    """A cos (op_type "Cos") or sin table for x [B, N, S, H], [..., S, H] with leading dims 1 and two equal
+    halves (the frequencies concatenated twice, as rotary embeddings build it): the [S, H / 2] cache, as a
+    tensor where the table is constant (positions known at export), else as (f, factor) where the table is
+    op_type(cat(f, f)) [* factor] of f [1, S, H / 2] (computed in the graph), unsqueezed at 1."""
     seq, head = x.shape[2], x.shape[3]
-    if table.dtype != torch.float32 or table.dim() < 2 or tuple(table.shape[-2:]) != (seq, head) \
-            or any(d != 1 for d in table.shape[:-2]):
+    if value is not None and _constant(value):
+        if lazy.is_lazy(value.const):
+            return None
+        table = value.const
+        if table.dtype != torch.float32 or table.dim() < 2 or tuple(table.shape[-2:]) != (seq, head) \
+                or any(d != 1 for d in table.shape[:-2]):
+            return None
+        table = table.reshape(seq, head)
+        first, second = table[:, :head // 2], table[:, head // 2:]
+        return first.contiguous() if torch.equal(first, second) else None
+    unsqueezed = value.producer if value is not None else None
+    if unsqueezed is None or unsqueezed.op_type != "Unsqueeze" or unsqueezed.domain or value.rank != 4 \
+            or _unsqueeze_axes(unsqueezed) != [1]:
         return None
-    table = table.reshape(seq, head)
-    first, second = table[:, :head // 2], table[:, head // 2:]
-    return first.contiguous() if torch.equal(first, second) else None
+    table, factor = unsqueezed.inputs[0], None
+    scaled = table.producer
+    if scaled is not None and scaled.op_type == "Mul" and not scaled.domain and _scalar(scaled.inputs[1]):
+        table, factor = scaled.inputs[0], scaled.inputs[1]
+    wave = table.producer
+    if wave is None or wave.op_type != op_type or wave.domain:
+        return None
+    cat = wave.inputs[0].producer
+    if cat is None or cat.op_type != "Concat" or cat.domain or len(cat.inputs) != 2 \
+            or cat.inputs[0] is not cat.inputs[1] or cat.attrs.get("axis") not in (-1, 2):
+        return None
+    f = cat.inputs[0]
+    if f.dtype != torch.float32 or f.shape is None or tuple(f.shape) != (1, seq, head // 2):
+        return None
+    return f, factor
+
+
+def _unsqueeze_axes(node: Node) -> list[int] | None:
+    axes = node.attrs.get("axes") if len(node.inputs) < 2 else _static_ints(node.inputs[1])
+    return None if axes is None else list(axes)
 
 
 def _rotary_embedding(g: GraphBuilder, node: Node, uses: _Uses) -> list[Node] | None:
-    """x * cos + rotate_half(x) * sin, x [B, N, S, H] float32 and cos, sin constant tables (positions known at
-    export), as onnxruntime's RotaryEmbedding (halves, not interleaved). Where x is the model's Transpose of
-    [B, S, N, H] (it usually is), the op reads that as [B, S, N * H] and its result is put back in the
-    model's layout: the Reshapes and Transposes around it then cancel against those around the attention."""
+    """x * cos + rotate_half(x) * sin, x [B, N, S, H] float32 (N and H static), as onnxruntime's
+    RotaryEmbedding (halves, not interleaved), where cos and sin are tables it can read as its caches:
+    constant (positions known at export) or computed from the frequencies at each position (see
+    _rotary_table). Where x is the model's Transpose of [B, S, N, H] (it usually is), the op reads that as
+    [B, S, N * H] and its result is put back in the model's layout: the Reshapes and Transposes around it
+    then cancel against those around the attention."""
     if not _plain_add(node) or node.outputs[0].dtype != torch.float32:
         return None
     products = [v.producer for v in node.inputs]
@@ -1052,30 +1081,40 @@ def _rotary_embedding(g: GraphBuilder, node: Node, uses: _Uses) -> list[Node] | 
         return None
     for straight, turned in (products, products[::-1]):
         for x, cos in (straight.inputs, straight.inputs[::-1]):
-            if x.rank != 4 or x.dtype != torch.float32 or not x.is_static or x.shape[3] % 2:
+            if x.rank != 4 or x.dtype != torch.float32 or None in x.shape \
+                    or not isinstance(x.shape[1], int) or not isinstance(x.shape[3], int) or x.shape[3] % 2:
                 continue
             for half, sin in (turned.inputs, turned.inputs[::-1]):
                 if not _rotated_half(half, x, uses):
                     continue
-                cos_cache, sin_cache = _rotary_table(cos, x), _rotary_table(sin, x)
-                if cos_cache is not None and sin_cache is not None:
-                    return _rotary_nodes(g, node, x, cos_cache, sin_cache)
+                caches = _rotary_table(cos, x, "Cos"), _rotary_table(sin, x, "Sin")
+                if caches[0] is not None and caches[1] is not None:
+                    return _rotary_nodes(g, node, x, caches)
     return None
 
 
-def _rotary_nodes(g: GraphBuilder, node: Node, x: Value, cos_cache: torch.Tensor, sin_cache: torch.Tensor) -> list[Node]:
+def _rotary_nodes(g: GraphBuilder, node: Node, x: Value, tables: tuple) -> list[Node] | None:
     b, n, s, h = x.shape
     first = len(g.nodes)
-    caches = [g.initializer(g.fresh_name(f"{node.outputs[0].name}.{kind}_cache"), t)
-              for kind, t in (("cos", cos_cache), ("sin", sin_cache))]
+    caches = []
+    for kind, table in zip(("Cos", "Sin"), tables):
+        if isinstance(table, torch.Tensor):
+            caches.append(g.initializer(g.fresh_name(f"{node.outputs[0].name}.{kind.lower()}_cache"), table))
+            continue
+        f, factor = table
+        wave = g.op(kind, f)
+        if factor is not None:
+            wave = g.op("Mul", wave, factor)
+        caches.append(g.op("Reshape", wave, g.const([-1, h // 2], dtype=torch.int64)))
     offset = g.const([0], dtype=torch.int64)
     moved = x.producer
     if moved is not None and moved.op_type == "Transpose" and not moved.domain \
             and list(moved.attrs.get("perm", [])) == [0, 2, 1, 3]:
-        flat = g.op("Reshape", moved.inputs[0], g.const([b, s, n * h], dtype=torch.int64))
+        flat = g.op("Reshape", moved.inputs[0], g.const([0, 0, n * h], dtype=torch.int64))
         rotated = g.op("RotaryEmbedding", flat, offset, *caches, domain=CONTRIB_DOMAIN, interleaved=0, num_heads=n)
         rotated.shape, rotated.dtype = (b, s, n * h), x.dtype
-        heads = g.op("Reshape", rotated, g.const([b, s, n, h], dtype=torch.int64))
+        heads = g.op("Reshape", rotated, g.const([0, 0, n, h], dtype=torch.int64))
+        heads.shape = (b, s, n, h)
         out = g.op("Transpose", heads, perm=[0, 2, 1, 3])
     else:
         out = g.op("RotaryEmbedding", x, offset, *caches, domain=CONTRIB_DOMAIN, interleaved=0)
