@@ -104,12 +104,14 @@ def export(
         one per class and body (domain aten2onnx.functions, named after the class), its weights passed
         in from the main graph; True: every class called more than once. Listed classes nest.
     optimize: the graph optimizer (exporter/graph_optimizer.py): no-op nodes bypassed, weight-only
-        subgraphs folded, batch norms and zero pads folded into the Conv before them, duplicates merged.
-        False writes the graph as translated. Exact exports are never optimized. "onnxruntime": that, and
-        what onnxruntime alone runs fastest written as its contrib ops (domain com.microsoft):
-        scaled_dot_product_attention as MultiHeadAttention, or Attention where query, key and value are
-        projections of one input (exporter/ort_contrib.py); a 4-bit quantized weight's matmul as
-        MatMulNBits. Such a file runs in onnxruntime and aten2onnx.runtime only.
+        subgraphs folded, batch norms and zero pads folded into the Conv before them, a sum a layer norm
+        alone reads written as Sum (not fused by onnxruntime into its slower SkipLayerNormalization),
+        duplicates merged. False writes the graph as translated. Exact exports are never optimized.
+        "onnxruntime": that, and what onnxruntime alone runs fastest written as its contrib ops (domain
+        com.microsoft): scaled_dot_product_attention as MultiHeadAttention, or Attention where query, key
+        and value are projections of one input (exporter/ort_contrib.py); an RMS norm of a residual sum as
+        SkipSimplifiedLayerNormalization; a rotary embedding as RotaryEmbedding; a 4-bit quantized weight's
+        matmul as MatMulNBits. Such a file runs in onnxruntime and aten2onnx.runtime only.
     """
     from aten2onnx._backend import runtime_backend
     from aten2onnx.exporter import export_program

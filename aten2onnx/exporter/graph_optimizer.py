@@ -20,6 +20,10 @@ before it is written, that leave what it computes as it was (up to the rounding 
   MatMulNBits);
 - an Add a LayerNormalization alone reads is a Sum (with the Add before it that only it reads), which
   onnxruntime does not fuse into its SkipLayerNormalization, slower on CPU than the two ops;
+- for onnxruntime (optimize="onnxruntime"), its contrib ops: a MultiHeadAttention whose query, key and
+  value are projections of one input as Attention with one packed weight, an RMS norm of a residual sum
+  as SkipSimplifiedLayerNormalization, a rotary embedding as RotaryEmbedding; the chains left around
+  them are collapsed again;
 - nodes that compute the same thing from the same inputs are merged;
 - what no output depends on is dropped.
 
