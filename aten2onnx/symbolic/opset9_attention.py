@@ -100,7 +100,7 @@ def attention_scores(g: GraphBuilder, query: Value, key: Value, attn_mask, is_ca
     rank = query.rank
     key_t = g.op("Transpose", key, perm=transpose_perm(rank, rank - 2, rank - 1))
     scores = g.op("MatMul", query, key_t)
-    if scale is None and not isinstance(query.shape[-1], int) or default_scale(query, scale) != 1.0:
+    if (scale is None and not isinstance(query.shape[-1], int)) or default_scale(query, scale) != 1.0:
         scores = g.op("Mul", scores, scale_of(g, query, scale))  # (a scale of 1, Whisper's, changes nothing)
     if is_causal:
         mask = causal_mask(g, query, key, has_range=has_range)
