@@ -379,3 +379,28 @@ def test_a_mul_or_div_by_one_is_bypassed(name):
     assert ({"Mul", "Div"} & set(op_types(optimized))) == (set() if bypassed else {"Mul"}), op_types(optimized)
     got = run_ort(optimized.model_proto, {optimized.input_names[0]: x})[0]
     torch.testing.assert_close(torch.from_numpy(got), fn(x), rtol=0, atol=0, equal_nan=True)
+
+
+class RMSNorm(torch.nn.Module):
+    """An RMS norm as transformers' LLaMA and T5 modules write it (pow, mean, rsqrt, weight)."""
+
+    def __init__(self, hidden=16, eps=1e-6):
+        super().__init__()
+        self.weight = torch.nn.Parameter(1 + randn(hidden) / 4)
+        self.eps = eps
+
+    def forward(self, x):
+        variance = x.pow(2).mean(-1, keepdim=True)
+        return self.weight * (x * torch.rsqrt(variance + self.eps))
+
+
+@pytest.mark.parametrize("opset", [18, 23, 24])
+def test_rms_norms_are_rms_normalization_from_opset_23(opset):
+    model = RMSNorm().eval()
+    x = randn(2, 5, 16)
+    exported = aten2onnx.export(model, (x,), opset=opset)
+    assert (op_types(exported) == ["RMSNormalization"]) is (opset >= 23), op_types(exported)
+    with torch.no_grad():
+        want = model(x)
+    torch.testing.assert_close(torch.from_numpy(run_ort(exported.model_proto, {exported.input_names[0]: x})[0]), want)
+    torch.testing.assert_close(exported.run(x), want)

@@ -436,8 +436,14 @@ ROTARIES = {
 }
 
 
+# onnxruntime's RotaryEmbedding (optimize="onnxruntime"), and ONNX's, which the default export writes from
+# opset 23 on: export's keyword arguments
+ROTARY_OPS = {"onnxruntime's": {"optimize": "onnxruntime"}, "ONNX's": {"opset": 23}}
+
+
+@pytest.mark.parametrize("op", list(ROTARY_OPS))
 @pytest.mark.parametrize("name", list(ROTARIES))
-def test_rotary_embeddings_at_known_positions_are_rotary_embedding_nodes(name):
+def test_rotary_embeddings_at_known_positions_are_rotary_embedding_nodes(name, op):
     model, count = ROTARIES[name]
     model = model.eval()
     shape = (2, 6, 32) if model.layout == "model" else (2, 4, 6, 8)
@@ -445,7 +451,7 @@ def test_rotary_embeddings_at_known_positions_are_rotary_embedding_nodes(name):
     inputs = (randn(*shape, seed=6), randn(*shape, seed=7), offsets)
     with torch.no_grad():
         want = model(*inputs)
-    exported = aten2onnx.export(model, inputs, optimize="onnxruntime")
+    exported = aten2onnx.export(model, inputs, **ROTARY_OPS[op])
     ops = [n.op_type for n in exported.model_proto.graph.node]
     assert ops.count("RotaryEmbedding") == count, ops
     if count:
@@ -453,11 +459,12 @@ def test_rotary_embeddings_at_known_positions_are_rotary_embedding_nodes(name):
     assert_agrees(exported, inputs, want)
 
 
-def test_rotary_embeddings_with_dynamic_batch_and_sequence():
+@pytest.mark.parametrize("op", list(ROTARY_OPS))
+def test_rotary_embeddings_with_dynamic_batch_and_sequence(op):
     model = Rotary(dynamic_positions=True).eval()
     batch, seq = torch.export.Dim("batch"), torch.export.Dim("seq")
     inputs = (randn(2, 6, 32, seed=6), randn(2, 6, 32, seed=7), torch.tensor([3]))
-    exported = aten2onnx.export(model, inputs, optimize="onnxruntime",
+    exported = aten2onnx.export(model, inputs, **ROTARY_OPS[op],
                                 dynamic_shapes=({0: batch, 1: seq}, {0: batch, 1: seq}, None))
     assert [n.op_type for n in exported.model_proto.graph.node].count("RotaryEmbedding") == 2
     for b, s in ((1, 9), (3, 4)):

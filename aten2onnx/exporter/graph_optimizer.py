@@ -23,7 +23,9 @@ before it is written, that leave what it computes as it was (up to the rounding 
 - for onnxruntime (optimize="onnxruntime"), its contrib ops: a MultiHeadAttention whose query, key and
   value are projections of one input as Attention with one packed weight, an RMS norm of a residual sum
   as SkipSimplifiedLayerNormalization, a rotary embedding as RotaryEmbedding; the chains left around
-  them are collapsed again;
+  them are collapsed again; otherwise, from opset 23, a rotary embedding as ONNX's RotaryEmbedding;
+- from opset 23, an RMS norm written as its arithmetic (x / sqrt(mean(x^2) + eps) * w, as transformers'
+  RMS norm modules compute it) as ONNX's RMSNormalization;
 - nodes that compute the same thing from the same inputs are merged;
 - what no output depends on is dropped.
 
@@ -48,7 +50,7 @@ from typing import Any, Callable
 import torch
 
 from aten2onnx import _dtypes
-from aten2onnx.ir import lazy
+from aten2onnx.ir import lazy, op_types
 from aten2onnx.ir.builder import GraphBuilder, Node, Subgraph, Value, live_nodes
 
 # ops never folded or merged: random (two draws differ), quantization (a weight's DequantizeLinear is what
@@ -113,7 +115,11 @@ def optimize(g: GraphBuilder, nodes: list[Node], outputs: list[Value], *, merge:
     if onnxruntime:
         nodes = _rewrite_each(g, nodes, outputs, lambda g, node, uses: _packed_attention(g, node, uses, sources))
         nodes = _skip_rms_norms(g, live_nodes(nodes, outputs), outputs)
-        nodes = _tidy(_rewrite_each(g, nodes, outputs, _rotary_embedding), outputs)
+        nodes = _tidy(_rewrite_each(g, nodes, outputs, functools.partial(_rotary_embedding, contrib=True)), outputs)
+    elif op_types.signature("RotaryEmbedding", g.opset) is not None:  # (ONNX's own, from opset 23)
+        nodes = _tidy(_rewrite_each(g, nodes, outputs, functools.partial(_rotary_embedding, contrib=False)), outputs)
+    if op_types.signature("RMSNormalization", g.opset) is not None:
+        nodes = _rms_normalizations(g, live_nodes(nodes, outputs), outputs)
     if merge:
         nodes = _merge_duplicates(nodes, outputs)
     return live_nodes(nodes, outputs), sources
@@ -956,6 +962,32 @@ def _rms_norm_of(total: Value, uses: _Uses) -> tuple[Node, float, Value] | None:
     return last, float(epsilon), weight
 
 
+def _rms_normalizations(g: GraphBuilder, nodes: list[Node], outputs: list[Value]) -> list[Node]:
+    """An RMS norm of x (_rms_norm_of: float32, over the last axis, a 1-D weight) as ONNX's RMSNormalization
+    (opset 23), which computes in float32 as the nodes did; written where the norm's last node was."""
+    uses = _Uses(nodes, outputs)
+    norms, seen = {}, set()
+    for node in nodes:
+        for x in node.inputs:  # (graph inputs included)
+            if x is not None and id(x) not in seen and x.dtype == torch.float32 and x.shape is not None and x.rank:
+                seen.add(id(x))
+                found = _rms_norm_of(x, uses)
+                if found is not None:
+                    norms[id(found[0])] = (x, *found[1:])
+    result: list[Node] = []
+    for node in nodes:
+        if id(node) not in norms:
+            result.append(node)
+            continue
+        x, epsilon, weight = norms[id(node)]
+        fused = Node("RMSNormalization", [x, weight], list(node.outputs),
+                     {"axis": -1, "epsilon": epsilon, "stash_type": 1}, "", node.name, dict(node.meta))
+        for value in fused.outputs:
+            value.producer = fused
+        result.append(fused)
+    return result
+
+
 def _skip_rms_norms(g: GraphBuilder, nodes: list[Node], outputs: list[Value]) -> list[Node]:
     """An RMS norm of a + b (a residual sum, both of its shape) as onnxruntime's
     SkipSimplifiedLayerNormalization(a, b, w), whose fourth result is the sum for its other readers; written
@@ -1070,13 +1102,10 @@ def _unsqueeze_axes(node: Node) -> list[int] | None:
     return None if axes is None else list(axes)
 
 
-def _rotary_embedding(g: GraphBuilder, node: Node, uses: _Uses) -> list[Node] | None:
-    """x * cos + rotate_half(x) * sin, x [B, N, S, H] float32 (N and H static), as onnxruntime's
-    RotaryEmbedding (halves, not interleaved), where cos and sin are tables it can read as its caches:
-    constant (positions known at export) or computed from the frequencies at each position (see
-    _rotary_table). Where x is the model's Transpose of [B, S, N, H] (it usually is), the op reads that as
-    [B, S, N * H] and its result is put back in the model's layout: the Reshapes and Transposes around it
-    then cancel against those around the attention."""
+def _rotary_of(node: Node, uses: _Uses) -> tuple[Value, tuple] | None:
+    """(x, its cos and sin caches as _rotary_table gives them) where node makes x * cos + rotate_half(x) *
+    sin, x [B, N, S, H] float32 (N and H static) and cos, sin tables a RotaryEmbedding can read as its
+    caches: constant (positions known at export) or computed from the frequencies at each position."""
     if not _plain_add(node) or node.outputs[0].dtype != torch.float32:
         return None
     products = [v.producer for v in node.inputs]
@@ -1093,34 +1122,53 @@ def _rotary_embedding(g: GraphBuilder, node: Node, uses: _Uses) -> list[Node] | 
                     continue
                 caches = _rotary_table(cos, x, "Cos"), _rotary_table(sin, x, "Sin")
                 if caches[0] is not None and caches[1] is not None:
-                    return _rotary_nodes(g, node, x, caches)
+                    return x, caches
     return None
 
 
-def _rotary_nodes(g: GraphBuilder, node: Node, x: Value, tables: tuple) -> list[Node] | None:
+def _rotary_embedding(g: GraphBuilder, node: Node, uses: _Uses, *, contrib: bool) -> list[Node] | None:
+    """A rotary embedding (_rotary_of) as one RotaryEmbedding (halves, not interleaved): onnxruntime's
+    (contrib), whose [S, H / 2] caches are read from a position offset of 0, or ONNX's (opset 23), whose
+    caches are [B, S, H / 2]. For onnxruntime's, where x is the model's Transpose of [B, S, N, H] (it
+    usually is), the op reads that as [B, S, N * H] and its result is put back in the model's layout: the
+    Reshapes and Transposes around it then cancel against those around MultiHeadAttention, which reads
+    [B, S, N * H] too (ONNX's Attention reads x's own [B, N, S, H])."""
+    found = _rotary_of(node, uses)
+    if found is None:
+        return None
+    x, tables = found
     b, n, s, h = x.shape
     first = len(g.nodes)
     caches = []
     for kind, table in zip(("Cos", "Sin"), tables):
         if isinstance(table, torch.Tensor):
-            caches.append(g.initializer(g.fresh_name(f"{node.outputs[0].name}.{kind.lower()}_cache"), table))
-            continue
-        f, factor = table
-        wave = g.op(kind, f)
-        if factor is not None:
-            wave = g.op("Mul", wave, factor)
-        caches.append(g.op("Reshape", wave, g.const([-1, h // 2], dtype=torch.int64)))
-    offset = g.const([0], dtype=torch.int64)
+            cache = g.initializer(g.fresh_name(f"{node.outputs[0].name}.{kind.lower()}_cache"),
+                                  table if contrib else table[None])
+        else:
+            f, factor = table
+            cache = g.op(kind, f)
+            if factor is not None:
+                cache = g.op("Mul", cache, factor)
+            if contrib:
+                cache = g.op("Reshape", cache, g.const([-1, h // 2], dtype=torch.int64))
+        if not contrib and b != 1:  # (ONNX's op takes a cache row for each sequence: the table's, repeated)
+            rows = g.const([b], dtype=torch.int64) if isinstance(b, int) else \
+                g.op("Gather", g.op("Shape", x), g.const([0], dtype=torch.int64), axis=0)
+            cache = g.op("Expand", cache, g.op("Concat", rows, g.const([1, 1], dtype=torch.int64), axis=0))
+        caches.append(cache)
+    position = [g.const([0], dtype=torch.int64)] if contrib else []
+    rotate = functools.partial(g.op, "RotaryEmbedding", interleaved=0,
+                               **({"domain": CONTRIB_DOMAIN} if contrib else {}))
     moved = x.producer
-    if moved is not None and moved.op_type == "Transpose" and not moved.domain \
+    if contrib and moved is not None and moved.op_type == "Transpose" and not moved.domain \
             and list(moved.attrs.get("perm", [])) == [0, 2, 1, 3]:
         flat = g.op("Reshape", moved.inputs[0], g.const([0, 0, n * h], dtype=torch.int64))
-        rotated = g.op("RotaryEmbedding", flat, offset, *caches, domain=CONTRIB_DOMAIN, interleaved=0, num_heads=n)
+        rotated = rotate(flat, *position, *caches, num_heads=n)
         rotated.shape, rotated.dtype = (b, s, n * h), x.dtype
         heads = g.op("Reshape", rotated, g.const([0, 0, n, h], dtype=torch.int64))
         heads.shape = (b, s, n, h)
         out = g.op("Transpose", heads, perm=[0, 2, 1, 3])
     else:
-        out = g.op("RotaryEmbedding", x, offset, *caches, domain=CONTRIB_DOMAIN, interleaved=0)
+        out = rotate(x, *position, *caches)
         out.shape, out.dtype = x.shape, x.dtype
     return _made_since(g, first, node, out)
