@@ -109,7 +109,8 @@ def export(
         duplicates merged. False writes the graph as translated. Exact exports are never optimized.
         "onnxruntime": that, and what onnxruntime alone runs fastest written as its contrib ops (domain
         com.microsoft): scaled_dot_product_attention as MultiHeadAttention, or Attention where query, key
-        and value are projections of one input (exporter/ort_contrib.py); an RMS norm of a residual sum as
+        and value are projections of one input, a causal self-attention as GroupQueryAttention
+        (exporter/ort_contrib.py); an RMS norm of a residual sum as
         SkipSimplifiedLayerNormalization; a rotary embedding as RotaryEmbedding; a 4-bit quantized weight's
         matmul as MatMulNBits. Such a file runs in onnxruntime and aten2onnx.runtime only.
     """

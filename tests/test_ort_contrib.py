@@ -51,31 +51,42 @@ B, N, S, T, H = 2, 4, 6, 9, 8
 q, k, v = randn(B, N, S, H), randn(B, N, T, H, seed=1), randn(B, N, T, H, seed=2)
 kv_self = (randn(B, N, S, H, seed=1), randn(B, N, S, H, seed=2))
 
-# name: (module, inputs, written as MultiHeadAttention)
+# name: (module, inputs, the contrib op it is written as: MultiHeadAttention; GroupQueryAttention for a causal
+# self-attention; None where the standard translation is kept)
 CASES = {
-    "plain": (Sdpa(), (q, k, v), True),
-    "self": (Sdpa(), (q, *kv_self), True),
-    "scale": (Sdpa(scale=0.3), (q, k, v), True),
-    "causal, S == T": (Sdpa(is_causal=True), (q, *kv_self), True),
-    "causal, S < T": (Sdpa(is_causal=True), (q, k, v), True),
-    "causal, S > T": (Sdpa(is_causal=True), (randn(B, N, T, H), randn(B, N, S, H), randn(B, N, S, H)), True),
-    "bool mask [B,1,S,T]": (Sdpa(), (q, k, v, rows_masked(B, S, T)), True),
-    "bool mask [S,T]": (Sdpa(), (q, k, v, rows_masked(1, S, T)[0, 0]), True),
-    "padding mask [B,1,1,T]": (Sdpa(), (q, k, v, padding(B, T, [T, 3])), True),
-    "padding mask, an empty row": (Sdpa(), (q, k, v, padding(B, T, [0, 4])), True),
-    "float mask with -inf rows": (Sdpa(), (q, k, v, as_bias(rows_masked(B, S, T))), True),
-    "finite float mask": (Sdpa(), (q, k, v, randn(B, 1, S, T, seed=3)), True),
+    "plain": (Sdpa(), (q, k, v), "MultiHeadAttention"),
+    "self": (Sdpa(), (q, *kv_self), "MultiHeadAttention"),
+    "scale": (Sdpa(scale=0.3), (q, k, v), "MultiHeadAttention"),
+    "causal, S == T": (Sdpa(is_causal=True), (q, *kv_self), "GroupQueryAttention"),
+    "causal gqa, S == T": (Sdpa(is_causal=True, enable_gqa=True), (q, randn(B, 2, S, H), randn(B, 2, S, H, seed=1)),
+                           "GroupQueryAttention"),
+    # (a mask passed in may hold anything: only a constant one is known to be causal)
+    "causal bool mask as an input, S == T": (Sdpa(), (q, *kv_self, torch.ones(S, S, dtype=torch.bool).tril()),
+                                             "MultiHeadAttention"),
+    "causal, S < T": (Sdpa(is_causal=True), (q, k, v), "MultiHeadAttention"),
+    "causal, S > T": (Sdpa(is_causal=True), (randn(B, N, T, H), randn(B, N, S, H), randn(B, N, S, H)),
+                      "MultiHeadAttention"),
+    "bool mask [B,1,S,T]": (Sdpa(), (q, k, v, rows_masked(B, S, T)), "MultiHeadAttention"),
+    "bool mask [S,T]": (Sdpa(), (q, k, v, rows_masked(1, S, T)[0, 0]), "MultiHeadAttention"),
+    "padding mask [B,1,1,T]": (Sdpa(), (q, k, v, padding(B, T, [T, 3])), "MultiHeadAttention"),
+    "padding mask, an empty row": (Sdpa(), (q, k, v, padding(B, T, [0, 4])), "MultiHeadAttention"),
+    "float mask with -inf rows": (Sdpa(), (q, k, v, as_bias(rows_masked(B, S, T))), "MultiHeadAttention"),
+    "finite float mask": (Sdpa(), (q, k, v, randn(B, 1, S, T, seed=3)), "MultiHeadAttention"),
     "nan in a mask row": (Sdpa(), (q, k, v, randn(B, 1, S, T, seed=3).index_put_(
         (torch.tensor([0]), torch.tensor([0]), torch.tensor([2]), torch.tensor([1])), torch.tensor(float("nan")))),
-        True),
-    "gqa": (Sdpa(enable_gqa=True), (q, randn(B, 2, T, H), randn(B, 2, T, H, seed=1)), True),
-    "3-D inputs": (Sdpa(), (q[0], k[0], v[0]), False),
-    "float16": (Sdpa(), (q.half(), k.half(), v.half()), False),
-    "per-head mask": (Sdpa(), (q, k, v, randn(B, N, S, T)), True),
+        "MultiHeadAttention"),
+    "gqa": (Sdpa(enable_gqa=True), (q, randn(B, 2, T, H), randn(B, 2, T, H, seed=1)), "MultiHeadAttention"),
+    "3-D inputs": (Sdpa(), (q[0], k[0], v[0]), None),
+    "float16": (Sdpa(), (q.half(), k.half(), v.half()), None),
+    "per-head mask": (Sdpa(), (q, k, v, randn(B, N, S, T)), "MultiHeadAttention"),
     "per-head bool mask": (Sdpa(), (q, k, v, torch.rand(B, N, S, T, generator=torch.Generator().manual_seed(4)) > 0.6),
-                           True),
-    "value head dim differs": (Sdpa(), (q, k, randn(B, N, T, 5)), False),
+                           "MultiHeadAttention"),
+    "value head dim differs": (Sdpa(), (q, k, randn(B, N, T, 5)), None),
 }
+
+
+def op_types(exported) -> list[str]:
+    return [n.op_type for n in exported.model_proto.graph.node]
 
 
 def contrib_ops(exported) -> set[str]:
@@ -92,11 +103,11 @@ def assert_agrees(exported, inputs, want):
 @pytest.mark.parametrize("opset", [13, 18])
 @pytest.mark.parametrize("name", list(CASES))
 def test_attention_as_multi_head_attention_agrees_with_eager(name, opset):
-    model, inputs, fused = CASES[name]
+    model, inputs, op = CASES[name]
     with torch.no_grad():
         want = model(*inputs)
     exported = aten2onnx.export(model, inputs, opset=opset, optimize="onnxruntime")
-    assert ("MultiHeadAttention" in contrib_ops(exported)) == fused, contrib_ops(exported)
+    assert contrib_ops(exported) == ({op} if op else set()), contrib_ops(exported)
     assert_agrees(exported, inputs, want)
 
 
@@ -112,7 +123,7 @@ def test_dynamic_batch_and_sequence():
     model = Sdpa(is_causal=True)
     exported = aten2onnx.export(model, (q, *kv_self), optimize="onnxruntime",
                                 dynamic_shapes=({0: batch, 2: seq},) * 3)
-    assert "MultiHeadAttention" in contrib_ops(exported)
+    assert contrib_ops(exported) == {"GroupQueryAttention"}
     for b, s in ((1, 3), (3, 11)):
         inputs = (randn(b, N, s, H), randn(b, N, s, H, seed=1), randn(b, N, s, H, seed=2))
         with torch.no_grad():
@@ -143,6 +154,10 @@ class SelfAttention(torch.nn.Module):
             q = q * self.query_scale
         q, k, v = (t.view(b, s, self.heads, -1).transpose(1, 2) for t in (q, k, v))
         mask = torch.ones(s, s, dtype=torch.bool).tril() if self.mask else None
+        if self.mask == "band":  # (each query sees itself and the key before)
+            mask = mask & torch.ones(s, s, dtype=torch.bool).triu(-1)
+        elif self.mask == "bias":
+            mask = torch.zeros(s, s).masked_fill(~mask, float("-inf"))
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0 if self.query_scale else None)
         return self.out(y.transpose(1, 2).reshape(b, s, hidden))
 
@@ -163,24 +178,59 @@ class Conv1DAttention(torch.nn.Module):
         return F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, s, hidden)
 
 
+class RepeatedKV(torch.nn.Module):
+    """GQA as transformers writes it: fewer key/value heads, a rotary-like elementwise step on the keys in the
+    [B, K, S, H] layout, then each head repeated in place (repeat_kv) for an sdpa of equal heads."""
+
+    def __init__(self, hidden=32, heads=4, kv_heads=2, rotate=True):
+        super().__init__()
+        self.heads, self.kv_heads, self.rotate = heads, kv_heads, rotate
+        head = hidden // heads
+        self.q = torch.nn.Linear(hidden, hidden)
+        self.k = torch.nn.Linear(hidden, kv_heads * head)
+        self.v = torch.nn.Linear(hidden, kv_heads * head)
+
+    @staticmethod
+    def repeat_kv(x, repeats):
+        b, k, s, h = x.shape
+        return x[:, :, None, :, :].expand(b, k, repeats, s, h).reshape(b, k * repeats, s, h)
+
+    def forward(self, x):
+        b, s, _ = x.shape
+        q = self.q(x).view(b, s, self.heads, -1).transpose(1, 2)
+        k, v = (t.view(b, s, self.kv_heads, -1).transpose(1, 2) for t in (self.k(x), self.v(x)))
+        if self.rotate:
+            k = k * (0.5 + torch.arange(s)[:, None] / 8) + torch.cat([-k[..., 2:], k[..., :2]], -1)
+        repeats = self.heads // self.kv_heads
+        y = F.scaled_dot_product_attention(q, self.repeat_kv(k, repeats), self.repeat_kv(v, repeats), is_causal=True)
+        return y.transpose(1, 2).reshape(b, s, -1)
+
+
+# name: (model, the packed op: Attention, or GroupQueryAttention (causal) whose query input packs all three)
 PACKED = {
-    "three projections": SelfAttention(),
-    "one packed projection": SelfAttention(packed=True),
-    "a projection without bias": SelfAttention(key_bias=False),
-    "a scaled query": SelfAttention(query_scale=0.125),
-    "a constant mask": SelfAttention(mask=True),
-    "Conv1D (addmm) projection": Conv1DAttention(),
+    "three projections": (SelfAttention(), "Attention"),
+    "one packed projection": (SelfAttention(packed=True), "Attention"),
+    "a projection without bias": (SelfAttention(key_bias=False), "Attention"),
+    "a scaled query": (SelfAttention(query_scale=0.125), "Attention"),
+    "a constant causal mask": (SelfAttention(mask=True), "GroupQueryAttention"),
+    "a constant causal bias": (SelfAttention(mask="bias"), "GroupQueryAttention"),
+    "a constant mask, not causal": (SelfAttention(mask="band"), "Attention"),
+    "Conv1D (addmm) projection, causal": (Conv1DAttention(), "GroupQueryAttention"),
+    "fewer key heads, causal": (RepeatedKV(rotate=False), "GroupQueryAttention"),
 }
 
 
 @pytest.mark.parametrize("name", list(PACKED))
 def test_projections_of_one_input_are_packed_into_attention(name):
-    model = PACKED[name].eval()
+    model, op = PACKED[name]
+    model = model.eval()
     x = randn(2, 7, 32, seed=5)
     with torch.no_grad():
         want = model(x)
     exported = aten2onnx.export(model, (x,), optimize="onnxruntime")
-    assert contrib_ops(exported) == {"Attention"}, contrib_ops(exported)
+    assert contrib_ops(exported) == {op}, contrib_ops(exported)
+    packed = next(n for n in exported.model_proto.graph.node if n.op_type == op)
+    assert op == "Attention" or (packed.input[1:3] == ["", ""] and "Expand" not in op_types(exported))
     graph = exported.model_proto.graph
     assert not {"Transpose", "Softmax"} & {n.op_type for n in graph.node}
     # the Reshape of the result to [B, S, hidden] is a no-op, kept only where it names a graph output
@@ -234,34 +284,6 @@ def test_exact_exports_keep_standard_attention():
     assert not contrib_ops(exported)
 
 
-class RepeatedKV(torch.nn.Module):
-    """GQA as transformers writes it: fewer key/value heads, a rotary-like elementwise step on the keys in the
-    [B, K, S, H] layout, then each head repeated in place (repeat_kv) for an sdpa of equal heads."""
-
-    def __init__(self, hidden=32, heads=4, kv_heads=2, rotate=True):
-        super().__init__()
-        self.heads, self.kv_heads, self.rotate = heads, kv_heads, rotate
-        head = hidden // heads
-        self.q = torch.nn.Linear(hidden, hidden)
-        self.k = torch.nn.Linear(hidden, kv_heads * head)
-        self.v = torch.nn.Linear(hidden, kv_heads * head)
-
-    @staticmethod
-    def repeat_kv(x, repeats):
-        b, k, s, h = x.shape
-        return x[:, :, None, :, :].expand(b, k, repeats, s, h).reshape(b, k * repeats, s, h)
-
-    def forward(self, x):
-        b, s, _ = x.shape
-        q = self.q(x).view(b, s, self.heads, -1).transpose(1, 2)
-        k, v = (t.view(b, s, self.kv_heads, -1).transpose(1, 2) for t in (self.k(x), self.v(x)))
-        if self.rotate:
-            k = k * (0.5 + torch.arange(s)[:, None] / 8) + torch.cat([-k[..., 2:], k[..., :2]], -1)
-        repeats = self.heads // self.kv_heads
-        y = F.scaled_dot_product_attention(q, self.repeat_kv(k, repeats), self.repeat_kv(v, repeats), is_causal=True)
-        return y.transpose(1, 2).reshape(b, s, -1)
-
-
 @pytest.mark.parametrize("rotate", [False, True])
 def test_heads_the_model_repeats_are_repeated_in_the_attention_layout(rotate, tmp_path):
     """The repeat is made after the keys are back in [B, S, K * H]: onnxruntime's optimized graph keeps no
@@ -271,7 +293,7 @@ def test_heads_the_model_repeats_are_repeated_in_the_attention_layout(rotate, tm
     with torch.no_grad():
         want = model(x)
     exported = aten2onnx.export(model, (x,), optimize="onnxruntime")
-    assert contrib_ops(exported) == {"MultiHeadAttention"}
+    assert contrib_ops(exported) == {"GroupQueryAttention"}
     assert_agrees(exported, (x,), want)
     options = ort.SessionOptions()
     options.log_severity_level = 3
@@ -300,9 +322,9 @@ def bench_model(name: str):
 TRANSFORMERS = {
     "bert": {"Attention": 2},
     "vit": {"Attention": 2},
-    "gpt2": {"Attention": 2},
+    "gpt2": {"GroupQueryAttention": 2},
     "whisper": {"Attention": 2},
-    "llama": {"MultiHeadAttention": 2, "SkipSimplifiedLayerNormalization": 4, "RotaryEmbedding": 4},
+    "llama": {"GroupQueryAttention": 2, "SkipSimplifiedLayerNormalization": 4, "RotaryEmbedding": 4},
 }
 
 

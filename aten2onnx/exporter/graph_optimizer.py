@@ -21,7 +21,8 @@ before it is written, that leave what it computes as it was (up to the rounding 
 - an Add a LayerNormalization alone reads is a Sum (with the Add before it that only it reads), which
   onnxruntime does not fuse into its SkipLayerNormalization, slower on CPU than the two ops;
 - for onnxruntime (optimize="onnxruntime"), its contrib ops: a MultiHeadAttention whose query, key and
-  value are projections of one input as Attention with one packed weight, an RMS norm of a residual sum
+  value are projections of one input as Attention with one packed weight (a GroupQueryAttention's as one
+  MatMul whose result packs all three), an RMS norm of a residual sum
   as SkipSimplifiedLayerNormalization, a rotary embedding as RotaryEmbedding; the chains left around
   them are collapsed again; otherwise, from opset 23, a rotary embedding as ONNX's RotaryEmbedding;
 - from opset 23, an RMS norm written as its arithmetic (x / sqrt(mean(x^2) + eps) * w, as transformers'
@@ -855,8 +856,10 @@ def _projection(value: Value | None, uses: _Uses) -> tuple[Value, Any, Any, list
     return x, weight, c, [node, gemm, flat]
 
 
-def _split_projection(values: list[Value | None], uses: _Uses) -> tuple[Value, Any, Any, list[Node]] | None:
-    """query, key and value as the three equal parts, in order, of one projection's last dim (Split)."""
+def _split_projection(values: list[Value | None], uses: _Uses, widths: list[int] | None = None
+                      ) -> tuple[Value, Any, Any, list[Node]] | None:
+    """query, key and value as the three parts, in order, of one projection's last dim (Split): equal, or
+    of the given widths."""
     split = values[0].producer if values[0] is not None else None
     if (split is None or split.op_type != "Split" or split.domain or len(split.outputs) != 3
             or [v for v in values] != split.outputs or split.inputs[0].rank is None
@@ -864,7 +867,7 @@ def _split_projection(values: list[Value | None], uses: _Uses) -> tuple[Value, A
             or any(uses.only_reader(v) is None for v in values)):
         return None
     sizes = _static_ints(split.inputs[1]) if len(split.inputs) > 1 else None
-    if sizes is None or len(set(sizes)) != 1:
+    if sizes is None or (len(set(sizes)) != 1 if widths is None else sizes != widths):
         return None
     found = _projection(split.inputs[0], uses)
     return None if found is None else (*found[:3], [split, *found[3]])
@@ -872,13 +875,22 @@ def _split_projection(values: list[Value | None], uses: _Uses) -> tuple[Value, A
 
 def _packed_attention(g: GraphBuilder, node: Node, uses: _Uses, sources: list[torch.Tensor]) -> list[Node] | None:
     """MultiHeadAttention(x Wq + bq, x Wk + bk, x Wv + bv, attention_bias) as onnxruntime's Attention(x,
-    [Wq Wk Wv], [bq bk bv], attention_bias): one projection, inside the op."""
-    if node.domain != CONTRIB_DOMAIN or node.op_type != "MultiHeadAttention" or len(node.inputs) < 3 \
+    [Wq Wk Wv], [bq bk bv], attention_bias): one projection, inside the op; GroupQueryAttention of such
+    projections (fewer key and value heads) as GroupQueryAttention(x [Wq Wk Wv] + [bq bk bv]), the query
+    input packing all three."""
+    grouped = node.domain == CONTRIB_DOMAIN and node.op_type == "GroupQueryAttention"
+    if grouped:
+        if len(node.inputs) < 7 or any(v is not None for i, v in enumerate(node.inputs) if i in (3, 4) or i > 6):
+            return None
+    elif node.domain != CONTRIB_DOMAIN or node.op_type != "MultiHeadAttention" or len(node.inputs) < 3 \
             or any(v is not None for i, v in enumerate(node.inputs) if i in (3, 4) or i > 5):
         return None
     qkv = list(node.inputs[:3])
     attrs = dict(node.attrs)
-    scaled = qkv[0].producer if qkv[0] is not None else None
+    if any(v is None or v.shape is None or not isinstance(v.shape[-1], int) for v in qkv):
+        return None
+    widths = [v.shape[-1] for v in qkv]
+    scaled = qkv[0].producer
     if (scaled is not None and scaled.op_type == "Mul" and not scaled.domain and _scalar(scaled.inputs[1])
             and uses.only_reader(qkv[0]) is not None and "scale" in attrs):
         # a query scaled by a constant (Whisper's q_proj(x) * scaling): the factor joins the op's scale
@@ -886,13 +898,14 @@ def _packed_attention(g: GraphBuilder, node: Node, uses: _Uses, sources: list[to
         if factor is None or not math.isfinite(float(factor)) or float(factor) == 0:
             return None
         qkv[0], attrs["scale"] = scaled.inputs[0], float(attrs["scale"]) * float(factor)
-    found = _split_projection(qkv, uses)
+    found = _split_projection(qkv, uses, widths if grouped else None)
     if found is not None:
         x, weight, bias, chain = found
     else:
         parts = [_projection(v, uses) for v in qkv]
         if any(p is None for p in parts) or len({id(p[0]) for p in parts}) != 1 \
-                or len({p[1].shape for p in parts}) != 1:
+                or len({p[1].shape[0] for p in parts}) != 1 or [p[1].shape[1] for p in parts] != widths \
+                or (not grouped and len(set(widths)) != 1):
             return None
         x = parts[0][0]
         weight = lazy.apply(lambda *ws: torch.cat(ws, 1), *[p[1] for p in parts])
@@ -902,20 +915,32 @@ def _packed_attention(g: GraphBuilder, node: Node, uses: _Uses, sources: list[to
     if x.rank != 3 or x.dtype != torch.float32 or weight.dtype != torch.float32 \
             or (bias is not None and bias.dtype != torch.float32):
         return None
-    hidden = weight.shape[1] // 3
-    if weight.shape[1] != 3 * hidden or weight.shape[0] != x.shape[-1]:
+    if weight.shape[1] != sum(widths) or weight.shape[0] != x.shape[-1]:
         return None
-    if bias is None:
-        bias = torch.zeros(3 * hidden)
+    if bias is None and not grouped:
+        bias = torch.zeros(sum(widths))
     sources.extend(v.const for n in chain for v in n.inputs if v is not None and v.kind == "initializer")
     w = g.initializer(f"{node.outputs[0].name}.qkv_weight", lazy.apply(torch.Tensor.contiguous, weight))
-    b = g.initializer(f"{node.outputs[0].name}.qkv_bias", lazy.apply(torch.Tensor.contiguous, bias))
-    attention_bias = node.inputs[5] if len(node.inputs) > 5 else None
-    packed = Node("Attention", [x, w, b, None, None, attention_bias], list(node.outputs), attrs,
-                  CONTRIB_DOMAIN, node.name, dict(node.meta))
-    for out in packed.outputs:
-        out.producer = packed
-    return [packed]  # (the projections, read by this attention only, are dead now)
+    b = None if bias is None else g.initializer(f"{node.outputs[0].name}.qkv_bias",
+                                                lazy.apply(torch.Tensor.contiguous, bias))
+    if grouped:
+        first = len(g.nodes)
+        packed = g.op("MatMul", x, w)
+        if b is not None:
+            packed = g.op("Add", packed, b)
+        packed.shape, packed.dtype = (*x.shape[:-1], sum(widths)), x.dtype
+        made = g.nodes[first:]
+        del g.nodes[first:]
+        attention = Node("GroupQueryAttention", [packed, None, None, *node.inputs[3:7]], list(node.outputs), attrs,
+                         CONTRIB_DOMAIN, node.name, dict(node.meta))
+    else:
+        made = []
+        attention_bias = node.inputs[5] if len(node.inputs) > 5 else None
+        attention = Node("Attention", [x, w, b, None, None, attention_bias], list(node.outputs), attrs,
+                         CONTRIB_DOMAIN, node.name, dict(node.meta))
+    for out in attention.outputs:
+        out.producer = attention
+    return [*made, attention]  # (the projections, read by this attention only, are dead now)
 
 
 # -- onnxruntime's SkipSimplifiedLayerNormalization: an RMS norm of a residual sum ---------------------------

@@ -4,13 +4,15 @@ custom_symbolics still win); where a call's arguments are outside what the contr
 does, they hand the call to the built-in translation.
 
 - scaled_dot_product_attention (float32, as many key heads as query heads or a GQA multiple of them, a
-  static head dim) becomes MultiHeadAttention on [batch, seq, heads * head] layouts. The transposes
-  between the model's projections and that layout cancel against the model's own in the graph
-  optimizer. A boolean mask becomes an additive bias of 0 and -inf; a causal call a constant or
-  computed bias; a query row whose every key is masked gives 0, as ATen's attention does.
-  Differences stay only with infinite inputs: a row whose scores are all -inf because the inputs are
-  infinite (no mask involved) gives NaN in MultiHeadAttention, where ATen gives 0; and a +inf score a
-  causal call masks is NaN there (the causal mask is added, where ATen's kernel never reads it).
+  static head dim) becomes MultiHeadAttention on [batch, seq, heads * head] layouts; a causal
+  self-attention (is_causal, or a constant causal mask, as transformers passes it for known lengths,
+  with as many keys as queries) GroupQueryAttention, onnxruntime's causal kernel, which takes the fewer
+  key heads itself. The transposes between the model's projections and that layout cancel against the
+  model's own in the graph optimizer. A boolean mask becomes an additive bias of 0 and -inf; another
+  causal call a constant or computed bias; a query row whose every key is masked gives 0, as ATen's
+  attention does. Differences stay only with infinite inputs: a row whose scores are all -inf because the
+  inputs are infinite (no mask involved) gives NaN in MultiHeadAttention, where ATen gives 0; and a +inf
+  score a causal bias masks is NaN there (the bias is added, where ATen's kernel never reads the score).
 """
 
 from __future__ import annotations
@@ -120,6 +122,49 @@ def _bias(g: GraphBuilder, attn_mask, is_causal: bool, query: Value, key: Value)
     return bias, g.op("Transpose", empty, perm=_HEADS_FIRST)
 
 
+def _causal_constant(attn_mask) -> bool:
+    """Whether attn_mask is a constant causal mask: for each query row i, keys 0..i (bool True, or a bias of
+    0 there and -inf elsewhere), the same for every batch and head (what transformers passes for is_causal
+    when the lengths are known at export)."""
+    if not isinstance(attn_mask, Value) or attn_mask.const is None or attn_mask.rank is None or attn_mask.rank < 2:
+        return False
+    mask = attn_mask.const
+    rows, cols = mask.shape[-2:]
+    if rows != cols or mask.numel() == 0:
+        return False
+    lower = torch.ones(rows, cols, dtype=torch.bool).tril()
+    if mask.dtype == torch.bool:
+        return bool((mask == lower).all())
+    return bool(((mask == 0) == lower).all() and (mask[..., ~lower] == float("-inf")).all())
+
+
+def _group_query_attention(g: GraphBuilder, query: Value, key: Value, value: Value, scale) -> Value:
+    """A causal self-attention (as many keys as queries) as GroupQueryAttention, onnxruntime's causal kernel,
+    about twice as fast on CPU as MultiHeadAttention with a causal bias: every sequence of the batch
+    whole (seqlens_k T - 1, total length T), no past. It takes fewer key/value heads itself, so keys and values
+    the model repeated are read before the repeat."""
+    (fewer_keys, repeats), (fewer_values, value_repeats) = _unrepeated(key), _unrepeated(value)
+    if repeats == value_repeats:
+        key, value = fewer_keys, fewer_values
+    heads, kv_heads = query.shape[1], key.shape[1]
+    q3, k3, v3 = _seq_layout(g, query), _seq_layout(g, key), _seq_layout(g, value)
+    batch, length = key.shape[0], key.shape[2]
+    if _static(batch, length):
+        seqlens = g.const([length - 1] * batch, dtype=torch.int32)
+        total = g.const([length], dtype=torch.int32)
+    else:
+        shape = g.op("Shape", k3)
+        total = cast(g, g.op("Gather", shape, g.const([1], dtype=torch.int64), axis=0), torch.int32)
+        rows = g.op("Gather", shape, g.const([0], dtype=torch.int64), axis=0)
+        seqlens = g.op("Expand", g.op("Sub", total, g.const([1], dtype=torch.int32)), rows)
+    out = g.op("GroupQueryAttention", q3, k3, v3, None, None, seqlens, total, domain=MICROSOFT, num_heads=heads,
+               kv_num_heads=kv_heads, scale=float(default_scale(query, scale)))
+    out.shape, out.dtype = q3.shape, q3.dtype
+    b, _, s, h = query.shape
+    heads_out = reshape(g, out, [b, s, heads, h] if _static(b, s) else [0, 0, heads, h])
+    return g.op("Transpose", heads_out, perm=_HEADS_FIRST)
+
+
 def multi_head_attention(g, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None,
                          enable_gqa=False):
     """scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0., bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor"""
@@ -136,6 +181,8 @@ def multi_head_attention(g, query, key, value, attn_mask=None, dropout_p=0.0, is
                                  enable_gqa=enable_gqa)
     if masks_nothing(attn_mask):
         attn_mask = None
+    if (is_causal and attn_mask is None or _causal_constant(attn_mask)) and query.shape[2] == key.shape[2]:
+        return _group_query_attention(g, query, key, value, scale)
     repeats = heads // key.shape[1]
     if repeats == 1:
         # keys and values whose heads the model repeated for GQA (transformers' repeat_kv): read before it

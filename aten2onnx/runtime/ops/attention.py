@@ -224,6 +224,45 @@ class MultiHeadAttention(Kernel):
         return (_contrib_attention(query, key, value, attention_bias, self.heads, self.scale),)
 
 
+@kernel("GroupQueryAttention", since=1, domain="com.microsoft")
+class GroupQueryAttention(Kernel):
+    """onnxruntime's causal attention with fewer key/value heads: query [B, S, N*H] with key and value
+    [B, S, K*H], past key and value [B, K, P, H] (optional); each sequence b of seqlens_k[b] + 1 positions in
+    all, query s at position seqlens_k[b] + 1 - S + s seeing the keys up to it. Returns the output and the
+    present key and value (past and new); query may pack all three. The rotary, windowed and softcapped forms
+    are not run."""
+
+    def setup(self, num_heads: int, kv_num_heads: int, scale: float | None = None, local_window_size: int = -1,
+              do_rotary: int = 0, rotary_interleaved: int = 0, softcap: float = 0.0, smooth_softmax: int = 0,
+              qk_output: int = 0) -> None:
+        if local_window_size != -1 or do_rotary or softcap or smooth_softmax or qk_output:
+            raise ValueError("GroupQueryAttention with a window, rotary, softcap, smooth softmax or qk output "
+                             "is not supported")
+        self.heads, self.kv_heads, self.scale = num_heads, kv_num_heads, scale
+
+    def run(self, query, key, value, past_key=None, past_value=None, seqlens_k=None, total_sequence_length=None,
+            *rest):
+        if (key is None) != (value is None) or any(x is not None for x in rest):
+            raise ValueError("GroupQueryAttention is run without rotary caches, position ids or attention bias")
+        if key is None:  # (query packs all three)
+            head = query.shape[-1] // (self.heads + 2 * self.kv_heads)
+            query, key, value = query.split([self.heads * head, self.kv_heads * head, self.kv_heads * head], -1)
+        b, s, _ = query.shape
+        q = _to_heads(query, self.heads)
+        k, v = _to_heads(key, self.kv_heads), _to_heads(value, self.kv_heads)
+        if past_key is not None:
+            k, v = torch.cat([past_key, k], 2), torch.cat([past_value, v], 2)
+        positions = seqlens_k.long()[:, None] + 1 - s + torch.arange(s)[None]  # [B, S]
+        visible = torch.arange(k.shape[2])[None, None, :] <= positions[:, :, None]  # [B, S, T]
+        repeats = self.heads // self.kv_heads
+        scores = torch.matmul(q, k.repeat_interleave(repeats, 1).transpose(-1, -2))
+        scores = scores * (1.0 / math.sqrt(q.shape[-1]) if self.scale is None else self.scale)
+        scores = scores.masked_fill(~visible[:, None], float("-inf"))
+        out = torch.matmul(torch.softmax(scores, -1), v.repeat_interleave(repeats, 1))
+        results = out.transpose(1, 2).reshape(b, s, -1).to(query.dtype), k, v
+        return results[:len(self.node.output)] if self.node is not None else results
+
+
 @kernel("Attention", since=1, domain="com.microsoft")
 class ContribAttention(Kernel):
     """input [B, S, K] projected by weights [K, 3*hidden] (query, key, value) plus bias, then attention
