@@ -3,6 +3,7 @@ opsets each and compared with eager PyTorch in onnxruntime and aten2onnx.runtime
 
     python scripts/fuzz_models.py --n 3000 --seed 1
     python scripts/fuzz_models.py --n 500 --exact     # exact=True exports, bitwise in aten2onnx.runtime
+    python scripts/fuzz_models.py --n 500 --onnxruntime  # optimize="onnxruntime": its contrib ops
 
 Each failure is shrunk to a small program and printed as Python with the outcome; the last line is
 `N models, M exported, K mismatches` (exported: at least one opset exported; mismatches: programs with
@@ -39,6 +40,8 @@ def main() -> int:
                         help="export with exact=True and require aten2onnx.runtime to be bitwise equal to eager")
     parser.add_argument("--no-optimize", dest="optimize", action="store_false",
                         help="export with optimize=False (the graph as translated), for a campaign without the optimizer")
+    parser.add_argument("--onnxruntime", dest="optimize", action="store_const", const="onnxruntime",
+                        help="export with optimize=\"onnxruntime\" (onnxruntime's contrib ops)")
     args = parser.parse_args()
 
     warnings.simplefilter("ignore")

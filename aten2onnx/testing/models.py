@@ -746,11 +746,12 @@ class ProgramMismatch(AssertionError):
 
 def check_program(program: Program, *, opsets: Sequence[int] | None = None, runs: int = 3,
                   runtimes: Sequence[str] = ("onnxruntime", "aten2onnx"), exact: bool = False,
-                  optimize: bool = True) -> list[Outcome]:
+                  optimize: bool | str = True) -> list[Outcome]:
     """Export the program at each opset (default: 18 and one the program's seed picks) and compare;
     raises ProgramMismatch for the first bug, else returns the outcomes. exact: export with exact=True
     and hold aten2onnx.runtime to bitwise equality with eager. optimize: as for aten2onnx.export (the
-    graph optimizer's rewrites are held to eager like the translation)."""
+    graph optimizer's rewrites, onnxruntime's contrib ops included, are held to eager like the
+    translation)."""
     outcomes = examine(program, opsets=opsets, runs=runs, runtimes=runtimes, exact=exact, optimize=optimize)
     for outcome in outcomes:
         if outcome.bug:
@@ -760,7 +761,7 @@ def check_program(program: Program, *, opsets: Sequence[int] | None = None, runs
 
 def examine(program: Program, *, opsets: Sequence[int] | None = None, runs: int = 3,
             runtimes: Sequence[str] = ("onnxruntime", "aten2onnx"), exact: bool = False,
-            optimize: bool = True) -> list[Outcome]:
+            optimize: bool | str = True) -> list[Outcome]:
     """The outcome of exporting the program at each opset, without raising."""
     if opsets is None:
         opsets = sorted({18, OPSETS[program.seed % len(OPSETS)]})
@@ -768,7 +769,7 @@ def examine(program: Program, *, opsets: Sequence[int] | None = None, runs: int 
 
 
 def _examine_at(program: Program, opset: int, runs: int, runtimes: Sequence[str], exact: bool = False,
-                optimize: bool = True) -> Outcome:
+                optimize: bool | str = True) -> Outcome:
     module = program.build()
     before = {k: v.clone() for k, v in module.state_dict().items()}
     example = program.tensors()
