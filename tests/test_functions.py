@@ -64,10 +64,15 @@ def test_gpt2_twelve_blocks_make_one_function():
     assert all(n.metadata_props for n in body.node if n.op_type != "Constant")  # provenance kept in the body
     assert len(proto.SerializeToString()) <= len(flat.model_proto.SerializeToString())
 
+    # the one difference: the flat export writes the last block's residual sum, which ln_f alone reads, as
+    # Sum (not fused by onnxruntime into its slower SkipLayerNormalization); a function's body is the same
+    # in every call, so there it stays an Add, which onnxruntime fuses: its results differ in rounding
     feeds = {"input_ids": ids.numpy()}
-    np.testing.assert_array_equal(_ort(proto, feeds)[0], _ort(flat.model_proto, feeds)[0])
+    np.testing.assert_allclose(_ort(proto, feeds)[0], _ort(flat.model_proto, feeds)[0], rtol=1e-5, atol=1e-5)
     assert torch.equal(functions.run(ids).last_hidden_state, flat.run(ids).last_hidden_state)
-    assert _kernels(functions) == _kernels(flat)  # inlined, our runtime fuses as it does the flat export
+    # inlined, our runtime fuses as it does the flat export
+    assert _kernels(flat) - _kernels(functions) == collections.Counter({"Sum": 1})
+    assert _kernels(functions) - _kernels(flat) == collections.Counter({"Add": 1})
     with torch.no_grad():
         torch.testing.assert_close(functions.run(ids).last_hidden_state, model(ids).last_hidden_state)
 

@@ -101,8 +101,9 @@ def optimize(g: GraphBuilder, nodes: list[Node], outputs: list[Value], *, merge:
              onnxruntime: bool = False) -> tuple[list[Node], list[torch.Tensor]]:
     """The optimized node list (outputs keep their Values and names), and the module tensors folded
     weights were computed from (an in-place change to one of them after export must be refused, as
-    for the weights themselves). merge: whether nodes may be merged (not when local functions are
-    extracted afterwards: a merged node would belong to two calls). onnxruntime: also write what
+    for the weights themselves). merge: whether nodes may be merged, and rewritten by what reads them outside
+    their module (not when local functions are extracted afterwards: a merged node would belong to two
+    calls, and a rewritten one make its call's body differ from the others'). onnxruntime: also write what
     onnxruntime runs fastest as its contrib ops (a 4-bit weight's matmul as MatMulNBits)."""
     sources: list[torch.Tensor] = []
     nodes = _tidy(nodes, outputs)
@@ -112,7 +113,9 @@ def optimize(g: GraphBuilder, nodes: list[Node], outputs: list[Value], *, merge:
     nodes = _dynamic_quantization(nodes, outputs)
     nodes = _rewrite_each(g, nodes, outputs, _on_integers)
     nodes = _four_bit_matmuls(g, nodes, outputs, contrib=onnxruntime)
-    nodes = _layer_norm_sums(live_nodes(nodes, outputs), outputs)
+    if merge:  # (a sum is written as Sum where its readers say so: the last of repeated blocks, whose sum
+        # ln_f alone reads, would no longer be the same local function as the others)
+        nodes = _layer_norm_sums(live_nodes(nodes, outputs), outputs)
     if onnxruntime:
         nodes = _rewrite_each(g, nodes, outputs, lambda g, node, uses: _packed_attention(g, node, uses, sources))
         nodes = _skip_rms_norms(g, live_nodes(nodes, outputs), outputs)
