@@ -52,7 +52,7 @@ import torch
 
 from aten2onnx import _dtypes
 from aten2onnx.ir import lazy, op_types
-from aten2onnx.ir.builder import GraphBuilder, Node, Subgraph, Value, live_nodes
+from aten2onnx.ir.builder import GraphBuilder, Node, Subgraph, Value, axes_of, live_nodes, static_ints
 
 # ops never folded or merged: random (two draws differ), quantization (a weight's DequantizeLinear is what
 # the runtime's integer kernels look for), and those with side outputs that a fold would lose
@@ -171,13 +171,6 @@ class _Groups:
 # -- no-ops -------------------------------------------------------------------------------------------------
 
 
-def _static_ints(value: Value | None) -> list[int] | None:
-    if value is None or value.const is None or value.const.dtype != torch.int64 or value.const.dim() != 1 \
-            or lazy.is_lazy(value.const):
-        return None
-    return [int(v) for v in value.const.tolist()]
-
-
 def _is_no_op(node: Node) -> bool:
     if node.domain or node.call is not None or not node.inputs or node.inputs[0] is None:
         return False
@@ -187,7 +180,7 @@ def _is_no_op(node: Node) -> bool:
     if node.op_type == "Cast":
         return x.typed and x.dtype is not None and _dtypes.to_onnx(x.dtype) == node.attrs.get("to") and not x.complex
     if node.op_type == "Reshape":
-        shape = _static_ints(node.inputs[1]) if len(node.inputs) > 1 else None
+        shape = static_ints(node.inputs[1]) if len(node.inputs) > 1 else None
         if shape is None or x.shape is None or None in x.shape or (node.attrs.get("allowzero", 0) and 0 in shape):
             return False
         return _same_shape(tuple(x.shape), shape)
@@ -246,7 +239,7 @@ def _collapse_chains(nodes: list[Node]) -> list[Node]:
                 or not groups.may_join(node, first)):
             continue
         if node.op_type == "Reshape" and len(node.inputs) > 1 and "allowzero" not in node.attrs:
-            shape = _static_ints(node.inputs[1])
+            shape = static_ints(node.inputs[1])
             if shape is not None and first.inputs[0] is not None and _copies_kept(shape, first):
                 node.inputs = [first.inputs[0], node.inputs[1]]
         elif node.op_type == "Transpose" and node.attrs.get("perm") is not None and first.attrs.get("perm") is not None:
@@ -366,7 +359,7 @@ def _pad_widths(pad: Node) -> tuple[list[int], float] | None:
         return None
     if "pads" in pad.attrs:  # before opset 11: attributes
         return list(pad.attrs["pads"]), float(pad.attrs.get("value", 0.0))
-    widths = _static_ints(pad.inputs[1]) if len(pad.inputs) > 1 else None
+    widths = static_ints(pad.inputs[1]) if len(pad.inputs) > 1 else None
     value = 0.0
     if len(pad.inputs) > 2 and pad.inputs[2] is not None:
         given = pad.inputs[2].const
@@ -691,6 +684,17 @@ def _on_integers(g: GraphBuilder, node: Node, uses: _Uses) -> list[Node] | None:
     return _made_since(g, first, node, y)
 
 
+def _in_place_of(node: Node, op_type: str, inputs: list[Value | None], attrs: dict[str, Any], domain: str = "",
+                 outputs: list[Value] | None = None) -> Node:
+    """A node op_type(inputs) making node's outputs (or the given ones) in its place, under its name and
+    provenance."""
+    made = Node(op_type, list(inputs), list(node.outputs if outputs is None else outputs), attrs, domain, node.name,
+                dict(node.meta))
+    for value in made.outputs:
+        value.producer = made
+    return made
+
+
 def _made_since(g: GraphBuilder, first: int, node: Node, y: Value) -> list[Node] | None:
     """The nodes the builder made from index `first` on, taken out of it, the last (y's producer) making
     node's outputs in y's place: node's replacement. None where y is not the last node's (a fold)."""
@@ -869,7 +873,7 @@ def _split_projection(values: list[Value | None], uses: _Uses, widths: list[int]
             or split.attrs.get("axis", 0) not in (-1, split.inputs[0].rank - 1)
             or any(uses.only_reader(v) is None for v in values)):
         return None
-    sizes = _static_ints(split.inputs[1]) if len(split.inputs) > 1 else None
+    sizes = static_ints(split.inputs[1]) if len(split.inputs) > 1 else None
     if sizes is None or (len(set(sizes)) != 1 if widths is None else sizes != widths):
         return None
     found = _projection(split.inputs[0], uses)
@@ -934,15 +938,12 @@ def _packed_attention(g: GraphBuilder, node: Node, uses: _Uses, sources: list[to
         packed.shape, packed.dtype = (*x.shape[:-1], sum(widths)), x.dtype
         made = g.nodes[first:]
         del g.nodes[first:]
-        attention = Node("GroupQueryAttention", [packed, None, None, *node.inputs[3:7]], list(node.outputs), attrs,
-                         CONTRIB_DOMAIN, node.name, dict(node.meta))
+        attention = _in_place_of(node, "GroupQueryAttention", [packed, None, None, *node.inputs[3:7]], attrs,
+                                 CONTRIB_DOMAIN)
     else:
         made = []
         attention_bias = node.inputs[5] if len(node.inputs) > 5 else None
-        attention = Node("Attention", [x, w, b, None, None, attention_bias], list(node.outputs), attrs,
-                         CONTRIB_DOMAIN, node.name, dict(node.meta))
-    for out in attention.outputs:
-        out.producer = attention
+        attention = _in_place_of(node, "Attention", [x, w, b, None, None, attention_bias], attrs, CONTRIB_DOMAIN)
     return [*made, attention]  # (the projections, read by this attention only, are dead now)
 
 
@@ -956,7 +957,7 @@ def _reader(value: Value, uses: _Uses, op_type: str) -> Node | None:
 
 def _last_axis(node: Node, rank: int) -> bool:
     """Whether a ReduceMean reduces the last axis alone, keeping it."""
-    axes = node.attrs.get("axes") if len(node.inputs) < 2 else _static_ints(node.inputs[1])
+    axes = axes_of(node)
     return node.attrs.get("keepdims", 1) == 1 and axes is not None and [a % rank for a in axes] == [rank - 1]
 
 
@@ -1008,11 +1009,8 @@ def _rms_normalizations(g: GraphBuilder, nodes: list[Node], outputs: list[Value]
             result.append(node)
             continue
         x, epsilon, weight = norms[id(node)]
-        fused = Node("RMSNormalization", [x, weight], list(node.outputs),
-                     {"axis": -1, "epsilon": epsilon, "stash_type": 1}, "", node.name, dict(node.meta))
-        for value in fused.outputs:
-            value.producer = fused
-        result.append(fused)
+        result.append(_in_place_of(node, "RMSNormalization", [x, weight],
+                                   {"axis": -1, "epsilon": epsilon, "stash_type": 1}))
     return result
 
 
@@ -1037,12 +1035,9 @@ def _skip_rms_norms(g: GraphBuilder, nodes: list[Node], outputs: list[Value]) ->
         last.outputs[0].producer = last
         stats = [Value(g.fresh_name(f"{out.name}.{kind}"), torch.float32, (*total.shape[:-1], 1))
                  for kind in ("mean", "inv_std_var")]
-        fused = Node("SkipSimplifiedLayerNormalization", [node.inputs[0], node.inputs[1], weight],
-                     [out, *stats, total], {"epsilon": epsilon}, CONTRIB_DOMAIN, node.name, dict(node.meta))
-        for value in fused.outputs:
-            value.producer = fused
         g.domains.setdefault(CONTRIB_DOMAIN, 1)
-        result.append(fused)
+        result.append(_in_place_of(node, "SkipSimplifiedLayerNormalization", [node.inputs[0], node.inputs[1], weight],
+                                   {"epsilon": epsilon}, CONTRIB_DOMAIN, outputs=[out, *stats, total]))
     return result
 
 
@@ -1057,9 +1052,9 @@ def _slice_bounds(node: Node) -> tuple[int, int, int] | None:
     if len(node.inputs) == 1:
         starts, ends, axes, steps = node.attrs.get("starts"), node.attrs.get("ends"), node.attrs.get("axes"), [1]
     else:
-        starts, ends = _static_ints(node.inputs[1]), _static_ints(node.inputs[2])
-        axes = _static_ints(node.inputs[3]) if len(node.inputs) > 3 and node.inputs[3] is not None else None
-        steps = _static_ints(node.inputs[4]) if len(node.inputs) > 4 and node.inputs[4] is not None else [1]
+        starts, ends = static_ints(node.inputs[1]), static_ints(node.inputs[2])
+        axes = static_ints(node.inputs[3]) if len(node.inputs) > 3 and node.inputs[3] is not None else None
+        steps = static_ints(node.inputs[4]) if len(node.inputs) > 4 and node.inputs[4] is not None else [1]
     if starts is None or ends is None or axes is None or steps is None \
             or not len(starts) == len(ends) == len(axes) == len(steps) == 1 or steps[0] != 1:
         return None
@@ -1106,7 +1101,7 @@ def _rotary_table(value: Value | None, x: Value, op_type: str) -> torch.Tensor |
         return first.contiguous() if torch.equal(first, second) else None
     unsqueezed = value.producer if value is not None else None
     if unsqueezed is None or unsqueezed.op_type != "Unsqueeze" or unsqueezed.domain or value.rank != 4 \
-            or _unsqueeze_axes(unsqueezed) != [1]:
+            or axes_of(unsqueezed) != [1]:
         return None
     table, factor = unsqueezed.inputs[0], None
     scaled = table.producer
@@ -1123,11 +1118,6 @@ def _rotary_table(value: Value | None, x: Value, op_type: str) -> torch.Tensor |
     if f.dtype != torch.float32 or f.shape is None or tuple(f.shape) != (1, seq, head // 2):
         return None
     return f, factor
-
-
-def _unsqueeze_axes(node: Node) -> list[int] | None:
-    axes = node.attrs.get("axes") if len(node.inputs) < 2 else _static_ints(node.inputs[1])
-    return None if axes is None else list(axes)
 
 
 def _rotary_of(node: Node, uses: _Uses) -> tuple[Value, tuple] | None:

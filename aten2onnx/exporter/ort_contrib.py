@@ -21,6 +21,7 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
+from aten2onnx.ir.builder import axes_of
 from aten2onnx.symbolic._helpers import cast, dim_size, reshape, unsqueeze_static
 from aten2onnx.symbolic.opset9_attention import causal_mask, default_scale, masks_nothing, no_attention_dropout
 
@@ -62,14 +63,6 @@ def _seq_layout(g: GraphBuilder, x: Value, repeats: int = 1) -> Value:
     return out
 
 
-def _axes_of(node) -> list[int] | None:
-    """An Unsqueeze's axes: its attribute, or its constant input (opset 13 on)."""
-    if "axes" in node.attrs:
-        return list(node.attrs["axes"])
-    axes = node.inputs[1] if len(node.inputs) > 1 else None
-    return None if axes is None or axes.const is None else [int(a) for a in axes.const.reshape(-1).tolist()]
-
-
 def _unrepeated(x: Value) -> tuple[Value, int]:
     """x [B, N, S, H] as (y, r) where x repeats each head of y [B, N / r, S, H] r times in place, as the model
     wrote it (repeat_kv: unsqueeze at 2, expand, reshape); else (x, 1). Reading y, the repeat is made in
@@ -81,7 +74,7 @@ def _unrepeated(x: Value) -> tuple[Value, int]:
     if expanded is None or expanded.op_type != "Expand" or expanded.domain:
         return x, 1
     unsqueezed = expanded.inputs[0].producer
-    if unsqueezed is None or unsqueezed.op_type != "Unsqueeze" or unsqueezed.domain or _axes_of(unsqueezed) != [2]:
+    if unsqueezed is None or unsqueezed.op_type != "Unsqueeze" or unsqueezed.domain or axes_of(unsqueezed) != [2]:
         return x, 1
     y = unsqueezed.inputs[0]
     if y.shape is None or y.rank != 4 or expanded.outputs[0].shape is None:
@@ -92,6 +85,13 @@ def _unrepeated(x: Value) -> tuple[Value, int]:
             or tuple(x.shape) != (b, k * repeats, s, h):
         return x, 1
     return y, repeats
+
+
+def _unrepeated_pair(key: Value, value: Value) -> tuple[Value, Value, int]:
+    """key and value read before the one repeat of their heads the model wrote for both, and that repeat;
+    else (key, value, 1)."""
+    (fewer_keys, repeats), (fewer_values, value_repeats) = _unrepeated(key), _unrepeated(value)
+    return (fewer_keys, fewer_values, repeats) if repeats == value_repeats else (key, value, 1)
 
 
 def _bias(g: GraphBuilder, attn_mask, is_causal: bool, query: Value, key: Value) -> tuple[Value | None, Value | None]:
@@ -143,9 +143,7 @@ def _group_query_attention(g: GraphBuilder, query: Value, key: Value, value: Val
     about twice as fast on CPU as MultiHeadAttention with a causal bias: every sequence of the batch
     whole (seqlens_k T - 1, total length T), no past. It takes fewer key/value heads itself, so keys and values
     the model repeated are read before the repeat."""
-    (fewer_keys, repeats), (fewer_values, value_repeats) = _unrepeated(key), _unrepeated(value)
-    if repeats == value_repeats:
-        key, value = fewer_keys, fewer_values
+    key, value, _ = _unrepeated_pair(key, value)
     heads, kv_heads = query.shape[1], key.shape[1]
     q3, k3, v3 = _seq_layout(g, query), _seq_layout(g, key), _seq_layout(g, value)
     batch, length = key.shape[0], key.shape[2]
@@ -186,11 +184,7 @@ def multi_head_attention(g, query, key, value, attn_mask=None, dropout_p=0.0, is
     repeats = heads // key.shape[1]
     if repeats == 1:
         # keys and values whose heads the model repeated for GQA (transformers' repeat_kv): read before it
-        (fewer_keys, repeats), (fewer_values, value_repeats) = _unrepeated(key), _unrepeated(value)
-        if repeats == value_repeats:
-            key, value = fewer_keys, fewer_values
-        else:
-            repeats = 1
+        key, value, repeats = _unrepeated_pair(key, value)
     q3, k3, v3 = _seq_layout(g, query), _seq_layout(g, key, repeats), _seq_layout(g, value, repeats)
     bias, empty = _bias(g, attn_mask, is_causal, q3, k3)
     out = g.op("MultiHeadAttention", q3, k3, v3, None, None, bias, domain=MICROSOFT, num_heads=heads,

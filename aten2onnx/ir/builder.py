@@ -160,6 +160,21 @@ def node_inputs(nodes: list[Node]):
                 yield from attr.outer_refs()
 
 
+def static_ints(value: Value | None) -> list[int] | None:
+    """A constant 1-D int64 value's entries (a shape, axes, sizes); None where it is not one."""
+    if value is None or value.const is None or value.const.dtype != torch.int64 or value.const.dim() != 1 \
+            or lazy.is_lazy(value.const):
+        return None
+    return [int(v) for v in value.const.tolist()]
+
+
+def axes_of(node: Node) -> list[int] | None:
+    """The axes a node names (Unsqueeze, Squeeze, a Reduce): its attribute, or its constant second input, as
+    later opsets take them; None where neither gives them."""
+    return list(node.attrs["axes"]) if len(node.inputs) < 2 and "axes" in node.attrs else static_ints(
+        node.inputs[1] if len(node.inputs) > 1 else None)
+
+
 def value_info(value: Value) -> onnx.ValueInfoProto:
     elem = _dtypes.to_onnx(value.dtype) if value.dtype is not None else onnx.TensorProto.UNDEFINED
     return helper.make_tensor_value_info(value.name, elem, None if value.shape is None else list(value.shape))
