@@ -26,9 +26,11 @@ ALLOWED = {
     "registry": BASE,
     "ir": BASE | {"_aten_node"},
     "symbolic": BASE | {"registry", "ir", "_packed_rnn", "_fractional_pool"},
-    "exporter": BASE | {"_aten_node", "_packed_rnn", "_fractional_pool", "registry", "ir", "symbolic"},
-    # (_packed_rnn and _fractional_pool define the aten2onnx:: ops a saved model may call)
-    "runtime": BASE | {"_aten_node", "_packed_rnn", "_fractional_pool"},
+    "_contrib_math": set(),
+    "exporter": BASE | {"_aten_node", "_packed_rnn", "_fractional_pool", "_contrib_math", "registry", "ir", "symbolic"},
+    # (_packed_rnn and _fractional_pool define the aten2onnx:: ops a saved model may call; _contrib_math the
+    # arithmetic of onnxruntime's contrib ops, which the exporter's capture ops and the runtime's kernels share)
+    "runtime": BASE | {"_aten_node", "_packed_rnn", "_fractional_pool", "_contrib_math"},
 }
 
 

@@ -20,6 +20,7 @@ import onnx
 import torch
 import torch.fx
 
+from aten2onnx._contrib_math import causal_grouped_attention, rotate
 from aten2onnx.exporter.passes import Pass, Program
 from aten2onnx.exporter.transformers_compat import pop_cache
 from aten2onnx.ir import lazy
@@ -62,14 +63,7 @@ def group_query_attention(query: torch.Tensor, key: torch.Tensor | None, value: 
         cos, sin = cos_cache[positions][:, None], sin_cache[positions][:, None]
         q, k = rotate(q, cos, sin), rotate(k, cos, sin)
     present_key, present_value = torch.cat([past_key, k], 2), torch.cat([past_value, v], 2)
-    keys = present_key.repeat_interleave(num_heads // kv_num_heads, 1)
-    values = present_value.repeat_interleave(num_heads // kv_num_heads, 1)
-    scores = (q.float() @ keys.float().transpose(-1, -2)) * scale
-    if attention_bias is not None:
-        scores = scores + attention_bias.float()
-    visible = torch.arange(keys.shape[2])[None, None, :] <= indices[:, :, None]
-    scores = scores.masked_fill(~visible[:, None], float("-inf"))
-    out = (scores.softmax(-1) @ values.float()).to(query.dtype)
+    out = causal_grouped_attention(q, present_key, present_value, indices, scale, attention_bias)
     return out.transpose(1, 2).reshape(batch, seq, num_heads * head), present_key, present_value
 
 
@@ -80,13 +74,6 @@ def _(query, key, value, past_key, past_value, seqlens_k, total_sequence_length,
     head = past_key.shape[-1]
     present = past_key.new_empty(batch, kv_num_heads, past_key.shape[2] + seq, head)
     return query.new_empty(batch, seq, num_heads * head), present, torch.empty_like(present)
-
-
-def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """The rotary (halves, not interleaved) on the first 2 * cos.shape[-1] features of x."""
-    half = cos.shape[-1]
-    x1, x2, rest = x[..., :half], x[..., half:2 * half], x[..., 2 * half:]
-    return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin, rest], -1).to(x.dtype)
 
 
 @torch.library.custom_op("aten2onnx::rotary_embedding", mutates_args=())

@@ -11,6 +11,7 @@ import math
 import torch
 
 from aten2onnx import _dtypes
+from aten2onnx._contrib_math import causal_grouped_attention
 from aten2onnx.runtime.kernel import Kernel, kernel
 
 
@@ -253,12 +254,8 @@ class GroupQueryAttention(Kernel):
         if past_key is not None:
             k, v = torch.cat([past_key, k], 2), torch.cat([past_value, v], 2)
         positions = seqlens_k.long()[:, None] + 1 - s + torch.arange(s)[None]  # [B, S]
-        visible = torch.arange(k.shape[2])[None, None, :] <= positions[:, :, None]  # [B, S, T]
-        repeats = self.heads // self.kv_heads
-        scores = torch.matmul(q, k.repeat_interleave(repeats, 1).transpose(-1, -2))
-        scores = scores * (1.0 / math.sqrt(q.shape[-1]) if self.scale is None else self.scale)
-        scores = scores.masked_fill(~visible[:, None], float("-inf"))
-        out = torch.matmul(torch.softmax(scores, -1), v.repeat_interleave(repeats, 1))
+        scale = 1.0 / math.sqrt(q.shape[-1]) if self.scale is None else self.scale
+        out = causal_grouped_attention(q, k, v, positions, scale)
         results = out.transpose(1, 2).reshape(b, s, -1).to(query.dtype), k, v
         return results[:len(self.node.output)] if self.node is not None else results
 
