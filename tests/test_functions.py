@@ -77,6 +77,24 @@ def test_gpt2_twelve_blocks_make_one_function():
         torch.testing.assert_close(functions.run(ids).last_hidden_state, model(ids).last_hidden_state)
 
 
+def test_bert_layers_as_functions_keep_the_flat_exports_sums():
+    from transformers.models.bert.modeling_bert import BertLayer
+
+    model = models.bert(layers=2).eval()
+    ids = models.token_ids()
+    flat = aten2onnx.export(model, (ids,))
+    functions = aten2onnx.export(model, (ids,), functions=[BertLayer])
+    assert _calls(functions.model_proto) == {"BertLayer": 2}
+    # a residual sum its own layer's norm alone reads is a Sum in the body as in the flat export (onnxruntime
+    # would fuse an Add into its slower SkipLayerNormalization): inlined, the two plan the same kernels
+    assert collections.Counter(n.op_type for n in functions.model_proto.functions[0].node)["Sum"] == 2
+    assert _kernels(functions) == _kernels(flat)
+    feeds = {"input_ids": ids.numpy()}
+    with torch.no_grad():
+        want = model(ids).last_hidden_state.numpy()
+    np.testing.assert_allclose(_ort(functions.model_proto, feeds)[0], want, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("opset", [13, 18, MAX_OPSET])
 def test_gpt2_at_opsets(opset):
     from transformers.models.gpt2.modeling_gpt2 import GPT2Block

@@ -69,6 +69,14 @@ def selected_classes(spec: bool | Sequence[Any], stacks: Iterable[tuple[Entry, .
     return chosen, notes
 
 
+def same_call(stacks: dict[int, tuple[Entry, ...]], classes: set[str]) -> Callable[[Node, Node], bool]:
+    """Whether two nodes will be in one function call: the innermost call of a class in `classes` each was
+    made in is the same (or neither was made in one)."""
+    def call(node: Node) -> str | None:
+        return next((key for key, _, cls in reversed(stacks.get(id(node), ())) if cls in classes), None)
+    return lambda a, b: call(a) == call(b)
+
+
 def extract(g: GraphBuilder, nodes: list[Node], stacks: dict[int, tuple[Entry, ...]], classes: set[str],
             graph_outputs: Sequence[Value]) -> Extracted:
     """nodes with each call of a class in `classes` replaced by a call node of a local function."""

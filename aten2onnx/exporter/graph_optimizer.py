@@ -97,14 +97,16 @@ class _Uses:
         return True
 
 
-def optimize(g: GraphBuilder, nodes: list[Node], outputs: list[Value], *, merge: bool = True,
+def optimize(g: GraphBuilder, nodes: list[Node], outputs: list[Value], *,
+             same_call: Callable[[Node, Node], bool] | None = None,
              onnxruntime: bool = False) -> tuple[list[Node], list[torch.Tensor]]:
     """The optimized node list (outputs keep their Values and names), and the module tensors folded
     weights were computed from (an in-place change to one of them after export must be refused, as
-    for the weights themselves). merge: whether nodes may be merged, and rewritten by what reads them outside
-    their module (not when local functions are extracted afterwards: a merged node would belong to two
-    calls, and a rewritten one make its call's body differ from the others'). onnxruntime: also write what
-    onnxruntime runs fastest as its contrib ops (a 4-bit weight's matmul as MatMulNBits)."""
+    for the weights themselves). same_call: when local functions are extracted afterwards, whether two
+    nodes were made in one module call; then no two nodes are merged (the merged one would belong to two
+    calls) and a node is rewritten by what reads it only within its call (or that call's body would differ
+    from the others'). onnxruntime: also write what onnxruntime runs fastest as its contrib ops (a 4-bit
+    weight's matmul as MatMulNBits)."""
     sources: list[torch.Tensor] = []
     nodes = _tidy(nodes, outputs)
     nodes = _fold_weights(g, nodes, outputs, sources)
@@ -113,9 +115,7 @@ def optimize(g: GraphBuilder, nodes: list[Node], outputs: list[Value], *, merge:
     nodes = _dynamic_quantization(nodes, outputs)
     nodes = _rewrite_each(g, nodes, outputs, _on_integers)
     nodes = _four_bit_matmuls(g, nodes, outputs, contrib=onnxruntime)
-    if merge:  # (a sum is written as Sum where its readers say so: the last of repeated blocks, whose sum
-        # ln_f alone reads, would no longer be the same local function as the others)
-        nodes = _layer_norm_sums(live_nodes(nodes, outputs), outputs)
+    nodes = _layer_norm_sums(live_nodes(nodes, outputs), outputs, same_call or (lambda a, b: True))
     if onnxruntime:
         nodes = _rewrite_each(g, nodes, outputs, lambda g, node, uses: _packed_attention(g, node, uses, sources))
         nodes = _skip_rms_norms(g, live_nodes(nodes, outputs), outputs)
@@ -124,7 +124,7 @@ def optimize(g: GraphBuilder, nodes: list[Node], outputs: list[Value], *, merge:
         nodes = _tidy(_rewrite_each(g, nodes, outputs, functools.partial(_rotary_embedding, contrib=False)), outputs)
     if op_types.signature("RMSNormalization", g.opset) is not None:
         nodes = _rms_normalizations(g, live_nodes(nodes, outputs), outputs)
-    if merge:
+    if same_call is None:
         nodes = _merge_duplicates(nodes, outputs)
     return live_nodes(nodes, outputs), sources
 
@@ -797,23 +797,25 @@ def _plain_add(node: Node | None) -> bool:
             and len(node.inputs) == 2 and None not in node.inputs)
 
 
-def _layer_norm_sums(nodes: list[Node], outputs: list[Value]) -> list[Node]:
+def _layer_norm_sums(nodes: list[Node], outputs: list[Value], same_call: Callable[[Node, Node], bool]
+                     ) -> list[Node]:
     """An Add of float32 tensors whose one reader is a LayerNormalization, as Sum; an Add before it that only it
     reads (a linear layer's bias, an embedding's first sum) joins the Sum. onnxruntime fuses Add and
     LayerNormalization into its SkipLayerNormalization, which its CPU provider (1.32) runs 4 to 5 times
     slower than the two ops it replaces (50 us against 12 us on [1, 64, 128]; BERT's five cost it about a
     fifth of its latency), and does not fuse Sum. Sum adds its inputs in order, so the result is the
-    Adds' own."""
+    Adds' own. Only Adds the norm's module call made (same_call): the sum of the last of repeated blocks,
+    which a final norm alone reads, stays the same function body as the others'."""
     uses = _Uses(nodes, outputs)
     for node in nodes:
         if not _plain_add(node) or node.outputs[0].dtype != torch.float32:
             continue
         norm = _reader(node.outputs[0], uses, "LayerNormalization")
-        if norm is None or norm.inputs[0] is not node.outputs[0]:
+        if norm is None or norm.inputs[0] is not node.outputs[0] or not same_call(node, norm):
             continue
         terms = list(node.inputs)
         for i, term in enumerate(node.inputs):
-            if _plain_add(term.producer) and uses.only_reader(term) is node:
+            if _plain_add(term.producer) and uses.only_reader(term) is node and same_call(term.producer, node):
                 # (a + b) + c, or c + (a + b), which is the same float: Sum(a, b, c)
                 terms = [*term.producer.inputs, node.inputs[1 - i]]
                 break

@@ -20,7 +20,7 @@ from aten2onnx.errors import ArgumentError, ExportError, InvalidInputError
 from aten2onnx.ir.builder import (GraphBuilder, Node, Subgraph, Value, fill_tensor_proto, live_nodes, node_inputs,
                                   tensor_nbytes, tensor_view, value_info)
 from aten2onnx.ir import lazy, op_types
-from aten2onnx.exporter.functions import DOMAIN as FUNCTIONS_DOMAIN, extract as extract_functions
+from aten2onnx.exporter.functions import DOMAIN as FUNCTIONS_DOMAIN, extract as extract_functions, same_call
 from aten2onnx.exporter import graph_optimizer, residency
 from aten2onnx.exporter.progress import Progress
 from aten2onnx.exporter.translate import Translation
@@ -90,7 +90,8 @@ def build_model(t: Translation, *, opset: int, output_names: list[str] | None, e
         final.append(value)
     nodes = live_nodes(nodes, final)
     if optimize:
-        nodes, sources = graph_optimizer.optimize(g, nodes, final, merge=not functions,
+        together = same_call(t.module_stacks, set(functions)) if functions else None
+        nodes, sources = graph_optimizer.optimize(g, nodes, final, same_call=together,
                                                   onnxruntime=optimize == "onnxruntime")
         if watched is not None:
             watched.extend(sources)
