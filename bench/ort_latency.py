@@ -6,8 +6,9 @@ export (its default, which runs onnxscript's optimizer) and, for
 the transformer models onnxruntime's transformer optimizer knows, that optimizer run on torch.onnx's
 export (`onnxruntime.transformers.optimizer.optimize_model`, its fused contrib ops). Each file runs in
 onnxruntime's CPU provider with one thread at its default (full) graph optimization; the sessions
-take turns within each round, in an order that rotates from round to round, and each cell is the
-median over rounds of the mean of --inner runs. The models' all-zero biases (random init) are given
+take turns within each round, in an order that rotates from round to round, each running --inner
+times; a latency is the median over rounds of each round's median run, a ratio the median over rounds of
+the two files' paired per-round ratio (a burst of load slows one round's files together). The models' all-zero biases (random init) are given
 small random values first, as a trained model's are (torch.onnx's optimizer drops a zero bias). Printed per model: nodes, file size, median latency,
 the ratio of each to torch.onnx's (below 1.00: faster than torch.onnx), and each file's largest
 error against eager relative to eager's largest magnitude.
@@ -173,19 +174,30 @@ def session(data: bytes) -> ort.InferenceSession:
     return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
 
 
-def measure(calls: dict[str, Callable[[], object]], rounds: int, inner: int) -> dict[str, float]:
+def measure(calls: dict[str, Callable[[], object]], rounds: int, inner: int) -> dict[str, list[float]]:
+    """Each call's cells, one per round: in each round every call runs `inner` times in turn (the order
+    rotating from round to round), its cell the median of those runs."""
     for call in calls.values():
         call()
-    times: dict[str, list[float]] = {name: [] for name in calls}
+    cells: dict[str, list[float]] = {name: [] for name in calls}
     names = list(calls)
     for r in range(rounds):
         shift = r % len(names)
         for name in names[shift:] + names[:shift]:
-            start = time.perf_counter()
+            runs = []
             for _ in range(inner):
+                start = time.perf_counter()
                 calls[name]()
-            times[name].append((time.perf_counter() - start) / inner)
-    return {name: statistics.median(t) for name, t in times.items()}
+                runs.append(time.perf_counter() - start)
+            cells[name].append(statistics.median(runs))
+    return cells
+
+
+def paired(cells: dict[str, list[float]], name: str, anchor: str) -> float:
+    """The median over rounds of name's cell over anchor's cell of the same round. A burst of load on the
+    machine slows the calls of one round together, so it moves neither a paired ratio much nor a median of
+    them (a ratio of two medians over rounds moves with every burst that lands on one file's cells)."""
+    return statistics.median(a / b for a, b in zip(cells[name], cells[anchor]))
 
 
 def main() -> None:
@@ -198,7 +210,8 @@ def main() -> None:
     torch.set_num_threads(1)
     logging.disable(logging.WARNING)  # (torch.onnx logs each torchvision op it skips)
     print(f"torch {torch.__version__}, onnxruntime {ort.__version__}, aten2onnx {aten2onnx.__version__}; "
-          f"1 thread, {args.rounds} rounds of {args.inner} runs, medians; ratios to torch.onnx")
+          f"1 thread, {args.rounds} rounds of {args.inner} runs; medians of per-round medians and of paired "
+          "per-round ratios to torch.onnx")
     worst, ratios, more_nodes, larger = 0.0, [], [], []
     contrib, contrib_vs_ort = [], {}
     for name in args.models.split(","):
@@ -212,20 +225,22 @@ def main() -> None:
         scale = max(float(np.abs(want).max()), np.finfo(np.float32).tiny)
         errors = {label: float(np.abs(s.run(None, feeds[label])[0] - want).max()) / scale for label, s in sessions.items()}
         calls = {label: (lambda s=s, f=feeds[label]: s.run(None, f)) for label, s in sessions.items()}
-        medians = measure(calls, args.rounds, args.inner)
-        anchor = medians.get("torch.onnx", medians["aten2onnx"])
+        cells = measure(calls, args.rounds, args.inner)
+        medians = {label: statistics.median(c) for label, c in cells.items()}
+        anchor = "torch.onnx" if "torch.onnx" in cells else "aten2onnx"
+        ratios_to = {label: paired(cells, label, anchor) for label in cells}
         print(f"\n{name}" + ("" if "torch.onnx" in files else " (torch.onnx failed; ratios to our default export)"))
         print(f"  {'export':30} {'nodes':>6} {'MB':>7} {'ms':>8} {'vs torch.onnx':>14} {'rel. err':>9}")
         for label, data in files.items():
             nodes = len(onnx.load_from_string(data).graph.node)
             print(f"  {label:30} {nodes:6d} {len(data) / 2**20:7.2f} {medians[label] * 1e3:8.3f} "
-                  f"{medians[label] / anchor:13.2f}x {errors[label]:9.1e}")
+                  f"{ratios_to[label]:13.2f}x {errors[label]:9.1e}")
         if "torch.onnx" not in files:
             continue
-        ratio = medians["aten2onnx"] / anchor
-        contrib.append(medians[ONNXRUNTIME] / anchor)
+        ratio = ratios_to["aten2onnx"]
+        contrib.append(ratios_to[ONNXRUNTIME])
         if ORT_OPTIMIZER in medians:
-            contrib_vs_ort[name] = medians[ONNXRUNTIME] / medians[ORT_OPTIMIZER]
+            contrib_vs_ort[name] = paired(cells, ONNXRUNTIME, ORT_OPTIMIZER)
         worst = max(worst, ratio)
         ratios.append(ratio)
         counts = {label: len(onnx.load_from_string(data).graph.node) for label, data in files.items()}
