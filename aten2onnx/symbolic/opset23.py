@@ -9,7 +9,7 @@ import math
 import torch
 
 from aten2onnx import registry
-from aten2onnx.symbolic._helpers import cast, opmath
+from aten2onnx.symbolic._helpers import cast, dim_size, opmath
 from aten2onnx.symbolic.opset9_attention import attention, masks_nothing, no_attention_dropout, repeat_heads
 
 register = functools.partial(registry.register, opset=23)
@@ -33,6 +33,8 @@ def aten_scaled_dot_product_attention(g, query, key, value, attn_mask=None, drop
     query, key, value = (cast(g, x, acc) for x in (query, key, value))
     if attn_mask is not None and attn_mask.dtype != torch.bool:
         attn_mask = cast(g, attn_mask, acc)
+    if attn_mask is not None:
+        attn_mask = _full_rows(g, attn_mask, query, key)
     scale_attribute = None if scale is None else float(scale)
     if acc == torch.float64 and isinstance(query.shape[-1], int):
         # Attention's scale is a FLOAT attribute, which rounds a float64 scale to float32 (onnxruntime was
@@ -42,6 +44,17 @@ def aten_scaled_dot_product_attention(g, query, key, value, attn_mask=None, drop
         scale_attribute = 1.0
     out = g.op("Attention", query, key, value, attn_mask, is_causal=int(is_causal), scale=scale_attribute)
     return cast(g, out, dtype)
+
+
+def _full_rows(g, attn_mask, query, key):
+    """attn_mask with its last two dims the query and key lengths: Attention takes a mask broadcast over those
+    as the spec says, but onnxruntime's kernel (1.32) refuses one that is not [..., S, T] when run
+    ("inconsistent q_sequence_length"); batch and head dims may stay broadcast."""
+    rows, keys = query.shape[2], key.shape[2]
+    if attn_mask.shape is not None and attn_mask.rank >= 2 and None not in (rows, keys) \
+            and tuple(attn_mask.shape[-2:]) == (rows, keys):
+        return attn_mask
+    return g.op("Expand", attn_mask, g.int_list([dim_size(g, query, 2), dim_size(g, key, 2)]))
 
 
 @register("aten::rms_norm.default")
