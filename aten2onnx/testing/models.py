@@ -293,6 +293,14 @@ def _broadcastable(a: Val, b: Val) -> bool:
         return False
 
 
+def _fits(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    """Whether shape broadcasts to target without growing it."""
+    try:
+        return tuple(torch.broadcast_shapes(shape, target)) == tuple(target)
+    except RuntimeError:
+        return False
+
+
 def _other(ctx: Context, a: Val, accept: Callable[[Val], bool] = lambda v: True) -> Val | None:
     return ctx.pick(lambda v: _broadcastable(a, v) and accept(v))
 
@@ -503,6 +511,14 @@ def _norm(ctx: Context) -> Made | None:
         if _finite(a):  # see _finite
             options += [f"F.max_pool{r - 2}d({n}, 1)", f"F.scaled_dot_product_attention({n}, {n}, {n})",
                         f"F.scaled_dot_product_attention({n}, {n}, {n}, is_causal=True)"]
+            # a mask of the scores [..., S, S], bool or added to them, broadcast over the query rows (one per
+            # key), over the keys (one per row), or another value that broadcasts to them
+            scores = (*a.shape[:-1], a.shape[-2])
+            m = ctx.pick(lambda v: v.dtype in FLOATS and 2 <= v.rank <= r and _finite(v) and _fits(v.shape, scores))
+            masks = [f"{n}.sum(-1, keepdim=True).transpose(-1, -2)", f"{n}.sum(-1, keepdim=True)"]
+            for mask in masks + ([m.name] if m is not None else []):
+                options += [f"F.scaled_dot_product_attention({n}, {n}, {n}, attn_mask={mask} > 0)",
+                            f"F.scaled_dot_product_attention({n}, {n}, {n}, attn_mask={mask}.to({n}.dtype))"]
     if r == 3 and _finite(a):
         options.append(f"F.interpolate({n}, size=5, mode='linear')")
     if a.exact:  # a norm divides by the spread, which rounding noise in an inexact near-constant input is
