@@ -47,8 +47,9 @@ def aten_scaled_dot_product_attention(g, query, key, value, attn_mask=None, drop
 
 
 def _full_rows(g, attn_mask, query, key):
-    """attn_mask with its last two dims the query and key lengths: Attention takes a mask broadcast over those
-    as the spec says, but onnxruntime's kernel (1.32) refuses one that is not [..., S, T] when run
+    """attn_mask with its last two dims the query and key lengths. The spec broadcasts a mask over the query
+    rows but pads a last dim shorter than the keys with -inf (a per-row [..., S, 1] mask would attend to key
+    0 alone, where ATen broadcasts it), and onnxruntime's kernel (1.32) refuses any mask not [..., S, T]
     ("inconsistent q_sequence_length"); batch and head dims may stay broadcast."""
     rows, keys = query.shape[2], key.shape[2]
     if attn_mask.shape is not None and attn_mask.rank >= 2 and None not in (rows, keys) \
