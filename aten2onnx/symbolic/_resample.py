@@ -1,6 +1,9 @@
-"""Resampling weights computed in the graph, for a spatial size known only at run time: per axis the
-[n_in, n_out] float64 matrix that opset9_nn's separable resampling multiplies by (linear, cubic and
-area weights as ATen's CPU kernels compute them), built from positions (Range by NonZero) and sizes."""
+"""Resampling weights computed in the graph, for a spatial size known only at run time, as ATen's CPU
+kernels compute them, built from positions (Range by NonZero) and sizes: per axis, linear and cubic
+interpolation as taps (for each output, the input position each tap reads, int64 [n_out], and its
+float64 weight [n_out]), which opset9_nn's separable resampling gathers, so that a NaN or an infinity
+reaches only the outputs that read it as in eager; adaptive averaging as the [n_in, n_out] float64 matrix
+it multiplies by."""
 
 from __future__ import annotations
 
@@ -49,24 +52,13 @@ def _guard(g: GraphBuilder, src: Value, n_in: Value) -> tuple[Value, Value]:
     return index, t
 
 
-def _matrix(g: GraphBuilder, n_in: Value, taps: list[tuple[Value, Value]]) -> Value:
-    """[n_in, n_out]: column i holds each tap's weight w[i] at its row idx[i] (taps at one row add up)."""
-    rows = g.unsqueeze(arange_of(g, n_in, has_range=False), [1])
-    total = None
-    for index, weight in taps:
-        hit = cast(g, g.equal(rows, g.unsqueeze(index, [0])), F64)
-        term = g.op("Mul", hit, g.unsqueeze(weight, [0]))
-        total = term if total is None else g.op("Add", total, term)
-    return total
-
-
-def linear(g: GraphBuilder, n_in: int | Value, n_out: int | Value, align_corners: bool, scale) -> Value:
-    """Linear interpolation weights (upsample_linear1d, bilinear2d, trilinear3d along one axis)."""
+def linear(g: GraphBuilder, n_in: int | Value, n_out: int | Value, align_corners: bool, scale) -> list[tuple[Value, Value]]:
+    """Linear interpolation along one axis (upsample_linear1d, bilinear2d, trilinear3d) as its two taps."""
     n_in, n_out = as_value(g, n_in, I64), as_value(g, n_out, I64)
     index, t = _guard(g, _source_index(g, n_in, n_out, align_corners, scale, cubic=False), n_in)
     inner = g.op("Less", index, g.op("Sub", n_in, g.const(1, dtype=I64)))
     after = g.op("Add", index, cast(g, inner, I64))
-    return _matrix(g, n_in, [(index, g.op("Sub", g.const(1.0, dtype=F64), t)), (after, t)])
+    return [(index, g.op("Sub", g.const(1.0, dtype=F64), t)), (after, t)]
 
 
 def cubic_weights(g: GraphBuilder, t: Value) -> list[Value]:
@@ -87,14 +79,13 @@ def cubic_weights(g: GraphBuilder, t: Value) -> list[Value]:
     return [far(g.op("Add", t, one)), near(t), near(rest), far(g.op("Add", rest, one))]
 
 
-def cubic(g: GraphBuilder, n_in: int | Value, n_out: int | Value, align_corners: bool, scale) -> Value:
-    """Bicubic interpolation weights along one axis: four taps, their positions clamped to the input."""
+def cubic(g: GraphBuilder, n_in: int | Value, n_out: int | Value, align_corners: bool, scale) -> list[tuple[Value, Value]]:
+    """Bicubic interpolation along one axis as its four taps, their positions clamped to the input."""
     n_in, n_out = as_value(g, n_in, I64), as_value(g, n_out, I64)
     index, t = _guard(g, _source_index(g, n_in, n_out, align_corners, scale, cubic=True), n_in)
     last = g.op("Sub", n_in, g.const(1, dtype=I64))
-    taps = [(int_clamp(g, g.op("Add", index, g.const(j - 1, dtype=I64)), 0, last), w)
+    return [(int_clamp(g, g.op("Add", index, g.const(j - 1, dtype=I64)), 0, last), w)
             for j, w in enumerate(cubic_weights(g, t))]
-    return _matrix(g, n_in, taps)
 
 
 def area(g: GraphBuilder, n_in: int | Value, n_out: int | Value) -> Value:

@@ -259,10 +259,10 @@ def aten_log_sigmoid(g, self):
 def separable(g, x, op, args_for, dynamic_for=None, spatial=None):
     """x resampled by op, an ATen op that is linear and separable over the trailing `spatial` axes
     (all but batch and channel by default; linear, bilinear, bicubic, trilinear, area): along each
-    axis, a MatMul by the matrix that op makes of an identity basis laid along that axis. Transpose and
-    MatMul read the same at every opset. An axis of a size known only at run time (or an output size
-    the graph computes) takes dynamic_for(k, n_in)'s matrix instead, computed in the graph
-    (_resample.py). Half types are resampled in float32 and rounded once (ATen's CPU kernels
+    axis, the entries each output reads (gathered_taps) weighed as op weighs an identity basis laid along
+    that axis. An axis of a size known only at run time (or an output size the graph computes) takes
+    dynamic_for(k, n_in)'s taps instead (interpolation: each output's input positions and weights,
+    gathered), or its matrix (adaptive averaging: a MatMul), computed in the graph (_resample.py). Half types are resampled in float32 and rounded once (ATen's CPU kernels
     accumulate them in float32; some round between axes or keep their weights in the dtype, which
     this does not follow)."""
     spatial = x.rank - 2 if spatial is None else spatial
@@ -288,7 +288,14 @@ def separable(g, x, op, args_for, dynamic_for=None, spatial=None):
         elif dynamic_for is None:
             raise NotImplementedError("this resampling is exported for static shapes only")
         else:
-            resampled = g.op("MatMul", moved, cast(g, dynamic_for(k, dim_size(g, x, axis)), acc))
+            made = dynamic_for(k, dim_size(g, x, axis))
+            if isinstance(made, list):  # taps (index, weight), each [n_out]: gathered, as gathered_taps does
+                resampled = None
+                for index, weight in made:
+                    term = g.op("Mul", g.op("Gather", moved, index, axis=x.rank - 1), cast(g, weight, acc))
+                    resampled = term if resampled is None else g.op("Add", resampled, term)
+            else:
+                resampled = g.op("MatMul", moved, cast(g, made, acc))
         out = g.op("Transpose", resampled, perm=inverse)
     return cast(g, out, dtype)
 
