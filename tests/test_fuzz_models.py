@@ -177,6 +177,12 @@ FOUND = [
     program([("x0", (2, 1, 3, 1), F32)],
             [("v0", "F.scaled_dot_product_attention(x0, x0, x0, attn_mask=x0.sum(-1, keepdim=True) > 0)")], ("v0",),
             dynamic=True, seed=47614),
+    # linear resampling of a length known only at run time was a MatMul by the whole weight matrix, so an
+    # infinity (x / 0 here) reached every output of its row through the zero weights (the static case was
+    # fixed at seed 31729); its taps are gathered now (seed 8400000, program 8401791)
+    program([("x1", (2,), torch.bool), ("x2", (2, 2, 1), torch.int8)],
+            [("v0", "x1.double()"), ("v5", "x2 / v0"), ("v7", "F.interpolate(v5, size=5, mode='linear')")], ("v7",),
+            dynamic=True, seed=47519),
 ]
 
 

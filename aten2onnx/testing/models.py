@@ -519,6 +519,14 @@ def _norm(ctx: Context) -> Made | None:
             for mask in masks + ([m.name] if m is not None else []):
                 options += [f"F.scaled_dot_product_attention({n}, {n}, {n}, attn_mask={mask} > 0)",
                             f"F.scaled_dot_product_attention({n}, {n}, {n}, attn_mask={mask}.to({n}.dtype))"]
+            # keys and values of another length (cross-attention), with a mask of one per key
+            kv = ctx.pick(lambda v: v.dtype == a.dtype and v.rank == r and tuple(v.shape[:-2]) == tuple(a.shape[:-2])
+                          and v.shape[-1] == a.shape[-1] and _finite(v) and v is not a)
+            if kv is not None:
+                keys = f"{kv.name}.sum(-1, keepdim=True).transpose(-1, -2)"
+                options += [f"F.scaled_dot_product_attention({n}, {kv.name}, {kv.name})",
+                            f"F.scaled_dot_product_attention({n}, {kv.name}, {kv.name}, attn_mask={keys} > 0)",
+                            f"F.scaled_dot_product_attention({n}, {kv.name}, {kv.name}, attn_mask={keys}.to({n}.dtype))"]
     if r == 3 and _finite(a):
         options.append(f"F.interpolate({n}, size=5, mode='linear')")
     if a.exact:  # a norm divides by the spread, which rounding noise in an inexact near-constant input is
