@@ -7,10 +7,12 @@ the transformer models onnxruntime's transformer optimizer knows, that optimizer
 export (`onnxruntime.transformers.optimizer.optimize_model`, its fused contrib ops). Each file runs in
 onnxruntime's CPU provider with one thread at its default (full) graph optimization; the sessions
 take turns within each round, in an order that rotates from round to round, each running --inner
-times (each file has two sessions, made in mirrored order, and the rounds alternate between them); a latency is the median over rounds of each round's median run, a ratio the median over rounds of
-the two files' paired per-round ratio (a burst of load slows one round's files together). The models' all-zero biases (random init) are given
-small random values first, as a trained model's are (torch.onnx's optimizer drops a zero bias). Printed per model: nodes, file size, median latency,
-the ratio of each to torch.onnx's (below 1.00: faster than torch.onnx), and each file's largest
+times (each file has two sessions, made in mirrored order, and the rounds alternate between them). A
+latency is the median over rounds of each round's median run; a ratio is the median over rounds of
+the two files' paired per-round ratio (a burst of load slows one round's files together). The models'
+all-zero biases (random init) are given small random values first, as a trained model's are
+(torch.onnx's optimizer drops a zero bias). Printed per model: nodes, file size, median latency, the
+ratio of each to torch.onnx's (below 1.00: faster than torch.onnx), and each file's largest
 error against eager relative to eager's largest magnitude.
 
 torch.onnx's dynamo export needs onnxscript (`pip install onnxscript`), which aten2onnx does not.

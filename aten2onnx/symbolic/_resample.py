@@ -52,7 +52,8 @@ def _guard(g: GraphBuilder, src: Value, n_in: Value) -> tuple[Value, Value]:
     return index, t
 
 
-def linear(g: GraphBuilder, n_in: int | Value, n_out: int | Value, align_corners: bool, scale) -> list[tuple[Value, Value]]:
+def linear(g: GraphBuilder, n_in: int | Value, n_out: int | Value, align_corners: bool,
+           scale) -> list[tuple[Value, Value]]:
     """Linear interpolation along one axis (upsample_linear1d, bilinear2d, trilinear3d) as its two taps."""
     n_in, n_out = as_value(g, n_in, I64), as_value(g, n_out, I64)
     index, t = _guard(g, _source_index(g, n_in, n_out, align_corners, scale, cubic=False), n_in)
@@ -79,7 +80,8 @@ def cubic_weights(g: GraphBuilder, t: Value) -> list[Value]:
     return [far(g.op("Add", t, one)), near(t), near(rest), far(g.op("Add", rest, one))]
 
 
-def cubic(g: GraphBuilder, n_in: int | Value, n_out: int | Value, align_corners: bool, scale) -> list[tuple[Value, Value]]:
+def cubic(g: GraphBuilder, n_in: int | Value, n_out: int | Value, align_corners: bool,
+          scale) -> list[tuple[Value, Value]]:
     """Bicubic interpolation along one axis as its four taps, their positions clamped to the input."""
     n_in, n_out = as_value(g, n_in, I64), as_value(g, n_out, I64)
     index, t = _guard(g, _source_index(g, n_in, n_out, align_corners, scale, cubic=True), n_in)

@@ -262,9 +262,9 @@ def separable(g, x, op, args_for, dynamic_for=None, spatial=None):
     axis, the entries each output reads (gathered_taps) weighed as op weighs an identity basis laid along
     that axis. An axis of a size known only at run time (or an output size the graph computes) takes
     dynamic_for(k, n_in)'s taps instead (interpolation: each output's input positions and weights,
-    gathered), or its matrix (adaptive averaging: a MatMul), computed in the graph (_resample.py). Half types are resampled in float32 and rounded once (ATen's CPU kernels
-    accumulate them in float32; some round between axes or keep their weights in the dtype, which
-    this does not follow)."""
+    gathered), or its matrix (adaptive averaging: a MatMul), computed in the graph (_resample.py). Half
+    types are resampled in float32 and rounded once (ATen's CPU kernels accumulate them in float32; some
+    round between axes or keep their weights in the dtype, which this does not follow)."""
     spatial = x.rank - 2 if spatial is None else spatial
     dtype, acc = x.dtype, opmath(x.dtype)
     if not (dtype.is_floating_point or dtype.is_complex):
