@@ -28,6 +28,8 @@ import torchao.quantization.pt2e.quantizer.x86_inductor_quantizer as xiq  # noqa
 INTEGER_KERNELS = {"QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger", "MatMulIntegerToFloat",
                    "DynamicQuantizeMatMul", "QGemm", "MatMulNBits"}
 
+EIGHT_BITS = {onnx.TensorProto.INT8, onnx.TensorProto.UINT8}
+
 
 class CNN(torch.nn.Module):
     def __init__(self):
@@ -137,8 +139,9 @@ def test_pt2e_on_integer_kernels(name, mode):
         ours, kernels, initializers = ort_run(exported, x)
         assert_quantized_result(ours, quantized, fp)
         assert kernels & INTEGER_KERNELS, (opset, sorted(kernels))
-        # every float weight the quantizer quantized is stored as integers
-        assert any(t == onnx.TensorProto.INT8 for t in initializers.values()), initializers
+        # every float weight the quantizer quantized is stored as integers (int8, or shifted to uint8 for
+        # onnxruntime's integer kernels)
+        assert any(t in EIGHT_BITS for t in initializers.values()), initializers
 
 
 @pytest.mark.parametrize("name", ["cnn", "mlp"])
@@ -187,7 +190,7 @@ def test_torchao_quantize(config):
         assert_quantized_result(ours, quantized, fp)
         # the weights are integers in the file, never a float copy (4-bit ones as int4 from opset 21)
         weights = {name: t for name, t in initializers.items() if name.startswith(("fc1.weight", "fc2.weight"))}
-        integers = {onnx.TensorProto.INT8} | ({onnx.TensorProto.INT4} if opset >= 21 else set())
+        integers = EIGHT_BITS | ({onnx.TensorProto.INT4} if opset >= 21 else set())
         assert weights and all(t in integers for t in weights.values()), initializers
         if config.startswith("int4") and opset >= 21:
             assert all(t == onnx.TensorProto.INT4 for t in weights.values()), initializers

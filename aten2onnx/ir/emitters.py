@@ -9,8 +9,8 @@ Softmax/LogSoftmax work along one axis (from 13) or flatten to 2-D at it. `g.top
 an input and keeps the smallest where the version can (11; before, the largest of x with its order reversed); `g.pool` writes ceil_mode and dilations where the
 version has them (10); `g.gather` wraps negative indices where Gather reads none (before 11); `g.gather_elements` is a Gather
 from the flattened tensor before GatherElements (11); `g.round` is spelled with Floor before Round (11); `g.gemm`
-is MatMul and Add for the integers onnxruntime has no Gemm for; `g.matmul_integer` shifts int8 data to
-uint8 for onnxruntime's fast MatMulInteger kernel;
+is MatMul and Add for the integers onnxruntime has no Gemm for; `g.matmul_integer` shifts int8 operands to
+uint8, the pair onnxruntime's kernels sum exactly on every x86 CPU;
 `g.scatter_elements` is Scatter before 11, and it and `g.scatter_nd` take the reductions the version has (16,
 18). Where an op's version takes no such element type, or does not exist yet, `g.equal`, `g.less_or_equal`,
 `g.greater_or_equal`, `g.max`, `g.min` and `g.clip` write the same result with older ops (Equal on floats from
@@ -35,7 +35,7 @@ import onnx
 import torch
 
 from aten2onnx import _dtypes
-from aten2onnx.ir import op_types
+from aten2onnx.ir import lazy, op_types
 
 if TYPE_CHECKING:
     from aten2onnx.ir.builder import Value
@@ -159,24 +159,42 @@ class Emitters:
 
     def matmul_integer(self, a: Value, b: Value, a_zero_point: Value | None = None,
                        b_zero_point: Value | None = None) -> Value:
-        """(a - a_zero_point) @ (b - b_zero_point) summed in int32, for int8/uint8 a and b: MatMulInteger,
-        with an int8 a shifted to uint8 (+128, its zero point too; the same products exactly), since
-        onnxruntime's int8 x int8 kernel is a slow generic one (about 50x its uint8 x int8 on x86); where
-        MatMulInteger does not run (before 10), a MatMul of int32s."""
+        """(a - a_zero_point) @ (b - b_zero_point) summed in int32, for int8/uint8 a and b: MatMulInteger of
+        uint8 operands (an int8 one shifted by 128, its zero point too: the same differences, exactly);
+        where MatMulInteger does not run (before 10), a MatMul of int32s.
+
+        Why uint8 x uint8 (measured with onnxruntime 1.32, MatMulInteger [32, K] x [K, 512], K 256 to 4096,
+        operands over their whole range): its x86 uint8 x int8 kernel sums pairs of products in saturating
+        16-bit arithmetic (PMADDUBSW) on every CPU without VNNI (most deployed x86 CPUs: AVX2, and AVX-512
+        without VNNI), where 98% to 100% of the sums came out wrong, by up to 260,000; int8 x int8 is exact
+        but a generic kernel, 12x to 17x slower; uint8 x uint8 widens to 16 bits before multiplying
+        (PMADDWD), exact on every CPU, at 2.2x to 2.5x the time of uint8 x int8 where VNNI makes that one
+        exact too. A file runs on CPUs its exporter never saw, so it gets the spelling right on all."""
         if not self._runs("MatMulInteger", a, b):
             int32 = _dtypes.to_onnx(torch.int32)
             a, b = (v if zero is None else self.op("Sub", self.op("Cast", v, to=int32), self.op("Cast", zero, to=int32))
                     for v, zero in ((a, a_zero_point), (b, b_zero_point)))
             return self.op("MatMul", self.op("Cast", a, to=int32), self.op("Cast", b, to=int32))
-        if a.dtype == torch.int8:
-            if a_zero_point is None:
-                a_zero_point = self.const(0, dtype=torch.int8)
-            a, a_zero_point = (self.op("Cast", self.op("Add", self.op("Cast", v, to=_dtypes.to_onnx(torch.int16)),
-                                                       self.const(128, dtype=torch.int16)),
-                                       to=_dtypes.to_onnx(torch.uint8)) for v in (a, a_zero_point))
-        inputs = [a, b] + ([a_zero_point, b_zero_point] if b_zero_point is not None else
-                           [a_zero_point] if a_zero_point is not None else [])
-        return self.op("MatMulInteger", *inputs)
+        a, a_zero_point = self.as_uint8(a, a_zero_point)
+        b, b_zero_point = self.as_uint8(b, b_zero_point)
+        return self.op("MatMulInteger", a, b, a_zero_point, b_zero_point)
+
+    def as_uint8(self, q: Value, zero_point: Value | None) -> tuple[Value, Value]:
+        """An int8 quantized value and its zero point (None: 0) as uint8, both shifted by 128 (q - zero_point
+        unchanged); uint8 ones as they are, with a zero point of 0 where there is none. A constant is
+        shifted once, here (a weight stays one initializer of the same bytes)."""
+        if zero_point is None:
+            zero_point = self.const(0, dtype=q.dtype)
+        if q.dtype != torch.int8:
+            return q, zero_point
+        return self._shifted(q), self._shifted(zero_point)
+
+    def _shifted(self, v: Value) -> Value:
+        if v.const is not None and v.kind in ("initializer", "const"):
+            shifted = lazy.apply(_plus_128, v.const)
+            return self.initializer(f"{v.name}.uint8", shifted) if v.kind == "initializer" else self.const(shifted)
+        wide = self.op("Add", self.op("Cast", v, to=_dtypes.to_onnx(torch.int16)), self.const(128, dtype=torch.int16))
+        return self.op("Cast", wide, to=_dtypes.to_onnx(torch.uint8))
 
     def _linear_quantization(self, op_type: str, x: Value, scale: Value, zero_point: Value | None, axis: int | None,
                              block_size: int | None) -> Value | None:
@@ -647,3 +665,9 @@ def _identity(reduction: str, dtype: torch.dtype) -> int | float:
         return -math.inf if reduction == "max" else math.inf
     info = torch.iinfo(dtype)
     return info.min if reduction == "max" else info.max
+
+
+def _plus_128(t: torch.Tensor) -> torch.Tensor:
+    """An int8 tensor shifted to uint8 (+128)."""
+    return (t.to(torch.int16) + 128).to(torch.uint8)
+
