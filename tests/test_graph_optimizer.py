@@ -214,10 +214,10 @@ def test_the_optimizer_agrees_with_the_translation_on_opinfos(name):
 
 def test_the_differential_sweep_names_a_mismatch_the_optimizer_makes(monkeypatch):
     """A broken rewrite (chains collapsed into Transposes that permute nothing) is found as the optimizer's."""
-    from aten2onnx.exporter import graph_optimizer
+    from aten2onnx.exporter.rewrites import tidy
     from optable import opinfo_statuses
 
-    collapse = graph_optimizer._collapse_chains
+    collapse = tidy._collapse_chains
 
     def broken(nodes):
         nodes = collapse(nodes)
@@ -226,7 +226,7 @@ def test_the_differential_sweep_names_a_mismatch_the_optimizer_makes(monkeypatch
                 node.attrs = dict(node.attrs, perm=sorted(node.attrs["perm"]))
         return nodes
 
-    monkeypatch.setattr(graph_optimizer, "_collapse_chains", broken)
+    monkeypatch.setattr(tidy, "_collapse_chains", broken)
     entries = opinfo_statuses("permute", [18], samples=2, differential=True)
     assert entries["18"]["category"].startswith("optimizer:"), entries
 
@@ -282,7 +282,7 @@ RESHAPES = {
 
 @pytest.mark.parametrize("name", list(RESHAPES))
 def test_a_reshape_is_a_no_op_only_where_it_gives_its_input_dims(name):
-    from aten2onnx.exporter.graph_optimizer import _is_no_op
+    from aten2onnx.exporter.rewrites.tidy import _is_no_op
     from aten2onnx.ir.builder import Node, Value
     dims, shape, allowzero, expected = RESHAPES[name]
     x = Value("x", torch.float32, dims, kind="input")

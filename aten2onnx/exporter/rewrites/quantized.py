@@ -1,0 +1,285 @@
+"""Quantized ops: a QuantizeLinear of what a DynamicQuantizeLinear computed read from it (bitwise); dequantized
+matmuls and convolutions on integer kernels (rounding: the sum is exact, scaled once); 4-bit weights laid out for
+onnxruntime's MatMulNBits (bitwise), or as MatMulNBits itself (onnxruntime-only)."""
+
+from __future__ import annotations
+
+import torch
+
+from aten2onnx import _dtypes
+from aten2onnx.exporter.rewrites.core import (CONTRIB_DOMAIN, Context, Rewrite, _constant, _made_since,
+                                              _one_value, _rewrite_each, _scalar, _scope, _Uses)
+from aten2onnx.ir import lazy
+from aten2onnx.ir.builder import GraphBuilder, Node, Value, live_nodes
+
+_INTEGERS = (torch.uint8, torch.int8)
+# dtypes that hold every value of a narrower one exactly (a Cast there and back changes nothing)
+_HOLDS = {torch.float32: (torch.float64,), torch.uint8: (torch.int16, torch.int32, torch.int64, torch.float32,
+                                                          torch.float64),
+          torch.int8: (torch.int16, torch.int32, torch.int64, torch.float32, torch.float64)}
+
+
+def _origin(value: Value) -> Value:
+    """The furthest value back that value is a copy of, through Casts that lose nothing (to a type that
+    holds value's exactly, and back), Identities and Reshapes of one element; value itself if none."""
+    best, current = value, value
+    while True:
+        node = current.producer
+        if node is None or node.domain or node.call is not None or node.op_type not in ("Cast", "Reshape", "Identity"):
+            return best
+        source = node.inputs[0]
+        if source is None or (node.op_type == "Reshape" and not (_scalar(source) or _scalar(current))):
+            return best
+        if source.dtype == value.dtype:
+            best = source
+        elif source.dtype not in _HOLDS.get(value.dtype, ()):
+            return best
+        current = source
+
+
+def _dynamic_quantization(nodes: list[Node], outputs: list[Value]) -> list[Node]:
+    """QuantizeLinear(x, scale, zero_point), and the DequantizeLinear of its result, where the scale and
+    zero point are copies of what a DynamicQuantizeLinear of x computed: its quantized result and its own
+    scale and zero point read directly."""
+    uses = _Uses(nodes, outputs)
+    dynamic = {id(n.inputs[0]): n for n in nodes if n.op_type == "DynamicQuantizeLinear" and not n.domain}
+    for node in nodes:
+        if node.op_type != "QuantizeLinear" or node.domain or len(node.inputs) < 3 or node.call is not None:
+            continue
+        dql = dynamic.get(id(node.inputs[0]))
+        if dql is None or node.attrs.get("axis") not in (None, 1) or "block_size" in node.attrs:
+            continue
+        _, scale, zero_point = dql.outputs
+        if _origin(node.inputs[1]) is not scale or _origin(node.inputs[2]) is not zero_point:
+            continue
+        if node.outputs[0].dtype != zero_point.dtype:
+            continue
+        for reader, _ in list(uses.readers.get(id(node.outputs[0]), [])):
+            if (reader.op_type == "DequantizeLinear" and not reader.domain and len(reader.inputs) == 3
+                    and _origin(reader.inputs[1]) is scale and _origin(reader.inputs[2]) is zero_point):
+                reader.inputs[1], reader.inputs[2] = scale, zero_point
+        uses.replace(node.outputs[0], dql.outputs[0])
+    return live_nodes(nodes, outputs)
+
+
+# -- quantized ops on integer kernels -----------------------------------------------------------------------
+
+
+def _quantized_again(value: Value, uses: _Uses) -> bool:
+    """Whether a QuantizeLinear of constant scale and zero point reads value, directly or through a Relu or
+    Clip (onnxruntime fuses those into QLinearConv and QLinearMatMul, which requantize on integers)."""
+    for reader, _ in uses.readers.get(id(value), []):
+        if reader.op_type == "QuantizeLinear" and not reader.domain and all(_constant(v) for v in reader.inputs[1:]):
+            return True
+        if reader.op_type in ("Relu", "Clip") and not reader.domain and _quantized_again(reader.outputs[0], uses):
+            return True
+    return False
+
+
+_FOUR_BITS = (torch.int4, torch.uint4)
+
+
+def _matmul_nbits_inputs(g: GraphBuilder, w: Value, scale: torch.Tensor, zero: torch.Tensor | None,
+                         block: int) -> list[Value]:
+    """MatMulNBits' B, scales and zero points for a 4-bit weight w [N, K] with scale (and zero point)
+    [N, K / block]: unsigned 4-bit values (a signed one plus 8, its zero point too), each row's blocks
+    of block values packed two per byte, low nibble first; the zero points packed likewise per row."""
+    n, k = w.shape
+    offset = 8 if w.dtype == torch.int4 else 0
+
+    def unsigned(t: torch.Tensor) -> torch.Tensor:
+        return (t.view(_dtypes.PACKED[t.dtype]) if t.dtype in _dtypes.PACKED else t).to(torch.int16) + offset
+
+    blocks = k // block
+    nibbles = unsigned(w.const).reshape(n, blocks, block // 2, 2)
+    b = (nibbles[..., 0] | (nibbles[..., 1] << 4)).to(torch.uint8)
+    zp = unsigned(zero) if zero is not None else torch.full((n, blocks), offset, dtype=torch.int16)
+    if blocks % 2:
+        zp = torch.cat([zp, zp.new_zeros(n, 1)], dim=1)
+    zp = (zp[:, 0::2] | (zp[:, 1::2] << 4)).to(torch.uint8).reshape(-1)
+    return [g.initializer(f"{w.name}.nbits", b.contiguous()),
+            g.initializer(f"{w.name}.nbits_scales", scale.reshape(-1).to(torch.float32).contiguous()),
+            g.initializer(f"{w.name}.nbits_zero_points", zp.contiguous())]
+
+
+def _dequantized_weight(value: Value | None, dtypes: tuple[torch.dtype, ...] = _INTEGERS, *, blocked: bool = False
+                        ) -> tuple[Node, list[int] | None] | None:
+    """The DequantizeLinear of a constant weight value is (perhaps through a Transpose: its permutation)."""
+    node = value.producer if value is not None else None
+    perm = None
+    if node is not None and node.op_type == "Transpose" and not node.domain and node.call is None:
+        rank = node.inputs[0].rank
+        perm = list(node.attrs["perm"]) if "perm" in node.attrs else list(range(rank or 0))[::-1]
+        node = node.inputs[0].producer
+    if (node is None or node.op_type != "DequantizeLinear" or node.domain or node.call is not None
+            or ("block_size" in node.attrs and not blocked) or len(node.inputs) < 2):
+        return None
+    w, scale = node.inputs[0], node.inputs[1]
+    if w.const is None or scale.const is None or w.kind not in ("initializer", "const") or w.dtype not in dtypes \
+            or lazy.is_lazy(w.const) or lazy.is_lazy(scale.const):
+        return None
+    if len(node.inputs) > 2 and node.inputs[2] is not None and node.inputs[2].const is None:
+        return None
+    return node, perm
+
+
+def _on_integers(g: GraphBuilder, node: Node, uses: _Uses) -> list[Node] | None:
+    """node's ConvInteger/MatMulInteger spelling (the new nodes, the last making node's output), or None."""
+    if node.domain or node.call is not None or node.op_type not in ("Conv", "Gemm", "MatMul"):
+        return None
+    if node.outputs[0].dtype != torch.float32 or _quantized_again(node.outputs[0], uses):
+        return None
+    dq_a = node.inputs[0].producer if node.inputs[0] is not None else None
+    if (dq_a is None or dq_a.op_type != "DequantizeLinear" or dq_a.domain or dq_a.call is not None
+            or "block_size" in dq_a.attrs):
+        return None
+    a, a_scale, a_zero = (list(dq_a.inputs) + [None])[:3]
+    if (a.dtype not in _INTEGERS or not _scalar(a_scale) or a_scale.dtype != torch.float32
+            or (a_zero is not None and not _scalar(a_zero))):
+        return None
+    found = _dequantized_weight(node.inputs[1])
+    if found is None:
+        return None
+    dq_w, perm = found
+    w, w_scale, w_zero = (list(dq_w.inputs) + [None])[:3]
+    w_zero_value = _one_value(w_zero) if w_zero is not None else torch.zeros((), dtype=w.dtype)
+    if w_zero_value is None or w_scale.dtype != torch.float32:
+        return None
+    weight = w.const
+    per_channel = w_scale.const.numel() > 1
+    w_axis = int(dq_w.attrs.get("axis", 1)) % w.rank if per_channel else None
+    if perm is not None:
+        weight = weight.permute(perm)
+        w_axis = perm.index(w_axis) if per_channel else None
+    rank = node.inputs[0].rank
+    bias = None
+    # the weight's scales must run along the output channels
+    if node.op_type == "Conv":
+        if a.dtype != torch.uint8 or (per_channel and w_axis != 0) or rank is None:
+            return None  # onnxruntime's ConvInteger takes uint8 data
+        bias = node.inputs[2] if len(node.inputs) > 2 else None
+    elif node.op_type == "Gemm":
+        if (node.attrs.get("transA", 0) or float(node.attrs.get("alpha", 1.0)) != 1.0
+                or float(node.attrs.get("beta", 1.0)) != 1.0 or rank != 2):
+            return None
+        if node.attrs.get("transB", 0):
+            weight = weight.t()
+            w_axis = 1 - w_axis if per_channel else None
+        if per_channel and w_axis != 1:
+            return None
+        bias = node.inputs[2] if len(node.inputs) > 2 else None
+    elif weight.dim() != 2 or (per_channel and w_axis != 1) or rank is None or rank < 2:
+        return None
+    first = len(g.nodes)
+    g.set_scope(_scope(node), node.meta)
+    a_zero_value = a_zero if a_zero is not None else g.const(0, dtype=a.dtype)
+    suffix = "" if weight is w.const else ".transposed"
+    if node.op_type == "Conv":
+        # uint8 weights: an int8 weight shifted by 128 (its zero point too), exactly
+        if w.dtype == torch.int8:
+            weight = (weight.to(torch.int16) + 128).to(torch.uint8)
+            w_zero_value = (w_zero_value.to(torch.int16) + 128).to(torch.uint8)
+            suffix += ".uint8"
+        stored = w if not suffix else g.initializer(f"{w.name}{suffix}", weight.contiguous())
+        acc = g.op("ConvInteger", a, stored, a_zero_value, g.const(w_zero_value), **{
+            k: v for k, v in node.attrs.items() if k in ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")})
+        shape = g.const([1, -1] + [1] * (rank - 2), dtype=torch.int64)
+        scale = g.op("Reshape", g.op("Mul", g.op("Reshape", a_scale, g.const([], dtype=torch.int64)), w_scale), shape)
+    else:
+        stored = w if not suffix else g.initializer(f"{w.name}{suffix}", weight.contiguous())
+        acc = g.matmul_integer(a, stored, a_zero_value, g.const(w_zero_value))
+        scale = g.op("Mul", a_scale, w_scale)
+    y = g.op("Mul", g.op("Cast", acc, to=_dtypes.to_onnx(torch.float32)), scale)
+    if bias is not None:
+        y = g.op("Add", y, bias if node.op_type == "Gemm" else g.op("Reshape", bias, shape))
+    return _made_since(g, first, node, y)
+
+
+# -- 4-bit weights --------------------------------------------------------------------------------------------
+
+
+def _four_bit_matmuls(g: GraphBuilder, nodes: list[Node], outputs: list[Value], *, contrib: bool = False
+                      ) -> list[Node]:
+    """Gemm(a, DequantizeLinear(w), c, transB=1) and MatMul(a, Transpose(DequantizeLinear(w))) of a 4-bit
+    weight w [N, K] (per output channel, or in blocks along K) as MatMul(a, DequantizeLinear(w^T)) (+ c),
+    w^T [K, N] in blocks along K: the layout onnxruntime fuses into MatMulNBits (a per-channel weight is
+    one block of K). contrib: as onnxruntime's MatMulNBits itself (its fusion of the pattern above is
+    preempted where a Gemm and an activation after it fuse first)."""
+    return _rewrite_each(g, nodes, outputs, lambda g, node, uses: _as_four_bit_matmul(g, node, uses, contrib))
+
+
+def _as_four_bit_matmul(g: GraphBuilder, node: Node, uses: _Uses, contrib: bool) -> list[Node] | None:
+    if node.domain or node.call is not None or node.op_type not in ("Gemm", "MatMul"):
+        return None
+    if node.op_type == "Gemm" and (not node.attrs.get("transB", 0) or node.attrs.get("transA", 0)
+                                   or float(node.attrs.get("alpha", 1.0)) != 1.0
+                                   or float(node.attrs.get("beta", 1.0)) != 1.0):
+        return None
+    found = _dequantized_weight(node.inputs[1], _FOUR_BITS, blocked=True)
+    if found is None:
+        return None
+    dq, perm = found
+    if (node.op_type == "Gemm") == (perm is not None) or (perm is not None and perm != [1, 0]):
+        return None
+    if uses.only_reader(dq.outputs[0]) is None:
+        return None
+    w, scale = dq.inputs[0], dq.inputs[1]
+    zero = dq.inputs[2] if len(dq.inputs) > 2 else None
+    if w.rank != 2 or scale.const.dtype != torch.float32:
+        return None
+    n, k = w.shape
+    axis = int(dq.attrs.get("axis", 1)) % 2
+    block = dq.attrs.get("block_size")
+    if block is None and scale.const.numel() == n and axis == 0:
+        block, params = k, lambda t: t.reshape(n, 1)  # per output channel: one block of K
+    elif block is not None and axis == 1 and scale.rank == 2:
+        params = lambda t: t  # noqa: E731
+    else:
+        return None
+    block = int(block)
+    if block < 16 or block & (block - 1):
+        return None  # (onnxruntime's MatMulNBits takes power-of-two blocks from 16)
+    held = _dtypes.PACKED[w.dtype]
+
+    def transposed(value: Value, shaped) -> Value:
+        t = shaped(value.const.view(held) if value.dtype in _dtypes.PACKED else value.const)
+        t = t.t().contiguous()
+        return g.initializer(f"{value.name}.T", t.view(value.dtype) if value.dtype in _dtypes.PACKED else t)
+
+    first = len(g.nodes)
+    g.set_scope(_scope(node), node.meta)
+    bias = node.inputs[2] if node.op_type == "Gemm" and len(node.inputs) > 2 else None
+    if contrib:
+        if bias is not None and (bias.rank != 1 or bias.dtype != torch.float32):
+            return None
+        g.domains.setdefault(CONTRIB_DOMAIN, 1)
+        packed = _matmul_nbits_inputs(g, w, params(scale.const), None if zero is None else params(zero.const), block)
+        inputs = [node.inputs[0], *packed] + ([None, bias] if bias is not None else [])
+        y = g.op("MatMulNBits", *inputs, domain=CONTRIB_DOMAIN, K=k, N=n, bits=4, block_size=block)
+        return _made_since(g, first, node, y)
+    inputs = [transposed(w, lambda t: t), transposed(scale, params)]
+    if zero is not None:
+        inputs.append(transposed(zero, params))
+    weight = g.op("DequantizeLinear", *inputs, axis=0, block_size=block)
+    y = g.op("MatMul", node.inputs[0], weight)
+    if bias is not None:
+        y = g.op("Add", y, bias)
+    return _made_since(g, first, node, y)
+
+
+def _dynamic(nodes: list[Node], ctx: Context) -> list[Node]:
+    return _dynamic_quantization(nodes, ctx.outputs)
+
+
+def _integer_kernels(nodes: list[Node], ctx: Context) -> list[Node]:
+    return _rewrite_each(ctx.g, nodes, ctx.outputs, _on_integers)
+
+
+def _four_bits(nodes: list[Node], ctx: Context) -> list[Node]:
+    return _four_bit_matmuls(ctx.g, nodes, ctx.outputs, contrib=ctx.onnxruntime)
+
+
+DYNAMIC_QUANTIZATION = Rewrite("dynamic quantization", "bitwise", _dynamic)
+INTEGER_KERNELS = Rewrite("integer kernels", "rounding", _integer_kernels)
+FOUR_BIT_MATMULS = Rewrite("4-bit matmuls", "bitwise", _four_bits, when=lambda ctx: not ctx.onnxruntime)
+MATMUL_NBITS = Rewrite("MatMulNBits", "onnxruntime-only", _four_bits, when=lambda ctx: ctx.onnxruntime)
