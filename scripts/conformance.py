@@ -4,9 +4,12 @@
     python scripts/conformance.py --ops Add,MatMul   # only these ops (expanded function variants included)
     python scripts/conformance.py --limit 100 -v     # the first 100 cases, printing each failure
 
-Outputs are compared as ONNX's backend tests compare them: same dtype and shape, and values within
-rtol=1e-3, atol=1e-7 (the case's own tolerances), NaN equal to NaN. A model the runtime refuses at
-session creation (InvalidModelError) is a failure, reported under the reason's category.
+Outputs are compared as ONNX's backend tests compare them (onnx.backend.test.runner's assert_similar_outputs):
+same element type and shape, and values within the case's own tolerances (rtol=1e-3, atol=1e-7 by default;
+bfloat16 at least rtol=2^-6, two of its ULPs, as ONNX's runner allows), NaN equal to NaN. The runtime holds the
+types torch lacks widened (int4 as int8, float4e2m1 as float32: runtime.kernel.SUB_BYTE), so such an output must
+also be a value of its ONNX type (an int4 output of 9 is wrong even where int8 is the dtype). A model the runtime
+refuses at session creation (InvalidModelError) is a failure, reported under the reason's category.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import torch
 
 from aten2onnx.errors import InvalidInputError, InvalidModelError, KernelError
 from aten2onnx.runtime import InferenceSession
-from aten2onnx.runtime.kernel import from_numpy, tensor_from_proto
+from aten2onnx.runtime.kernel import SUB_BYTE, from_numpy, tensor_from_proto, to_numpy
 
 CASE_TIME_LIMIT_S = 20
 
@@ -40,7 +43,7 @@ RANDOM_OPS = frozenset({"Bernoulli", "RandomUniform", "RandomUniformLike", "Rand
                         "Multinomial"})
 
 class Unsupported(Exception):
-    """A case's data has a type this harness cannot hand to torch (strings, int4, ...)."""
+    """A case's data has a type this harness cannot hand to torch (maps, ...)."""
 
 
 @dataclasses.dataclass
@@ -99,13 +102,27 @@ def to_torch(value: Any) -> Any:
         raise Unsupported(f"data of numpy dtype {array.dtype}") from e
 
 
-def mismatch(expected: Any, actual: Any, rtol: float, atol: float) -> str | None:
-    """Why actual differs from expected, or None when it matches."""
+def elem_type(value: Any) -> int | None:
+    """The ONNX element type of a case's value (None: not a tensor, or one without a type)."""
+    if isinstance(value, onnx.TensorProto):
+        return value.data_type
+    if isinstance(value, np.ndarray):
+        try:
+            return onnx.helper.np_dtype_to_tensor_dtype(value.dtype)
+        except (KeyError, TypeError, ValueError):
+            return None
+    return None
+
+
+def mismatch(expected: Any, actual: Any, rtol: float, atol: float, elem: Any = None) -> str | None:
+    """Why actual differs from expected, or None when it matches. elem: the expected value's ONNX element type
+    (a list of them for a sequence), which a value held widened must be a value of."""
     if isinstance(expected, list):
         if not isinstance(actual, list) or len(actual) != len(expected):
             return f"expected a sequence of {len(expected)}, got {type(actual).__name__}"
-        for e, a in zip(expected, actual):
-            why = mismatch(e, a, rtol, atol)
+        elems = elem if isinstance(elem, list) else [None] * len(expected)
+        for e, a, t in zip(expected, actual, elems):
+            why = mismatch(e, a, rtol, atol, t)
             if why:
                 return why
         return None
@@ -125,6 +142,14 @@ def mismatch(expected: Any, actual: Any, rtol: float, atol: float) -> str | None
     if tuple(actual.shape) != tuple(expected.shape):
         return f"shape {tuple(actual.shape)}, expected {tuple(expected.shape)}"
     a, e = actual.detach().cpu(), expected
+    if elem in SUB_BYTE:
+        narrow = from_numpy(to_numpy(a, elem))  # through the ONNX type's ml_dtypes array and back
+        kept = (narrow == a) | (narrow.isnan() & a.isnan()) if a.dtype.is_floating_point else narrow == a
+        if not bool(kept.all()):
+            name = onnx.TensorProto.DataType.Name(elem)
+            return f"{int((~kept).sum())}/{kept.numel()} values are not {name} values (held as {a.dtype})"
+    if a.dtype == torch.bfloat16:
+        rtol = max(rtol, 2 ** -6)
     if a.dtype.is_floating_point or a.dtype.is_complex:
         a64, e64 = a.to(torch.complex128 if a.dtype.is_complex else torch.float64), e.to(
             torch.complex128 if e.dtype.is_complex else torch.float64)
@@ -174,6 +199,7 @@ def run_case(case: Case) -> Result:
         try:
             feeds = {name: to_torch(v) for name, v in zip(input_names, inputs)}
             expected = [to_torch(v) for v in outputs]
+            elems = [[elem_type(x) for x in v] if isinstance(v, (list, tuple)) else elem_type(v) for v in outputs]
         except Unsupported as e:
             return Result(case, False, "unsupported data", str(e))
         try:
@@ -186,11 +212,11 @@ def run_case(case: Case) -> Result:
             raise
         except Exception as e:
             return Result(case, False, "run crash", f"{type(e).__name__}: {e}")
-        for name, want in zip(output_names, expected):
+        for name, want, elem in zip(output_names, expected, elems):
             got = actual[name]
             if case.op in RANDOM_OPS and isinstance(want, torch.Tensor) and isinstance(got, torch.Tensor):
                 want, got = want.new_zeros(want.shape), got.new_zeros(got.shape)  # dtype and shape only
-            why = mismatch(want, got, case.rtol, case.atol)
+            why = mismatch(want, got, case.rtol, case.atol, elem)
             if why:
                 return Result(case, False, "mismatch", f"output {name!r}: {why}")
     return Result(case, True, "pass")

@@ -112,11 +112,24 @@ class Kernel:
     since_version: ClassVar[int]
     until: ClassVar[int | None] = None
 
-    def __init__(self, ctx: SessionContext, node: onnx.NodeProto | None = None, /, **attrs: Any) -> None:
+    def __init__(self, ctx: SessionContext, node: onnx.NodeProto | None = None,
+                 input_types: Sequence[int | None] = (), /, **attrs: Any) -> None:
+        """input_types: per node input, its ONNX element type where the model states it or it follows from the
+        model's types (None: unknown), for the kernels whose result depends on a type its torch dtype does not
+        tell apart (an int4 input is held as int8: see SUB_BYTE)."""
         # positional-only: an ATen node's attributes are named after schema arguments, `self` among them
         self.ctx = ctx
         self.node = node
+        self.input_types = tuple(input_types)
         self.setup(**attrs)
+
+    def input_type(self, i: int, value: Any) -> int:
+        """The ONNX element type of input i: as planned where the value is held as that type is (a model's
+        stated types are untrusted), else the one its dtype holds (elem_type_of)."""
+        planned = self.input_types[i] if i < len(self.input_types) else None
+        if planned in SUB_BYTE and SUB_BYTE[planned] == value.dtype:
+            return planned
+        return elem_type_of(value.dtype)
 
     def setup(self) -> None:
         """Override with the op's attributes as keyword arguments, defaults as in the ONNX spec."""
@@ -263,23 +276,45 @@ def decode_attribute(attr: AttributeProto) -> Any:
 
 
 # ONNX element types torch has no dtype for, held widened: int4/int2 as int8, uint4/uint2 as uint8,
-# float4e2m1 as float32 (each value exact). Kernels that care (Cast, QuantizeLinear, ...) clamp or
-# round to the narrow type's range themselves.
+# float4e2m1 and float6 as float32 (each value exact). A held value says its type only together with the
+# model's types (a session plans each kernel with its inputs' element types, Kernel.input_types); kernels that
+# make such values (Cast, QuantizeLinear, ...) round and saturate to the narrow type themselves (ops/_narrow.py).
 SUB_BYTE: dict[int, torch.dtype] = {
     onnx.TensorProto.INT4: torch.int8,
     onnx.TensorProto.UINT4: torch.uint8,
     onnx.TensorProto.INT2: torch.int8,
     onnx.TensorProto.UINT2: torch.uint8,
     onnx.TensorProto.FLOAT4E2M1: torch.float32,
+    onnx.TensorProto.FLOAT6E2M3: torch.float32,
+    onnx.TensorProto.FLOAT6E3M2: torch.float32,
 }
-_FLOAT8_STORAGE = (torch.float8_e4m3fn, torch.float8_e5m2, torch.float8_e4m3fnuz, torch.float8_e5m2fnuz)
+# Element types the runtime holds in a torch dtype of their own that aten2onnx._dtypes leaves out, since the
+# exporter writes no such tensors (it refuses a model's float8_e8m0fnu).
+_RUNTIME_ONLY: dict[int, torch.dtype] = {onnx.TensorProto.FLOAT8E8M0: torch.float8_e8m0fnu}
+_RUNTIME_ONLY_ELEM = {dtype: elem for elem, dtype in _RUNTIME_ONLY.items()}
+_FLOAT8_STORAGE = (torch.float8_e4m3fn, torch.float8_e5m2, torch.float8_e4m3fnuz, torch.float8_e5m2fnuz,
+                   torch.float8_e8m0fnu)
 
 
 def runtime_dtype(elem_type: int) -> torch.dtype:
     """The torch dtype the runtime holds an ONNX element type in (sub-byte types widened)."""
     if elem_type in SUB_BYTE:
         return SUB_BYTE[elem_type]
+    if elem_type in _RUNTIME_ONLY:
+        return _RUNTIME_ONLY[elem_type]
     return _dtypes.to_torch(elem_type)
+
+
+def elem_type_of(dtype: torch.dtype) -> int:
+    """The ONNX element type a tensor of this dtype holds when nothing says it is a narrower one."""
+    if dtype in _RUNTIME_ONLY_ELEM:
+        return _RUNTIME_ONLY_ELEM[dtype]
+    return _dtypes.to_onnx(dtype)
+
+
+def holds_onnx(dtype: torch.dtype) -> bool:
+    """Whether the runtime holds values of some ONNX element type in this dtype."""
+    return dtype in _RUNTIME_ONLY_ELEM or _dtypes.has_onnx(dtype)
 
 
 def tensor_from_proto(proto: onnx.TensorProto) -> torch.Tensor:
@@ -289,12 +324,12 @@ def tensor_from_proto(proto: onnx.TensorProto) -> torch.Tensor:
         raise InvalidModelError(f"tensor {proto.name!r} keeps its data in an external file, which was not loaded")
     if proto.data_type in SUB_BYTE or proto.data_type == onnx.TensorProto.STRING:
         return from_numpy(numpy_helper.to_array(proto))
-    dtype = _dtypes.to_torch(proto.data_type)
+    dtype = runtime_dtype(proto.data_type)
     shape = tuple(proto.dims)
     if proto.raw_data:
         raw = proto.raw_data
         storage_dtype = {torch.bfloat16: torch.int16}.get(dtype, dtype)
-        if dtype in (torch.float8_e4m3fn, torch.float8_e5m2, torch.float8_e4m3fnuz, torch.float8_e5m2fnuz):
+        if dtype in _FLOAT8_STORAGE:
             storage_dtype = torch.uint8
         # torch warns that bytes are read-only; kernels never write to their inputs, so sharing is safe.
         with warnings.catch_warnings():
@@ -341,11 +376,14 @@ _ML_BITS = {
     "float8_e4m3fnuz": (np.uint8, torch.float8_e4m3fnuz),
     "float8_e5m2": (np.uint8, torch.float8_e5m2),
     "float8_e5m2fnuz": (np.uint8, torch.float8_e5m2fnuz),
+    "float8_e8m0fnu": (np.uint8, torch.float8_e8m0fnu),
 }
-_ML_WIDE = {"int4": np.int8, "uint4": np.uint8, "int2": np.int8, "uint2": np.uint8, "float4_e2m1fn": np.float32}
+_ML_WIDE = {"int4": np.int8, "uint4": np.uint8, "int2": np.int8, "uint2": np.uint8, "float4_e2m1fn": np.float32,
+            "float6_e2m3fn": np.float32, "float6_e3m2fn": np.float32}
 # torch dtype -> (same-width torch integer dtype, ml_dtypes type), for the inverse of _ML_BITS
 _ML_OF = {dtype: ({np.uint16: torch.int16, np.uint8: torch.uint8}[storage], getattr(ml_dtypes, name))
           for name, (storage, dtype) in _ML_BITS.items()}
 _ML_SUB_BYTE = {onnx.TensorProto.INT4: ml_dtypes.int4, onnx.TensorProto.UINT4: ml_dtypes.uint4,
                 onnx.TensorProto.INT2: ml_dtypes.int2, onnx.TensorProto.UINT2: ml_dtypes.uint2,
-                onnx.TensorProto.FLOAT4E2M1: ml_dtypes.float4_e2m1fn}
+                onnx.TensorProto.FLOAT4E2M1: ml_dtypes.float4_e2m1fn, onnx.TensorProto.FLOAT6E2M3: ml_dtypes.float6_e2m3fn,
+                onnx.TensorProto.FLOAT6E3M2: ml_dtypes.float6_e3m2fn}

@@ -9,8 +9,8 @@ import numpy as np
 import onnx
 import torch
 
-from aten2onnx import _dtypes
 from aten2onnx.errors import KernelError
+from aten2onnx.runtime.kernel import holds_onnx
 
 # The kinds of value a node output can hold, as the runtime holds them: a tensor (torch, or a numpy
 # object array of str for tensor(string)), a sequence (a list of tensors), or None (an empty optional).
@@ -93,7 +93,7 @@ class ResultCheck:
 def _tensor(value: Any) -> bool:
     """A tensor the runtime holds: strided torch of an ONNX element type, or strings as a numpy object array."""
     if isinstance(value, torch.Tensor):
-        return value.layout == torch.strided and _dtypes.has_onnx(value.dtype)
+        return value.layout == torch.strided and holds_onnx(value.dtype)
     return isinstance(value, np.ndarray) and value.dtype == object
 
 
@@ -102,7 +102,7 @@ def _plain(value: Any, device: torch.device) -> bool:
     element type, and not one of torch's special tensors (zero tensors, vmap's batched tensors,
     tensor subclasses)."""
     return type(value) is torch.Tensor and value.layout == torch.strided and value.device == device \
-        and _dtypes.has_onnx(value.dtype) and not value._is_zerotensor() \
+        and holds_onnx(value.dtype) and not value._is_zerotensor() \
         and not torch._C._functorch.is_batchedtensor(value)
 
 

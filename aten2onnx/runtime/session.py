@@ -19,6 +19,7 @@ from aten2onnx.runtime.external_data import external_tensors, load_external_data
 from aten2onnx.runtime.kernel import (Kernel, SessionContext, decode_attribute, find_kernel, from_numpy, op_schema,
                                       runtime_dtype, tensor_from_proto, to_numpy)
 from aten2onnx.runtime.ops import MAX_OPSET
+from aten2onnx.runtime.elem_types import output_types, stated_types
 from aten2onnx.runtime.exact import exact_calls, requires_grad
 from aten2onnx.runtime.optimize import DOMAIN as FUSED_DOMAIN, fuse_exported_ops
 from aten2onnx.runtime.results import ResultCheck
@@ -136,6 +137,7 @@ class GraphRunner:
             nodes = fuse_exported_ops(nodes, set(self.output_names), known,
                                       lambda key: permits(ctx.allowed_aten_ops, key))
         self._declared = {v.name: v.type for v in list(graph.value_info) + list(graph.output)}
+        self._types = stated_types(graph, constants)
         self.steps = [self._plan_node(node) for node in self._ordered(graph, nodes)]
         missing = [name for name in self.output_names if name not in self._slot]
         if missing:
@@ -187,9 +189,14 @@ class GraphRunner:
             cls = find_kernel(domain, node.op_type, opset)
         except InvalidModelError as e:
             raise InvalidModelError(f"{where}: {e}") from e
+        schema = op_schema(domain, node.op_type, opset)
+        input_types = [self._types.get(name) for name in node.input]
+        for name, elem in zip(node.output, output_types(node, schema, input_types)):
+            if name and elem:
+                self._types.setdefault(name, elem)
         try:
             attrs = {a.name: decode_attribute(a) for a in node.attribute}
-            kernel = cls(self.ctx, node, **attrs)
+            kernel = cls(self.ctx, node, input_types, **attrs)
         except InvalidModelError as e:
             raise InvalidModelError(f"{where}: {e}") from e
         except Exception as e:
@@ -202,7 +209,7 @@ class GraphRunner:
         if domain == ATEN_DOMAIN:
             check = ResultCheck.foreign(node, [self._declared_dtype(name, where) for name in node.output], self.ctx.device)
         else:
-            check = ResultCheck.for_schema(node, op_schema(domain, node.op_type, opset))
+            check = ResultCheck.for_schema(node, schema)
         return _Step(kernel, inputs, outputs, implicit, node, check)
 
     def _declared_dtype(self, name: str, where: str) -> torch.dtype | None:

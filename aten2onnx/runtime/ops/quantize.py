@@ -7,10 +7,13 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from onnx import TensorProto
+
 from aten2onnx import _dtypes
-from aten2onnx.runtime.kernel import Kernel, kernel
+from aten2onnx.runtime.kernel import Kernel, kernel, runtime_dtype
+from aten2onnx.runtime.ops import _narrow
 from aten2onnx.runtime.ops._util import norm_axis
-from aten2onnx.runtime.ops.cast import _cast
+from aten2onnx.runtime.ops.cast import cast
 from aten2onnx.runtime.ops.nn import Conv
 
 
@@ -26,45 +29,149 @@ def _broadcast_param(p: torch.Tensor, x: torch.Tensor, axis: int, block_size: in
     return p.reshape(shape)
 
 
-def _quantize(x, scale, zero_point, axis, block_size, out_dtype, saturate):
-    scale = _broadcast_param(scale, x, axis, block_size)
-    if out_dtype.is_floating_point:  # float8
-        y = x.to(torch.float32) / scale.to(torch.float32)
-        if zero_point is not None:
-            y = y + _broadcast_param(zero_point, x, axis, block_size).to(torch.float32)
-        return _cast(y, out_dtype, saturate)
-    y = torch.round(x.to(torch.float32) / scale.to(torch.float32))
-    if zero_point is not None:
-        y = y + _broadcast_param(zero_point, x, axis, block_size).to(torch.float32)
-    info = torch.iinfo(out_dtype)
-    return torch.clamp(y, info.min, info.max).to(out_dtype)
+def _quantize(x: torch.Tensor, scale: torch.Tensor, zero_point: torch.Tensor | None, *, axis: int, block_size: int,
+              out_type: int, saturate: bool, precision: int = 0) -> torch.Tensor:
+    """saturate(x / scale + zero_point) as element type out_type. The division is in the `precision` type, else
+    in the scale's type (as the spec says; float32 for an int32 or float8e8m0 scale, which cannot hold a
+    quotient); integers round it to nearest even and clamp to their range (a NaN: undefined in ONNX, here the
+    zero point); floats cast with ONNX's saturation rules (ops/_narrow.py)."""
+    work = runtime_dtype(precision) if precision else scale.dtype
+    if not work.is_floating_point or work.itemsize == 1:
+        work = torch.float32
+    y = x.to(work) / _broadcast_param(_widened(scale), x, axis, block_size).to(work)
+    zero = None if zero_point is None else _broadcast_param(_widened(zero_point), x, axis, block_size).to(torch.float64)
+    limits = _INT_RANGES.get(out_type) or (_narrow.int_range(out_type) if out_type in _narrow.INTS else None)
+    if limits is None:  # a float type: the zero point is usually 0, but the formula stays the same
+        return cast(y if zero is None else y.to(torch.float64) + zero, out_type, saturate)
+    q = torch.nan_to_num(torch.round(y).to(torch.float64), nan=0.0)
+    if zero is not None:
+        q = q + zero
+    return q.clamp(*limits).to(runtime_dtype(out_type))
 
 
-@kernel("QuantizeLinear", since=10)  # 13: per-axis scales; 19: float8 and saturate; 21: block_size, output_dtype,
-# int4/uint4; 23: precision
+def _widened(p: torch.Tensor) -> torch.Tensor:
+    """A scale or zero point in a dtype torch can broadcast and compute with (float8 as float32, exact)."""
+    return p.to(torch.float32) if p.dtype.is_floating_point and p.dtype.itemsize == 1 else p
+
+
+_INT_RANGES = {TensorProto.UINT8: (0, 255), TensorProto.INT8: (-128, 127), TensorProto.UINT16: (0, 65535),
+               TensorProto.INT16: (-32768, 32767)}
+
+
+def _quantize_node(k: Kernel, x, y_scale, y_zero_point, *, axis: int = 1, block_size: int = 0, output_dtype: int = 0,
+                   saturate: bool = True, precision: int = 0) -> tuple[torch.Tensor]:
+    """The output type is output_dtype, else the zero point's (as planned: an int4 is held as int8), else uint8."""
+    out_type = output_dtype or (k.input_type(2, y_zero_point) if y_zero_point is not None else TensorProto.UINT8)
+    return (_quantize(x, y_scale, y_zero_point, axis=axis, block_size=block_size, out_type=out_type,
+                      saturate=saturate, precision=precision),)
+
+
+@kernel("QuantizeLinear", since=10, until=13)
+class QuantizeLinear10(Kernel):
+    def run(self, x, y_scale, y_zero_point=None):
+        return _quantize_node(self, x, y_scale, y_zero_point)
+
+
+@kernel("QuantizeLinear", since=13, until=19)  # 13: per-axis scales
+class QuantizeLinear13(Kernel):
+    def setup(self, axis: int = 1) -> None:
+        self.axis = axis
+
+    def run(self, x, y_scale, y_zero_point=None):
+        return _quantize_node(self, x, y_scale, y_zero_point, axis=self.axis)
+
+
+@kernel("QuantizeLinear", since=19, until=21)  # 19: float8 and saturate
+class QuantizeLinear19(Kernel):
+    def setup(self, axis: int = 1, saturate: int = 1) -> None:
+        self.axis, self.saturate = axis, bool(saturate)
+
+    def run(self, x, y_scale, y_zero_point=None):
+        return _quantize_node(self, x, y_scale, y_zero_point, axis=self.axis, saturate=self.saturate)
+
+
+@kernel("QuantizeLinear", since=21, until=23)  # 21: block_size, output_dtype, int4/uint4
+class QuantizeLinear21(Kernel):
+    def setup(self, axis: int = 1, block_size: int = 0, output_dtype: int = 0, saturate: int = 1) -> None:
+        self.attrs = dict(axis=axis, block_size=_block(block_size), output_dtype=_out_type(output_dtype),
+                          saturate=bool(saturate))
+
+    def run(self, x, y_scale, y_zero_point=None):
+        return _quantize_node(self, x, y_scale, y_zero_point, **self.attrs)
+
+
+@kernel("QuantizeLinear", since=23)  # 23: precision, float4e2m1; 24: float8e8m0 scales; 25: int2/uint2; 28: float6
 class QuantizeLinear(Kernel):
     def setup(self, axis: int = 1, block_size: int = 0, output_dtype: int = 0, saturate: int = 1,
               precision: int = 0) -> None:
-        self.axis, self.block_size, self.saturate = axis, block_size, bool(saturate)
-        self.output_dtype = _dtypes.to_torch(output_dtype) if output_dtype else None
+        if precision:
+            runtime_dtype(precision)
+        self.attrs = dict(axis=axis, block_size=_block(block_size), output_dtype=_out_type(output_dtype),
+                          saturate=bool(saturate), precision=precision)
 
     def run(self, x, y_scale, y_zero_point=None):
-        dtype = y_zero_point.dtype if y_zero_point is not None else (self.output_dtype or torch.uint8)
-        return (_quantize(x, y_scale, y_zero_point, self.axis, self.block_size, dtype, self.saturate),)
+        return _quantize_node(self, x, y_scale, y_zero_point, **self.attrs)
 
 
-@kernel("DequantizeLinear", since=10)  # 13: per-axis scales; 19: float8; 21: block_size, int4/uint4; 23: output_dtype
-class DequantizeLinear(Kernel):
-    def setup(self, axis: int = 1, block_size: int = 0, output_dtype: int = 0) -> None:
-        self.axis, self.block_size = axis, block_size
-        self.output_dtype = _dtypes.to_torch(output_dtype) if output_dtype else None
+def _block(block_size: int) -> int:
+    if block_size < 0:
+        raise ValueError(f"block_size must be positive, not {block_size}")
+    return block_size
+
+
+def _out_type(elem_type: int) -> int:
+    if elem_type:
+        runtime_dtype(elem_type)  # a type the runtime has no dtype for fails at session creation
+    return elem_type
+
+
+def _dequantize(x: torch.Tensor, scale: torch.Tensor, zero_point: torch.Tensor | None, *, axis: int,
+                block_size: int, out_dtype: torch.dtype | None) -> torch.Tensor:
+    """(x - zero_point) * scale, computed in float32 and rounded once to the output type (output_dtype, else the
+    scale's): the spec multiplies in the output type, which this equals wherever x - zero_point and the scale are
+    values of it (an 8-bit or narrower x; int16 and int32 are rounded to float32 first, as the reference does)."""
+    out_dtype = out_dtype or scale.dtype
+    if not out_dtype.is_floating_point or out_dtype.itemsize == 1:
+        raise ValueError(f"DequantizeLinear's output cannot be {out_dtype}; a float8e8m0 scale needs output_dtype")
+    y = _widened(x).to(torch.float32)
+    if zero_point is not None:
+        y = y - _broadcast_param(_widened(zero_point), x, axis, block_size).to(torch.float32)
+    return (y * _broadcast_param(_widened(scale), x, axis, block_size).to(torch.float32)).to(out_dtype)
+
+
+@kernel("DequantizeLinear", since=10, until=13)
+class DequantizeLinear10(Kernel):
+    def run(self, x, x_scale, x_zero_point=None):
+        return (_dequantize(x, x_scale, x_zero_point, axis=1, block_size=0, out_dtype=None),)
+
+
+@kernel("DequantizeLinear", since=13, until=21)  # 13: per-axis scales; 19: float8
+class DequantizeLinear13(Kernel):
+    def setup(self, axis: int = 1) -> None:
+        self.axis = axis
 
     def run(self, x, x_scale, x_zero_point=None):
-        scale = _broadcast_param(x_scale, x, self.axis, self.block_size)
-        y = x.to(torch.float32)
-        if x_zero_point is not None:
-            y = y - _broadcast_param(x_zero_point, x, self.axis, self.block_size).to(torch.float32)
-        return ((y * scale.to(torch.float32)).to(self.output_dtype or x_scale.dtype),)
+        return (_dequantize(x, x_scale, x_zero_point, axis=self.axis, block_size=0, out_dtype=None),)
+
+
+@kernel("DequantizeLinear", since=21, until=23)  # 21: block_size, int4/uint4
+class DequantizeLinear21(Kernel):
+    def setup(self, axis: int = 1, block_size: int = 0) -> None:
+        self.axis, self.block_size = axis, _block(block_size)
+
+    def run(self, x, x_scale, x_zero_point=None):
+        return (_dequantize(x, x_scale, x_zero_point, axis=self.axis, block_size=self.block_size, out_dtype=None),)
+
+
+@kernel("DequantizeLinear", since=23)  # 23: output_dtype, float4e2m1; 24: float8e8m0 scales; 25: int2/uint2; 28: float6
+class DequantizeLinear(Kernel):
+    def setup(self, axis: int = 1, block_size: int = 0, output_dtype: int = 0) -> None:
+        self.axis, self.block_size = axis, _block(block_size)
+        self.out_dtype = runtime_dtype(output_dtype) if output_dtype else None
+
+    def run(self, x, x_scale, x_zero_point=None):
+        return (_dequantize(x, x_scale, x_zero_point, axis=self.axis, block_size=self.block_size,
+                            out_dtype=self.out_dtype),)
 
 
 @kernel("DynamicQuantizeLinear", since=11)
@@ -84,7 +191,8 @@ class QLinearMatMul(Kernel):
         fa = (a.to(torch.float32) - _vec(a_zero_point, a, -2)) * _vec(a_scale, a, -2)
         fb = (b.to(torch.float32) - _vec(b_zero_point, b, -1)) * _vec(b_scale, b, -1)
         y = torch.matmul(fa, fb)
-        return (_quantize(y, y_scale, y_zero_point, 1, 0, y_zero_point.dtype, True),)
+        return (_quantize(y, y_scale, y_zero_point, axis=1, block_size=0, out_type=self.input_type(7, y_zero_point),
+                          saturate=True),)
 
 
 def _vec(p: torch.Tensor, x: torch.Tensor, axis: int) -> torch.Tensor:
