@@ -1,5 +1,6 @@
 """The graph optimizer (`export(..., optimize=True)`, the default): rewrites of the translated graph,
-before it is written, that leave what it computes as it was (up to the rounding of a folded batch norm).
+before it is written, that leave what it computes as it was, up to the rounding some declare (a folded batch
+norm or weight, a sum on integers).
 The rewrites live in exporter/rewrites/, one module per family, each declaring what it preserves (bitwise;
 rounding; onnxruntime-only); REWRITES below runs them in order:
 

@@ -15,10 +15,12 @@ from aten2onnx.ir.builder import GraphBuilder, Node, Subgraph, Value
 
 CONTRIB_DOMAIN = "com.microsoft"
 
-# What a rewrite leaves of what the graph computes. bitwise: every result, bit for bit (NaN where NaN), in
-# onnxruntime and in aten2onnx.runtime; rounding: the same arithmetic rounded otherwise (a batch norm folded
-# into a weight, a sum on integers rather than on floats); onnxruntime-only: onnxruntime's contrib ops, which
-# onnxruntime and aten2onnx.runtime alone run, each rounding as its kernel does.
+# What a rewrite leaves of what the graph computes, in onnxruntime and in aten2onnx.runtime. bitwise: every
+# result, bit for bit (NaN where NaN), as each runtime's kernels compute the graph as written (onnxruntime's own
+# fusions of the graph before the rewrite may round otherwise: tests/test_rewrites.py lists where); rounding: the
+# same arithmetic rounded otherwise (a batch norm folded into a weight, a sum on integers rather than on floats, a
+# weight computed once by other kernels); onnxruntime-only: onnxruntime's contrib ops, which onnxruntime and
+# aten2onnx.runtime alone run, each rounding as its kernel does.
 Preserves = Literal["bitwise", "rounding", "onnxruntime-only"]
 
 

@@ -1,6 +1,8 @@
-"""Folds: weight-only subgraphs computed once (bitwise: the runtime's own kernels); a batch norm after a Conv
-folded into its weight and bias (rounding: computed in float64, stored in the weight's dtype); a constant Pad
-before a Conv or a pool folded into its own pads (bitwise)."""
+"""Folds: weight-only subgraphs computed once (rounding: aten2onnx.runtime's kernels compute them, whose
+transcendentals onnxruntime's round otherwise, and a matmul reading a stored weight rather than a computed one
+sums in another order in either runtime); a batch norm after a Conv folded into its weight and bias (rounding:
+computed in float64, stored in the weight's dtype); a constant Pad before a Conv or a pool folded into its own
+pads (bitwise)."""
 
 from __future__ import annotations
 
@@ -208,6 +210,6 @@ def _pads(nodes: list[Node], ctx: Context) -> list[Node]:
     return _fold_pads(nodes, ctx.outputs)
 
 
-WEIGHTS = Rewrite("weights", "bitwise", _weights)
+WEIGHTS = Rewrite("weights", "rounding", _weights)
 BATCH_NORMS = Rewrite("batch norms", "rounding", _batch_norms)
 PADS = Rewrite("pads", "bitwise", _pads)

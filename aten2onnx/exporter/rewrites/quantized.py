@@ -1,6 +1,8 @@
 """Quantized ops: a QuantizeLinear of what a DynamicQuantizeLinear computed read from it (bitwise); dequantized
-matmuls and convolutions on integer kernels (rounding: the sum is exact, scaled once); 4-bit weights laid out for
-onnxruntime's MatMulNBits (bitwise), or as MatMulNBits itself (onnxruntime-only)."""
+matmuls and convolutions on integer kernels (rounding: the sum is exact, scaled once); 4-bit weights stored
+transposed, the layout onnxruntime fuses into MatMulNBits (rounding: a MatMul sums in another order than the
+Gemm; onnxruntime's fusion, at its default accuracy level 4, also quantizes the activations to int8), or written
+as MatMulNBits itself (onnxruntime-only; float activations)."""
 
 from __future__ import annotations
 
@@ -281,5 +283,5 @@ def _four_bits(nodes: list[Node], ctx: Context) -> list[Node]:
 
 DYNAMIC_QUANTIZATION = Rewrite("dynamic quantization", "bitwise", _dynamic)
 INTEGER_KERNELS = Rewrite("integer kernels", "rounding", _integer_kernels)
-FOUR_BIT_MATMULS = Rewrite("4-bit matmuls", "bitwise", _four_bits, when=lambda ctx: not ctx.onnxruntime)
+FOUR_BIT_MATMULS = Rewrite("4-bit matmuls", "rounding", _four_bits, when=lambda ctx: not ctx.onnxruntime)
 MATMUL_NBITS = Rewrite("MatMulNBits", "onnxruntime-only", _four_bits, when=lambda ctx: ctx.onnxruntime)
