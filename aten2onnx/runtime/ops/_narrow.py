@@ -116,8 +116,8 @@ def to_e8m0(x: torch.Tensor, saturate: bool, round_mode: str) -> torch.Tensor:
     """x as float8e8m0 (a power of two), rounded by round_mode: "up" (to the power at or above |x|), "down" (at or
     below), "nearest" (ties up, measured linearly: 1.5 * 2^e goes to 2^(e+1)). Cast's table: NaN is NaN; with
     saturate, values past the largest (2^127, infinity included) are the largest and values below the smallest
-    (2^-127, zero included) the smallest; without, both are NaN. The sign is ignored (negative input is
-    unspecified)."""
+    (2^-127, zero included) the smallest; without, both are NaN. The sign is ignored (a negative input is
+    unspecified; this is what onnx's reference does)."""
     if round_mode not in ROUND_MODES:
         raise ValueError(f"round_mode must be one of {ROUND_MODES}, not {round_mode!r}")
     a = _wide(x).abs()
@@ -127,8 +127,10 @@ def to_e8m0(x: torch.Tensor, saturate: bool, round_mode: str) -> torch.Tensor:
         e = e + (m > 0.5).to(torch.int64)
     elif round_mode == "nearest":
         e = e + (m >= 0.75).to(torch.int64)
+    # Cast's table compares x itself, not its rounded value, with the range (without saturate, a value past 2^127
+    # is NaN even where rounding down gives 2^127); any x that rounds past 2^127 is past it already
     below = a < 2.0 ** E8M0_MIN_EXP
-    above = (e > E8M0_MAX_EXP) | torch.isinf(a)
+    above = a > 2.0 ** E8M0_MAX_EXP
     if saturate:
         e = torch.where(below, E8M0_MIN_EXP, torch.where(above, E8M0_MAX_EXP, e))
         bad = torch.isnan(a)

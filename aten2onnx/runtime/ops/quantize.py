@@ -42,7 +42,9 @@ def _quantize(x: torch.Tensor, scale: torch.Tensor, zero_point: torch.Tensor | N
     zero = None if zero_point is None else _broadcast_param(_widened(zero_point), x, axis, block_size).to(torch.float64)
     limits = _INT_RANGES.get(out_type) or (_narrow.int_range(out_type) if out_type in _narrow.INTS else None)
     if limits is None:  # a float type: the zero point is usually 0, but the formula stays the same
-        return cast(y if zero is None else y.to(torch.float64) + zero, out_type, saturate)
+        if zero is not None:  # where it is 0, x / scale as it is: adding +0 would turn a -0 into +0
+            y = torch.where(zero == 0, y.to(torch.float64), y.to(torch.float64) + zero)
+        return cast(y, out_type, saturate)
     q = torch.nan_to_num(torch.round(y).to(torch.float64), nan=0.0)
     if zero is not None:
         q = q + zero
