@@ -31,6 +31,8 @@ NonMaxSuppression RoiAlign MaxRoiPool RotaryEmbedding
 # Ops whose cases exercise every element type (float8, float8e8m0, float4e2m1, int4/uint4, int2/uint2): their
 # conversions are the runtime's own (runtime/ops/_narrow.py), so every case of them runs here too.
 ELEMENT_TYPE_OPS = frozenset({"Cast", "CastLike", "QuantizeLinear", "DequantizeLinear", "QLinearMatMul"})
+# Ops with no kernel that run as the function body onnx defines for them (runtime/schema_functions.py).
+FUNCTION_BODY_OPS = frozenset({"SwiGLU", "LinearAttention", "CausalConvWithState", "SequenceMap", "FlexAttention"})
 
 
 def known_failure(case) -> str | None:
@@ -43,7 +45,7 @@ def known_failure(case) -> str | None:
 
 @functools.lru_cache(maxsize=1)
 def _cases():
-    return conformance.load_cases(set(EMITTED_OPS | ELEMENT_TYPE_OPS))
+    return conformance.load_cases(set(EMITTED_OPS | ELEMENT_TYPE_OPS | FUNCTION_BODY_OPS))
 
 
 def _params():

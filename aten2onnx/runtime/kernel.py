@@ -245,6 +245,11 @@ def _range_text(bounds: tuple[int, int | None]) -> str:
     return f"{since}+" if until is None else f"{since}-{until - 1}"
 
 
+def has_kernel(domain: str, op_type: str) -> bool:
+    """Whether any kernel runs the op, at any version."""
+    return (domain, op_type) in _TABLE
+
+
 def all_kernels() -> dict[tuple[str, str], list[type[Kernel]]]:
     return {key: list(kernels) for key, kernels in sorted(_TABLE.items())}
 

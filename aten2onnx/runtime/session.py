@@ -16,13 +16,14 @@ from aten2onnx._aten_node import DOMAIN as ATEN_DOMAIN, is_exact
 from aten2onnx._onnx_graphs import bodies
 from aten2onnx.errors import InvalidInputError, InvalidModelError, KernelError, RunError, RunTimeoutError
 from aten2onnx.runtime.external_data import external_tensors, load_external_data
-from aten2onnx.runtime.kernel import (Kernel, SessionContext, decode_attribute, find_kernel, from_numpy, op_schema,
-                                      runtime_dtype, tensor_from_proto, to_numpy)
+from aten2onnx.runtime.kernel import (Kernel, SessionContext, decode_attribute, find_kernel, from_numpy, has_kernel,
+                                      op_schema, runtime_dtype, tensor_from_proto, to_numpy)
 from aten2onnx.runtime.ops import MAX_OPSET
 from aten2onnx.runtime.elem_types import output_types, stated_types
 from aten2onnx.runtime.exact import exact_calls, requires_grad
 from aten2onnx.runtime.optimize import DOMAIN as FUSED_DOMAIN, fuse_exported_ops
 from aten2onnx.runtime.results import ResultCheck
+from aten2onnx.runtime.schema_functions import FunctionBody, function_schema
 from aten2onnx.runtime.safety import AllowedOps, permits
 from aten2onnx.runtime.validate import dims_not_one, state_updates, validate_model
 
@@ -136,7 +137,8 @@ class GraphRunner:
             known = {i.name: i for i in list(graph.initializer) + list(constants) if i.name not in self.input_names}
             nodes = fuse_exported_ops(nodes, set(self.output_names), known,
                                       lambda key: permits(ctx.allowed_aten_ops, key))
-        self._declared = {v.name: v.type for v in list(graph.value_info) + list(graph.output)}
+        self._declared = {v.name: v.type for v in list(graph.input) + list(graph.value_info) + list(graph.output)
+                          if v.type.WhichOneof("value")}
         self._types = stated_types(graph, constants)
         self.steps = [self._plan_node(node) for node in self._ordered(graph, nodes)]
         missing = [name for name in self.output_names if name not in self._slot]
@@ -185,17 +187,24 @@ class GraphRunner:
         where = f"node {node.name!r} ({node.op_type})"
         if opset is None:
             raise InvalidModelError(f"{where} uses domain {domain!r}, which the model does not import")
-        try:
-            cls = find_kernel(domain, node.op_type, opset)
-        except InvalidModelError as e:
-            raise InvalidModelError(f"{where}: {e}") from e
         schema = op_schema(domain, node.op_type, opset)
         input_types = [self._types.get(name) for name in node.input]
+        try:
+            cls: type[Kernel] = find_kernel(domain, node.op_type, opset)
+        except InvalidModelError as e:
+            # an op onnx defines as a function, with no kernel at any version, runs as its body (a version newer
+            # than the kernels' stays refused: see kernel.CHECKED_OPSET)
+            if has_kernel(domain, node.op_type) or function_schema(domain, node.op_type, opset) is None:
+                raise InvalidModelError(f"{where}: {e}") from e
+            cls = FunctionBody
         for name, elem in zip(node.output, output_types(node, schema, input_types)):
             if name and elem:
                 self._types.setdefault(name, elem)
         try:
-            attrs = {a.name: decode_attribute(a) for a in node.attribute}
+            if cls is FunctionBody:
+                attrs = {"schema": schema, "opset": opset, "types": [self._type_proto(n) for n in node.input]}
+            else:
+                attrs = {a.name: decode_attribute(a) for a in node.attribute}
             kernel = cls(self.ctx, node, input_types, **attrs)
         except InvalidModelError as e:
             raise InvalidModelError(f"{where}: {e}") from e
@@ -211,6 +220,14 @@ class GraphRunner:
         else:
             check = ResultCheck.for_schema(node, schema)
         return _Step(kernel, inputs, outputs, implicit, node, check)
+
+    def _type_proto(self, name: str) -> onnx.TypeProto | None:
+        """A value's type as the model states it, else a tensor of the element type that follows (None: unknown)."""
+        if name in self._declared:
+            return self._declared[name]
+        if name in self._types:
+            return onnx.helper.make_tensor_type_proto(self._types[name], None)
+        return None
 
     def _declared_dtype(self, name: str, where: str) -> torch.dtype | None:
         tp = self._declared.get(name)
