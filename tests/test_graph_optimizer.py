@@ -138,10 +138,13 @@ def test_optimized_graphs_agree_with_the_unoptimized_and_with_eager(name, opset)
     assert gone <= set(op_types(plain)), op_types(plain)  # (the case needs the rewrite)
     assert len(op_types(optimized)) < len(op_types(plain)) or not gone
     name_in = optimized.input_names[0]
+    # a sum's rounding scales with its terms, not its result: an output that cancels to near 0 is as far from
+    # eager as the largest (onnxruntime's AVX-512 matmul kernels: 1.8e-5 on an output of 0.67, K = 256)
+    atol = 1e-5 * max(1.0, float(want.abs().max()))
     for exported in (plain, optimized):
         got = torch.from_numpy(run_ort(exported.model_proto, {name_in: x})[0])
-        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
-        torch.testing.assert_close(exported.run(x), want, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=atol)
+        torch.testing.assert_close(exported.run(x), want, rtol=1e-5, atol=atol)
     if name == "duplicates":
         assert op_types(optimized).count("Sin") == 1 and op_types(plain).count("Sin") == 2
 

@@ -156,6 +156,21 @@ class StaticConv(torch.nn.Module):
         return F.conv2d(xd, wd)
 
 
+class Requantized(torch.nn.Module):
+    """A layer (StaticLinear's or StaticConv's) whose result is quantized again to uint8: the QDQ pattern
+    onnxruntime's QDQ transformer runs as QGemm / QLinearConv on its weight."""
+
+    def __init__(self, layer: torch.nn.Module) -> None:
+        super().__init__()
+        self.layer = layer
+
+    def forward(self, x):
+        qd = torch.ops.quantized_decomposed
+        y = self.layer(x)
+        return qd.dequantize_per_tensor(qd.quantize_per_tensor(y, 0.5, 128, 0, 255, torch.uint8), 0.5, 128, 0, 255,
+                                        torch.uint8)
+
+
 def four_bit_linear() -> torch.nn.Module:
     """torchao's 4-bit weights, in groups of 32 along K = 256."""
     tq = pytest.importorskip("torchao.quantization", exc_type=ImportError)
@@ -304,6 +319,10 @@ ROWS = {
         quantized.INTEGER_KERNELS, DynamicLinear, lambda: int8s(8, 256), made="MatMulInteger", tolerance=1e-5),
     "quantized: uint8 x int8 ConvInteger": Row(
         quantized.INTEGER_KERNELS, StaticConv, lambda: uint8s(2, 32, 6, 6), made="ConvInteger", tolerance=1e-5),
+    "quantized: a requantized linear layer's int8 weights as uint8": Row(
+        quantized.UNSIGNED_WEIGHTS, lambda: Requantized(StaticLinear(signed=False)), lambda: uint8s(8, 256)),
+    "quantized: a requantized convolution's int8 weights as uint8": Row(
+        quantized.UNSIGNED_WEIGHTS, lambda: Requantized(StaticConv()), lambda: uint8s(2, 32, 6, 6)),
     "quantized: 4-bit weight transposed for MatMulNBits": Row(
         quantized.FOUR_BIT_MATMULS, four_bit_linear, lambda: each(floats(4, 256)), opset=21, tolerance=1e-6),
     "quantized: MatMulNBits": Row(
@@ -441,7 +460,9 @@ def test_each_row_needs_its_rewrite(name):
     before, after, _ = exports(name)
     ops_before = [n.op_type for n in before.model_proto.graph.node]
     ops_after = [n.op_type for n in after.model_proto.graph.node]
-    assert ops_before != ops_after, f"the graph needs no {row.rewrite.name}: {ops_before}"
+    # (a rewrite may change only what the ops read: the element types of the weights)
+    types_before, types_after = (sorted(i.data_type for i in e.model_proto.graph.initializer) for e in (before, after))
+    assert (ops_before, types_before) != (ops_after, types_after), f"the graph needs no {row.rewrite.name}: {ops_before}"
     assert row.made is None or (row.made in ops_after and row.made not in ops_before), ops_after
 
 

@@ -16,7 +16,9 @@ rounding; onnxruntime-only); REWRITES below runs them in order:
 - quantized: a Conv, Gemm or MatMul of dequantized integers (DequantizeLinear of an activation, per tensor, and of a
   constant weight, per tensor or per output channel) whose result is not quantized again (onnxruntime's
   QDQ transformer makes QLinearConv/QLinearMatMul of those that are) runs on integers: ConvInteger or
-  MatMulInteger, then the float scaling and the bias; a QuantizeLinear by the scale and zero point a
+  MatMulInteger of uint8 operands, then the float scaling and the bias; an int8 weight that one of those
+  QDQ kernels reads is dequantized from uint8 (shifted by 128 with its zero point: onnxruntime's uint8 x int8
+  kernels saturate on x86 CPUs without VNNI); a QuantizeLinear by the scale and zero point a
   DynamicQuantizeLinear of the same input computed is that DynamicQuantizeLinear's result (onnxruntime
   fuses the chain into DynamicQuantizeMatMul); a 4-bit weight's DequantizeLinear read transposed by a Gemm
   or MatMul is stored transposed and blocked along its input channels, into a MatMul (onnxruntime's
@@ -62,6 +64,7 @@ REWRITES: tuple[Rewrite, ...] = (
     fold.PADS,
     quantized.DYNAMIC_QUANTIZATION,
     quantized.INTEGER_KERNELS,
+    quantized.UNSIGNED_WEIGHTS,
     quantized.FOUR_BIT_MATMULS,
     quantized.MATMUL_NBITS,
     norms.LAYER_NORM_SUMS,

@@ -1,5 +1,7 @@
 """Quantized ops: a QuantizeLinear of what a DynamicQuantizeLinear computed read from it (bitwise); dequantized
-matmuls and convolutions on integer kernels (rounding: the sum is exact, scaled once); 4-bit weights stored
+matmuls and convolutions on integer kernels (rounding: the sum is exact, scaled once), and the int8 weights
+onnxruntime's QDQ transformer fuses into its integer kernels shifted to uint8 (bitwise: the kernels it picks
+for uint8 x uint8 are exact on every CPU); 4-bit weights stored
 transposed, the layout onnxruntime fuses into MatMulNBits (rounding: a MatMul sums in another order than the
 Gemm; onnxruntime's fusion, at its default accuracy level 4, also quantizes the activations to int8), or written
 as MatMulNBits itself (onnxruntime-only; float activations)."""
@@ -197,6 +199,72 @@ def _on_integers(g: GraphBuilder, node: Node, uses: _Uses) -> list[Node] | None:
     return _made_since(g, first, node, y)
 
 
+# -- uint8 weights for onnxruntime's QDQ kernels ---------------------------------------------------------------
+
+_WEIGHT_READERS = ("Conv", "ConvTranspose", "Gemm", "MatMul")
+_LAYOUT = ("Transpose", "Reshape", "Identity", "Squeeze", "Unsqueeze")
+
+
+def _dequantized_activation(value: Value | None) -> bool:
+    """Whether value is an 8-bit quantized activation's DequantizeLinear (through layout changes)."""
+    while value is not None and value.producer is not None and value.producer.op_type in _LAYOUT:
+        value = value.producer.inputs[0]
+    node = value.producer if value is not None else None
+    return (node is not None and node.op_type == "DequantizeLinear" and not node.domain and node.call is None
+            and node.inputs[0].dtype in _INTEGERS and node.inputs[0].const is None)
+
+
+def _read_as_quantized_weight(value: Value, uses: _Uses) -> bool:
+    """Whether a Conv, Gemm or MatMul reads value (through layout changes) as its weight while its data is a
+    dequantized 8-bit activation: the pattern onnxruntime's QDQ transformer runs on an integer kernel."""
+    for reader, index in uses.readers.get(id(value), []):
+        if reader.domain or reader.call is not None:
+            continue
+        if reader.op_type in _LAYOUT and index == 0 and _read_as_quantized_weight(reader.outputs[0], uses):
+            return True
+        if reader.op_type in _WEIGHT_READERS and index == 1 and _dequantized_activation(reader.inputs[0]):
+            return True
+    return False
+
+
+def _unsigned_weights(nodes: list[Node], ctx: Context) -> list[Node]:
+    """A constant int8 weight's DequantizeLinear (per tensor or per channel) that onnxruntime's QDQ
+    transformer fuses with a quantized activation into an integer kernel (QLinearConv, QGemm,
+    QLinearMatMul, DynamicQuantizeMatMul) dequantizes the weight shifted to uint8, its zero points too
+    (+128 each: the same values, bit for bit). onnxruntime's uint8 x int8 kernels sum pairs of products in
+    saturating 16-bit arithmetic on x86 CPUs without VNNI (most deployed ones; bench/integer_kernels.py:
+    QLinearConv 21 to 29 steps off, QLinearMatMul tens of thousands), its uint8 x uint8 ones exactly on
+    every CPU. A backend that takes only int8 weights of zero point 0 (TensorRT) reads the export with
+    optimize=False, which keeps the model's own types."""
+    uses = _Uses(nodes, ctx.outputs)
+    g = ctx.g
+    for node in nodes:
+        if (node.op_type != "DequantizeLinear" or node.domain or node.call is not None or "block_size" in node.attrs
+                or node.inputs[0].dtype != torch.int8 or not _constant(node.inputs[0])
+                or node.inputs[0].kind not in ("initializer", "const")):
+            continue
+        zero = node.inputs[2] if len(node.inputs) > 2 else None
+        if (zero is not None and (zero.const is None or zero.dtype != torch.int8)) \
+                or not _read_as_quantized_weight(node.outputs[0], uses):
+            continue
+        scale = node.inputs[1]
+        if zero is None:
+            if scale.shape is None or not all(isinstance(d, int) for d in scale.shape):
+                continue
+            zero_uint8 = g.const(torch.full(tuple(scale.shape), 128, dtype=torch.uint8))
+        else:
+            zero_uint8 = g.const(lazy.apply(_plus_128, zero.const))
+        w = node.inputs[0]
+        shifted = lazy.apply(_plus_128, w.const)
+        weight = g.initializer(f"{w.name}.uint8", shifted) if w.kind == "initializer" else g.const(shifted)
+        node.inputs = [weight, scale, zero_uint8]
+    return live_nodes(nodes, ctx.outputs)
+
+
+def _plus_128(t: torch.Tensor) -> torch.Tensor:
+    return (t.to(torch.int16) + 128).to(torch.uint8)
+
+
 # -- 4-bit weights --------------------------------------------------------------------------------------------
 
 
@@ -283,5 +351,6 @@ def _four_bits(nodes: list[Node], ctx: Context) -> list[Node]:
 
 DYNAMIC_QUANTIZATION = Rewrite("dynamic quantization", "bitwise", _dynamic)
 INTEGER_KERNELS = Rewrite("integer kernels", "rounding", _integer_kernels)
+UNSIGNED_WEIGHTS = Rewrite("uint8 weights", "bitwise", _unsigned_weights)
 FOUR_BIT_MATMULS = Rewrite("4-bit matmuls", "rounding", _four_bits, when=lambda ctx: not ctx.onnxruntime)
 MATMUL_NBITS = Rewrite("MatMulNBits", "onnxruntime-only", _four_bits, when=lambda ctx: ctx.onnxruntime)
