@@ -320,3 +320,21 @@ def test_four_bit_weights_as_matmul_nbits_for_onnxruntime(config):
 def test_optimize_takes_true_false_or_onnxruntime():
     with pytest.raises(aten2onnx.ArgumentError, match="optimize"):
         aten2onnx.export(MLP().eval(), (torch.randn(2, 32),), optimize="fast")
+
+
+@pytest.mark.parametrize("opset", [21, 23, 25])
+def test_four_bit_per_channel_weights_at_every_opset(opset):
+    """A 4-bit weight per output channel (one block of K) laid out for MatMulNBits: from opset 23,
+    DequantizeLinear's result has its own type (output_dtype, else the scale's), which the builder took
+    for the int4 input's (an InternalError: found by the quantized fuzzer, seed 1019)."""
+    model = MLP().eval()
+    x = torch.randn(8, 32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        quantize_(model, tq.IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=tq.PerAxis(0)))
+    want = model(x)
+    exported = aten2onnx.export(model, (x,), opset=opset)
+    ours, _, initializers = ort_run(exported, x)
+    assert onnx.TensorProto.INT4 in initializers.values(), initializers
+    torch.testing.assert_close(exported.run(x), want, atol=1e-5, rtol=1e-5)
+    assert (ours - want).abs().max() <= 0.01 * want.abs().max()  # (onnxruntime's MatMulNBits at accuracy level 4)

@@ -229,6 +229,8 @@ def _attribute_dtype(op_type: str, inputs: tuple, attrs: dict) -> torch.dtype | 
     if op_type in ("ConstantOfShape", "Constant"):
         tensor = attrs.get("value")
         return tensor.dtype if isinstance(tensor, torch.Tensor) else torch.float32
+    if op_type == "DequantizeLinear" and len(inputs) > 1:  # (from 23 the result's type is its own, not the scale's)
+        return _dtypes.to_torch(attrs["output_dtype"]) if attrs.get("output_dtype") else inputs[1].dtype
     if isinstance(attrs.get("dtype"), int):  # RandomNormal, EyeLike, Multinomial, ... (an ATen node's is a name)
         return _dtypes.to_torch(attrs["dtype"])
     return None
