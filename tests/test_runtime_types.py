@@ -347,6 +347,40 @@ def test_matches_onnxruntime(entry: Entry):
     check(ours, theirs, entry.x, entry.onnxruntime, "onnxruntime")
 
 
+STRING_CASTS = [
+    (TP.STRING, F32, np.array(["3.14", "1e-5", "+INF", "inf", "-INF", "NaN", "nan", "-0", "100.5", "1E8"], object)),
+    (TP.STRING, F16, np.array(["3.14", "1e-5", "+INF", "-inf", "NaN", "-0", "1E8", "65519", "65520"], object)),
+    (TP.STRING, TP.INT32, np.array(["3", "-7", "12", "2147483647"], object)),
+    (TP.STRING, TP.INT64, np.array(["9007199254740993", "-9223372036854775808"], object)),
+    (F32, TP.STRING, np.array([0.1, -0.0, np.nan, np.inf, -np.inf, 1e20, 3.0, 2.0 ** -149], np.float32)),
+    (F16, TP.STRING, np.array([0.1, 2.5, -65504], np.float16)),
+    (F64, TP.STRING, np.array([0.1, 1 / 3, 1e300], np.float64)),
+    (TP.INT8, TP.STRING, np.array([-128, 0, 127], np.int8)),
+    (TP.BOOL, TP.STRING, np.array([True, False])),
+]
+
+
+@pytest.mark.parametrize("source, target, x", STRING_CASTS,
+                         ids=[f"{TP.DataType.Name(s)}-to-{TP.DataType.Name(t)}" for s, t, _ in STRING_CASTS])
+def test_strings_cast_as_the_reference_does(source: int, target: int, x: np.ndarray):
+    """Cast to and from strings: numbers as numpy writes them, text parsed with ONNX's INF/NaN spellings."""
+    e = Entry("string", "Cast", x, target, {"to": target})
+    ours = InferenceSession(model(e)).run(None, {"x": x})[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = ReferenceEvaluator(model(e)).run(None, {"x": x})[0]
+    if target == TP.STRING:
+        assert ours.tolist() == theirs.tolist()
+    else:
+        assert ours.dtype == theirs.dtype and keys(ours) == keys(theirs)
+
+
+def test_small_integers_cast_to_strings_as_integers():
+    x = np.array([-8, 7, 0], ml_dtypes.int4)
+    e = Entry("int4-string", "Cast", x, TP.STRING, {"to": TP.STRING})
+    assert InferenceSession(model(e)).run(None, {"x": x})[0].tolist() == ["-8", "7", "0"]
+
+
 def test_narrow_values_travel_packed_through_initializers_and_outputs():
     """Packed 4- and 2-bit initializers and outputs (onnx.numpy_helper's packing): an int4 weight, a uint2 zero
     point and a float4 result, read and written as ONNX stores them."""

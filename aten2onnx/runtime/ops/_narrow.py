@@ -41,8 +41,6 @@ FLOATS = {
     TensorProto.FLOAT6E2M3: MiniFloat(3, 0, 7.5, inf=False, nan=False, neg_zero=False),
     TensorProto.FLOAT6E3M2: MiniFloat(2, -2, 28.0, inf=False, nan=False, neg_zero=False),
 }
-FLOAT8 = frozenset({TensorProto.FLOAT8E4M3FN, TensorProto.FLOAT8E4M3FNUZ, TensorProto.FLOAT8E5M2,
-                    TensorProto.FLOAT8E5M2FNUZ})
 
 # (bits, signed) of the integer types narrower than a byte, held one value per int8/uint8 element
 INTS = {TensorProto.INT4: (4, True), TensorProto.UINT4: (4, False), TensorProto.INT2: (2, True),

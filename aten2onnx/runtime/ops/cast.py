@@ -58,6 +58,8 @@ def _to_strings(x: Any, from_type: int | None) -> np.ndarray:
     """Numbers as text, as numpy writes them (the shortest text that reads back as the same value)."""
     if isinstance(x, np.ndarray):
         return x
+    if from_type in _narrow.INTS:  # held as int8/uint8, every value exact: its text is the held value's
+        from_type = None
     array = to_numpy(x, from_type)
     if array.dtype.kind not in "biuf":  # bfloat16, float8, float4 ...: their values as float32 text
         array = array.astype(np.float32)
