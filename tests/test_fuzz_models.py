@@ -183,6 +183,10 @@ FOUND = [
     program([("x1", (2,), torch.bool), ("x2", (2, 2, 1), torch.int8)],
             [("v0", "x1.double()"), ("v5", "x2 / v0"), ("v7", "F.interpolate(v5, size=5, mode='linear')")], ("v7",),
             dynamic=True, seed=47519),
+    # atan2 of a NaN (0 // 0 here) over a zero was a quarter turn: its x == 0 case gave +-pi/2 whatever y was
+    # (fuzz_models seed 96000000, program 96000193; tests/optables/division.py sweeps the values around it)
+    program([("x0", (3, 4), BF16)], [("v0", "torch.atan2(torch.div(x0, x0, rounding_mode='floor'), x0)")], ("v0",),
+            seed=1),
 ]
 
 

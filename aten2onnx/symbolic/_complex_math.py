@@ -15,7 +15,7 @@ from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic import _complex as cx
 from aten2onnx.symbolic._carrier import Parts, _k, _shaped, carrier, dtype_of, join, split
 from aten2onnx.symbolic._helpers import cast
-from aten2onnx.symbolic.opset9_math import is_zero
+from aten2onnx.symbolic.opset9_math import atan2, is_zero, sign_bit
 
 
 def _is_complex(x) -> bool:
@@ -66,12 +66,6 @@ def complex_div(g: GraphBuilder, a: Parts, b: Parts) -> Parts:
     return g.op("Div", re, denom), g.op("Div", im, denom)
 
 
-def _negative(g: GraphBuilder, x: Value) -> Value:
-    """x < 0 or x is -0 (the sign bit, where atan2 and sqrt read it); False for NaN."""
-    zero = _k(g, 0.0, x)
-    return g.op("Or", g.op("Less", x, zero), g.op("Less", g.op("Reciprocal", x), zero))
-
-
 def _is_inf(g: GraphBuilder, x: Value) -> Value:
     """|x| is infinite, by comparing with the largest finite value (IsInf comes at opset 10)."""
     return g.op("Greater", g.op("Abs", x), _k(g, torch.finfo(x.dtype).max, x))
@@ -110,17 +104,6 @@ def log_abs(g: GraphBuilder, re: Value, im: Value) -> Value:
     return g.op("Log", hypot(g, re, im))
 
 
-def atan(g: GraphBuilder, x: Value) -> Value:
-    """Atan; onnxruntime has it for float only, so float64 takes float32's and one Newton step on
-    sin t - x cos t = 0, which squares its error (1e-7 -> 1e-14)."""
-    if x.dtype != torch.float64:
-        return g.op("Atan", x)
-    t = cast(g, g.op("Atan", cast(g, x, torch.float32)), torch.float64)
-    sin, cos = g.op("Sin", t), g.op("Cos", t)
-    step = g.op("Div", g.op("Sub", sin, g.op("Mul", x, cos)), g.op("Add", cos, g.op("Mul", x, sin)))
-    return g.op("Sub", t, step)
-
-
 def sinh_cosh(g: GraphBuilder, x: Value) -> tuple[Value, Value]:
     """(sinh x, cosh x); onnxruntime has Sinh and Cosh for float only, so float64 goes through Exp."""
     if x.dtype != torch.float64:
@@ -128,25 +111,6 @@ def sinh_cosh(g: GraphBuilder, x: Value) -> tuple[Value, Value]:
     up, down = g.op("Exp", x), g.op("Exp", g.op("Neg", x))
     half = _k(g, 0.5, x)
     return g.op("Mul", g.op("Sub", up, down), half), g.op("Mul", g.op("Add", up, down), half)
-
-
-def atan2(g: GraphBuilder, y: Value | None, x: Value) -> Value:
-    """atan2(y, x) from Atan (ONNX has no Atan2): the angle of (|x|, |y|) in [0, pi/2] from the
-    smaller-over-larger ratio, then reflected by the sign bits of x and y, so signed zeros, infinities
-    and NaN come out as in C's atan2. y None is a zero."""
-    if y is None:
-        y = g.op("Mul", x, _k(g, 0.0, x))  # +0 or -0 does not matter to the result but NaN does
-        y = g.op("Where", g.op("IsNaN", y), y, _k(g, 0.0, x))
-    ax, ay = g.op("Abs", x), g.op("Abs", y)
-    steep = g.op("Greater", ay, ax)
-    num, den = g.op("Where", steep, ax, ay), g.op("Where", steep, ay, ax)
-    # num == den: 0/0 (both zero) reads 0, inf/inf (both infinite) 1; a NaN stays NaN through Div
-    tie = g.op("Not", g.op("Or", g.op("Less", num, den), g.op("Or", g.op("IsNaN", num), g.op("IsNaN", den))))
-    ratio = g.op("Where", tie, g.op("Where", is_zero(g, den), _k(g, 0.0, x), _k(g, 1.0, x)), g.op("Div", num, den))
-    t = atan(g, ratio)
-    t = g.op("Where", steep, g.op("Sub", _k(g, math.pi / 2, t), t), t)
-    t = g.op("Where", _negative(g, x), g.op("Sub", _k(g, math.pi, t), t), t)
-    return g.op("Where", _negative(g, y), g.op("Neg", t), t)
 
 
 def complex_abs(g: GraphBuilder, x: Value, real: torch.dtype | None = None) -> Value:
@@ -182,9 +146,9 @@ def complex_sqrt(g: GraphBuilder, z: Parts) -> Parts:
     t = g.op("Sqrt", g.op("Add", g.op("Mul", g.op("Abs", re), half), g.op("Mul", hypot(g, re, im), half)))
     other = g.op("Div", im, g.op("Add", t, t))
     other = g.op("Where", is_zero(g, t), im, other)  # sqrt(+-0 + i0) = +0 + i0
-    right = g.op("Not", _negative(g, re))
+    right = g.op("Not", sign_bit(g, re))
     out_re = g.op("Where", right, t, g.op("Abs", other))
-    out_im = g.op("Where", right, other, g.op("Where", _negative(g, im), g.op("Neg", t), t))
+    out_im = g.op("Where", right, other, g.op("Where", sign_bit(g, im), g.op("Neg", t), t))
     infinite = _is_inf(g, im)  # sqrt(x +- i inf) = inf +- i inf, whatever x is
     out_re = g.op("Where", infinite, _k(g, math.inf, out_re), out_re)
     out_im = g.op("Where", infinite, im, out_im)

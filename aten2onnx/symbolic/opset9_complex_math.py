@@ -30,9 +30,7 @@ from aten2onnx.symbolic._complex_math import (
     _is_complex,
     _is_inf,
     _mul_number,
-    _negative,
     _scaled,
-    atan2,
     carrier_mul,
     complex_abs,
     complex_div,
@@ -48,7 +46,7 @@ from aten2onnx.symbolic._complex_math import (
 from aten2onnx.symbolic._helpers import cast
 from aten2onnx.symbolic._lifting import Lift, lift
 from aten2onnx.symbolic.opset9_complex import full
-from aten2onnx.symbolic.opset9_math import is_zero
+from aten2onnx.symbolic.opset9_math import atan2, is_zero, sign_bit
 
 register = functools.partial(registry.register, opset=9, complex=True)
 
@@ -550,7 +548,7 @@ def complex_asinh(g: GraphBuilder, z: Parts) -> Parts:
     """asinh z = log(z + sqrt(z^2 + 1)), on the half-plane Re z >= 0 (asinh is odd), where the sum
     does not cancel."""
     a, b = z
-    flip = _negative(g, a)
+    flip = sign_bit(g, a)
     sign = g.op("Where", flip, _k(g, -1.0, a), _k(g, 1.0, a))
     a, b = g.op("Mul", a, sign), g.op("Mul", b, sign)
     sq_re = g.op("Add", g.op("Sub", g.op("Mul", a, a), g.op("Mul", b, b)), _k(g, 1.0, a))

@@ -21,9 +21,10 @@ from aten2onnx.symbolic._carrier import (
     split,
     tagged,
 )
-from aten2onnx.symbolic._complex_math import atan2, complex_abs, hypot, log_abs
+from aten2onnx.symbolic._complex_math import complex_abs, hypot, log_abs
 from aten2onnx.symbolic._helpers import cast, scalar_type
 from aten2onnx.symbolic.opset9_complex_math import aten_add, aten_sub
+from aten2onnx.symbolic.opset9_math import atan2
 
 register = functools.partial(registry.register, opset=9, complex=True)
 

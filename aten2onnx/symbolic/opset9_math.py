@@ -460,24 +460,52 @@ def aten_glu(g, self, dim=-1):
 # -- binary math ----------------------------------------------------------------------------------------
 
 
+def sign_bit(g: GraphBuilder, x: Value) -> Value:
+    """x < 0 or x is -0 (1 / -0 is -inf): the sign C's atan2 and csqrt read; False for NaN."""
+    zero = const_like(g, 0.0, x)
+    return g.op("Or", g.op("Less", x, zero), g.op("Less", g.op("Reciprocal", x), zero))
+
+
+def atan(g: GraphBuilder, x: Value) -> Value:
+    """Atan; onnxruntime has it for float only, so float64 takes float32's and one Newton step on
+    sin t - x cos t = 0, which squares its error (1e-7 -> 1e-14)."""
+    if x.dtype != torch.float64:
+        return g.op("Atan", x)
+    t = cast(g, g.op("Atan", cast(g, x, torch.float32)), torch.float64)
+    sin, cos = g.op("Sin", t), g.op("Cos", t)
+    step = g.op("Div", g.op("Sub", sin, g.op("Mul", x, cos)), g.op("Add", cos, g.op("Mul", x, sin)))
+    return g.op("Sub", t, step)
+
+
+def atan2(g: GraphBuilder, y: Value | None, x: Value) -> Value:
+    """atan2(y, x) from Atan (ONNX has no Atan2): the angle of (|x|, |y|) in [0, pi/2] from the
+    smaller-over-larger ratio, then reflected by the sign bits of x and y, so signed zeros, infinities
+    and NaN come out as in C's atan2 (y/x would be NaN for two infinities, and a NaN y over a zero x
+    is no quarter turn). y None is a zero."""
+    if y is None:
+        y = g.op("Mul", x, const_like(g, 0.0, x))  # +0 or -0 does not matter to the result but NaN does
+        y = g.op("Where", g.op("IsNaN", y), y, const_like(g, 0.0, x))
+    ax, ay = g.op("Abs", x), g.op("Abs", y)
+    steep = g.op("Greater", ay, ax)
+    num, den = g.op("Where", steep, ax, ay), g.op("Where", steep, ay, ax)
+    # num == den: 0/0 (both zero) reads 0, inf/inf (both infinite) 1; a NaN stays NaN through Div
+    tie = g.op("Not", g.op("Or", g.op("Less", num, den), g.op("Or", g.op("IsNaN", num), g.op("IsNaN", den))))
+    ratio = g.op("Where", tie, g.op("Where", is_zero(g, den), const_like(g, 0.0, x), const_like(g, 1.0, x)),
+                 g.op("Div", num, den))
+    t = atan(g, ratio)
+    t = g.op("Where", steep, g.op("Sub", const_like(g, math.pi / 2, t), t), t)
+    t = g.op("Where", sign_bit(g, x), g.op("Sub", const_like(g, math.pi, t), t), t)
+    # y's sign as a factor of +-1, not a Where between -t and t: onnxruntime's Where gives +0.0 for a
+    # -0.0 it picks from its first branch (atan2(-0, 1) is -0)
+    return g.op("Mul", t, g.op("Where", sign_bit(g, y), const_like(g, -1.0, t), const_like(g, 1.0, t)))
+
+
 @register("aten::atan2.default", "aten::arctan2.default")
 def aten_atan2(g, self, other):
     """atan2(Tensor self, Tensor other) -> Tensor"""
-    y, x = promote(g, self, other, to=float_result(self, other))
-    zero = const_like(g, 0.0, x)
-    base = g.op("Atan", g.op("Div", y, x))
-    pi = const_like(g, math.pi, x)
-    # the sign bits, -0 included (1 / -0 is -inf), as C's atan2 reads them
-    y_sign = g.op("Less", g.op("Div", const_like(g, 1.0, y), y), zero)
-    x_sign = g.op("Less", g.op("Div", const_like(g, 1.0, x), x), zero)
-    half_turn = g.op("Where", y_sign, g.op("Neg", pi), pi)
-    out = g.op("Where", g.op("Less", x, zero), g.op("Add", base, half_turn), base)  # (+ 0 would lose a -0)
-    # x == +-0: +-pi/2 by y's sign (atan(y/-0) has the other); y == 0 too: y itself for x = +0, +-pi for -0
-    y_zero, x_zero = is_zero(g, y), is_zero(g, x)
-    quarter = g.op("Mul", half_turn, const_like(g, 0.5, x))
-    out = g.op("Where", x_zero, quarter, out)
-    both_zero = g.op("And", y_zero, x_zero)
-    return g.op("Where", both_zero, g.op("Where", x_sign, half_turn, y), out)
+    dtype = float_result(self, other)
+    y, x = promote(g, self, other, to=opmath(dtype))  # half types in float32, rounded once, as ATen does
+    return cast(g, atan2(g, y, x), dtype)
 
 
 def fmod(g: GraphBuilder, self, other, *, has_mod: bool) -> Value:
