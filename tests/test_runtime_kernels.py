@@ -207,7 +207,13 @@ TABLE = [
     Entry("DFT", [f32(2, 8, 1), None, i64(-2)], attrs={"onesided": 1}, opset=20, rtol=1e-4, atol=1e-5),
     Entry("DFT", [f32(2, 8, 2), i64(8), i64(1)], attrs={"inverse": 1}, opset=20, rtol=1e-4, atol=1e-5, id="inverse"),
     Entry("Mod", [f32(6) * 3, f32(6) + 3], opset=13, attrs={"fmod": 1}, id="fmod13"),
-
+    # Col2Im: asymmetric pads, strides and dilations (torch's fold takes only symmetric pads)
+    Entry("Col2Im", [f32(2, 3 * 2 * 3, 5 * 6), i64([7, 9]), i64([2, 3])],
+          attrs={"strides": [2, 1], "dilations": [1, 2], "pads": [1, 0, 2, 1]}, opset=18),
+    Entry("MaxUnpool", [f32(1, 2, 2, 2), i64([[[[0, 3], [9, 14]], [[17, 18], [28, 31]]]])],
+          attrs={"kernel_shape": [2, 2], "strides": [2, 2]}, opset=11),
+    Entry("TensorScatter", [f32(2, 3, 5, 4), f32(2, 3, 2, 4), np.array([1, 4], np.int64)], attrs={"mode": "circular"},
+          opset=24),
 ]
 
 

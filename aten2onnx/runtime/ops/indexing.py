@@ -1,4 +1,4 @@
-"""Indexing: Gather*, Scatter*, NonZero, OneHot, TopK, Unique, Compress, ReverseSequence.
+"""Indexing: Gather*, Scatter*, TensorScatter, NonZero, OneHot, TopK, Unique, Compress, ReverseSequence.
 ONNX indices may be negative (counted from the end); they are normalized before torch sees them."""
 
 from __future__ import annotations
@@ -229,3 +229,31 @@ class ReverseSequence(Kernel):
         if self.time_axis > self.batch_axis:
             src = src.t()
         return (torch.gather(x, self.time_axis, src.reshape(shape).expand(x.shape)),)
+
+
+@kernel("TensorScatter", since=24)
+class TensorScatter(Kernel):
+    """A KV cache update: `update` written into a copy of `past_cache` along `axis` from each batch entry's write
+    index (0 without write_indices), wrapping past the cache's end in "circular" mode."""
+
+    def setup(self, axis: int = -2, mode: str = "linear") -> None:
+        if mode not in ("linear", "circular"):
+            raise ValueError(f"mode must be 'linear' or 'circular', not {mode!r}")
+        self.axis, self.mode = axis, mode
+
+    def run(self, past_cache, update, write_indices=None):
+        axis = norm_axis(self.axis, past_cache.dim())
+        if axis == 0:
+            raise ValueError("TensorScatter's axis cannot be the batch dimension")
+        length, size = update.shape[axis], past_cache.shape[axis]
+        batch = past_cache.shape[0]
+        start = torch.zeros(batch, dtype=torch.int64) if write_indices is None else write_indices.to(torch.int64)
+        positions = start.reshape(-1, 1) + torch.arange(length).reshape(1, -1)  # [batch, length]
+        if self.mode == "circular":
+            positions = positions % size
+        elif bool(((positions < 0) | (positions >= size)).any()):
+            raise ValueError(f"write indices {start.tolist()} with {length} updates pass the cache's {size} positions")
+        shape = [batch] + [1] * (past_cache.dim() - 1)
+        shape[axis] = length
+        index = positions.reshape(shape).expand(update.shape).to(past_cache.device)
+        return (past_cache.scatter(axis, index, update),)

@@ -1,4 +1,4 @@
-"""Neural-network ops: Conv, ConvTranspose, pooling, normalizations (onnxruntime's contrib
+"""Neural-network ops: Conv, ConvTranspose, pooling and MaxUnpool, Col2Im, normalizations (onnxruntime's contrib
 SkipSimplifiedLayerNormalization among them), Softmax/LogSoftmax/Hardmax,
 Dropout, LRN, the two losses. Where the ONNX attributes fit the torch kernel (symmetric pads, no
 dilation on average pools, ...) that kernel runs directly, exactly as eager; otherwise the op is
@@ -236,6 +236,68 @@ class MaxPool(_Pool):
         plane = math.prod(sizes)
         base = torch.arange(n * ch, device=idx.device).reshape((n, ch) + (1,) * len(sizes)) * plane
         return flat + base
+
+
+@kernel("MaxUnpool", since=9)  # 11 rewords the docs only; 22: bfloat16
+class MaxUnpool(Kernel):
+    """MaxPool's partial inverse: each value of X at its index in I, zeros elsewhere. The indices are flat over the
+    whole unpooled tensor of the shape the attributes give, (in - 1) * stride + kernel - pads per spatial dim (as
+    MaxPool's Indices output is); an output_shape beyond it is zeros after it on each axis (onnx's reference and
+    its test data do so)."""
+
+    def setup(self, kernel_shape: list[int], pads: list[int] | None = None, strides: list[int] | None = None) -> None:
+        self.kernel, self.pads, self.strides = kernel_shape, pads, strides
+
+    def run(self, x, indices, output_shape=None):
+        nd = x.dim() - 2
+        strides = self.strides or [1] * nd
+        pads = self.pads or [0] * (2 * nd)
+        inferred = list(x.shape[:2]) + [(size - 1) * s + k - pads[i] - pads[nd + i]
+                                        for i, (size, k, s) in enumerate(zip(x.shape[2:], self.kernel, strides))]
+        flat = x.new_zeros(math.prod(inferred))
+        flat[indices.reshape(-1).to(torch.int64)] = x.reshape(-1)
+        y = flat.reshape(inferred)
+        if output_shape is None:
+            return (y,)
+        shape = [int(v) for v in output_shape.tolist()]
+        out = x.new_zeros(shape)
+        out[tuple(slice(0, min(a, b)) for a, b in zip(inferred, shape))] = \
+            y[tuple(slice(0, min(a, b)) for a, b in zip(inferred, shape))]
+        return (out,)
+
+
+@kernel("Col2Im", since=18)
+class Col2Im(Kernel):
+    """Column blocks [N, C * prod(block_shape), L] summed back into an image [N, C, *image_shape] (torch's fold, in
+    any number of spatial dims): each block's values added at their positions in the padded image, the pads then
+    cut off."""
+
+    def setup(self, dilations: list[int] | None = None, pads: list[int] | None = None,
+              strides: list[int] | None = None) -> None:
+        self.dilations, self.pads, self.strides = dilations, pads, strides
+
+    def run(self, x, image_shape, block_shape):
+        image, block = [int(v) for v in image_shape.tolist()], [int(v) for v in block_shape.tolist()]
+        nd = len(image)
+        dilations, strides = self.dilations or [1] * nd, self.strides or [1] * nd
+        pads = self.pads or [0] * (2 * nd)
+        padded = [size + pads[i] + pads[nd + i] for i, size in enumerate(image)]
+        counts = [(p - d * (k - 1) - 1) // s + 1 for p, k, s, d in zip(padded, block, strides, dilations)]
+        # the flat padded-image position of kernel offset k in block l: sum over dims of (l*s + k*d) * row stride
+        position = torch.zeros((1, 1), dtype=torch.int64)
+        for p, k, s, d, n in zip(padded, block, strides, dilations, counts):
+            offsets = (torch.arange(k) * d).reshape(-1, 1) + (torch.arange(n) * s).reshape(1, -1)
+            position = (position.reshape(position.shape[0], 1, position.shape[1], 1) * p
+                        + offsets.reshape(1, k, 1, n)).reshape(position.shape[0] * k, position.shape[1] * n)
+        if x.shape[1] % math.prod(block) or x.shape[2] != math.prod(counts):
+            raise ValueError(f"input {tuple(x.shape)} is not [N, C * {math.prod(block)}, {math.prod(counts)}], the "
+                             f"blocks of {block} over image {image}")
+        batch, channels = x.shape[0], x.shape[1] // math.prod(block)
+        columns = x.reshape(batch, channels, -1)
+        out = x.new_zeros(batch, channels, math.prod(padded))
+        out.index_add_(2, position.reshape(-1).to(x.device), columns)
+        out = out.reshape(batch, channels, *padded)
+        return (out[(slice(None), slice(None)) + tuple(slice(pads[i], pads[i] + size) for i, size in enumerate(image))],)
 
 
 @kernel("GlobalAveragePool", since=1)
