@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterator
 from unittest import mock
 
 import numpy as np
+import onnx
 import pytest
 import torch
 import torch.utils._pytree as pytree
@@ -40,6 +41,7 @@ class Entry:
     reason: str | None = None  # an expected failure, and why
     ort: bool = True           # onnxruntime has kernels for these dtypes
     keys: tuple[str, ...] | None = None  # None: not declared
+    signed_zeros: bool = False  # a zero's sign is compared too (eager's -0.0 must not come back +0.0)
 
     def xfail(self, reason: str) -> Entry:
         return dataclasses.replace(self, reason=reason)
@@ -79,7 +81,44 @@ def assert_runs_like_eager(exported: aten2onnx.ExportedModel, fn: Callable, args
         torch.testing.assert_close(got_ort, want, rtol=rtol, atol=atol, equal_nan=equal_nan)
 
 
-def run_both(fn: Callable, args: tuple, opset: int, *, ort: bool = True) -> None:
+def bfloat16_as_float32(model: onnx.ModelProto, feeds: dict[str, torch.Tensor]
+                        ) -> tuple[onnx.ModelProto, dict[str, torch.Tensor]]:
+    """model with its bfloat16 inputs and outputs exchanged as float32 through Casts (exact both ways), and
+    feeds to match: onnxruntime's Python API exchanges no bfloat16, though its kernels run it."""
+    bf16, f32 = onnx.TensorProto.BFLOAT16, onnx.TensorProto.FLOAT
+    if all(v.type.tensor_type.elem_type != bf16 for v in [*model.graph.input, *model.graph.output]):
+        return model, feeds
+    model = onnx.ModelProto.FromString(model.SerializeToString())
+    graph, casts, feeds = model.graph, [], dict(feeds)
+    for value in graph.input:
+        if value.type.tensor_type.elem_type == bf16:
+            name, value.name = value.name, f"{value.name}.float32"
+            value.type.tensor_type.elem_type = f32
+            casts.append(onnx.helper.make_node("Cast", [value.name], [name], to=bf16))
+            feeds[value.name] = feeds.pop(name).float()
+    tail = []
+    for value in graph.output:
+        if value.type.tensor_type.elem_type == bf16:
+            name, value.name = value.name, f"{value.name}.float32"
+            value.type.tensor_type.elem_type = f32
+            tail.append(onnx.helper.make_node("Cast", [name], [value.name], to=f32))
+    nodes = casts + list(graph.node) + tail
+    del graph.node[:]
+    graph.node.extend(nodes)
+    return model, feeds
+
+
+def assert_matches(got: torch.Tensor, want: torch.Tensor, *, signed_zeros: bool = False) -> None:
+    """got within TOL of want (NaN equal to NaN); with signed_zeros, each zero with want's sign."""
+    rtol, atol = TOL.get(want.dtype, (0, 0))
+    torch.testing.assert_close(got, want, rtol=rtol, atol=atol, equal_nan=True)
+    if signed_zeros and want.dtype.is_floating_point:
+        zeros = (want == 0) & (got == 0)
+        flipped = zeros & (torch.signbit(got) != torch.signbit(want))
+        assert not flipped.any(), f"{int(flipped.sum())} zeros of the other sign, first at {flipped.nonzero()[0].tolist()}"
+
+
+def run_both(fn: Callable, args: tuple, opset: int, *, ort: bool = True, signed_zeros: bool = False) -> None:
     with torch.no_grad():
         expected = flat_tensors(fn(*args))
     with warnings.catch_warnings():
@@ -88,18 +127,17 @@ def run_both(fn: Callable, args: tuple, opset: int, *, ort: bool = True) -> None
     got = flat_tensors(exported.run(*args))
     assert len(got) == len(expected)
     for g_, w in zip(got, expected):
-        rtol, atol = TOL.get(w.dtype, (0, 0))
-        torch.testing.assert_close(g_, w, rtol=rtol, atol=atol, equal_nan=True)
+        assert_matches(g_, w, signed_zeros=signed_zeros)
     if ort:
         # complex inputs and outputs travel as real pairs (trailing axis of 2)
         feeds = exported.carried_inputs(dict(zip(exported.input_names, args)))
-        outs = dict(zip(exported.output_names, run_ort(exported.model_proto, feeds)))
+        model, feeds = bfloat16_as_float32(exported.model_proto, feeds)
+        outs = dict(zip(exported.output_names, run_ort(model, feeds)))
         theirs = [torch.as_tensor(x) for x in pytree.tree_leaves(exported.structure_outputs(outs))
                   if isinstance(x, (np.ndarray, torch.Tensor))]
         assert len(theirs) == len(expected)
         for g_, w in zip(theirs, expected):
-            rtol, atol = TOL.get(w.dtype, (0, 0))
-            torch.testing.assert_close(g_, w, rtol=rtol, atol=atol, equal_nan=True)
+            assert_matches(g_.to(w.dtype) if w.dtype == torch.bfloat16 else g_, w, signed_zeros=signed_zeros)
 
 
 def cases(family: str, table: list[Entry]) -> list:
@@ -148,7 +186,7 @@ def check(entry: Entry, sample: Callable, dtype: torch.dtype, opset: int) -> Non
     """One case: eager's answers in both runtimes, and every key the entry declares dispatched."""
     torch.manual_seed(0)
     with dispatched_keys() as keys:
-        run_both(entry.fn, sample(dtype), opset, ort=entry.ort)
+        run_both(entry.fn, sample(dtype), opset, ort=entry.ort, signed_zeros=entry.signed_zeros)
     missing = sorted(set(entry.keys or ()) - keys)
     assert not missing, f"{entry.name} declares keys its export did not dispatch: {missing}"
 

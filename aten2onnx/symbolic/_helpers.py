@@ -256,6 +256,24 @@ def trunc(g: GraphBuilder, x: Value) -> Value:
     return g.op("Mul", g.op("Floor", g.op("Abs", x)), g.op("Sign", g.op("Add", x, g.op("Reciprocal", x))))
 
 
+def fmod_without_mod(g: GraphBuilder, a: Value, b: Value) -> Value:
+    """C's fmod of floats a and b without ONNX's Mod (opset 10): a - trunc(a / b) * b, a zero with a's sign.
+    Narrower floats compute in float64, where it is exact: float16 always, float32 and bfloat16 while the
+    quotient is below 2 ** 29 and 2 ** 45 (float64's own product n * b rounds: fmod(1, 0.1) is 0). A
+    finite a is its own remainder by an infinity (0 * inf is NaN); an infinite a has none (NaN)."""
+    dtype = a.dtype
+    a, b = cast(g, a, torch.float64), cast(g, b, torch.float64)
+    r = g.op("Sub", a, g.op("Mul", trunc(g, g.op("Div", a, b)), b))
+    by_infinity = g.op("And", g.op("Greater", g.op("Abs", b), g.const(torch.finfo(torch.float64).max, like=a)),
+                       g.op("Less", g.op("Abs", a), g.const(math.inf, like=a)))
+    magnitude = g.op("Where", by_infinity, g.op("Abs", a), g.op("Abs", r))
+    # a's sign (a zero's too) as a factor of +-1 after the Where, which picks magnitudes only: onnxruntime's
+    # Where gives +0.0 for a -0.0 it picks from its first branch, and keeps a NaN's sign (eager's, kept too)
+    signed = g.op("Mul", magnitude, g.op("Sign", g.op("Add", a, g.op("Reciprocal", a))))
+    nan = g.op("And", g.op("IsNaN", r), g.op("Not", by_infinity))
+    return cast(g, g.op("Where", nan, r, signed), dtype)
+
+
 def reshape(g: GraphBuilder, x: Value, shape: list[SymInt]) -> Value:
     out = g.op("Reshape", x, g.int_list(shape))
     if out.shape is None:

@@ -27,9 +27,12 @@ from aten2onnx.symbolic._helpers import (
     equal,
     fill,
     float_unary,
+    fmod_without_mod,
+    half_step,
     is_full_slice,
     norm_dim,
     norm_dims,
+    opmath,
     promote,
     reshape,
     result_type,
@@ -95,25 +98,29 @@ def aten_div(g, self, other):
     return g.op("Div", self, other)
 
 
-def floor_divide_floats(g: GraphBuilder, a: Value, b: Value, *, has_mod: bool) -> Value:
+def floor_divide_floats(g: GraphBuilder, a: Value, b: Value, *, has_mod: bool, rounded_to: torch.dtype) -> Value:
     """ATen's floor division of floats (div_floor_floating): a less its fmod remainder, divided by b, one less
     where remainder and divisor differ in sign, floored and rounded to the nearest whole number; by zero, as
     IEEE divides; a zero quotient with the sign of a / b. Floor(a / b) differs where the quotient rounds up to
     a whole number (1 // 0.1 is 9.0, Floor(1 / 0.1) 10.0), for an infinite dividend (NaN) and an infinite
-    divisor of the other sign (-1.0). Without Mod (before opset 10) the remainder is a - trunc(a / b) * b,
-    which shares the first difference. Half types compute in float32, as ATen does."""
+    divisor of the other sign (-1.0). Without Mod (before opset 10) the remainder is fmod_without_mod's.
+    Half types compute in float32, each step's result rounded to `rounded_to`: the half type itself, as
+    ATen's vectorized kernel rounds two half tensors' steps, or float32, to round once at the end."""
     dtype = a.dtype
-    if dtype in (torch.float16, torch.bfloat16):
-        a, b = cast(g, a, torch.float32), cast(g, b, torch.float32)
+    a, b = cast(g, a, opmath(dtype)), cast(g, b, opmath(dtype))
     zero, one = g.const(0.0, like=a), g.const(1.0, like=a)
-    quotient = g.op("Div", a, b)
-    mod = g.op("Mod", a, b, fmod=1) if has_mod else g.op("Sub", a, g.op("Mul", trunc(g, quotient), b))
-    div = g.op("Div", g.op("Sub", a, mod), b)
+
+    def step(x: Value) -> Value:
+        return half_step(g, x, rounded_to)
+
+    quotient = step(g.op("Div", a, b))
+    mod = g.op("Mod", a, b, fmod=1) if has_mod else fmod_without_mod(g, a, b)
+    div = step(g.op("Div", step(g.op("Sub", a, mod)), b))
     other_side = g.op("And", g.op("Not", g.equal(mod, zero)), g.op("Xor", g.op("Less", b, zero), g.op("Less", mod, zero)))
-    div = g.op("Where", other_side, g.op("Sub", div, one), div)
+    div = g.op("Where", other_side, step(g.op("Sub", div, one)), div)
     floored = g.op("Floor", div)
-    floored = g.op("Where", g.op("Greater", g.op("Sub", div, floored), g.const(0.5, like=a)), g.op("Add", floored, one),
-                   floored)
+    floored = g.op("Where", g.op("Greater", g.op("Sub", div, floored), g.const(0.5, like=a)),
+                   step(g.op("Add", floored, one)), floored)
     by_zero, zero_quotient = g.equal(b, zero), g.equal(div, zero)
     magnitude = g.op("Where", by_zero, quotient, g.op("Where", zero_quotient, zero, floored))
     # a zero quotient takes the sign of a / b, as a factor of +-1 (Sign(q + 1 / q) is -1 for -0.0):
@@ -123,15 +130,30 @@ def floor_divide_floats(g: GraphBuilder, a: Value, b: Value, *, has_mod: bool) -
     return cast(g, g.op("Mul", magnitude, sign), dtype)
 
 
+def _one_value(x: Value | float) -> bool:
+    """Whether x is a number or a tensor of one element, which broadcasts as one value (ATen's kernels
+    take such a divisor as a scalar: `TensorIterator::is_scalar`)."""
+    return not isinstance(x, Value) or (x.is_static and math.prod(x.shape) == 1)
+
+
 def div_mode(g: GraphBuilder, self, other, rounding_mode: str | None, *, has_mod: bool) -> Value:
     """div with rounding_mode: None (true division), "trunc" or "floor" (floor_divide_floats for floats;
-    for integers the truncating quotient, one less where the remainder and the divisor differ in sign)."""
+    for integers the truncating quotient, one less where the remainder and the divisor differ in sign).
+    Half types divide as ATen's CPU kernels do: by one value (a number, unrounded, or a tensor of one
+    element) in float32, rounded once (half(1) // 0.1 is 9.0; half(1) // half(0.1) is 10.0); by a tensor
+    in half arithmetic, each step rounded (trunc(half(3) / half(0.3)) is 10.0: the quotient 9.998 rounds)."""
     if rounding_mode is None:
         return aten_div(g, self, other)
     dtype = result_type(self, other)
     a, b = promote(g, self, other, to=dtype)  # a number wraps into the dtype first: uint8 // -1 divides by 255
     if dtype.is_floating_point:
-        return floor_divide_floats(g, a, b, has_mod=has_mod) if rounding_mode == "floor" else trunc(g, g.op("Div", a, b))
+        if not isinstance(other, Value):
+            b = g.const(float(other), dtype=opmath(dtype))
+        rounded_to = opmath(dtype) if _one_value(other) else dtype
+        if rounding_mode == "floor":
+            return floor_divide_floats(g, a, b, has_mod=has_mod, rounded_to=rounded_to)
+        quotient = half_step(g, g.op("Div", cast(g, a, opmath(dtype)), cast(g, b, opmath(dtype))), rounded_to)
+        return cast(g, trunc(g, quotient), dtype)
     if rounding_mode == "trunc":
         return g.op("Div", a, b)  # integer Div truncates
     if dtype == torch.int64:  # (a float64 quotient is not exact beyond 2 ** 53)

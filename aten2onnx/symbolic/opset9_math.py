@@ -10,8 +10,8 @@ import torch
 
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import (as_value, binary, cast, float_opmath, float_unary, half_step, norm_dim, opmath,
-                                         promote, result_type, to_float, trunc)
+from aten2onnx.symbolic._helpers import (as_value, binary, cast, float_opmath, float_unary, fmod_without_mod, half_step,
+                                         norm_dim, opmath, promote, result_type, to_float, trunc)
 from aten2onnx.symbolic.opset9 import aten_div_mode, bitwise, extremum
 
 register = functools.partial(registry.register, opset=9)
@@ -515,10 +515,7 @@ def fmod(g: GraphBuilder, self, other, *, has_mod: bool) -> Value:
         return g.op("Mod", a, b, fmod=1)
     if not a.dtype.is_floating_point:
         return g.op("Sub", a, g.op("Mul", g.op("Div", a, b), b))  # integer Div truncates
-    r = g.op("Sub", a, g.op("Mul", trunc(g, g.op("Div", a, b)), b))
-    r = g.op("Where", is_zero(g, r), g.op("Mul", a, g.const(0, like=a)), r)  # a zero with a's sign
-    infinite = g.op("Greater", g.op("Abs", b), g.const(torch.finfo(b.dtype).max, like=b))  # not NaN
-    return g.op("Where", infinite, a, r)  # a finite a is its own remainder by an infinity (0 * inf is NaN)
+    return fmod_without_mod(g, a, b)
 
 
 def remainder(g: GraphBuilder, self, other, *, has_mod: bool) -> Value:
