@@ -30,7 +30,7 @@ NonMaxSuppression RoiAlign MaxRoiPool RotaryEmbedding
 """.split())
 # Ops whose cases exercise every element type (float8, float8e8m0, float4e2m1, int4/uint4, int2/uint2): their
 # conversions are the runtime's own (runtime/ops/_narrow.py), so every case of them runs here too.
-ELEMENT_TYPE_OPS = frozenset({"Cast", "CastLike", "QuantizeLinear", "DequantizeLinear", "QLinearMatMul"})
+ELEMENT_TYPE_OPS = frozenset({"Cast", "CastLike", "QuantizeLinear", "DequantizeLinear", "QLinearMatMul", "QLinearConv"})
 # Ops with no kernel that run as the function body onnx defines for them (runtime/schema_functions.py).
 FUNCTION_BODY_OPS = frozenset({"SwiGLU", "LinearAttention", "CausalConvWithState", "SequenceMap", "FlexAttention"})
 # Kernels of ops the exporter does not emit, which only these cases run.

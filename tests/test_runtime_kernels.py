@@ -212,6 +212,11 @@ TABLE = [
           attrs={"strides": [2, 1], "dilations": [1, 2], "pads": [1, 0, 2, 1]}, opset=18),
     Entry("MaxUnpool", [f32(1, 2, 2, 2), i64([[[[0, 3], [9, 14]], [[17, 18], [28, 31]]]])],
           attrs={"kernel_shape": [2, 2], "strides": [2, 2]}, opset=11),
+    Entry("QLinearConv", [RNG.integers(0, 255, (1, 2, 6, 6), dtype=np.uint8), np.array(0.05, np.float32),
+                          np.array(120, np.uint8), RNG.integers(-100, 100, (3, 2, 3, 3), dtype=np.int8),
+                          np.array([0.02, 0.01, 0.03], np.float32), np.array([0, 0, 0], np.int8),
+                          np.array(0.3, np.float32), np.array(100, np.uint8), np.array([500, -900, 40], np.int32)],
+          attrs={"pads": [1, 0, 1, 2], "strides": [2, 1]}, opset=10, rtol=0, atol=0),
     Entry("TensorScatter", [f32(2, 3, 5, 4), f32(2, 3, 2, 4), np.array([1, 4], np.int64)], attrs={"mode": "circular"},
           opset=24),
 ]

@@ -1,5 +1,5 @@
 """Linear quantization: QuantizeLinear, DequantizeLinear (per tensor, per axis, per block),
-DynamicQuantizeLinear, QLinearMatMul, MatMulInteger's convolution twin ConvInteger; onnxruntime's contrib
+DynamicQuantizeLinear, QLinearMatMul, MatMulInteger's convolution twin ConvInteger, QLinearConv; onnxruntime's contrib
 MatMulNBits (what export(optimize="onnxruntime") writes for a 4-bit weight's matmul)."""
 
 from __future__ import annotations
@@ -214,11 +214,33 @@ class ConvInteger(Kernel):
                          kernel_shape=kernel_shape, pads=pads, strides=strides)
 
     def run(self, x, w, x_zero_point=None, w_zero_point=None):
-        xf = x.to(torch.float64) - (0 if x_zero_point is None else x_zero_point.to(torch.float64))
-        wf = w.to(torch.float64)
-        if w_zero_point is not None:
-            wf = wf - _broadcast_param(w_zero_point, w, 0, 0).to(torch.float64)
-        return (self.conv.run(xf, wf)[0].round().to(torch.int32),)
+        return (self.conv.run(*_centred(x, x_zero_point, w, w_zero_point))[0].round().to(torch.int32),)
+
+
+@kernel("QLinearConv", since=10)
+class QLinearConv(ConvInteger):
+    """ConvInteger's exact integer sums, plus the int32 bias (quantized with scale x_scale * w_scale), requantized
+    as QuantizeLinear does: (x_scale * w_scale / y_scale) times the sum, rounded to nearest even, plus y's zero
+    point, saturated. w_scale may be one per output channel."""
+
+    def run(self, x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B=None):
+        acc = self.conv.run(*_centred(x, x_zero_point, w, w_zero_point))[0]
+        shape = [1, -1] + [1] * (acc.dim() - 2)
+        if B is not None:
+            acc = acc + B.to(torch.float64).reshape(shape)
+        scale = x_scale.to(torch.float64) * w_scale.to(torch.float64).reshape(shape if w_scale.numel() > 1 else ())
+        y = torch.round(acc * scale / y_scale.to(torch.float64).reshape(())) + y_zero_point.to(torch.float64).reshape(())
+        limits = _INT_RANGES[self.input_type(7, y_zero_point)]
+        return (y.clamp(*limits).to(y_zero_point.dtype),)
+
+
+def _centred(x, x_zero_point, w, w_zero_point) -> tuple[torch.Tensor, torch.Tensor]:
+    """x and w less their zero points (w's may be one per output channel), in float64, where integer sums are exact."""
+    xf = x.to(torch.float64) - (0 if x_zero_point is None else x_zero_point.to(torch.float64))
+    wf = w.to(torch.float64)
+    if w_zero_point is not None:
+        wf = wf - _broadcast_param(w_zero_point, w, 0, 0).to(torch.float64)
+    return xf, wf
 
 
 @kernel("BitCast", since=26)
