@@ -16,9 +16,11 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+import torch
 from onnx import TensorProto as TP, helper
 from onnx.reference import ReferenceEvaluator
 
+from aten2onnx.errors import InvalidInputError
 from aten2onnx.runtime import InferenceSession
 
 F32, F16, F64, BF16 = TP.FLOAT, TP.FLOAT16, TP.DOUBLE, TP.BFLOAT16
@@ -402,3 +404,33 @@ def test_narrow_values_travel_packed_through_initializers_and_outputs():
     assert keys(f4) == keys(ref_f4) and keys(q) == keys(ref_q)
     packed = onnx.numpy_helper.from_array(q, "q")  # written back as ONNX stores it: four values a byte
     assert q.tolist() == [2, 0] and packed.raw_data == bytes([0b00_10])
+
+
+def _identity(elem: int) -> onnx.ModelProto:
+    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "id",
+                              [helper.make_tensor_value_info("x", elem, [3])], [helper.make_tensor_value_info("y", elem, [3])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 25)], ir_version=11)
+
+
+@pytest.mark.parametrize("elem, feed, ok", [
+    (TP.INT4, [-8, 7, 0], True), (TP.INT4, [-9, 0, 0], False), (TP.UINT2, [0, 3, 1], True), (TP.UINT2, [4, 0, 0], False),
+    (TP.FLOAT4E2M1, [0.5, -6.0, 3.0], True), (TP.FLOAT4E2M1, [0.25, 0, 0], False), (TP.FLOAT4E2M1, [np.nan, 0, 0], False),
+])
+def test_narrow_feeds_must_be_values_of_their_type(elem: int, feed: list, ok: bool):
+    """A torch feed of a narrow type is held widened (int4 as int8): one outside the type's values is refused."""
+    session = InferenceSession(_identity(elem))
+    value = torch.tensor(feed, dtype={TP.INT4: torch.int8, TP.UINT2: torch.uint8}.get(elem, torch.float32))
+    if ok:
+        assert torch.equal(session.run_torch({"x": value})["y"], value)
+    else:
+        with pytest.raises(InvalidInputError, match="not tensor"):
+            session.run_torch({"x": value})
+
+
+def test_int4_tensors_as_aten2onnx_holds_them_are_fed_as_they_are():
+    """aten2onnx's own int4 tensors (int8 bytes viewed as torch.int4, one value a byte) feed an INT4 input."""
+    value = torch.tensor([-8, 7, 3], dtype=torch.int8).view(torch.int4)
+    out = InferenceSession(_identity(TP.INT4)).run(None, {"x": np.array([-8, 7, 3], ml_dtypes.int4)})[0]
+    assert out.dtype == ml_dtypes.int4
+    got = InferenceSession(_identity(TP.INT4)).run_torch({"x": value})["y"]
+    assert got.dtype == torch.int8 and got.tolist() == [-8, 7, 3]

@@ -12,13 +12,14 @@ import numpy as np
 import onnx
 import torch
 
+from aten2onnx import _dtypes
 from aten2onnx._aten_node import DOMAIN as ATEN_DOMAIN, is_exact
 from aten2onnx._onnx_graphs import bodies
 from aten2onnx.errors import InvalidInputError, InvalidModelError, KernelError, RunError, RunTimeoutError
 from aten2onnx.runtime.external_data import external_tensors, load_external_data
-from aten2onnx.runtime.kernel import (Kernel, SessionContext, decode_attribute, find_kernel, from_numpy, has_kernel,
-                                      op_schema, runtime_dtype, tensor_from_proto, to_numpy)
-from aten2onnx.runtime.ops import MAX_OPSET
+from aten2onnx.runtime.kernel import (SUB_BYTE, Kernel, SessionContext, decode_attribute, find_kernel, from_numpy,
+                                      has_kernel, op_schema, runtime_dtype, tensor_from_proto, to_numpy)
+from aten2onnx.runtime.ops import MAX_OPSET, _narrow
 from aten2onnx.runtime.elem_types import output_types, stated_types
 from aten2onnx.runtime.exact import exact_calls, requires_grad
 from aten2onnx.runtime.optimize import DOMAIN as FUSED_DOMAIN, fuse_exported_ops
@@ -499,8 +500,13 @@ class InferenceSession:
             want = runtime_dtype(elem)
         except TypeError as e:
             raise InvalidInputError(f"input {name!r}: the model's type {_type_string(expected)} has no torch dtype") from e
+        if value.dtype in _dtypes.PACKED and _dtypes.to_onnx(value.dtype) == elem:
+            value = value.view(_dtypes.PACKED[value.dtype])  # aten2onnx's own int4 tensors: one value a byte
         if value.dtype != want:
             raise InvalidInputError(f"input {name!r} has dtype {value.dtype}; the model expects {want}")
+        if elem in SUB_BYTE and not bool((_narrow.cast(value, elem) == value).all()):
+            raise InvalidInputError(f"input {name!r} holds values that are not {_type_string(expected)} values (it "
+                                    f"is held as {want}, one value per element)")
         if expected.tensor_type.HasField("shape"):
             want_dims = expected.tensor_type.shape.dim
             if len(want_dims) != value.dim():
