@@ -89,7 +89,8 @@ def to_minifloat(x: torch.Tensor, fmt: MiniFloat, saturate: bool) -> torch.Tenso
 
     Past the largest value (after rounding, as Cast's tables say): the largest value when saturating or when the
     format has neither infinity nor NaN; else infinity where it has one, NaN where not. Infinities saturate like
-    any other large value; NaN stays NaN, or becomes the largest value where there is no NaN."""
+    any other large value (Cast's table, for the FNUZ types too, where docs/technical/float8.md has NaN; onnx's
+    reference and onnxruntime follow the table); NaN stays NaN, or becomes the largest value where there is none."""
     x = _wide(x)
     a = x.abs()
     _, exp = torch.frexp(a)  # a = m * 2^exp, m in [0.5, 1)

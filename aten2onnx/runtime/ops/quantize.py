@@ -63,7 +63,11 @@ _INT_RANGES = {TensorProto.UINT8: (0, 255), TensorProto.INT8: (-128, 127), Tenso
 def _quantize_node(k: Kernel, x, y_scale, y_zero_point, *, axis: int = 1, block_size: int = 0, output_dtype: int = 0,
                    saturate: bool = True, precision: int = 0) -> tuple[torch.Tensor]:
     """The output type is output_dtype, else the zero point's (as planned: an int4 is held as int8), else uint8."""
-    out_type = output_dtype or (k.input_type(2, y_zero_point) if y_zero_point is not None else TensorProto.UINT8)
+    zero_type = k.input_type(2, y_zero_point) if y_zero_point is not None else None
+    if output_dtype and zero_type and output_dtype != zero_type:
+        raise ValueError(f"output_dtype {TensorProto.DataType.Name(output_dtype)} is not the zero point's type, "
+                         f"{TensorProto.DataType.Name(zero_type)}")
+    out_type = output_dtype or zero_type or TensorProto.UINT8
     return (_quantize(x, y_scale, y_zero_point, axis=axis, block_size=block_size, out_type=out_type,
                       saturate=saturate, precision=precision),)
 
