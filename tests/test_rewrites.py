@@ -181,6 +181,16 @@ def four_bit_linear() -> torch.nn.Module:
     return model
 
 
+def int8_weight_only_linear() -> torch.nn.Module:
+    """torchao's int8 weight-only linear layer (its weight's integers as floats, the sum scaled after): K = 256."""
+    tq = pytest.importorskip("torchao.quantization", exc_type=ImportError)
+    model = torch.nn.Sequential(torch.nn.Linear(256, 16)).eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tq.quantize_(model, tq.Int8WeightOnlyConfig())
+    return model
+
+
 class PostNorm(torch.nn.Module):
     """BERT's block end: a linear layer plus the residual, then a layer norm."""
 
@@ -323,6 +333,9 @@ ROWS = {
         quantized.UNSIGNED_WEIGHTS, lambda: Requantized(StaticLinear(signed=False)), lambda: uint8s(8, 256)),
     "quantized: a requantized convolution's int8 weights as uint8": Row(
         quantized.UNSIGNED_WEIGHTS, lambda: Requantized(StaticConv()), lambda: uint8s(2, 32, 6, 6)),
+    "quantized: an int8 weight-only linear as DequantizeLinear into Gemm": Row(
+        quantized.WEIGHT_ONLY_INT8, int8_weight_only_linear, lambda: each(floats(4, 256)), made="DequantizeLinear",
+        tolerance=1e-6),
     "quantized: 4-bit weight transposed for MatMulNBits": Row(
         quantized.FOUR_BIT_MATMULS, four_bit_linear, lambda: each(floats(4, 256)), opset=21, tolerance=1e-6),
     "quantized: MatMulNBits": Row(

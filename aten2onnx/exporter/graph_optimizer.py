@@ -65,6 +65,7 @@ REWRITES: tuple[Rewrite, ...] = (
     quantized.DYNAMIC_QUANTIZATION,
     quantized.INTEGER_KERNELS,
     quantized.UNSIGNED_WEIGHTS,
+    quantized.WEIGHT_ONLY_INT8,
     quantized.FOUR_BIT_MATMULS,
     quantized.MATMUL_NBITS,
     norms.LAYER_NORM_SUMS,

@@ -8,6 +8,8 @@ as MatMulNBits itself (onnxruntime-only; float activations)."""
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from aten2onnx import _dtypes
@@ -199,6 +201,64 @@ def _on_integers(g: GraphBuilder, node: Node, uses: _Uses) -> list[Node] | None:
     return _made_since(g, first, node, y)
 
 
+# -- weight-only int8: DequantizeLinear of the weight, into a Gemm --------------------------------------------
+
+
+def _only(value: Value, uses: _Uses, op_type: str) -> Node | None:
+    reader = uses.only_reader(value)
+    return reader if reader is not None and reader.op_type == op_type and not reader.domain and reader.call is None \
+        else None
+
+
+def _weight_only(g: GraphBuilder, node: Node, uses: _Uses) -> list[Node] | None:
+    """Mul(MatMul(a, Cast(w)), scale) of a constant int8 weight w [K, N] and a constant float32 scale per output
+    column [N] (torchao's int8 weight-only linear: the integers as floats, the sum scaled after) as
+    Gemm(a, DequantizeLinear(w^T, scale, axis=0), transB=1), a reshaped to 2-D and back where it has more dims:
+    the weight-only quantization backends read (TensorRT, QNN, OpenVINO), rounded otherwise (each product scaled
+    before the sum). The Gemm layout because onnxruntime fuses a DequantizeLinear into MatMul into its
+    MatMulNBits, which by default (session.qdq_matmulnbits_accuracy_level 4) quantizes the activations to int8:
+    0.5% of the output's scale away on a [32, 1024] x [1024, 1024] layer, more than the int8 weights moved it;
+    the DequantizeLinear into a Gemm it runs as written (the weight dequantized per call: 1.47x the float
+    MatMul's time there, exact)."""
+    if node.op_type != "MatMul" or node.domain or node.call is not None:
+        return None
+    cast = node.inputs[1].producer if node.inputs[1] is not None else None
+    if cast is None or cast.op_type != "Cast" or cast.domain or cast.outputs[0].dtype != torch.float32:
+        return None
+    w = cast.inputs[0]
+    if w.dtype != torch.int8 or w.rank != 2 or w.kind != "initializer" or w.const is None \
+            or uses.only_reader(cast.outputs[0]) is not node:
+        return None
+    mul = _only(node.outputs[0], uses, "Mul")
+    a = node.inputs[0]
+    if mul is None or a.rank is None or a.rank < 2 or a.dtype != torch.float32:
+        return None
+    k, n = w.shape
+    scale = mul.inputs[1] if mul.inputs[0] is node.outputs[0] else mul.inputs[0]
+    if (scale.dtype != torch.float32 or scale.const is None or scale.kind not in ("const", "initializer")
+            or scale.shape is None or math.prod(scale.shape) != n or scale.shape[-1] != n
+            or len(scale.shape) > a.rank or lazy.is_lazy(scale.const)):
+        return None
+    first = len(g.nodes)
+    g.set_scope(_scope(mul), mul.meta)
+    transposed = g.initializer(f"{w.name}.T", lazy.apply(lambda t: t.t().contiguous(), w.const))
+    weight = g.dequantize_linear(transposed, g.const(scale.const.reshape(n)), None, axis=0)
+    if weight is None:
+        del g.nodes[first:]
+        return None  # (before opset 13: no scale per channel)
+    rows = a if a.rank == 2 else g.op("Reshape", a, g.const([-1, k], dtype=torch.int64))
+    y = g.op("Gemm", rows, weight, transB=1)
+    if a.rank != 2:
+        shape = g.op("Concat", g.slice(g.op("Shape", a), [0], [-1], [0]), g.const([n], dtype=torch.int64), axis=0)
+        y = g.op("Reshape", y, shape)
+    made = _made_since(g, first, mul, y)
+    return None if made is None else made
+
+
+def _weight_only_int8(nodes: list[Node], ctx: Context) -> list[Node]:
+    return live_nodes(_rewrite_each(ctx.g, nodes, ctx.outputs, _weight_only), ctx.outputs)
+
+
 # -- uint8 weights for onnxruntime's QDQ kernels ---------------------------------------------------------------
 
 _WEIGHT_READERS = ("Conv", "ConvTranspose", "Gemm", "MatMul")
@@ -352,5 +412,8 @@ def _four_bits(nodes: list[Node], ctx: Context) -> list[Node]:
 DYNAMIC_QUANTIZATION = Rewrite("dynamic quantization", "bitwise", _dynamic)
 INTEGER_KERNELS = Rewrite("integer kernels", "rounding", _integer_kernels)
 UNSIGNED_WEIGHTS = Rewrite("uint8 weights", "bitwise", _unsigned_weights)
+# (for onnxruntime alone the Cast stays: onnxruntime folds it at load, a float weight in memory, the float MatMul's
+# speed, exact)
+WEIGHT_ONLY_INT8 = Rewrite("weight-only int8", "rounding", _weight_only_int8, when=lambda ctx: not ctx.onnxruntime)
 FOUR_BIT_MATMULS = Rewrite("4-bit matmuls", "rounding", _four_bits, when=lambda ctx: not ctx.onnxruntime)
 MATMUL_NBITS = Rewrite("MatMulNBits", "onnxruntime-only", _four_bits, when=lambda ctx: ctx.onnxruntime)
