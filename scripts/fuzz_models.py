@@ -4,6 +4,8 @@ opsets each and compared with eager PyTorch in onnxruntime and aten2onnx.runtime
     python scripts/fuzz_models.py --n 3000 --seed 1
     python scripts/fuzz_models.py --n 500 --exact     # exact=True exports, bitwise in aten2onnx.runtime
     python scripts/fuzz_models.py --n 500 --onnxruntime  # optimize="onnxruntime": its contrib ops
+    python scripts/fuzz_models.py --n 1000 --quantized --emulate  # quantized programs (PT2E, torchao), also
+                                                                   # in onnxruntime as CPUs without VNNI run it
 
 Each failure is shrunk to a small program and printed as Python with the outcome; the last line is
 `N models, M exported, K mismatches` (exported: at least one opset exported; mismatches: programs with
@@ -42,9 +44,16 @@ def main() -> int:
                         help="export with optimize=False (the graph as translated), for a campaign without the optimizer")
     parser.add_argument("--onnxruntime", dest="optimize", action="store_const", const="onnxruntime",
                         help="export with optimize=\"onnxruntime\" (onnxruntime's contrib ops)")
+    parser.add_argument("--quantized", action="store_true",
+                        help="quantized programs (aten2onnx.testing.quantized): PT2E and torchao quantizations of random "
+                             "networks, held to the quantized eager model")
+    parser.add_argument("--emulate", action="store_true",
+                        help="with --quantized, also run onnxruntime as a CPU without VNNI (qemu-user)")
     args = parser.parse_args()
 
     warnings.simplefilter("ignore")
+    if args.quantized:
+        return quantized_campaign(args)
     from aten2onnx.testing.models import RandomDraw, examine, generate, shrink
 
     signal.signal(signal.SIGALRM, _alarm)
@@ -84,6 +93,32 @@ def main() -> int:
         if (i + 1) % 50 == 0:
             print(f"[{i + 1}/{args.n}] {time.time() - start:.0f} s, {dict(statuses)}", file=sys.stderr, flush=True)
     print(f"outcomes per export: {dict(statuses)}; {time.time() - start:.0f} s")
+    print(f"{args.n} models, {exported} exported, {mismatches} mismatches")
+    return 1 if mismatches else 0
+
+
+def quantized_campaign(args: argparse.Namespace) -> int:
+    """--quantized: programs in batches of 25 (one emulated onnxruntime process per batch)."""
+    from aten2onnx.testing.quantized import examine_quantized, generate_quantized
+
+    statuses: collections.Counter = collections.Counter()
+    exported = mismatches = 0
+    start = time.time()
+    for first in range(0, args.n, 25):
+        seeds = range(args.seed + first, args.seed + min(first + 25, args.n))
+        programs = [generate_quantized(seed, max_steps=args.max_steps) for seed in seeds]
+        for program, outcome in zip(programs, examine_quantized(programs, emulate=args.emulate)):
+            statuses[outcome.status] += 1
+            exported += outcome.status in ("match", "mismatch")
+            if args.refusals and outcome.status in ("refused", "skipped"):
+                print(f"--- program {program.seed} {outcome.status}: {outcome.detail}")
+            if outcome.bug:
+                mismatches += 1
+                print(f"\n=== program {program.seed}: {outcome.status}: {outcome.detail}\n{program.describe()}",
+                      flush=True)
+        print(f"[{min(first + 25, args.n)}/{args.n}] {time.time() - start:.0f} s, {dict(statuses)}", file=sys.stderr,
+              flush=True)
+    print(f"outcomes: {dict(statuses)}; {time.time() - start:.0f} s")
     print(f"{args.n} models, {exported} exported, {mismatches} mismatches")
     return 1 if mismatches else 0
 

@@ -192,6 +192,10 @@ def test_torchao_quantize(config):
         weights = {name: t for name, t in initializers.items() if name.startswith(("fc1.weight", "fc2.weight"))}
         integers = EIGHT_BITS | ({onnx.TensorProto.INT4} if opset >= 21 else set())
         assert weights and all(t in integers for t in weights.values()), initializers
+        if config != "int8_dynamic" and (opset >= 21 or config in ("int8_weight_only", "int4_weight_only")):
+            # weight-only quantization as backends read it: a DequantizeLinear of each integer weight
+            dequantized = {i for n in exported.model_proto.graph.node if n.op_type == "DequantizeLinear" for i in n.input}
+            assert set(weights) <= dequantized, (sorted(weights), sorted(dequantized))
         if config.startswith("int4") and opset >= 21:
             assert all(t == onnx.TensorProto.INT4 for t in weights.values()), initializers
             assert "MatMulNBits" in kernels, sorted(kernels)
@@ -338,3 +342,35 @@ def test_four_bit_per_channel_weights_at_every_opset(opset):
     assert onnx.TensorProto.INT4 in initializers.values(), initializers
     torch.testing.assert_close(exported.run(x), want, atol=1e-5, rtol=1e-5)
     assert (ours - want).abs().max() <= 0.01 * want.abs().max()  # (onnxruntime's MatMulNBits at accuracy level 4)
+
+
+class PooledCNN(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.conv2 = torch.nn.Conv2d(8, 32, 3, padding=1), torch.nn.Conv2d(32, 16, 3, padding=1)
+        self.head = torch.nn.Linear(16, 8)
+
+    def forward(self, x):
+        return self.head(self.conv2(torch.nn.functional.avg_pool2d(self.conv1(x), 2)).mean((2, 3)))
+
+
+def test_averages_of_quantized_values_round_as_eager():
+    """An average pool of dequantized values (quantized again by the same parameters, as PT2E shares them) and a
+    mean land exactly between two steps for an even count: QuantizeLinear's x / scale rounds that tie to even,
+    eager's x * (1 / scale) an ulp to one side. They take eager's arithmetic (found by the quantized fuzzer,
+    seed 3013: half of quantization's own effect away, in both runtimes)."""
+    torch.manual_seed(0)
+    model = PooledCNN().eval()
+    x = torch.randn(2, 8, 12, 12) * 0.5
+    quantized_model = pt2e(model, x, "static")
+    with torch.no_grad():
+        want, fp = quantized_model(x), model(x)
+    exported = aten2onnx.export(quantized_model, (x,), opset=18)
+    ours, kernels, _ = ort_run(exported, x)
+    torch.testing.assert_close(exported.run(x), want, atol=1e-6, rtol=1e-6)
+    # onnxruntime's QLinearConv requantizes its integer sums by its own rounding, as for any QDQ file
+    from aten2onnx.testing.quantized import bounds
+
+    _, ort_bound = bounds(quantized_model, x, want, fp, 18)
+    assert (ours - want).abs().max() <= ort_bound
+    assert kernels & INTEGER_KERNELS, sorted(kernels)

@@ -1,10 +1,11 @@
 """Quantized models at the sizes people run (K from 256 to 4096, activations over the whole quantized range,
 weights at +-127) give the quantized model's answers in onnxruntime on every x86 CPU: here, and as a CPU
 without VNNI runs them (aten2onnx.testing.cpus: qemu emulating a Haswell), where onnxruntime's uint8 x int8
-kernels sum pairs of products in saturating 16-bit arithmetic. The bound: no element further from the
-quantized eager model than a quarter of the most quantization itself moved an element, or than the
-quantized model itself moves when its input moves by one ulp (own_rounding), whichever is larger (the
-saturating kernels were 10 to 50 times further than either).
+kernels sum pairs of products in saturating 16-bit arithmetic. The bound (aten2onnx.testing.quantized's): no
+element further from the quantized eager model than a quarter of the most quantization itself moved an
+element, than the quantized model moves when every float it quantizes moves one ulp (own_rounding), or, for
+onnxruntime, than its result for the model's plain QDQ file (qdq_file_error), whichever is largest (the
+saturating kernels were 10 to 50 times further than any).
 
 Also read from onnxruntime's own optimized graph, whatever the CPU: every integer kernel it runs takes
 operands it sums exactly everywhere (no uint8 x int8 pair). Needs torchao; the emulated half needs
@@ -24,6 +25,7 @@ import torch
 
 import aten2onnx
 from aten2onnx.testing import cpus
+from aten2onnx.testing.quantized import bounds
 
 torchao = pytest.importorskip("torchao", exc_type=ImportError)
 
@@ -125,20 +127,6 @@ def operand_types(model: onnx.ModelProto) -> list[tuple[str, int, int]]:
     return kernels
 
 
-def own_rounding(model: torch.nn.Module, x: torch.Tensor, want: torch.Tensor) -> float:
-    """How far the quantized eager model itself moves when its input moves by one ulp (each element up or
-    down at random; the most of three draws): a float op computed in another order moves its result as
-    much, and a quantization after it turns that into whole steps where a value sits on a rounding edge.
-    An export can be no closer than this without computing every float op as eager does (exact=True)."""
-    moved = 0.0
-    with torch.no_grad():
-        for seed in range(3):
-            up = torch.rand(x.shape, generator=torch.Generator().manual_seed(seed)) < 0.5
-            nudged = torch.nextafter(x, torch.where(up, torch.tensor(float("inf")), torch.tensor(float("-inf"))))
-            moved = max(moved, float((model(nudged) - want).abs().max()))
-    return moved
-
-
 def run_here(path: str, x: np.ndarray) -> tuple[np.ndarray, onnx.ModelProto]:
     options = ort.SessionOptions()
     options.log_severity_level = 3
@@ -159,7 +147,7 @@ def test_quantized_answers_on_every_cpu(case):
         fp = model(x)
         q_model = quantized(case, model, x)
         want = q_model(x)
-    bound = max(0.25 * float((want - fp).abs().max()), own_rounding(q_model, x, want))
+    bound, ort_bound = bounds(q_model, x, want, fp, 21 if "int4" in case else 18)
     opset = 21 if "int4" in case else 18
     folder = tempfile.mkdtemp()
     paths = {}
@@ -182,4 +170,18 @@ def test_quantized_answers_on_every_cpu(case):
         for optimize, (out,) in zip(paths, emulated):
             results[f"without VNNI, optimize={optimize}"] = out
     errors = {where: float(np.abs(out - want.numpy()).max()) for where, out in results.items()}
-    assert all(e <= bound for e in errors.values()), (errors, bound)
+    assert all(e <= ort_bound for e in errors.values()), (errors, ort_bound)
+    assert float((exported.run(x) - want).abs().max()) <= bound  # (aten2onnx.runtime, the last export)
+
+
+def test_random_quantized_programs():
+    """The quantized fuzzer's programs (aten2onnx.testing.quantized, `scripts/fuzz_models.py --quantized`): a
+    batch of them, each within the bound in onnxruntime, aten2onnx.runtime and, where qemu runs, onnxruntime
+    without VNNI; most quantize and export (a run that skips them all tests nothing)."""
+    from aten2onnx.testing.quantized import examine_quantized, generate_quantized
+
+    programs = [generate_quantized(seed) for seed in range(3000, 3016)]
+    outcomes = examine_quantized(programs, emulate=cpus.available())
+    bugs = [f"{o.status}: {o.detail}\n{p.describe()}" for p, o in zip(programs, outcomes) if o.bug]
+    assert not bugs, "\n\n".join(bugs)
+    assert sum(o.status == "match" for o in outcomes) >= 12, [o.status for o in outcomes]

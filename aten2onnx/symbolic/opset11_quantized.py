@@ -102,12 +102,28 @@ def fixed_or_dynamic_quantized(scale: Value) -> bool:
     return scale.const is not None or (scale.producer is not None and scale.producer.op_type == "DynamicQuantizeLinear")
 
 
+_AVERAGING = frozenset({"AveragePool", "GlobalAveragePool", "ReduceMean", "Resize"})
+_SAME_VALUES = frozenset({"Cast", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Transpose"})
+
+
+def averaged(x: Value) -> bool:
+    """Whether x is an average (a pool, a mean, a linear resize) of what the graph computed before it: of values
+    dequantized on one grid of steps (PT2E shares a pool's quantization parameters with its input's), an average
+    of an even count lands exactly between two steps, where QuantizeLinear's x / scale is the tie itself
+    (rounded to even) and eager's x * (1 / scale) an ulp to one side (measured: a PT2E CNN's average pool moved
+    quantized values by one step at a tenth of its elements, its output by half of what quantization moved it).
+    Those take eager's arithmetic."""
+    while x.producer is not None and x.producer.op_type in _SAME_VALUES and not x.producer.domain:
+        x = x.producer.inputs[0]
+    return x.producer is not None and x.producer.op_type in _AVERAGING and not x.producer.domain
+
+
 def quantize(g: GraphBuilder, x: Value, scale: Value, zero_point: Value | None, quant_min: int, quant_max: int,
              dtype: torch.dtype, *, axis: int | None = None, block_size: int | None = None) -> Value | None:
     """x as QuantizeLinear in float32 (x and scale as float32, the zero point in dtype), clamped to the quant
     range; None under exact=True, for a scale computed from the data otherwise than by DynamicQuantizeLinear
-    (fixed_or_dynamic_quantized), or where the version cannot say it."""
-    if g.exact or container(dtype) != dtype or not fixed_or_dynamic_quantized(scale):
+    (fixed_or_dynamic_quantized) or an averaged x (averaged), or where the version cannot say it."""
+    if g.exact or container(dtype) != dtype or not fixed_or_dynamic_quantized(scale) or averaged(x):
         return None
     zp = cast(g, zero_point, dtype) if zero_point is not None else g.const(0, dtype=dtype)
     if zero_point is None and axis is not None:

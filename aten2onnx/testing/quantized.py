@@ -1,0 +1,375 @@
+"""Random quantized models for differential testing: a random network of linear and convolution layers at
+sizes where integer sums are large (K up to 1024), joined by activations, norms, residual sums, pooling
+and reshapes, quantized by PT2E (X86InductorQuantizer: static, dynamic, QAT) or by a torchao `quantize_`
+config, then exported and run in onnxruntime and aten2onnx.runtime against the quantized eager model.
+
+    from aten2onnx.testing.quantized import check_quantized, generate_quantized
+    check_quantized(generate_quantized(seed))    # raises QuantizedMismatch for a wrong answer
+
+The bound (as tests/test_quantized_cpus.py), the largest of: a quarter of the most quantization moved an
+element from the float model; how far the quantized eager model itself moves when every float it quantizes
+moves one ulp (own_rounding: a float op computed in another order moves a value on a rounding edge a whole
+step); and for onnxruntime, how far its result for the model's plain QDQ file is (qdq_file_error: its QDQ
+kernels' own requantization, which any QDQ exporter's file gets). With `emulate`, onnxruntime also runs
+as a CPU without VNNI runs it (aten2onnx.testing.cpus), where integer kernels of some operand types saturate.
+Needs torchao (the package's quant extra).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import random
+import tempfile
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+import onnxruntime as ort
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import aten2onnx
+from aten2onnx._compare import ort_session
+
+__all__ = ["QuantizedMismatch", "QuantizedProgram", "QuantizedOutcome", "check_quantized", "examine_quantized",
+           "generate_quantized", "bounds", "own_rounding", "qdq_file_error"]
+
+# how a program is quantized: PT2E with X86InductorQuantizer, or one of torchao's quantize_ configs
+METHODS = ("pt2e-static", "pt2e-dynamic", "pt2e-qat", "int8-dynamic", "int8-weight-only", "int4-weight-only",
+           "int4-weight-only-per-channel")
+WIDTHS = (8, 16, 32, 64, 96, 128, 256, 512, 1024)
+
+
+@dataclasses.dataclass(frozen=True)
+class QuantizedProgram:
+    """A float model as Python source (layers in __init__, statements in forward), its input's shape and
+    spread, how it is quantized, and how it is exported."""
+
+    layers: tuple[str, ...]
+    steps: tuple[str, ...]
+    input_shape: tuple[int, ...]
+    spread: float
+    method: str
+    opset: int
+    optimize: bool | str
+    seed: int
+
+    def source(self) -> str:
+        lines = ["class Model(torch.nn.Module):", "    def __init__(self):", "        super().__init__()"]
+        lines += [f"        {layer}" for layer in self.layers]
+        lines.append("    def forward(self, x):")
+        lines += [f"        {step}" for step in self.steps]
+        return "\n".join(lines)
+
+    def describe(self) -> str:
+        return (f"{self.source()}\n# x = torch.randn({list(self.input_shape)}) * {self.spread}; quantized by "
+                f"{self.method}; exported at opset {self.opset}, optimize={self.optimize!r}; seed {self.seed}")
+
+    def build(self) -> torch.nn.Module:
+        namespace = {"torch": torch, "F": torch.nn.functional}
+        exec(compile(self.source(), "<aten2onnx.testing quantized program>", "exec"), namespace)  # noqa: S102
+        torch.manual_seed(self.seed)
+        return namespace["Model"]().eval()
+
+    def example(self) -> torch.Tensor:
+        return torch.randn(self.input_shape, generator=torch.Generator().manual_seed(self.seed + 1)) * self.spread
+
+
+class _Drawing:
+    """A program being drawn: its layers, statements and the shape of each value."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.layers: list[str] = []
+        self.steps: list[str] = []
+        self.shapes: dict[str, tuple[int, ...]] = {}
+
+    def layer(self, code: str) -> str:
+        name = f"l{len(self.layers)}"
+        self.layers.append(f"self.{name} = {code}")
+        return f"self.{name}"
+
+    def step(self, code: str, shape: tuple[int, ...]) -> str:
+        name = f"v{len(self.steps)}"
+        self.steps.append(f"{name} = {code}")
+        self.shapes[name] = shape
+        return name
+
+
+def _draw_step(d: _Drawing, x: str) -> str:
+    """One statement on value x: its result's name."""
+    rng, shape = d.rng, d.shapes[x]
+    width = rng.choice(WIDTHS)
+    choices = ["linear", "linear", "act", "act", "residual", "norm", "matmul"]
+    if len(shape) == 4:
+        choices = ["conv", "conv", "conv", "act", "act", "residual", "pool", "batch_norm", "flatten"]
+    kind = rng.choice(choices)
+    if kind == "linear":
+        return d.step(f"{d.layer(f'torch.nn.Linear({shape[-1]}, {width}, bias={rng.random() < 0.8})')}({x})",
+                      shape[:-1] + (width,))
+    if kind == "conv":
+        k = rng.choice((1, 3, 3))
+        stride = rng.choice((1, 1, 2))
+        groups = rng.choice((1, 1, 1, shape[1])) if width % shape[1] == 0 else 1
+        conv = d.layer(f"torch.nn.Conv2d({shape[1]}, {width if groups == 1 else shape[1]}, {k}, stride={stride}, "
+                       f"padding={k // 2}, groups={groups})")
+        size = lambda n: (n + 2 * (k // 2) - k) // stride + 1  # noqa: E731
+        return d.step(f"{conv}({x})", (shape[0], width if groups == 1 else shape[1], size(shape[2]), size(shape[3])))
+    if kind == "act":
+        return d.step(f"{rng.choice(['torch.relu', 'F.gelu', 'torch.sigmoid', 'F.hardswish', 'torch.tanh'])}({x})",
+                      shape)
+    if kind == "residual":
+        same = [v for v, s in d.shapes.items() if s == shape and v != x]
+        if not same:
+            return d.step(f"torch.relu({x})", shape)
+        return d.step(f"{x} + {rng.choice(same)}", shape)
+    if kind == "norm":
+        return d.step(f"{d.layer(f'torch.nn.LayerNorm({shape[-1]})')}({x})", shape)
+    if kind == "batch_norm":
+        return d.step(f"{d.layer(f'torch.nn.BatchNorm2d({shape[1]})')}({x})", shape)
+    if kind == "matmul" and len(shape) == 3:
+        return d.step(f"torch.softmax({x} @ {x}.transpose(1, 2) / {shape[-1] ** 0.5:.4f}, -1) @ {x}", shape)
+    if kind == "pool" and min(shape[2:]) >= 2:
+        return d.step(f"F.{rng.choice(['max_pool2d', 'avg_pool2d'])}({x}, 2)",
+                      (shape[0], shape[1], shape[2] // 2, shape[3] // 2))
+    if kind == "flatten" or len(shape) == 4:
+        return d.step(f"{x}.mean((2, 3))", shape[:2])
+    return d.step(f"torch.relu({x})", shape)
+
+
+def generate_quantized(seed: int, *, max_steps: int = 6) -> QuantizedProgram:
+    """A quantized program drawn from seed: a few layers, a method, an opset and optimize's value."""
+    rng = random.Random(seed)
+    d = _Drawing(rng)
+    form = rng.choice(("vector", "sequence", "image"))
+    batch = rng.choice((1, 2, 4, 8))
+    shape = {"vector": (batch, rng.choice(WIDTHS)), "sequence": (batch, rng.choice((4, 16)), rng.choice(WIDTHS[:6])),
+             "image": (batch if batch <= 2 else 2, rng.choice((3, 8, 16, 32, 64)), 12, 12)}[form]
+    d.shapes["x"] = shape
+    value = "x"
+    for _ in range(rng.randint(1, max_steps)):
+        value = _draw_step(d, value)
+    if len(d.shapes[value]) == 4:
+        value = d.step(f"{value}.mean((2, 3))", d.shapes[value][:2])
+    # a last linear layer: every program has a quantizable layer, and a float result
+    d.step(f"{d.layer(f'torch.nn.Linear({d.shapes[value][-1]}, {rng.choice(WIDTHS[:5])})')}({value})", ())
+    d.steps.append(f"return {d.steps[-1].split(' = ')[0]}")
+    method = rng.choice(METHODS)
+    opset = rng.choice((21, 23)) if method.startswith("int4") else rng.choice((13, 17, 18, 21, 23))
+    return QuantizedProgram(tuple(d.layers), tuple(d.steps), shape, rng.choice((0.5, 1.0, 3.0, 10.0)), method, opset,
+                            rng.choice((True, True, "onnxruntime")), seed)
+
+
+def quantize(program: QuantizedProgram, model: torch.nn.Module, x: torch.Tensor) -> torch.nn.Module | None:
+    """The model quantized by the program's method; None where the method finds nothing to quantize (a
+    torchao config meets no Linear whose width it takes)."""
+    import torchao.quantization as tq
+    from torchao.quantization import quantize_
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if program.method.startswith("pt2e"):
+            import torchao.quantization.pt2e.quantizer.x86_inductor_quantizer as xiq
+            from torchao.quantization.pt2e import move_exported_model_to_eval
+            from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e, prepare_qat_pt2e
+
+            mode = program.method.split("-")[1]
+            quantizer = xiq.X86InductorQuantizer()
+            quantizer.set_global(xiq.get_default_x86_inductor_quantization_config(is_dynamic=mode == "dynamic",
+                                                                                 is_qat=mode == "qat"))
+            captured = torch.export.export(model, (x,)).module()
+            if mode == "qat":
+                prepared = prepare_qat_pt2e(captured, quantizer)
+                prepared(x)
+                move_exported_model_to_eval(prepared)
+            else:
+                prepared = prepare_pt2e(captured, quantizer)
+                prepared(x)
+            return convert_pt2e(prepared)
+        linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+        if program.method.startswith("int4"):
+            group = "per-channel" if program.method.endswith("per-channel") else 32
+            if group == 32 and not any(m.in_features % 32 == 0 for m in linears):
+                return None
+            config = tq.IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=tq.PerAxis(0)
+                                             if group == "per-channel" else tq.PerGroup(32))
+            quantize_(model, config, filter_fn=lambda m, _: isinstance(m, torch.nn.Linear)
+                      and (group == "per-channel" or m.in_features % 32 == 0))
+            return model
+        config = tq.Int8DynamicActivationInt8WeightConfig() if program.method == "int8-dynamic" else tq.Int8WeightOnlyConfig()
+        quantize_(model, config)
+        return model
+
+
+@dataclasses.dataclass(frozen=True)
+class QuantizedOutcome:
+    """status: "match", "skipped" (nothing to quantize, or the quantizer or torch.export refused the float
+    model), "refused" (our error: allowed), "mismatch" (a runtime further from the quantized model than the
+    bound), "escape" (an exception not ours): the last two are bugs. errors: each runtime's max distance."""
+
+    status: str
+    detail: str = ""
+    errors: dict = dataclasses.field(default_factory=dict)
+    bound: float = 0.0
+
+    @property
+    def bug(self) -> bool:
+        return self.status in ("mismatch", "escape")
+
+
+class QuantizedMismatch(AssertionError):
+    def __init__(self, program: QuantizedProgram, outcome: QuantizedOutcome) -> None:
+        super().__init__(f"{outcome.status}: {outcome.detail}\n{program.describe()}")
+        self.program, self.outcome = program, outcome
+
+
+# the ops that turn floats into quantized integers (PT2E's and torchao's), and those that choose the scale they
+# divide by from the floats themselves
+_QUANTIZE_OPS = frozenset({"quantized_decomposed::quantize_per_tensor", "quantized_decomposed::quantize_per_channel",
+                           "quantized_decomposed::quantize_per_token", "quantized_decomposed::quantize_per_channel_group",
+                           "torchao::quantize_affine", "quantized_decomposed::choose_qparams",
+                           "quantized_decomposed::choose_qparams_symmetric", "quantized_decomposed::choose_qparams_per_token",
+                           "quantized_decomposed::choose_qparams_per_token_asymmetric", "torchao::choose_qparams_affine"})
+
+
+class _Nudged(TorchDispatchMode):
+    """Every float a quantization op reads (or chooses its scale from) moved one ulp up or down at random, the
+    same tensor the same way for every op that reads it: what computing the ops before it in another order
+    (another runtime's kernels) does to it."""
+
+    def __init__(self, generator: torch.Generator) -> None:
+        super().__init__()
+        self.generator = generator
+        self.nudged: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # id(x) -> (x, x nudged)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func._schema.name in _QUANTIZE_OPS and args and isinstance(args[0], torch.Tensor) \
+                and args[0].is_floating_point():
+            args = (self.nudge(args[0]), *args[1:])
+        return func(*args, **kwargs)
+
+    def nudge(self, x: torch.Tensor) -> torch.Tensor:
+        if id(x) not in self.nudged:
+            up = torch.rand(x.shape, generator=self.generator) < 0.5
+            inf = torch.tensor(float("inf"), dtype=x.dtype)
+            self.nudged[id(x)] = (x, torch.nextafter(x, torch.where(up, inf, -inf)))
+        return self.nudged[id(x)][1]
+
+
+def own_rounding(model: torch.nn.Module, x: torch.Tensor, want: torch.Tensor, draws: int = 3) -> float:
+    """How far the quantized eager model moves when every float it quantizes moves one ulp up or down (the most
+    of `draws` draws): where a value sits on a rounding edge, a float op computed in another order moves it a
+    whole step. An export can be no closer than this without computing every float op as eager does
+    (exact=True)."""
+    moved = 0.0
+    with torch.no_grad():
+        for seed in range(draws):
+            nudging = _Nudged(torch.Generator().manual_seed(seed))
+            with nudging:  # (the input too: torchao's eager quantizes through plain aten ops, which it cannot tell)
+                nudged = model(nudging.nudge(x))
+            moved = max(moved, float((nudged - want).abs().max()))
+    return moved
+
+
+def qdq_file_error(model: torch.nn.Module, x: torch.Tensor, want: torch.Tensor, opset: int) -> float:
+    """How far onnxruntime's result for the model's plain QDQ file (exported with optimize=False: what any QDQ
+    exporter writes) is from the quantized model, with onnxruntime summing integers exactly on every CPU
+    (session.x64quantprecision): the rounding onnxruntime's own QDQ kernels add (QLinearConv requantizes by its
+    own arithmetic, with the bias rounded to the integer sum's step)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exported = aten2onnx.export(model, (x,), opset=opset, optimize=False)
+    options = ort.SessionOptions()
+    options.log_severity_level = 4
+    options.add_session_config_entry("session.x64quantprecision", "1")
+    try:
+        session = ort.InferenceSession(exported.model_proto.SerializeToString(), options,
+                                       providers=["CPUExecutionProvider"])
+    except Exception:  # noqa: BLE001 (onnxruntime 1.32's weight conversion fails on some files: no such term)
+        return 0.0
+    return float(np.abs(session.run(None, {exported.input_names[0]: x.numpy()})[0] - want.numpy()).max())
+
+
+def bounds(model: torch.nn.Module, x: torch.Tensor, want: torch.Tensor, fp: torch.Tensor, opset: int
+           ) -> tuple[float, float]:
+    """How far from the quantized model's `want` aten2onnx.runtime's and onnxruntime's results may be (see the
+    module docstring); 1% more, for the float rounding of the elements around a step that flipped."""
+    bound = max(0.25 * float((want - fp).abs().max()), own_rounding(model, x, want))
+    return 1.01 * bound, 1.01 * max(bound, qdq_file_error(model, x, want, opset))
+
+
+def examine_quantized(programs: Sequence[QuantizedProgram], *, emulate: bool = False) -> list[QuantizedOutcome]:
+    """Each program's outcome; with emulate, onnxruntime also runs them as a CPU without VNNI (all in one
+    emulated process)."""
+    from aten2onnx.runtime import InferenceSession
+
+    outcomes: list[QuantizedOutcome | None] = []
+    pending = []  # (index, path, feeds, want, bound, errors) awaiting the emulated run
+    folder = tempfile.mkdtemp(prefix="aten2onnx-quantized-")
+    for index, program in enumerate(programs):
+        model, x = program.build(), program.example()
+        try:
+            with torch.no_grad():
+                fp = model(x)
+                q_model = quantize(program, model, x)
+                if q_model is None:
+                    outcomes.append(QuantizedOutcome("skipped", "nothing to quantize"))
+                    continue
+                want = q_model(x)
+        except Exception as e:  # noqa: BLE001 (the quantizer's or torch.export's refusal of the float model)
+            outcomes.append(QuantizedOutcome("skipped", f"quantization failed: {type(e).__name__}: {e}"[:300]))
+            continue
+        try:
+            bound, ort_bound = bounds(q_model, x, want, fp, program.opset)
+        except Exception as e:  # noqa: BLE001 (the plain file's export refused: the default export's check tells)
+            outcomes.append(QuantizedOutcome("refused", f"{type(e).__name__}: {str(e).splitlines()[0]}"[:300]))
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                exported = aten2onnx.export(q_model, (x,), opset=program.opset, optimize=program.optimize)
+        except aten2onnx.InternalError as e:
+            outcomes.append(QuantizedOutcome("escape", str(e).splitlines()[0]))
+            continue
+        except aten2onnx.Aten2OnnxError as e:
+            outcomes.append(QuantizedOutcome("refused", f"{type(e).__name__}: {str(e).splitlines()[0]}"))
+            continue
+        except Exception as e:  # noqa: BLE001 (export raises only our errors)
+            outcomes.append(QuantizedOutcome("escape", f"export raised {type(e).__name__}: {e}"[:500]))
+            continue
+        feeds = {exported.input_names[0]: x.numpy()}
+        errors = {}
+        try:
+            ours = InferenceSession(exported.model_proto, allowed_aten_namespaces=("aten",))
+            errors["aten2onnx.runtime"] = float(np.abs(np.asarray(ours.run(None, feeds)[0]) - want.numpy()).max())
+            session = ort_session(exported.model_proto, log_severity=4)
+            errors["onnxruntime"] = float(np.abs(session.run(None, feeds)[0] - want.numpy()).max())
+        except Exception as e:  # noqa: BLE001 (a runtime that cannot run our file is a bug)
+            outcomes.append(QuantizedOutcome("mismatch", f"a runtime failed: {type(e).__name__}: {e}"[:500], errors,
+                                             (bound, ort_bound)))
+            continue
+        outcomes.append(None)
+        path = os.path.join(folder, f"{index}.onnx")
+        exported.save(path)
+        pending.append((index, path, feeds, want.numpy(), (bound, ort_bound), errors))
+    if emulate and pending:
+        from aten2onnx.testing import cpus
+
+        for (_, _, _, want, _, errors), (out,) in zip(pending, cpus.run_onnxruntime([(p[1], p[2]) for p in pending])):
+            errors["onnxruntime without VNNI"] = float(np.abs(out - want).max())
+    for index, _, _, _, (bound, ort_bound), errors in pending:
+        far = {k: v for k, v in errors.items() if not v <= (ort_bound if k.startswith("onnxruntime") else bound)}
+        outcomes[index] = QuantizedOutcome("mismatch" if far else "match",
+                                           f"further than {bound:.3g} (onnxruntime: {ort_bound:.3g}) from the quantized "
+                                           f"model: {far}" if far else "", errors, (bound, ort_bound))
+    return outcomes
+
+
+def check_quantized(program: QuantizedProgram, *, emulate: bool = False) -> QuantizedOutcome:
+    """The program's outcome; raises QuantizedMismatch for a bug."""
+    outcome, = examine_quantized([program], emulate=emulate)
+    if outcome.bug:
+        raise QuantizedMismatch(program, outcome)
+    return outcome
