@@ -338,6 +338,8 @@ ROWS = {
         tolerance=1e-6),
     "quantized: 4-bit weight transposed for MatMulNBits": Row(
         quantized.FOUR_BIT_MATMULS, four_bit_linear, lambda: each(floats(4, 256)), opset=21, tolerance=1e-6),
+    "quantized: a 4-bit weight's bias as Sum": Row(
+        quantized.BIAS_SUMS, four_bit_linear, lambda: each(floats(2, 4, 256)), made="Sum", opset=21),
     "quantized: MatMulNBits": Row(
         quantized.MATMUL_NBITS, four_bit_linear, lambda: each(floats(4, 256)), made="MatMulNBits", opset=21,
         optimize="onnxruntime", tolerance=1e-5),
@@ -375,6 +377,10 @@ KNOWN = {
         "an infinite activation makes dynamic quantization's scale infinite: dequantized floats hold 0 x inf, NaN "
         "in every sum (as eager), while the integer sum is scaled once, +-inf where it is not 0 (onnxruntime's own "
         "fusion, and aten2onnx.runtime, give the integer path's answer to the graph before the rewrite too)"),
+    ("quantized: a 4-bit weight's bias as Sum", "normal", "onnxruntime"): (
+        "onnxruntime fuses the bias Add before the rewrite into its MatMulNBits (at accuracy level 4, activations "
+        "quantized), which adds it in its own order; the Sum after it is added apart: bitwise on the graph as "
+        "written"),
     ("quantized: 4-bit weight transposed for MatMulNBits", "normal", "onnxruntime"): (
         "onnxruntime fuses the layout into MatMulNBits at its default accuracy level 4 "
         "(session.qdq_matmulnbits_accuracy_level), which quantizes the activations to int8: 0.8% of the output's "

@@ -67,6 +67,7 @@ REWRITES: tuple[Rewrite, ...] = (
     quantized.UNSIGNED_WEIGHTS,
     quantized.WEIGHT_ONLY_INT8,
     quantized.FOUR_BIT_MATMULS,
+    quantized.BIAS_SUMS,
     quantized.MATMUL_NBITS,
     norms.LAYER_NORM_SUMS,
     attention.PACKED_ATTENTION,

@@ -13,8 +13,8 @@ import math
 import torch
 
 from aten2onnx import _dtypes
-from aten2onnx.exporter.rewrites.core import (CONTRIB_DOMAIN, Context, Rewrite, _constant, _made_since,
-                                              _one_value, _rewrite_each, _scalar, _scope, _Uses)
+from aten2onnx.exporter.rewrites.core import (CONTRIB_DOMAIN, Context, Rewrite, _constant, _in_place_of,
+                                              _made_since, _one_value, _rewrite_each, _scalar, _scope, _Uses)
 from aten2onnx.ir import lazy
 from aten2onnx.ir.builder import GraphBuilder, Node, Value, live_nodes
 
@@ -393,8 +393,30 @@ def _as_four_bit_matmul(g: GraphBuilder, node: Node, uses: _Uses, contrib: bool)
     weight = g.op("DequantizeLinear", *inputs, axis=0, block_size=block)
     y = g.op("MatMul", node.inputs[0], weight)
     if bias is not None:
-        y = g.op("Add", y, bias)
+        y = g.op("Sum", y, bias)  # (see _bias_sums)
     return _made_since(g, first, node, y)
+
+
+def _reads_four_bit_matmul(value: Value | None) -> bool:
+    node = value.producer if value is not None else None
+    if node is None or node.op_type != "MatMul" or node.domain:
+        return False
+    dq = node.inputs[1].producer if node.inputs[1] is not None else None
+    return dq is not None and dq.op_type == "DequantizeLinear" and dq.inputs[0].dtype in _FOUR_BITS
+
+
+def _bias_sums(nodes: list[Node], ctx: Context) -> list[Node]:
+    """The Add of a constant bias to a 4-bit weight's MatMul as Sum (bitwise the same): onnxruntime fuses a MatMul
+    and an Add of a 2-D input into a Gemm first, and a Gemm and the activation after it into a FusedGemm before it
+    fuses the weight's DequantizeLinear into MatMulNBits, so the dequantization ran on every call (3.2x the float
+    export's latency on bench/quantized.py's int4 MLP); it fuses no Sum."""
+    result = []
+    for node in nodes:
+        if (node.op_type == "Add" and not node.domain and node.call is None and len(node.inputs) == 2
+                and any(_reads_four_bit_matmul(v) for v in node.inputs) and any(_constant(v) for v in node.inputs)):
+            node = _in_place_of(node, "Sum", node.inputs, {})
+        result.append(node)
+    return result
 
 
 def _dynamic(nodes: list[Node], ctx: Context) -> list[Node]:
@@ -416,4 +438,5 @@ UNSIGNED_WEIGHTS = Rewrite("uint8 weights", "bitwise", _unsigned_weights)
 # speed, exact)
 WEIGHT_ONLY_INT8 = Rewrite("weight-only int8", "rounding", _weight_only_int8, when=lambda ctx: not ctx.onnxruntime)
 FOUR_BIT_MATMULS = Rewrite("4-bit matmuls", "rounding", _four_bits, when=lambda ctx: not ctx.onnxruntime)
+BIAS_SUMS = Rewrite("4-bit matmuls' bias sums", "bitwise", _bias_sums, when=lambda ctx: not ctx.onnxruntime)
 MATMUL_NBITS = Rewrite("MatMulNBits", "onnxruntime-only", _four_bits, when=lambda ctx: ctx.onnxruntime)
