@@ -28,7 +28,7 @@ def with_specials(*shape):
     return make
 
 
-POOL_OPSETS = (10, 13, 18, 26)  # avg_pool2d's opset-9 symbolic lives in opset9.py
+POOL_OPSETS = (10, 13, 18, 26)  # avg_pool2d's opset-9 symbolic lives in opset9_pool.py
 
 POOLING = [
     Entry("avg_pool2d_ceil", lambda x: (F.avg_pool2d(x, 3, 2, 1, ceil_mode=True),
