@@ -25,7 +25,9 @@ import warnings
 from collections.abc import Sequence
 
 import numpy as np
+import onnx
 import onnxruntime as ort
+from onnx import numpy_helper
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -211,7 +213,7 @@ class QuantizedOutcome:
     status: str
     detail: str = ""
     errors: dict = dataclasses.field(default_factory=dict)
-    bound: float = 0.0
+    bounds: tuple = (0.0, 0.0)
 
     @property
     def bug(self) -> bool:
@@ -275,21 +277,51 @@ def own_rounding(model: torch.nn.Module, x: torch.Tensor, want: torch.Tensor, dr
 
 def qdq_file_error(model: torch.nn.Module, x: torch.Tensor, want: torch.Tensor, opset: int) -> float:
     """How far onnxruntime's result for the model's plain QDQ file (exported with optimize=False: what any QDQ
-    exporter writes) is from the quantized model, with onnxruntime summing integers exactly on every CPU
-    (session.x64quantprecision): the rounding onnxruntime's own QDQ kernels add (QLinearConv requantizes by its
-    own arithmetic, with the bias rounded to the integer sum's step)."""
+    exporter writes) is from the quantized model, its int8 weights dequantized from uint8 (+128 with their zero
+    points: the same values) so that onnxruntime sums integers exactly on every CPU: the rounding onnxruntime's
+    own QDQ kernels add (QLinearConv requantizes by its own arithmetic, with the bias rounded to the integer
+    sum's step). (onnxruntime's own session.x64quantprecision does the same, but fails to load some files.)"""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         exported = aten2onnx.export(model, (x,), opset=opset, optimize=False)
+    proto = exported.model_proto
+    _unsigned_weights(proto)
     options = ort.SessionOptions()
     options.log_severity_level = 4
-    options.add_session_config_entry("session.x64quantprecision", "1")
-    try:
-        session = ort.InferenceSession(exported.model_proto.SerializeToString(), options,
-                                       providers=["CPUExecutionProvider"])
-    except Exception:  # noqa: BLE001 (onnxruntime 1.32's weight conversion fails on some files: no such term)
-        return 0.0
+    session = ort.InferenceSession(proto.SerializeToString(), options, providers=["CPUExecutionProvider"])
     return float(np.abs(session.run(None, {exported.input_names[0]: x.numpy()})[0] - want.numpy()).max())
+
+
+def _unsigned_weights(proto: onnx.ModelProto) -> None:
+    """Each DequantizeLinear of an int8 initializer reads it (and its zero point) shifted to uint8."""
+    graph = proto.graph
+    initializers = {i.name: i for i in graph.initializer}
+    shifted: dict[str, str] = {}
+
+    def uint8(name: str) -> str:
+        if name not in shifted:
+            values = numpy_helper.to_array(initializers[name]).astype(np.int16) + 128
+            graph.initializer.append(numpy_helper.from_array(values.astype(np.uint8), f"{name}.uint8"))
+            shifted[name] = f"{name}.uint8"
+        return shifted[name]
+
+    for node in graph.node:
+        if node.op_type != "DequantizeLinear" or node.domain or node.input[0] not in initializers \
+                or initializers[node.input[0]].data_type != onnx.TensorProto.INT8:
+            continue
+        weight, scale, zero = (list(node.input) + ["", ""])[:3]
+        if zero:
+            if zero not in initializers:
+                continue
+            zero = uint8(zero)
+        else:
+            if scale not in initializers:
+                continue
+            zero = f"{node.output[0]}.zero_point.uint8"
+            graph.initializer.append(numpy_helper.from_array(
+                np.full(tuple(initializers[scale].dims), 128, np.uint8), zero))
+        del node.input[:]
+        node.input.extend([uint8(weight), scale, zero])
 
 
 def bounds(model: torch.nn.Module, x: torch.Tensor, want: torch.Tensor, fp: torch.Tensor, opset: int
