@@ -31,6 +31,7 @@ from aten2onnx.symbolic import (  # noqa: F401  (imported to register)
     opset9_norm,
     opset9_numeric,
     opset9_pool,
+    opset9_products,
     opset9_quantile,
     opset9_reduce,
     opset9_rnn,

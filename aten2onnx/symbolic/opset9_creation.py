@@ -1,5 +1,5 @@
-"""Opset-9 base, factory ops: arange, full/zeros/ones and their new_/_like variants; and tril/triu by a
-constant mask, for opsets before Trilu (14)."""
+"""Opset-9 base, factory ops: arange, full/zeros/ones/empty and their new_/_like variants, fill, eye,
+tril/triu_indices, linspace/logspace; and tril/triu by a constant mask, for opsets before Trilu (14)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from onnx import TensorProto
 
 from aten2onnx import _dtypes, registry
 from aten2onnx.ir import GraphBuilder, Value
-from aten2onnx.symbolic._helpers import as_value, fill, fill_dtype
+from aten2onnx.symbolic._helpers import as_value, cast, fill, fill_dtype, reshape, scalar_type
 
 register = functools.partial(registry.register, opset=9)
 
@@ -143,3 +143,124 @@ def triangle(g: GraphBuilder, self: Value, diagonal: int, *, upper: bool) -> Val
     ones = torch.ones(rows, cols, dtype=torch.bool)
     mask = ones.triu(diagonal) if upper else ones.tril(diagonal)
     return g.op("Where", g.const(mask), self, g.const(0, like=self) if self.dtype != torch.bool else g.const(False))
+
+
+# -- fill, empty, eye, index grids, linspace ---------------------------------------------------------------
+
+
+@register("aten::new_full.default")
+def aten_new_full(g, self, size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None):
+    """new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"""
+    return fill(g, list(size), fill_value, dtype or self.dtype)
+
+
+@register("aten::fill.Scalar", "aten::fill.Tensor")
+def aten_fill(g, self, value):
+    """fill.Scalar(Tensor self, Scalar value) -> Tensor"""
+    v = value if isinstance(value, Value) else g.const(value, dtype=self.dtype)
+    v = cast(g, v, self.dtype)
+    shape = g.const(list(self.shape), dtype=torch.int64) if self.is_static else g.op("Shape", self)
+    return g.op("Expand", v, shape)
+
+
+@register("aten::zero.default")
+def aten_zero(g, self):
+    """zero(Tensor self) -> Tensor"""
+    return aten_fill(g, self, 0)
+
+
+@register("aten::scalar_tensor.default")
+def aten_scalar_tensor(g, s, *, dtype=None, layout=None, device=None, pin_memory=None):
+    """scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"""
+    dtype = dtype or torch.get_default_dtype()
+    return as_value(g, s, dtype)
+
+
+@register("aten::empty.memory_format")
+def aten_empty(g, size, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    """empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor"""
+    return fill(g, list(size), 0, dtype or torch.get_default_dtype())
+
+
+@register("aten::empty_strided.default")
+def aten_empty_strided(g, size, stride, *, dtype=None, layout=None, device=None, pin_memory=None):
+    """empty_strided(SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"""
+    return fill(g, list(size), 0, dtype or torch.get_default_dtype())  # graph values have no strides
+
+
+@register("aten::empty_like.default")
+def aten_empty_like(g, self, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    """empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor"""
+    shape = list(self.shape) if self.is_static else g.op("Shape", self)
+    return fill(g, shape, 0, dtype or self.dtype)
+
+
+@register("aten::new_empty.default")
+def aten_new_empty(g, self, size, *, dtype=None, layout=None, device=None, pin_memory=None):
+    """new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"""
+    return fill(g, list(size), 0, dtype or self.dtype)
+
+
+@register("aten::eye.default")
+def aten_eye(g, n, *, dtype=None, layout=None, device=None, pin_memory=None):
+    """eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"""
+    return aten_eye_m(g, n, n, dtype=dtype)
+
+
+@register("aten::eye.m")
+def aten_eye_m(g, n, m, *, dtype=None, layout=None, device=None, pin_memory=None):
+    """eye.m(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"""
+    if isinstance(n, Value) or isinstance(m, Value):
+        raise NotImplementedError("eye with dynamic size")
+    return g.const(torch.eye(n, m, dtype=dtype or torch.get_default_dtype()))
+
+
+@register("aten::tril_indices.default")
+def aten_tril_indices(g, row, col, offset=0, *, dtype=torch.int64, layout=None, device=None, pin_memory=None):
+    """tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=4, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"""
+    return g.const(torch.tril_indices(row, col, offset, dtype=scalar_type(dtype, torch.int64)))
+
+
+@register("aten::triu_indices.default")
+def aten_triu_indices(g, row, col, offset=0, *, dtype=torch.int64, layout=None, device=None, pin_memory=None):
+    """triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=4, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"""
+    return g.const(torch.triu_indices(row, col, offset, dtype=scalar_type(dtype, torch.int64)))
+
+
+def linspace(g: GraphBuilder, start, end, steps: int, dtype, *, base=None) -> Value:
+    out_dtype = dtype or torch.get_default_dtype()
+    compute = torch.float64 if not out_dtype.is_floating_point else out_dtype
+    if not isinstance(start, Value) and not isinstance(end, Value):
+        if base is None:
+            return g.const(torch.linspace(start, end, steps, dtype=out_dtype))
+        return g.const(torch.logspace(start, end, steps, base, dtype=out_dtype))
+    s, e = (reshape(g, as_value(g, v, compute), []) for v in (start, end))
+    if steps == 1:
+        out = reshape(g, s, [1])
+    else:
+        step = g.op("Div", g.op("Sub", e, s), g.const(float(steps - 1), dtype=compute))
+        i = g.const(torch.arange(steps, dtype=compute))
+        # torch computes the second half from the end, for symmetry
+        half = steps // 2
+        front = g.op("Add", s, g.op("Mul", i, step))
+        back = g.op("Sub", e, g.op("Mul", g.const(torch.arange(steps, dtype=compute).flip(0)), step))
+        out = g.op("Where", g.const(torch.arange(steps) < half), front, back)
+    if base is not None:
+        out = g.op("Pow", g.const(float(base), dtype=compute), out)
+    if not out_dtype.is_floating_point:
+        out = g.op("Floor", out) if base is None else out
+    return cast(g, out, out_dtype)
+
+
+@register("aten::linspace.default", "aten::linspace.Tensor_Tensor", "aten::linspace.Tensor_Scalar",
+          "aten::linspace.Scalar_Tensor")
+def aten_linspace(g, start, end, steps, *, dtype=None, layout=None, device=None, pin_memory=None):
+    """linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"""
+    return linspace(g, start, end, steps, dtype)
+
+
+@register("aten::logspace.default", "aten::logspace.Tensor_Tensor", "aten::logspace.Tensor_Scalar",
+          "aten::logspace.Scalar_Tensor")
+def aten_logspace(g, start, end, steps, base=10.0, *, dtype=None, layout=None, device=None, pin_memory=None):
+    """logspace(Scalar start, Scalar end, int steps, float base=10., *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"""
+    return linspace(g, start, end, steps, dtype, base=base)

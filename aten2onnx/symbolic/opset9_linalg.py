@@ -67,7 +67,7 @@ from aten2onnx.symbolic._linalg import (
 )
 from aten2onnx.symbolic._linalg_spectral import cutoff, eigvalsh, ldl_factor, ones, pinv, svdvals, sytrs
 from aten2onnx.symbolic.opset9_reduce import vector_norm
-from aten2onnx.symbolic.opset9_shape import matmul
+from aten2onnx.symbolic.opset9_products import matmul
 
 register = functools.partial(registry.register, opset=9)
 
