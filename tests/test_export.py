@@ -402,6 +402,42 @@ def test_failed_save_leaves_no_partial_file(tmp_path, monkeypatch):
     assert os.listdir(tmp_path) == ["model.onnx"]
 
 
+@pytest.mark.parametrize("external_data", [False, True])
+@pytest.mark.parametrize("target", ["a/b/'x/../m.onnx", "missing/m.onnx", "a/b/file.txt/m.onnx"])
+def test_save_through_a_folder_that_does_not_exist_writes_nothing(target, external_data, tmp_path, monkeypatch):
+    """A path whose folder the system cannot reach (a/b/'x/.. needs a/b/'x, which lexical normalization drops)
+    is our error before anything is written: it left a/b/m.onnx.<hash>.data behind the model it could not write."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "b" / "file.txt").write_text("")
+    before = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
+    exported = aten2onnx.export(MLP().eval(), (torch.randn(3, 8),))
+    with pytest.raises(aten2onnx.ArgumentError, match="does not exist"):
+        exported.save(target, external_data=external_data)
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == before
+    if "file.txt" not in target:  # the advice, followed, saves the model where the path says
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        exported.save(target, external_data=external_data)
+        assert os.path.isfile(target)
+
+
+def test_a_model_that_fails_to_write_takes_its_new_data_file_with_it(tmp_path, monkeypatch):
+    """The data file is committed first; where the model then fails to be written, the new data file goes."""
+    exported = aten2onnx.export(MLP().eval(), (torch.randn(3, 8),))
+    real = aten2onnx.exporter.model._atomic_write
+
+    def fail(folder, path, chunks):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(aten2onnx.exporter.model, "_atomic_write", fail)
+    with pytest.raises(OSError, match="disk full"):
+        exported.save(tmp_path / "m.onnx", external_data=True)
+    assert os.listdir(tmp_path) == []
+    monkeypatch.setattr(aten2onnx.exporter.model, "_atomic_write", real)
+    exported.save(tmp_path / "m.onnx", external_data=True)
+    assert sorted(p.suffix for p in tmp_path.iterdir()) == [".data", ".onnx"]
+
+
 # -- names, structure, dynamic dims ---------------------------------------------------------------------------------
 
 

@@ -379,8 +379,15 @@ class ExportedModel:
             raise self._unbound_error(self.unbound_weights[0])
         if external_data is None:
             external_data = self.weight_bytes >= TWO_GB - (64 << 20)
-        folder = os.path.dirname(os.path.abspath(path))
+        # the folder as the system resolves it (a/b/x/.. needs a/b/x; a symlink is followed), checked before
+        # anything is written: a data file written there must not stay behind a model that cannot be
+        parent = os.path.dirname(path) or os.curdir
+        if not os.path.isdir(parent):
+            raise ArgumentError(f"save(): the folder {parent!r} of {path!r} does not exist (or is not a folder); "
+                                f"create it first, e.g. os.makedirs({parent!r}, exist_ok=True)")
+        folder = os.path.realpath(parent)
         base = os.path.basename(path)
+        path = os.path.join(folder, base)
         stale = _data_files(folder, base)
         bars = Progress(progress)
         if not external_data:
@@ -399,7 +406,12 @@ class ExportedModel:
             for ref in skeleton.graph.initializer:
                 if ref.external_data:  # not the constants the model keeps
                     ref.external_data[0].value = data_name
-            _atomic_write(folder, path, [skeleton.SerializeToString()])
+            try:
+                _atomic_write(folder, path, [skeleton.SerializeToString()])
+            except BaseException:
+                if data_name not in stale:  # (one the previous model names stays with it)
+                    os.unlink(os.path.join(folder, data_name))
+                raise
             stale.discard(data_name)
         for name in stale:
             os.unlink(os.path.join(folder, name))
