@@ -122,8 +122,11 @@ def quantize(g: GraphBuilder, x: Value, scale: Value, zero_point: Value | None, 
              dtype: torch.dtype, *, axis: int | None = None, block_size: int | None = None) -> Value | None:
     """x as QuantizeLinear in float32 (x and scale as float32, the zero point in dtype), clamped to the quant
     range; None under exact=True, for a scale computed from the data otherwise than by DynamicQuantizeLinear
-    (fixed_or_dynamic_quantized) or an averaged x (averaged), or where the version cannot say it."""
-    if g.exact or container(dtype) != dtype or not fixed_or_dynamic_quantized(scale) or averaged(x):
+    (fixed_or_dynamic_quantized) or an averaged x (averaged), for a float8 dtype (eager rounds to an integer
+    before the cast to float8; QuantizeLinear to float8 rounds x / scale to the float8 grid, fractions kept), or
+    where the version cannot say it."""
+    if g.exact or container(dtype) != dtype or dtype.is_floating_point or not fixed_or_dynamic_quantized(scale) \
+            or averaged(x):
         return None
     zp = cast(g, zero_point, dtype) if zero_point is not None else g.const(0, dtype=dtype)
     if zero_point is None and axis is not None:
@@ -147,8 +150,19 @@ def dequantize(g: GraphBuilder, q: Value, scale: Value, zero_point: Value | None
         y = g.dequantize_linear(narrow[0], scale, narrow[1], axis=axis, block_size=block_size)
         if y is not None:
             return y
+    if q.dtype.is_floating_point:
+        # float8 (from 19): eager subtracts its integer zero point in out_dtype, which a float8 zero point holds
+        # exactly only for some; the quantizers write 0
+        if zero_point is not None and not zero(zero_point):
+            return None
+        return g.dequantize_linear(q, scale, None, axis=axis, block_size=block_size)
     zp = cast(g, zero_point, q.dtype) if zero_point is not None else None
     return g.dequantize_linear(q, scale, zp, axis=axis, block_size=block_size)
+
+
+def zero(v: Value) -> bool:
+    """Whether v is a constant of zeros."""
+    return v.const is not None and not lazy.is_lazy(v.const) and not bool(v.const.any())
 
 
 def four_bit(g: GraphBuilder, q: Value, zero_point: Value | None,
@@ -549,3 +563,7 @@ def torchao_choose_qparams_affine(g, input, mapping_type, block_size, target_dty
         zero_point_dtype = scale.dtype if zero_point_dtype is None else zero_point_dtype
     kept = blocks.counts if keepdim else [n for i, n in enumerate(blocks.shape) if i not in blocks.reduced]
     return reshape(g, cast(g, scale, scale_dtype), kept), reshape(g, cast(g, zero_point, zero_point_dtype), kept)
+
+
+# the float8 translations (opset 19), which build on Blocks, register with this module
+from aten2onnx.symbolic import opset19_float8  # noqa: E402,F401
