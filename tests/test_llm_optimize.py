@@ -18,7 +18,8 @@ import pytest
 import torch
 
 import aten2onnx
-from test_llm import DECODER, VOCAB, genai_greedy, greedy, left_padded, ort_greedy, small
+from test_llm import (DECODER, VOCAB, assert_half_logits, genai_greedy, greedy, left_padded, ort_greedy, prompt_ids,
+                      small)
 
 transformers = pytest.importorskip("transformers")
 ort = pytest.importorskip("onnxruntime")
@@ -100,7 +101,7 @@ def test_fusions_where_the_architecture_allows_them(exported):
 def test_onnxruntime_generates_transformers_greedy_tokens(exported):
     case, model, path = exported
     torch.manual_seed(1)
-    prompt = torch.randint(3, VOCAB, (1, 7))
+    prompt = prompt_ids(7)
     mask = torch.ones_like(prompt)
     assert torch.equal(ort_greedy(path, prompt, mask), greedy(model, prompt, mask))
     if case.name == "mistral_window":
@@ -117,7 +118,7 @@ def test_onnxruntime_genai_generates_transformers_greedy_tokens(exported):
         pytest.skip("the unfused sliding-window cache keeps the last window - 1 positions; genai's cache grows by "
                     "the total length")
     torch.manual_seed(2)
-    prompt = torch.randint(3, VOCAB, (1, 5))
+    prompt = prompt_ids(5)
     want = greedy(model, prompt, torch.ones_like(prompt))
     assert torch.equal(genai_greedy(og, os.path.dirname(path), prompt), want[0])
 
@@ -138,7 +139,7 @@ def test_a_fused_module_that_differs_from_the_model_is_not_used(tmp_path, monkey
         path = aten2onnx.export_llm(model, tmp_path / "out", optimize="onnxruntime")
     counts = op_counts(path)
     assert counts["GroupQueryAttention"] == 0 and counts["SkipSimplifiedLayerNormalization"] == 4
-    prompt = torch.randint(3, VOCAB, (1, 6))
+    prompt = prompt_ids(6)
     mask = torch.ones_like(prompt)
     assert torch.equal(ort_greedy(path, prompt, mask), greedy(model, prompt, mask))
 
@@ -157,11 +158,11 @@ def test_command_and_half_precision(tmp_path):
     assert config["search"]["past_present_share_buffer"] is True and config["search"]["max_length"] == 64
     path = str(tmp_path / "out" / "model.onnx")
     assert op_counts(path)["GroupQueryAttention"] == 2
-    prompt = torch.randint(3, VOCAB, (1, 5))
+    prompt = prompt_ids(5)
     mask = torch.ones_like(prompt)
     assert torch.equal(ort_greedy(path, prompt, mask), greedy(model, prompt, mask))
     assert op_counts(half)["GroupQueryAttention"] == 2
-    assert torch.equal(ort_greedy(half, prompt, mask), greedy(model.to(torch.float16), prompt, mask))
+    assert_half_logits(half, model, prompt, mask)
 
 
 def test_attention_is_fused_in_every_layer_or_none(tmp_path, monkeypatch):
@@ -178,7 +179,7 @@ def test_attention_is_fused_in_every_layer_or_none(tmp_path, monkeypatch):
     assert op_counts(path)["GroupQueryAttention"] == 0
     config = json.loads((tmp_path / "out" / "genai_config.json").read_text())
     assert config["search"]["past_present_share_buffer"] is False
-    prompt = torch.randint(3, VOCAB, (1, 6))
+    prompt = prompt_ids(6)
     mask = torch.ones_like(prompt)
     assert torch.equal(ort_greedy(path, prompt, mask), greedy(model, prompt, mask))
 
@@ -190,6 +191,6 @@ def test_a_head_size_onnxruntime_refuses_is_not_fused(tmp_path):
     with pytest.warns(UserWarning, match="exported as standard ONNX"):
         path = aten2onnx.export_llm(model, tmp_path / "out", optimize="onnxruntime")
     assert op_counts(path)["GroupQueryAttention"] == 0
-    prompt = torch.randint(3, VOCAB, (1, 6))
+    prompt = prompt_ids(6)
     mask = torch.ones_like(prompt)
     assert torch.equal(ort_greedy(path, prompt, mask), greedy(model, prompt, mask))
