@@ -6,13 +6,8 @@ from __future__ import annotations
 import functools
 
 from aten2onnx import registry
-from aten2onnx.symbolic.opset9_data import (
-    masked_index,
-    masked_scatter,
-    repeat_along,
-    repeat_indices,
-    unique_consecutive,
-)
+from aten2onnx.symbolic.opset9_data import masked_index, masked_scatter, repeat_along, repeat_indices
+from aten2onnx.symbolic.opset9_segments import unique_consecutive
 from aten2onnx.symbolic.opset11 import advanced_index
 
 register = functools.partial(registry.register, opset=11)

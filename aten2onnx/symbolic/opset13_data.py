@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 
 from aten2onnx import registry
-from aten2onnx.symbolic.opset9_data import segment_reduce
+from aten2onnx.symbolic.opset9_segments import segment_reduce
 
 register = functools.partial(registry.register, opset=13)
 

@@ -8,18 +8,9 @@ import functools
 
 from aten2onnx import registry
 from aten2onnx.symbolic._helpers import cast
-from aten2onnx.symbolic.opset9_data import (
-    accumulator,
-    bincount,
-    clamped_indices,
-    embedding_renorm,
-    histc,
-    histogram,
-    histogramdd,
-    max_pool_backward,
-    put,
-    static,
-)
+from aten2onnx.symbolic.opset9_data import accumulator, clamped_indices, max_pool_backward, put, static
+from aten2onnx.symbolic.opset9_histogram import bincount, histc, histogram, histogramdd
+from aten2onnx.symbolic.opset9_segments import embedding_renorm
 from aten2onnx.symbolic.opset11_scatter import index_put
 
 register = functools.partial(registry.register, opset=16)
