@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+import warnings
+
 import torch
 from onnx import TensorProto
 
@@ -83,3 +86,16 @@ def to_torch(elem_type: int) -> torch.dtype:
     except KeyError:
         name = TensorProto.DataType.Name(elem_type) if elem_type in TensorProto.DataType.values() else elem_type
         raise TypeError(f"ONNX element type {name} has no torch dtype") from None
+
+
+@functools.cache
+def from_scalar_type(code: int) -> torch.dtype:
+    """ATen's ScalarType enum value as a torch.dtype (a schema's ScalarType default arrives as one: randint's
+    dtype=4 is int64, torchao's float8_dtype=24 float8_e4m3fn), read from the running torch itself, whose enum
+    grows between releases; IndexError for a value it has no dtype for."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (the complex32 and quantized dtypes warn when made)
+        try:
+            return torch.ops.aten.empty.memory_format([0], dtype=code, device="meta").dtype
+        except (RuntimeError, TypeError) as e:
+            raise IndexError(f"torch {torch.__version__} has no ScalarType {code}") from e

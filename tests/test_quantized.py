@@ -5,6 +5,7 @@ aten2onnx.runtime. Needs torchao (`pip install aten2onnx[quant]`); skipped witho
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 import warnings
@@ -382,10 +383,6 @@ def test_averages_of_quantized_values_round_as_eager():
 # -- float8 ----------------------------------------------------------------------------------------------
 
 FLOAT8 = onnx.TensorProto.FLOAT8E4M3FN
-# torchao's float8 exact exports and PT2E-style (torchao.testing) float8 ops leave float8_dtype at its schema
-# default, c10's code 24, which exporter/fallback.py's table (exact mode's ATen calls) ends before
-ENUM_GAP = ("exporter/fallback.py's ScalarType codes end at bfloat16: float8_dtype=24 (the schema default) is an "
-            "IndexError")
 
 
 class Float8Quantizer:
@@ -506,10 +503,7 @@ def test_float8(form, opset):
     assert_quantized_result(ours, quantized, fp)
 
 
-@pytest.mark.parametrize("form", [pytest.param(f, marks=pytest.mark.xfail(raises=aten2onnx.InternalError, strict=True,
-                                                                          reason=ENUM_GAP))
-                                  if f in ("torchao_pt2e_qdq", "dynamic", "dynamic_per_row") else f
-                                  for f in FLOAT8_FORMS])
+@pytest.mark.parametrize("form", FLOAT8_FORMS)
 def test_float8_exact_is_bitwise(form):
     model, x, quantized, _ = float8_case(form)
     for opset in (19, 21, 23):
@@ -517,13 +511,18 @@ def test_float8_exact_is_bitwise(form):
         assert torch.equal(exact.run(x), quantized), opset
 
 
-@pytest.mark.xfail(strict=True, reason="torchao's Float8Tensor dequantizes its weight in plain ATen ops (to float32, "
-                   "times the scale, repeat_interleave'd for groups), which export as Cast and Mul, bitwise; a "
-                   "DequantizeLinear of the weight needs a rewrite of that pattern (exporter/rewrites/quantized.py)")
 @pytest.mark.parametrize("form", sorted(CAST_WEIGHTS))
 def test_float8_weight_only_as_dequantize_linear(form):
-    model, x, _, _ = float8_case(form)
+    """torchao's Float8Tensor dequantizes its weight in plain ATen ops (to float32, times the scale, repeated
+    over each group): a DequantizeLinear of the float8 weight (rewrites.quantized.WEIGHT_ONLY_FLOAT8, bit for
+    bit), the scale stored once per group, not repeated to the weight's size in float32."""
+    model, x, want, _ = float8_case(form)
     exported = aten2onnx.export(model, (x,), opset=21)
     weights = float8_weights(exported.model_proto)
     dequantized = {i for n in exported.model_proto.graph.node if n.op_type == "DequantizeLinear" for i in n.input}
     assert weights and weights <= dequantized, (sorted(weights), sorted(dequantized))
+    weight_bytes = sum(math.prod(i.dims) for i in exported.model_proto.graph.initializer if i.name in weights)
+    float_bytes = sum(4 * math.prod(i.dims) for i in exported.model_proto.graph.initializer
+                      if i.data_type == onnx.TensorProto.FLOAT)
+    assert float_bytes < weight_bytes, (float_bytes, weight_bytes)
+    torch.testing.assert_close(exported.run(x), want, atol=1e-6, rtol=1e-6)

@@ -190,12 +190,6 @@ FLOAT8_CASES = {
                          lambda: (float8s(8, 32), float8s(16, 32), torch.tensor(0.3), torch.tensor(0.7),
                                   torch.tensor(0.25))),
 }
-# a captured node leaves a float8 dtype at its schema default, which reaches the exporter as c10's code (24):
-# exporter/fallback.py's table of those codes, which exact mode and an ATen node encode calls with, ends at
-# bfloat16 (15), an IndexError (InternalError) in both
-ENUM_GAP = ("exporter/fallback.py's ScalarType codes end at bfloat16: float8_dtype=24 (the schema default) is an "
-            "IndexError")
-DEFAULT_FLOAT8_DTYPE = set()
 
 try:
     import torchao.quantization.quant_primitives  # noqa: F401,F811  (defines torchao::)
@@ -237,10 +231,6 @@ try:
                                                                                  hp_value_ub=2.0),
                                                 lambda: (torch.randn(4, 16) * torch.tensor([[0.1], [1], [3], [1]]),)),
     })
-    DEFAULT_FLOAT8_DTYPE = {"torchao_quantize_float8_per_tensor", "torchao_quantize_float8_half",
-                            "torchao_quantize_float8_per_row", "torchao_quantize_float8_blocks",
-                            "torchao_quantize_float8_blocks_2d", "torchao_choose_scale_float8_per_tensor",
-                            "torchao_choose_scale_float8_per_row", "torchao_choose_scale_float8_blocks"}
 except ImportError:
     pass
 
@@ -297,9 +287,7 @@ def test_float8_op_against_eager(name):
                 assert same_values(ours, e, signed_zeros=False), f"{name}: onnxruntime opset {opset} output {i}"
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(raises=aten2onnx.InternalError, strict=True,
-                                                                          reason=ENUM_GAP))
-                                  if n in DEFAULT_FLOAT8_DTYPE else n for n in sorted(FLOAT8_CASES)])
+@pytest.mark.parametrize("name", sorted(FLOAT8_CASES))
 def test_float8_op_exact(name):
     fn, inputs = FLOAT8_CASES[name]
     args = inputs()
@@ -310,10 +298,7 @@ def test_float8_op_exact(name):
             assert same_values(ours, e), f"{name}: exact opset {opset} output {i}"
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(raises=aten2onnx.InternalError, strict=True,
-                                                                          reason=ENUM_GAP))
-                                  if n in DEFAULT_FLOAT8_DTYPE and "choose" not in n else n
-                                  for n in sorted(FLOAT8_CASES)])
+@pytest.mark.parametrize("name", sorted(FLOAT8_CASES))
 @pytest.mark.filterwarnings("ignore:.*exported as ATen fallback nodes")
 def test_float8_op_before_opset_19(name):
     """ONNX has no float8 type before 19: an op that makes or reads a float8 tensor is an ATen node (or its

@@ -191,6 +191,16 @@ def int8_weight_only_linear() -> torch.nn.Module:
     return model
 
 
+def float8_weight_only_linear() -> torch.nn.Module:
+    """torchao's float8 weight-only linear layer, its scales per group of 16 along K = 256."""
+    tq = pytest.importorskip("torchao.quantization", exc_type=ImportError)
+    model = torch.nn.Sequential(torch.nn.Linear(256, 16)).eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tq.quantize_(model, tq.Float8WeightOnlyConfig(granularity=tq.PerGroup(16)))
+    return model
+
+
 class PostNorm(torch.nn.Module):
     """BERT's block end: a linear layer plus the residual, then a layer norm."""
 
@@ -336,6 +346,9 @@ ROWS = {
     "quantized: an int8 weight-only linear as DequantizeLinear into Gemm": Row(
         quantized.WEIGHT_ONLY_INT8, int8_weight_only_linear, lambda: each(floats(4, 256)), made="DequantizeLinear",
         tolerance=1e-6),
+    "quantized: a float8 weight-only linear's weight as DequantizeLinear": Row(
+        quantized.WEIGHT_ONLY_FLOAT8, float8_weight_only_linear, lambda: each(floats(4, 256)), made="DequantizeLinear",
+        opset=21),
     "quantized: 4-bit weight transposed for MatMulNBits": Row(
         quantized.FOUR_BIT_MATMULS, four_bit_linear, lambda: each(floats(4, 256)), opset=21, tolerance=1e-6),
     "quantized: a 4-bit weight's bias as Sum": Row(

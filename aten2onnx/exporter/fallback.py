@@ -9,7 +9,7 @@ import numpy as np
 
 import torch
 
-from aten2onnx import _aten_node
+from aten2onnx import _aten_node, _dtypes
 from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.registry._schema import python_name
 
@@ -42,7 +42,7 @@ def aten_call(g: GraphBuilder, op: torch._ops.OpOverload, bound: dict[str, Any],
             continue
         if kind in _ENUMS and type(value) is int:
             # a default torch's schema binding gives as the enum's int (randint's dtype=4 is int64)
-            value = _ENUMS[kind][value]
+            value = _dtypes.from_scalar_type(value) if kind == "ScalarType" else _ENUMS[kind][value]
 
         if kind == "Tensor" and not is_list and isinstance(value, (int, float)) and not isinstance(value, bool):
             # FX passes a Python number where the schema takes a tensor (x + 2.25): an attribute, so the
@@ -76,9 +76,7 @@ def aten_call(g: GraphBuilder, op: torch._ops.OpOverload, bound: dict[str, Any],
 
 # Enum arguments whose schema defaults torch reports as ints, by their c10 enum order.
 _ENUMS = {
-    "ScalarType": (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.float32,
-                   torch.float64, torch.complex32, torch.complex64, torch.complex128, torch.bool, torch.qint8,
-                   torch.quint8, torch.qint32, torch.bfloat16),
+    "ScalarType": None,  # (_dtypes.from_scalar_type: the running torch's own table)
     "MemoryFormat": (torch.contiguous_format, torch.preserve_format, torch.channels_last, torch.channels_last_3d),
     "Layout": (torch.strided, torch.sparse_coo),
 }

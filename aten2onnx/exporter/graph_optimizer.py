@@ -66,6 +66,7 @@ REWRITES: tuple[Rewrite, ...] = (
     quantized.INTEGER_KERNELS,
     quantized.UNSIGNED_WEIGHTS,
     quantized.WEIGHT_ONLY_INT8,
+    quantized.WEIGHT_ONLY_FLOAT8,
     quantized.FOUR_BIT_MATMULS,
     quantized.BIAS_SUMS,
     quantized.MATMUL_NBITS,

@@ -379,9 +379,7 @@ class GraphBuilder(Emitters):
     def _const_tensor(self, tensor: torch.Tensor, is_complex: bool = False) -> Value:
         key = None
         if tensor.numel() <= 64 and not lazy.is_lazy(tensor):
-            key = (tensor.dtype, tuple(tensor.shape), is_complex,
-                   tensor.numpy().tobytes() if tensor.dtype != torch.bfloat16
-                   else tensor.view(torch.int16).numpy().tobytes())
+            key = (tensor.dtype, tuple(tensor.shape), is_complex, _raw_bytes(tensor))
             cached = self._const_cache.get(key)
             if cached is not None:
                 return cached
@@ -629,6 +627,14 @@ class GraphBuilder(Emitters):
                 named.add(id(v))
         proto.attribute.extend(make_attribute(k, v) for k, v in sorted(call.attrs.items()))
         return proto
+
+
+def _raw_bytes(tensor: torch.Tensor) -> bytes:
+    """A small tensor's bytes, for any dtype (numpy has no bfloat16 or float8)."""
+    try:
+        return tensor.numpy().tobytes()
+    except TypeError:
+        return tensor.detach().reshape(-1).contiguous().view(torch.uint8).numpy().tobytes()
 
 
 def carrier(tensor: torch.Tensor) -> tuple[torch.Tensor, bool]:

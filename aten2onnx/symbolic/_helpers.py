@@ -75,12 +75,7 @@ def scalar_type(dtype, default: torch.dtype | None = None) -> torch.dtype | None
     """A ScalarType argument as a torch.dtype: schema defaults arrive as ATen's enum ints."""
     if dtype is None or isinstance(dtype, torch.dtype):
         return dtype if dtype is not None else default
-    return _SCALAR_TYPES[int(dtype)]
-
-
-_SCALAR_TYPES = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.float32,
-                 torch.float64, torch.complex32, torch.complex64, torch.complex128, torch.bool, torch.qint8,
-                 torch.quint8, torch.qint32, torch.bfloat16]
+    return _dtypes.from_scalar_type(int(dtype))
 
 
 def cast(g: GraphBuilder, x: Value, dtype: torch.dtype) -> Value:

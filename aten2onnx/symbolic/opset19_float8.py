@@ -27,15 +27,7 @@ register_aten = functools.partial(registry.register, opset=19)
 F32 = torch.float32
 # scale types whose values float32 holds exactly: eager divides and multiplies by them in float32
 _SINGLE_OR_NARROWER = (torch.float32, torch.float16, torch.bfloat16)
-# c10's ScalarType codes of the float8 types: a schema default arrives as one (float8_dtype=24), which
-# _helpers.scalar_type does not read
-_FLOAT8_CODES = {23: torch.float8_e5m2, 24: torch.float8_e4m3fn, 25: torch.float8_e5m2fnuz, 26: torch.float8_e4m3fnuz}
-FLOAT8 = tuple(_FLOAT8_CODES.values())
-
-
-def float8_type(dtype) -> torch.dtype:
-    """A ScalarType argument as a torch.dtype, the float8 codes too."""
-    return _FLOAT8_CODES[dtype] if isinstance(dtype, int) and dtype in _FLOAT8_CODES else scalar_type(dtype)
+FLOAT8 = (torch.float8_e5m2, torch.float8_e4m3fn, torch.float8_e5m2fnuz, torch.float8_e4m3fnuz)
 
 
 def blocks_of(g: GraphBuilder, x: Value, scale: Value) -> Blocks | None:
@@ -131,7 +123,7 @@ def dequantize(g: GraphBuilder, q: Value, scale: Value, dtype: torch.dtype) -> V
 @register("torchao::quantize_affine_float8_non_decomposed.default")
 def torchao_quantize_affine_float8_non_decomposed(g, tensor, scale, float8_dtype=torch.float8_e4m3fn):
     """quantize_affine_float8_non_decomposed(Tensor tensor, Tensor scale, ScalarType float8_dtype=24) -> Tensor"""
-    return quantize(g, tensor, scale, float8_type(float8_dtype))
+    return quantize(g, tensor, scale, scalar_type(float8_dtype))
 
 
 @register("torchao::dequantize_affine_float8_non_decomposed.default")
@@ -153,7 +145,7 @@ def torchao_choose_scale_float8(g, tensor, block_size, float8_dtype=torch.float8
     if hp_value_lb is not None or hp_value_ub is not None:
         bounds = [None if b is None else g.const(float(b), like=largest) for b in (hp_value_lb, hp_value_ub)]
         largest = g.clip(largest, *bounds)
-    scale = g.op("Div", largest, g.const(float(torch.finfo(float8_type(float8_dtype)).max), like=largest))
+    scale = g.op("Div", largest, g.const(float(torch.finfo(scalar_type(float8_dtype)).max), like=largest))
     return cast(g, reshape(g, scale, blocks.counts), F32)
 
 
@@ -164,7 +156,7 @@ def aten__scaled_mm(g, self, mat2, scale_a, scale_b, bias=None, scale_result=Non
     # eager's CPU kernel (its emulation; oneDNN's on CPUs with AMX): (self as float32 * scale_a) @ (mat2 as float32
     # * scale_b), plus the bias, in float32, then out_dtype; a float8 result is divided by scale_result first. One
     # scale per tensor, or one per row of self and one per column of mat2
-    out = float8_type(out_dtype) if out_dtype is not None else self.dtype
+    out = scalar_type(out_dtype) if out_dtype is not None else self.dtype
     y = g.op("MatMul", dequantize(g, self, scale_a, F32), dequantize(g, mat2, scale_b, F32))
     if bias is not None:
         y = g.op("Add", y, cast(g, bias, F32))

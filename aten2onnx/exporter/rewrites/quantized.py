@@ -259,6 +259,66 @@ def _weight_only_int8(nodes: list[Node], ctx: Context) -> list[Node]:
     return live_nodes(_rewrite_each(ctx.g, nodes, ctx.outputs, _weight_only), ctx.outputs)
 
 
+# -- weight-only float8: DequantizeLinear of the weight ---------------------------------------------------------
+
+_FLOAT8 = (torch.float8_e4m3fn, torch.float8_e5m2, torch.float8_e4m3fnuz, torch.float8_e5m2fnuz)
+
+
+def _scale_layout(scale: torch.Tensor, shape: tuple[int, ...]) -> tuple[torch.Tensor, int | None, int | None] | None:
+    """A constant scale broadcast against a 2-D weight of `shape` as DequantizeLinear takes it: (the scale, axis,
+    block size): one element (None, None); one per index along an axis (axis, None); equal over blocks of one
+    axis (axis, block), as torchao's grouped float8 weights repeat their scales. None: no such layout."""
+    if scale.numel() == 1:
+        return scale.reshape(()), None, None
+    if scale.dim() != 2:
+        return None
+    for axis in (0, 1):
+        if scale.shape[axis] == shape[axis] and scale.shape[1 - axis] == 1:
+            return scale.reshape(-1), axis, None
+    if tuple(scale.shape) != tuple(shape):
+        return None
+    for axis in (0, 1):
+        n = shape[axis]
+        for block in (b for b in (256, 128, 64, 32, 16, 8, 4, 2) if n % b == 0 and b < n):
+            kept = scale.narrow(axis, 0, n).unflatten(axis, (n // block, block)).select(axis + 1, 0)
+            if torch.equal(kept.repeat_interleave(block, dim=axis), scale):
+                return kept.contiguous(), axis, block
+    return None
+
+
+def _float8_weight(g: GraphBuilder, node: Node, uses: _Uses) -> list[Node] | None:
+    """Mul(Cast(w), scale) of a constant float8 weight and a constant float32 scale, as torchao's float8 weights
+    dequantize (the values as float32, times the scale: per tensor, per channel, or per group repeated over
+    its block) as DequantizeLinear(w, scale): bit for bit the same product, as backends read a weight-only
+    float8 weight (and the scale stored once per group, not repeated to the weight's size in float32)."""
+    if node.op_type != "Mul" or node.domain or node.call is not None or node.outputs[0].dtype != torch.float32:
+        return None
+    for cast, scale in ((node.inputs[0], node.inputs[1]), (node.inputs[1], node.inputs[0])):
+        producer = cast.producer if cast is not None else None
+        if (producer is None or producer.op_type != "Cast" or producer.domain or uses.only_reader(cast) is not node
+                or scale is None or scale.const is None or scale.dtype != torch.float32 or lazy.is_lazy(scale.const)):
+            continue
+        w = producer.inputs[0]
+        if w.dtype not in _FLOAT8 or w.rank != 2 or w.kind != "initializer" or w.const is None:
+            continue
+        layout = _scale_layout(scale.const, tuple(w.shape))
+        if layout is None:
+            continue
+        values, axis, block = layout
+        first = len(g.nodes)
+        g.set_scope(_scope(node), node.meta)
+        y = g.dequantize_linear(w, g.const(values), None, axis=axis, block_size=block)
+        if y is None:
+            del g.nodes[first:]
+            return None
+        return _made_since(g, first, node, y)
+    return None
+
+
+def _weight_only_float8(nodes: list[Node], ctx: Context) -> list[Node]:
+    return live_nodes(_rewrite_each(ctx.g, nodes, ctx.outputs, _float8_weight), ctx.outputs)
+
+
 # -- uint8 weights for onnxruntime's QDQ kernels ---------------------------------------------------------------
 
 _WEIGHT_READERS = ("Conv", "ConvTranspose", "Gemm", "MatMul")
@@ -437,6 +497,7 @@ UNSIGNED_WEIGHTS = Rewrite("uint8 weights", "bitwise", _unsigned_weights)
 # (for onnxruntime alone the Cast stays: onnxruntime folds it at load, a float weight in memory, the float MatMul's
 # speed, exact)
 WEIGHT_ONLY_INT8 = Rewrite("weight-only int8", "rounding", _weight_only_int8, when=lambda ctx: not ctx.onnxruntime)
+WEIGHT_ONLY_FLOAT8 = Rewrite("weight-only float8", "bitwise", _weight_only_float8, when=lambda ctx: not ctx.onnxruntime)
 FOUR_BIT_MATMULS = Rewrite("4-bit matmuls", "rounding", _four_bits, when=lambda ctx: not ctx.onnxruntime)
 BIAS_SUMS = Rewrite("4-bit matmuls' bias sums", "bitwise", _bias_sums, when=lambda ctx: not ctx.onnxruntime)
 MATMUL_NBITS = Rewrite("MatMulNBits", "onnxruntime-only", _four_bits, when=lambda ctx: ctx.onnxruntime)
