@@ -1,7 +1,8 @@
 """Random quantized models for differential testing: a random network of linear and convolution layers at
 sizes where integer sums are large (K up to 1024), joined by activations, norms, residual sums, pooling
 and reshapes, quantized by PT2E (X86InductorQuantizer: static, dynamic, QAT) or by a torchao `quantize_`
-config, then exported and run in onnxruntime and aten2onnx.runtime against the quantized eager model.
+config (int8 dynamic, int8, int4 and float8 weight-only), then exported and run in onnxruntime and
+aten2onnx.runtime against the quantized eager model.
 
     from aten2onnx.testing.quantized import check_quantized, generate_quantized
     check_quantized(generate_quantized(seed))    # raises QuantizedMismatch for a wrong answer
@@ -39,7 +40,7 @@ __all__ = ["QuantizedMismatch", "QuantizedProgram", "QuantizedOutcome", "check_q
 
 # how a program is quantized: PT2E with X86InductorQuantizer, or one of torchao's quantize_ configs
 METHODS = ("pt2e-static", "pt2e-dynamic", "pt2e-qat", "int8-dynamic", "int8-weight-only", "int4-weight-only",
-           "int4-weight-only-per-channel")
+           "int4-weight-only-per-channel", "float8-weight-only")
 WIDTHS = (8, 16, 32, 64, 96, 128, 256, 512, 1024)
 
 
@@ -158,7 +159,8 @@ def generate_quantized(seed: int, *, max_steps: int = 6) -> QuantizedProgram:
     d.step(f"{d.layer(f'torch.nn.Linear({d.shapes[value][-1]}, {rng.choice(WIDTHS[:5])})')}({value})", ())
     d.steps.append(f"return {d.steps[-1].split(' = ')[0]}")
     method = rng.choice(METHODS)
-    opset = rng.choice((21, 23)) if method.startswith("int4") else rng.choice((13, 17, 18, 21, 23))
+    opset = (rng.choice((21, 23)) if method.startswith("int4") else rng.choice((19, 21, 23)) if method.startswith("float8")
+             else rng.choice((13, 17, 18, 21, 23)))
     return QuantizedProgram(tuple(d.layers), tuple(d.steps), shape, rng.choice((0.5, 1.0, 3.0, 10.0)), method, opset,
                             rng.choice((True, True, "onnxruntime")), seed)
 
@@ -199,7 +201,8 @@ def quantize(program: QuantizedProgram, model: torch.nn.Module, x: torch.Tensor)
             quantize_(model, config, filter_fn=lambda m, _: isinstance(m, torch.nn.Linear)
                       and (group == "per-channel" or m.in_features % 32 == 0))
             return model
-        config = tq.Int8DynamicActivationInt8WeightConfig() if program.method == "int8-dynamic" else tq.Int8WeightOnlyConfig()
+        config = {"int8-dynamic": tq.Int8DynamicActivationInt8WeightConfig, "int8-weight-only": tq.Int8WeightOnlyConfig,
+                  "float8-weight-only": tq.Float8WeightOnlyConfig}[program.method]()
         quantize_(model, config)
         return model
 
