@@ -185,3 +185,13 @@ def test_random_quantized_programs():
     bugs = [f"{o.status}: {o.detail}\n{p.describe()}" for p, o in zip(programs, outcomes) if o.bug]
     assert not bugs, "\n\n".join(bugs)
     assert sum(o.status == "match" for o in outcomes) >= 12, [o.status for o in outcomes]
+
+
+def test_the_cpu_without_vnni_is_emulated():
+    """The emulated half of these tests runs where qemu does (x86-64 Linux; .ci/run installs qemu-user), and
+    there its canary proves the emulated CPU takes onnxruntime's saturating path; a skip here says that half
+    did not run."""
+    if cpus.emulator() is None:
+        pytest.skip("qemu-x86_64 is not installed (Debian: apt-get install qemu-user) or this is not x86-64 Linux: "
+                    "onnxruntime was not checked as a CPU without VNNI runs it")
+    assert cpus.available(), "qemu-x86_64 runs, but its Haswell does not saturate a uint8 x int8 pair sum"
