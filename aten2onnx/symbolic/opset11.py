@@ -12,7 +12,7 @@ from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic import opset9_math as math9
 from aten2onnx.symbolic._helpers import cast, norm_dim, unsqueeze_static
-from aten2onnx.symbolic.opset9 import broadcast_indices, eager_index_order, index_tensors
+from aten2onnx.symbolic.opset9_index import broadcast_indices, eager_index_order, index_tensors
 from aten2onnx.symbolic.opset9_attention import attention, no_attention_dropout
 from aten2onnx.symbolic.opset9_creation import arange
 from aten2onnx.symbolic.opset9_reduce import cumsum_accumulator, sum_dtype

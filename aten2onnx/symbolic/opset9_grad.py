@@ -14,7 +14,7 @@ from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic import opset9_gamma as gamma, opset9_loss as loss_ops
 from aten2onnx.symbolic._helpers import (as_value, cast, element_count, fill, norm_dim, promote, reshape, scalar_type,
                                          transpose_perm)
-from aten2onnx.symbolic.opset9 import static_dim
+from aten2onnx.symbolic.opset9_views import static_dim
 from aten2onnx.symbolic.opset9_norm import static_shape
 
 register = functools.partial(registry.register, opset=9)

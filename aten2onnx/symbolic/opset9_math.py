@@ -447,7 +447,7 @@ def aten_prelu(g, self, weight):
 @register("aten::glu.default")
 def aten_glu(g, self, dim=-1):
     """glu(Tensor self, int dim=-1) -> Tensor"""
-    from aten2onnx.symbolic.opset9 import static_dim
+    from aten2onnx.symbolic.opset9_views import static_dim
 
     dim = norm_dim(dim, self.rank)
     half = static_dim(self, dim, "glu") // 2

@@ -1,5 +1,6 @@
 """Opset-9 base, products: matrix and vector products (MatMul, with bool and small ints computed in
-int64), their scaled sums (addmv, addr, baddbmm, addbmm), kron, tensordot, trace, cross and bilinear."""
+int64), their scaled sums (addmv, addr, baddbmm, addbmm), kron, tensordot, trace, cross and bilinear;
+and linear, addmm, mm and matmul, one Gemm or MatMul each."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from aten2onnx.symbolic._helpers import (
     slice_axis,
     sym_prod,
 )
-from aten2onnx.symbolic.opset9 import aten_permute, aten_transpose, static_dim
+from aten2onnx.symbolic.opset9_views import aten_permute, aten_t, aten_transpose, static_dim
 from aten2onnx.symbolic.opset9_shape import aten_diagonal
 
 register = functools.partial(registry.register, opset=9)
@@ -253,3 +254,33 @@ def aten_bilinear(g, input1, input2, weight, bias=None):
     y.shape = (None, weight.shape[0])
     lead = [dim_size(g, input1, d) for d in range(input1.rank - 1)]
     return reshape(g, y, lead + [out_features])
+
+
+# -- linear algebra ---------------------------------------------------------------------------------------------
+
+
+@register("aten::linear.default")
+def aten_linear(g, input, weight, bias=None):
+    """linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor"""
+    if input.rank == 2 and bias is not None and weight.rank == 2:
+        return g.gemm(input, weight, bias, trans_b=True)
+    y = g.op("MatMul", input, aten_t(g, weight))
+    return y if bias is None else g.op("Add", y, bias)
+
+
+@register("aten::addmm.default")
+def aten_addmm(g, self, mat1, mat2, *, beta=1, alpha=1):
+    """addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor"""
+    return g.gemm(mat1, mat2, self, alpha=alpha, beta=beta)
+
+
+@register("aten::mm.default", "aten::bmm.default")
+def aten_mm(g, self, mat2):
+    """mm(Tensor self, Tensor mat2) -> Tensor"""
+    return g.op("MatMul", self, mat2)
+
+
+@register("aten::matmul.default")
+def aten_matmul(g, self, other):
+    """matmul(Tensor self, Tensor other) -> Tensor"""
+    return g.op("MatMul", self, other)

@@ -11,7 +11,7 @@ import torch
 from aten2onnx import registry
 from aten2onnx.ir import GraphBuilder, Value
 from aten2onnx.symbolic._helpers import INT64_MAX, cast, dim_size, fill, norm_dim
-from aten2onnx.symbolic.opset9 import positions_along
+from aten2onnx.symbolic.opset9_index import positions_along
 from aten2onnx.symbolic.opset9_data import I64, count_1d, cumsum_last, flat, ints, static, to_shape
 
 register = functools.partial(registry.register, opset=9)

@@ -25,7 +25,7 @@ from aten2onnx.symbolic._helpers import (
     slice_axis,
     unsqueeze_static,
 )
-from aten2onnx.symbolic.opset9 import (
+from aten2onnx.symbolic.opset9_views import (
     aten_cat,
     aten_expand,
     aten_permute,
