@@ -32,6 +32,7 @@ from aten2onnx.symbolic import (  # noqa: F401  (imported to register)
     opset9_random,
     opset9_norm,
     opset9_numeric,
+    opset9_polynomials,
     opset9_pool,
     opset9_products,
     opset9_quantile,
