@@ -1,11 +1,11 @@
 """Quantized models at the sizes people run (K from 256 to 4096, activations over the whole quantized range,
 weights at +-127) give the quantized model's answers in onnxruntime on every x86 CPU: here, and as a CPU
 without VNNI runs them (aten2onnx.testing.cpus: qemu emulating a Haswell), where onnxruntime's uint8 x int8
-kernels sum pairs of products in saturating 16-bit arithmetic. The bound (aten2onnx.testing.quantized's): no
-element further from the quantized eager model than a quarter of the most quantization itself moved an
-element, than the quantized model moves when every float it quantizes moves one ulp (own_rounding), or, for
-onnxruntime, than its result for the model's plain QDQ file (qdq_file_error), whichever is largest (the
-saturating kernels were 10 to 50 times further than any).
+kernels sum pairs of products in saturating 16-bit arithmetic. The bound (aten2onnx.testing.quantized.bounds):
+no element further from the quantized eager model than a quarter of the most quantization itself moved an
+element plus how far the quantized model moves when every float it quantizes moves one ulp (own_rounding),
+and for onnxruntime no further than its result for the model's plain QDQ file (qdq_file_error) where that is
+more (the saturating kernels were 10 to 50 times further).
 
 Also read from onnxruntime's own optimized graph, whatever the CPU: every integer kernel it runs takes
 operands it sums exactly everywhere (no uint8 x int8 pair). Needs torchao; the emulated half needs
