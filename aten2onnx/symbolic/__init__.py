@@ -23,6 +23,7 @@ from aten2onnx.symbolic import (  # noqa: F401  (imported to register)
     opset9_gamma,
     opset9_grad,
     opset9_histogram,
+    opset9_igamma,
     opset9_index,
     opset9_linalg,
     opset9_math,

@@ -1,5 +1,5 @@
-"""Gamma-family special functions (aten2onnx/symbolic/opset9_gamma.py): edge values (poles, zeros of
-either sign, infinities, NaN, the branch boundaries of each approximation) and random samples."""
+"""Gamma-family special functions (aten2onnx/symbolic/opset9_gamma.py, opset9_igamma.py): edge values (poles,
+zeros of either sign, infinities, NaN, the branch boundaries of each approximation) and random samples."""
 
 from __future__ import annotations
 
