@@ -26,6 +26,7 @@ from aten2onnx.symbolic import (  # noqa: F401  (imported to register)
     opset9_igamma,
     opset9_index,
     opset9_linalg,
+    opset9_linalg_spectral,
     opset9_math,
     opset9_loss,
     opset9_nn,

@@ -1,6 +1,7 @@
-"""The linear-algebra algorithms the opset-9 linalg handlers (opset9_linalg.py) are built from, written in
-ONNX ops: LU with partial pivoting, triangular solves, Householder QR, the matrix exponential's Pade
-tables, one-sided Jacobi SVD, symmetric eigendecomposition, Bunch-Kaufman LDL^T. No handlers here.
+"""The linear-algebra algorithms the opset-9 linalg handlers (opset9_linalg.py, opset9_linalg_spectral.py)
+are built from, written in ONNX ops: LU with partial pivoting, triangular solves, Householder QR, the
+matrix exponential's Pade tables, one-sided Jacobi SVD, symmetric eigendecomposition, Bunch-Kaufman
+LDL^T. No handlers here.
 Sizes are SymInts: an int where static (constants, as before), else a 0-d int64 value read from Shape."""
 
 from __future__ import annotations
