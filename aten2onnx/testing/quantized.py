@@ -30,6 +30,7 @@ import onnx
 import onnxruntime as ort
 from onnx import numpy_helper
 import torch
+from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import aten2onnx
@@ -264,6 +265,22 @@ class _Nudged(TorchDispatchMode):
         return self.nudged[id(x)][1]
 
 
+class _NudgedLinearInputs(TorchFunctionMode):
+    """The activation a linear layer of tensor-subclass weights reads (torchao's: it quantizes the activation in
+    plain aten ops, which _Nudged cannot tell apart) moved as _Nudged moves it."""
+
+    def __init__(self, nudging: _Nudged) -> None:
+        super().__init__()
+        self.nudging = nudging
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if (func is torch.nn.functional.linear and len(args) > 1 and type(args[1]) is not torch.Tensor
+                and isinstance(args[1], torch.Tensor) and type(args[0]) is torch.Tensor and args[0].is_floating_point()):
+            args = (self.nudging.nudge(args[0]), *args[1:])
+        return func(*args, **kwargs)
+
+
 def own_rounding(model: torch.nn.Module, x: torch.Tensor, want: torch.Tensor, draws: int = 3) -> float:
     """How far the quantized eager model moves when every float it quantizes moves one ulp up or down (the most
     of all up, all down and `draws` random draws): where a value sits on a rounding edge, a float op computed in
@@ -275,7 +292,7 @@ def own_rounding(model: torch.nn.Module, x: torch.Tensor, want: torch.Tensor, dr
             # every element up, every element down (a kernel biased one way, as onnxruntime's Tanh is above 1:
             # a range symmetric about 0 puts a dynamic zero point on the tie 127.5), then at random
             nudging = _Nudged(torch.Generator().manual_seed(seed), up=(1.0, 0.0)[seed] if seed < 2 else 0.5)
-            with nudging:  # (the input too: torchao's eager quantizes through plain aten ops, which it cannot tell)
+            with nudging, _NudgedLinearInputs(nudging):
                 nudged = model(nudging.nudge(x))
             moved = max(moved, float((nudged - want).abs().max()))
     return moved
