@@ -54,7 +54,8 @@ def main() -> int:
     warnings.simplefilter("ignore")
     if args.quantized:
         return quantized_campaign(args)
-    from aten2onnx.testing.models import RandomDraw, examine, generate, shrink
+    from aten2onnx.testing.generation import RandomDraw, generate
+    from aten2onnx.testing.models import examine, shrink
 
     signal.signal(signal.SIGALRM, _alarm)
     statuses: collections.Counter = collections.Counter()

@@ -12,7 +12,9 @@ import torch
 from hypothesis import HealthCheck, given, settings
 
 from aten2onnx.testing import Program, ProgramMismatch, check_program, programs
-from aten2onnx.testing.models import RandomDraw, Step, Tensor, examine, generate, shrink
+from aten2onnx.testing.generation import RandomDraw, generate
+from aten2onnx.testing.models import examine, shrink
+from aten2onnx.testing.program import Step, Tensor
 
 
 def program(inputs: list[tuple[str, tuple[int, ...], torch.dtype]], steps: list[tuple[str | None, str]],
