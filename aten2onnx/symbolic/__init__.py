@@ -66,6 +66,7 @@ from aten2onnx.symbolic import (  # noqa: F401  (imported to register)
     opset16_torchvision,
     opset17,
     opset18,
+    opset19_float8,
     opset20,
     opset23,
     opset26,

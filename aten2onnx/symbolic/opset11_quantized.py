@@ -563,7 +563,3 @@ def torchao_choose_qparams_affine(g, input, mapping_type, block_size, target_dty
         zero_point_dtype = scale.dtype if zero_point_dtype is None else zero_point_dtype
     kept = blocks.counts if keepdim else [n for i, n in enumerate(blocks.shape) if i not in blocks.reduced]
     return reshape(g, cast(g, scale, scale_dtype), kept), reshape(g, cast(g, zero_point, zero_point_dtype), kept)
-
-
-# the float8 translations (opset 19), which build on Blocks, register with this module
-from aten2onnx.symbolic import opset19_float8  # noqa: E402,F401
