@@ -262,6 +262,8 @@ class _Nudged(TorchDispatchMode):
         ulps of its terms, not of its result, so an element a sum cancelled to near 0 moves as much as the
         largest, and a chain of ops by a few (a conv stack and a mean before a quantized linear, in
         aten2onnx.runtime: 25 of the element's own ulps, 2 of the largest's)."""
+        if not x.is_floating_point():
+            return x  # (token ids and other integers are what they are)
         if id(x) not in self.nudged:
             up = torch.rand(x.shape, generator=self.generator) < self.up
             finite = x[torch.isfinite(x)].abs()
