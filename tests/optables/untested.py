@@ -24,6 +24,11 @@ UNTESTED: dict[str, str] = {
             "torchao::dequantize_affine.default", "torchao::quantize_affine.default"),
     **_each("dispatched by tests/test_quantized.py::test_torchao_quantize (torchao's int8 dynamic quantization)",
             "aten::_int_mm.default"),
+    **_each("dispatched by tests/test_quantized.py::test_float8 (torchao's float8 configs and PT2E float8 layers, "
+            "against eager in onnxruntime and aten2onnx.runtime, exact mode bitwise)",
+            "aten::_scaled_mm.default", "torchao::choose_scale_float8.default",
+            "torchao::dequantize_affine_float8_non_decomposed.default",
+            "torchao::quantize_affine_float8_non_decomposed.default"),
     **_each("no test yet: its eager kernel returns float32 scales and zero points where its meta kernel (which "
             "a captured graph follows) says float64 and int64; the handler follows the graph",
             "quantized_decomposed::choose_qparams_per_token.default"),
