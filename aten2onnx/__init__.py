@@ -209,9 +209,13 @@ def export_llm(
     model: Any,
     out_dir: str | os.PathLike,
     *,
-    opset: int = 18,
+    opset: int | None = None,
     optimize: Literal["onnxruntime"] | None = None,
     dtype: torch.dtype | None = None,
+    precision: Literal["float32", "float16", "bfloat16", "int8", "int4"] | None = None,
+    block_size: int = 32,
+    symmetric: bool = True,
+    accuracy_level: int = 4,
     max_length: int | None = None,
     progress: bool | None = None,
 ) -> str:
@@ -229,6 +233,15 @@ def export_llm(
     its outputs logits and present.<i>.key/value. Every such dim is symbolic: one model runs prefill
     from an empty cache (past_sequence_length 0) and each decode step.
     dtype: export the model in this dtype (each weight cast as it is written; None keeps the model's).
+    precision: the weights' precision. "float32", "float16", "bfloat16": the model in that dtype (as dtype=).
+        "int4", "int8": every linear layer's weight (attention, MLP, LM head; not the token embedding)
+        quantized per block of `block_size` along its input dim, round-to-nearest, `symmetric` (scales
+        only) or with zero points, byte for byte as onnxruntime-genai's model builder quantizes them
+        (aten2onnx.exporter.llm_precision); activations in float32 unless dtype says otherwise. Written as
+        MatMulNBits (with `accuracy_level`: 4 quantizes activations to int8 per block, as the builder's CPU
+        models) where optimize="onnxruntime", else as DequantizeLinear of int4/int8 initializers, which
+        needs opset 21 (the default opset then). Each weight is quantized as it is written. A model the user
+        quantized (torchao's quantize_) keeps its own quantized weights: only float weights are quantized.
     max_length: genai's context_length and search max_length (default: the model's max positions).
     optimize: None: standard ONNX, run by genai with past_present_share_buffer false. "onnxruntime":
         onnxruntime's contrib ops where the model's modules are ones they compute (checked by running
@@ -245,9 +258,17 @@ def export_llm(
 
     from aten2onnx._backend import runtime_backend
     from aten2onnx.exporter import export_program
-    from aten2onnx.exporter import llm, llm_fusion
+    from aten2onnx.exporter import llm, llm_fusion, llm_precision
     from aten2onnx.exporter.passes import PIPELINE
 
+    dtype, quantization = llm_precision.precision_spec(precision, dtype, block_size, symmetric, accuracy_level)
+    blocked = quantization is not None and optimize is None  # (DequantizeLinear by blocks)
+    if opset is None:
+        opset = llm_precision.BLOCKED_OPSET if blocked else 18
+    elif blocked and opset < llm_precision.BLOCKED_OPSET:
+        raise ArgumentError(f"precision={precision!r} writes each weight as DequantizeLinear of {precision} values by "
+                            f"blocks, which ONNX has from opset {llm_precision.BLOCKED_OPSET}: pass opset="
+                            f"{llm_precision.BLOCKED_OPSET} or later, or optimize='onnxruntime' (MatMulNBits)")
     source = model
     # from a folder of safetensors: the model without its weights, each read and written one at a time
     streamed = (llm.causal_lm_without_weights(os.fspath(model), dtype)
@@ -286,6 +307,8 @@ def export_llm(
     path = os.path.join(out_dir, "model.onnx")
     if plan is not None:
         llm_fusion.to_onnx_domain(exported.graph)
+    if quantization is not None:
+        llm_precision.quantize_matmuls(exported, quantization, nbits=optimize == "onnxruntime")
     if streamed is not None:
         exported.bind_weights(source, aliases=streamed[1])
     exported.save(path)
@@ -295,7 +318,9 @@ def export_llm(
     narrowed = [w for w in caught if issubclass(w.category, NarrowedExportWarning)]
     if narrowed:
         # run the saved model (loading it whole) where it is small, else a small model of the same architecture
-        direct = streamed is None and not twin and (exported.weight_bytes <= PROXY_ABOVE or _proxying)
+        # (a quantized model is not the float model it is checked against: its graph is, so the small one checks it)
+        direct = (streamed is None and not twin and quantization is None
+                  and (exported.weight_bytes <= PROXY_ABOVE or _proxying))
         if (llm.runs_short_contexts(path, module, model, layout, position_ids, names) if direct
                 else _short_contexts_confirmed(llm.proxy(model), opset, dtype)):
             caught = [w for w in caught if w not in narrowed]

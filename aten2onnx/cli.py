@@ -105,9 +105,17 @@ def _parser() -> argparse.ArgumentParser:
                               help="export a transformers causal LM folder for onnxruntime-genai")
     llm.add_argument("model", metavar="HF_DIR", help="a local folder AutoModelForCausalLM.from_pretrained loads")
     llm.add_argument("out_dir", metavar="OUT_DIR")
-    llm.add_argument("--opset", type=int, default=18)
+    llm.add_argument("--opset", type=int, default=None,
+                     help="default 18 (21 for --precision int4/int8 without --optimize)")
     llm.add_argument("--optimize", choices=["onnxruntime"], default=None,
                      help="emit onnxruntime's fused contrib ops (GroupQueryAttention, SkipSimplifiedLayerNormalization, ...)")
+    llm.add_argument("--precision", choices=["float32", "float16", "bfloat16", "int8", "int4"], default=None,
+                     help="the weights' precision: int4/int8 quantize each linear layer's weight per block as "
+                          "onnxruntime-genai's model builder does")
+    llm.add_argument("--block-size", type=int, default=32, help="int4/int8: values per quantization block")
+    llm.add_argument("--asymmetric", action="store_true", help="int4/int8: zero points per block")
+    llm.add_argument("--accuracy-level", type=int, default=4, choices=range(5),
+                     help="int4/int8 with --optimize onnxruntime: MatMulNBits' accuracy level")
     llm.add_argument("--max-length", type=int, default=None, help="genai's context length")
     llm.set_defaults(handler=_export_llm)
 
@@ -268,6 +276,8 @@ def _export_llm(options: argparse.Namespace) -> int:
     if not os.path.isdir(options.model):
         raise UsageError(f"{options.model}: no such folder (export-llm takes a local transformers model folder)")
     path = aten2onnx.export_llm(options.model, options.out_dir, opset=options.opset, optimize=options.optimize,
+                                precision=options.precision, block_size=options.block_size,
+                                symmetric=not options.asymmetric, accuracy_level=options.accuracy_level,
                                 max_length=options.max_length)
     print(f"wrote {path} and {os.path.join(options.out_dir, 'genai_config.json')}")
     return 0

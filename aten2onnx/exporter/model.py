@@ -298,6 +298,28 @@ class ExportedModel:
     def weight_bytes(self) -> int:
         return sum(tensor_nbytes(t) for _, t, _ in self._weights)
 
+    def weight(self, name: str) -> torch.Tensor | None:
+        """The weight written as initializer `name` (lazy where the model was exported without its weights),
+        or None where there is no such weight."""
+        return next((tensor for n, tensor, _ in self._weights if n == name), None)
+
+    def use_domain(self, domain: str, version: int) -> None:
+        """Import `domain` at `version` where the model does not yet (for nodes of it added before save)."""
+        model = self._proto if self._proto is not None else self._skeleton
+        if not any(o.domain == domain for o in model.opset_import):
+            model.opset_import.append(helper.make_opsetid(domain, version))
+
+    def replace_weight(self, name: str, parts: Sequence[tuple[str, torch.Tensor]], *, keep: bool = False) -> None:
+        """Write `parts` (name, tensor) where weight `name` was written (after it where keep is true, as
+        when other nodes still read it), for an edit of the graph before save (a weight quantized)."""
+        if self._proto is not None:
+            raise ExportError("replace_weight edits the model before it is first needed whole (save, run)")
+        at = next((i for i, (n, _, _) in enumerate(self._weights) if n == name), None)
+        if at is None:
+            raise ArgumentError(f"the model has no weight {name!r}")
+        entries = [(n, tensor, tensor._version) for n, tensor in parts]
+        self._weights[at:at + 1] = ([self._weights[at]] if keep else []) + entries
+
     # -- running --------------------------------------------------------------------------------
     def run(self, *args: Any, **kwargs: Any) -> Any:
         """Run in aten2onnx.runtime; takes the model's own arguments, returns its own output structure.

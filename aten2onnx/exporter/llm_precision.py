@@ -1,0 +1,197 @@
+"""export_llm's weight precision: float weights cast, or the weights of its linear layers quantized per block
+to 4 or 8 bits as onnxruntime-genai's model builder does on CPU.
+
+Quantization is round-to-nearest per block of `block_size` values along the input dimension K of each
+output column, computed in float32 exactly as onnxruntime's MLAS quantizer (what the builder calls), so
+that the same folder gives the same bytes:
+- symmetric: the block's value of largest magnitude, sign kept, maps to -2^(bits-1), scale = it / -2^(bits-1)
+  (negative where that value is positive: the full range [-8, 7] is used); q = round(w / scale) + 2^(bits-1).
+- asymmetric: the block's range widened to hold 0, scale = range / (2^bits - 1), zero point
+  round(-min / scale); q = round(w / scale) + zero point.
+Rounding is half away from zero (of w * (1 / scale) + zero point), clamped to [0, 2^bits - 1]; a block of
+zeros has scale 0 and its values the zero point.
+
+Every MatMul whose second input is a float weight [K, N] is quantized (attention and MLP projections and
+the LM head, as the builder does: the LM head is the largest matmul of a decode step); the token embedding
+stays float (a Gather reads only its prompt's rows, so quantizing it saves disk, not time, and standard
+ONNX has no quantized Gather). Two spellings:
+- optimize="onnxruntime": com.microsoft MatMulNBits (values packed [N, blocks, block_size * bits / 8],
+  scales [N, blocks], packed zero points where asymmetric), with the builder's accuracy level 4 (onnxruntime
+  quantizes activations to int8 per block, as the builder's model does).
+- standard: MatMul(x, DequantizeLinear(q [K, N], scales [blocks, N], zero points, axis=0, block_size)) of
+  int4/uint4/int8/uint8 initializers (opset 21), which other backends read as a quantized weight and
+  onnxruntime fuses into MatMulNBits when it loads the model.
+Each weight is quantized when it is written (`lazy.apply`), so a model streamed from its folder is read,
+quantized and written one weight at a time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections import Counter
+from typing import Any
+
+import onnx
+import torch
+from onnx import helper
+
+from aten2onnx.errors import ArgumentError
+from aten2onnx.ir import lazy
+
+FLOATS = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+BITS = {"int8": 8, "int4": 4}
+PRECISIONS = (*FLOATS, *BITS)
+# the opset where DequantizeLinear takes blocks and 4-bit integers
+BLOCKED_OPSET = 21
+MS_DOMAIN = "com.microsoft"
+
+
+@dataclasses.dataclass(frozen=True)
+class BlockQuantization:
+    """How weights are quantized: bits per value, values per block along K, symmetric or with zero points,
+    and MatMulNBits' accuracy_level (onnxruntime: 0 unset, 1 float32, 2 float16, 3 bfloat16, 4 int8
+    activations)."""
+
+    bits: int
+    block_size: int = 32
+    symmetric: bool = True
+    accuracy_level: int = 4
+
+
+def precision_spec(precision: str | None, dtype: torch.dtype | None, block_size: int, symmetric: bool,
+                   accuracy_level: int) -> tuple[torch.dtype | None, BlockQuantization | None]:
+    """(the dtype the model is exported in, the quantization of its linear weights) for export_llm's
+    arguments; ArgumentError for a precision, dtype or block size that cannot be."""
+    if precision is None:
+        return dtype, None
+    if precision not in PRECISIONS:
+        raise ArgumentError(f"precision={precision!r} is none of {', '.join(map(repr, PRECISIONS))}")
+    if precision in FLOATS:
+        if dtype is not None and dtype != FLOATS[precision]:
+            raise ArgumentError(f"precision={precision!r} exports the model in {FLOATS[precision]}, and dtype={dtype} "
+                                "asks for another: pass one of them")
+        return FLOATS[precision], None
+    if block_size < 16 or block_size & (block_size - 1):
+        raise ArgumentError(f"block_size={block_size}: onnxruntime's MatMulNBits takes blocks of a power of 2 from 16 "
+                            "(the builder's default is 32)")
+    if accuracy_level not in range(5):
+        raise ArgumentError(f"accuracy_level={accuracy_level} is none of 0-4 (MatMulNBits' levels)")
+    if dtype is not None and not dtype.is_floating_point:
+        raise ArgumentError(f"dtype={dtype} is no float dtype for the activations of a {precision} model")
+    # (activations in float32 unless dtype says otherwise, as the builder's CPU models)
+    return dtype or torch.float32, BlockQuantization(BITS[precision], block_size, symmetric, accuracy_level)
+
+
+def _round_half_away(x: torch.Tensor) -> torch.Tensor:
+    whole = torch.trunc(x)
+    return whole + torch.sign(x) * ((x - whole).abs() >= 0.5)
+
+
+def quantize_blocks(weight: torch.Tensor, bits: int, block_size: int, symmetric: bool
+                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A weight [K, N] quantized per block of block_size along K: (values [N, blocks, block_size] uint8, the
+    padding past K zero; scales [N, blocks] float32; zero points [N, blocks] uint8)."""
+    k, n = weight.shape
+    w = torch.nn.functional.pad(weight.detach().float().t(), (0, -k % block_size)).reshape(n, -1, block_size)
+    top, middle = (1 << bits) - 1, 1 << (bits - 1)
+    high, low = w.amax(-1), w.amin(-1)
+    if symmetric:
+        scale = torch.where(high.abs() > low.abs(), high, low) / -middle
+        zero = torch.full_like(scale, middle)
+    else:
+        high, low = high.clamp(min=0), low.clamp(max=0)
+        scale = (high - low) / top
+        nonzero = torch.where(scale != 0, scale, torch.ones_like(scale))
+        zero = torch.where(scale != 0, _round_half_away(-low / nonzero), torch.zeros_like(scale)).clamp(0, top)
+    inverse = torch.where(scale != 0, 1 / scale, torch.zeros_like(scale))
+    q = _round_half_away(w * inverse[..., None] + zero[..., None]).clamp(0, top).to(torch.uint8)
+    if k % block_size:  # (the padding is written as zeros, as onnxruntime's quantizer leaves it)
+        q = q.reshape(n, -1)
+        q = torch.cat([q[:, :k], q.new_zeros(n, q.shape[1] - k)], 1).reshape(n, -1, block_size)
+    return q, scale, zero.to(torch.uint8)
+
+
+def _pack_nibbles(values: torch.Tensor) -> torch.Tensor:
+    """uint8 values < 16 along the last dim, two per byte (the first in the low half)."""
+    if values.shape[-1] % 2:
+        values = torch.nn.functional.pad(values, (0, 1))
+    pairs = values.reshape(*values.shape[:-1], -1, 2)
+    return pairs[..., 0] | (pairs[..., 1] << 4)
+
+
+def matmul_nbits_parts(weight: torch.Tensor, spec: BlockQuantization, dtype: torch.dtype) -> tuple[torch.Tensor, ...]:
+    """MatMulNBits' B [N, blocks, block_size * bits / 8], scales [N, blocks] in dtype, and (asymmetric)
+    zero points [N, ceil(blocks * bits / 8)] for weight [K, N]."""
+    q, scale, zero = quantize_blocks(weight, spec.bits, spec.block_size, spec.symmetric)
+    packed = _pack_nibbles(q) if spec.bits == 4 else q
+    parts = (packed.contiguous(), scale.to(dtype))
+    if not spec.symmetric:
+        parts += ((_pack_nibbles(zero) if spec.bits == 4 else zero).contiguous(),)
+    return parts
+
+
+def dequantize_linear_parts(weight: torch.Tensor, spec: BlockQuantization, dtype: torch.dtype
+                            ) -> tuple[torch.Tensor, ...]:
+    """DequantizeLinear's x [K, N] (int4/int8 symmetric, uint4/uint8 with zero points), scales [blocks, N] in
+    dtype and (asymmetric) zero points [blocks, N], blocks along axis 0, for weight [K, N]."""
+    k, n = weight.shape
+    q, scale, zero = quantize_blocks(weight, spec.bits, spec.block_size, spec.symmetric)
+    values = q.reshape(n, -1)[:, :k].t()
+    narrow = {4: (torch.int4, torch.uint4), 8: (torch.int8, torch.uint8)}[spec.bits]
+    if spec.symmetric:
+        signed = (values.to(torch.int16) - (1 << (spec.bits - 1))).to(torch.int8).contiguous()
+        return signed.view(narrow[0]) if spec.bits == 4 else signed, scale.t().to(dtype).contiguous()
+    values, zero = values.contiguous(), zero.t().contiguous()
+    if spec.bits == 4:
+        values, zero = values.view(narrow[1]), zero.view(narrow[1])
+    return values, scale.t().to(dtype).contiguous(), zero
+
+
+def quantize_matmuls(exported: Any, spec: BlockQuantization, *, nbits: bool) -> int:
+    """Quantize the float weight [K, N] of every MatMul of exported's graph (an ExportedModel not yet
+    written): as MatMulNBits where nbits, else as DequantizeLinear of integer weights (the graph at opset 21
+    or later). Returns how many were quantized."""
+    graph = exported.graph
+    readers = Counter(name for node in graph.node for name in node.input)
+    matmuls = Counter(node.input[1] for node in graph.node if _quantizable(exported, node))
+    written: dict[str, list[str]] = {}  # weight -> the names of its quantized parts
+    nodes = []
+    for node in graph.node:
+        if not _quantizable(exported, node):
+            nodes.append(node)
+            continue
+        name = node.input[1]
+        k, n = exported.weight(name).shape
+        if name not in written:
+            weight = exported.weight(name)
+            make = matmul_nbits_parts if nbits else dequantize_linear_parts
+            parts = lazy.apply(functools.partial(make, spec=spec, dtype=weight.dtype), weight)
+            written[name] = [f"{name}.{suffix}" for suffix in ("q", "scales", "zero_points")[:len(parts)]]
+            # (kept where other nodes read it too, as a Gather the LM head's weight where they are tied)
+            exported.replace_weight(name, list(zip(written[name], parts)), keep=readers[name] > matmuls[name])
+            if not nbits:
+                nodes.append(helper.make_node("DequantizeLinear", written[name], [f"{name}.dequantized"],
+                                              name=f"{name}.dequantize", axis=0, block_size=spec.block_size))
+        if nbits:
+            nodes.append(helper.make_node("MatMulNBits", [node.input[0], *written[name]], list(node.output),
+                                          name=node.name, domain=MS_DOMAIN, K=k, N=n, bits=spec.bits,
+                                          block_size=spec.block_size, accuracy_level=spec.accuracy_level))
+        else:
+            rewired = onnx.NodeProto()
+            rewired.CopyFrom(node)
+            rewired.input[1] = f"{name}.dequantized"
+            nodes.append(rewired)
+    done = sum(matmuls.values())
+    del graph.node[:]
+    graph.node.extend(nodes)
+    if nbits and done:
+        exported.use_domain(MS_DOMAIN, 1)
+    return done
+
+
+def _quantizable(exported: Any, node: onnx.NodeProto) -> bool:
+    if node.op_type != "MatMul" or node.domain != "":
+        return False
+    weight = exported.weight(node.input[1])
+    return weight is not None and weight.dim() == 2 and weight.is_floating_point()
