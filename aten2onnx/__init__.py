@@ -313,17 +313,23 @@ def export_llm(
         exported.bind_weights(source, aliases=streamed[1])
     exported.save(path)
     # torch.export counts the past and the new tokens from 2 each (sizes it never takes for constants), so it
-    # reports the total length narrowed to 4 and up; where the saved model runs the shortest contexts as the
-    # model does, that narrowing is its bookkeeping, not the graph's, and is not passed on
+    # guards the total length from 4 (which the capture declares, rather than capture twice); the saved model
+    # is run on the shortest contexts (total lengths 1 and 2): where it computes them as the model does, that
+    # bound is torch.export's bookkeeping, not the graph's, and no narrowing is reported
     narrowed = [w for w in caught if issubclass(w.category, NarrowedExportWarning)]
-    if narrowed:
-        # run the saved model (loading it whole) where it is small, else a small model of the same architecture
-        # (a quantized model is not the float model it is checked against: its graph is, so the small one checks it)
-        direct = (streamed is None and not twin and quantization is None
-                  and (exported.weight_bytes <= PROXY_ABOVE or _proxying))
-        if (llm.runs_short_contexts(path, module, model, layout, position_ids, names) if direct
-                else _short_contexts_confirmed(llm.proxy(model), opset, dtype)):
-            caught = [w for w in caught if w not in narrowed]
+    # run the saved model (loading it whole) where it is small, else a small model of the same architecture
+    # (a quantized model is not the float model it is checked against: its graph is, so the small one checks it)
+    direct = (streamed is None and not twin and quantization is None
+              and (exported.weight_bytes <= PROXY_ABOVE or _proxying))
+    if (llm.runs_short_contexts(path, module, model, layout, position_ids, names) if direct
+            else _short_contexts_confirmed(llm.proxy(model), opset, dtype)):
+        caught = [w for w in caught if w not in narrowed]
+    elif not narrowed:
+        warnings.warn(f"export_llm: the exported model was not shown to compute {type(model).__name__}'s results for "
+                      f"total_sequence_length (attention_mask's dim 1) below {llm.TOTAL_FROM}, as in a one-token "
+                      f"prompt from an empty cache and its first decode step: torch.export captured it for "
+                      f"total_sequence_length from {llm.TOTAL_FROM}; prompt such a model with {llm.TOTAL_FROM} or more "
+                      "tokens", NarrowedExportWarning, stacklevel=2)
     for w in caught:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
     kept_positions = position_ids and "position_ids" in {i.name for i in exported.graph.input}

@@ -23,6 +23,10 @@ from aten2onnx.exporter.transformers_compat import cache_keyword, output_cache
 
 # Example sizes for capture: all different and above 1, so that torch.export specializes none of them.
 BATCH, SEQUENCE, PAST = 2, 3, 5
+# The total length's lower bound declared for capture: torch.export counts the past and the new tokens
+# from 2 each, and refuses a smaller bound (a second capture would apply its fix); export_llm runs the
+# shortest contexts to show the graph right below it (runs_short_contexts)
+TOTAL_FROM = 4
 # The files of a tokenizer that a model folder may hold, copied beside the model for onnxruntime-genai.
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "tokenizer.model",
                    "vocab.json", "merges.txt", "added_tokens.json", "generation_config.json", "chat_template.jinja")
@@ -271,7 +275,7 @@ def example_inputs(model: torch.nn.Module, layout: CacheLayout, position_ids: bo
     from torch.export import Dim
 
     vocab = model.config.get_text_config().vocab_size
-    dims = {key: Dim(name, min=0 if key == "past" else 1) for key, name in DIMS.items()}
+    dims = {key: Dim(name, min={"past": 0, "total": TOTAL_FROM}.get(key, 1)) for key, name in DIMS.items()}
     ids = torch.randint(0, vocab, (BATCH, SEQUENCE))
     args = [ids, torch.ones(BATCH, PAST + SEQUENCE, dtype=torch.long)]
     shapes = {"input_ids": {0: dims["batch"], 1: dims["sequence"]},
