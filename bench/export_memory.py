@@ -1,22 +1,27 @@
-"""Peak memory of exporting a LLaMA, as a ratio to its weights' bytes.
+"""Peak memory and time of exporting a LLaMA, as a ratio to its weights' bytes.
 
 Each measurement runs in a fresh child process and reports its peak RSS (getrusage's ru_maxrss of the
-child: every page it held resident, the interpreter and its imports included). Per model size:
+child: every page it held resident, the interpreter and its imports included) and its wall time. Per model
+size:
 
 - `export_llm(folder)`: aten2onnx.export_llm from the transformers folder (safetensors) into a new folder,
-  and with optimize="onnxruntime";
+  and with optimize="onnxruntime"; with precision="int4" (standard: DequantizeLinear of int4 weights, and
+  fused: MatMulNBits) and precision="float16";
+- `genai builder`: onnxruntime-genai's model builder on the same folder (CPU; fp32, int4, fp16);
 - `export+save`: the model loaded with from_pretrained, `aten2onnx.export`, `save(external_data=True)` (the save
   gives back each weight's mapped pages once written);
 - `loaded only`: from_pretrained alone (transformers maps the safetensors: pages are resident once read);
 - `loaded, all read`: from_pretrained, one forward and every weight read: what holding the model's own pages
   costs (resident once read, until given back);
-- `genai builder`: onnxruntime-genai's model builder on the same folder (fp32, CPU);
 - `torch.onnx`: torch.onnx.export(dynamo=True) of the loaded model with external data (with --torch-onnx).
 
-The models are random-init LLaMAs from configs (no download), float32, saved with save_pretrained in a
-temporary folder: "1gb" (hidden 1024, 16 layers) and "3gb" (hidden 2048, 14 layers).
+The models are random LLaMAs written by bench/llama_folder.py (no download, never built whole), float32:
+"1gb" (hidden 1024, 16 layers), "3gb" (hidden 2048, 14 layers) and "8b" (LLaMA-3-8B's shape, 32 GB: larger
+than this machine's memory). A child that would exhaust the machine's memory is stopped (when less than
+1 GiB is available) and reported so.
 
-    python bench/export_memory.py [--sizes 1gb,3gb] [--cases llm,export_save,...] [--torch-onnx]
+    python bench/export_memory.py [--sizes 1gb,3gb] [--cases llm,llm_int4,genai_int4,...] [--torch-onnx]
+    python bench/export_memory.py --sizes 8b --cases llm_int4,llm_ort_int4,llm_fp16,genai_int4 --folder /big/disk/llama-8b
 """
 
 from __future__ import annotations
@@ -25,34 +30,16 @@ import argparse
 import json
 import os
 import resource
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 
-SIZES = {
-    "1gb": dict(hidden_size=1024, intermediate_size=2816, num_hidden_layers=16, num_attention_heads=16,
-                num_key_value_heads=4, vocab_size=32000),
-    "3gb": dict(hidden_size=2048, intermediate_size=5632, num_hidden_layers=14, num_attention_heads=16,
-                num_key_value_heads=4, vocab_size=32000),
-}
-
-
 def make_folder(size: str, folder: str) -> None:
-    import tokenizers
-    import torch
-    import transformers
+    from llama_folder import write_folder  # (bench/, beside this script)
 
-    config = transformers.LlamaConfig(**SIZES[size], max_position_embeddings=2048, tie_word_embeddings=False,
-                                      bos_token_id=1, eos_token_id=2, pad_token_id=0)
-    torch.manual_seed(0)
-    with torch.no_grad():
-        model = transformers.LlamaForCausalLM(config).eval()
-    model.save_pretrained(folder, max_shard_size="1GB")  # sharded: the 3gb model in four files
-    vocab = {f"t{i}": i for i in range(config.vocab_size)}
-    tokenizer = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocab, unk_token="t0"))
-    tokenizer.pre_tokenizer = tokenizers.pre_tokenizers.Whitespace()
-    tokenizer.save(os.path.join(folder, "tokenizer.json"))  # the builder and genai need one
+    write_folder(folder, size, "float32", shard_gb=1.0)
 
 
 def weight_bytes(folder: str) -> int:
@@ -67,12 +54,12 @@ def child(case: str, folder: str, out: str) -> None:
 
     warnings.simplefilter("ignore")
     start = time.perf_counter()
-    if case in ("llm", "llm_ort"):
+    if case in OURS:
         import aten2onnx
-        aten2onnx.export_llm(folder, out, progress=False, optimize="onnxruntime" if case == "llm_ort" else None)
-    elif case == "genai":
+        aten2onnx.export_llm(folder, out, progress=False, **OURS[case])
+    elif case in BUILDER:
         subprocess.run([sys.executable, "-m", "onnxruntime_genai.models.builder", "-i", folder, "-o", out,
-                        "-p", "fp32", "-e", "cpu", "-c", os.path.join(out, "cache")], check=True,
+                        "-p", BUILDER[case], "-e", "cpu", "-c", os.path.join(out, "cache")], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     else:
         import torch
@@ -97,18 +84,42 @@ def child(case: str, folder: str, out: str) -> None:
     print(json.dumps({"peak": peak, "seconds": seconds, "torch": torch.__version__}))
 
 
-def measure(case: str, folder: str) -> tuple[int | None, float | None, str]:
-    with tempfile.TemporaryDirectory() as out:
-        run = subprocess.run([sys.executable, __file__, "--child", case, folder, out], capture_output=True, text=True)
-    if run.returncode != 0:
-        return None, None, (run.stderr.strip().splitlines() or ["failed"])[-1][:120]
-    result = json.loads(run.stdout.strip().splitlines()[-1])
+OURS = {"llm": {}, "llm_ort": dict(optimize="onnxruntime"), "llm_int4": dict(precision="int4"),
+        "llm_ort_int4": dict(precision="int4", optimize="onnxruntime"), "llm_fp16": dict(precision="float16")}
+BUILDER = {"genai": "fp32", "genai_int4": "int4", "genai_fp16": "fp16"}
+LOW_MEMORY = 1 << 30  # a child is stopped when the machine has less available
+
+
+def available_memory() -> int:
+    with open("/proc/meminfo") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:"))
+
+
+def measure(case: str, folder: str, out_root: str | None) -> tuple[int | None, float | None, str]:
+    with tempfile.TemporaryDirectory(dir=out_root) as out:
+        start = time.perf_counter()
+        child_process = subprocess.Popen([sys.executable, __file__, "--child", case, folder, out], text=True,
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        stopped = False
+        while child_process.poll() is None:
+            if available_memory() < LOW_MEMORY:  # it would not fit: stopped before the machine swaps or kills
+                os.killpg(child_process.pid, signal.SIGKILL)
+                stopped = True
+                break
+            time.sleep(0.25)
+        stdout, stderr = child_process.communicate()
+    if stopped:
+        return None, None, f"stopped after {time.perf_counter() - start:.0f} s: the machine's memory ran out"
+    if child_process.returncode != 0:
+        return None, None, (stderr.strip().splitlines() or ["failed"])[-1][:120]
+    result = json.loads(stdout.strip().splitlines()[-1])
     return result["peak"], result["seconds"], ""
 
 
-LABELS = {"llm": "export_llm(folder)", "llm_ort": "  optimize=onnxruntime", "export_save": "export+save", "loaded": "loaded only",
-          "touched": "loaded, all read",
-          "genai": "genai builder", "torch_onnx": "torch.onnx"}
+LABELS = {"llm": "export_llm(folder)", "llm_ort": "  optimize=onnxruntime", "llm_int4": "  int4",
+          "llm_ort_int4": "  int4, onnxruntime", "llm_fp16": "  float16", "export_save": "export+save",
+          "loaded": "loaded only", "touched": "loaded, all read", "genai": "genai builder fp32",
+          "genai_int4": "genai builder int4", "genai_fp16": "genai builder fp16", "torch_onnx": "torch.onnx"}
 
 
 def main() -> None:
@@ -116,7 +127,9 @@ def main() -> None:
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     parser.add_argument("--make", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--sizes", default="1gb,3gb")
-    parser.add_argument("--cases", default="llm,llm_ort,genai,export_save,loaded,touched")
+    parser.add_argument("--cases", default="llm,llm_ort,genai,llm_int4,llm_ort_int4,genai_int4,export_save,loaded,touched")
+    parser.add_argument("--folder", help="make (or reuse) the model folder here rather than in a temporary one")
+    parser.add_argument("--out", help="write the exports under this folder (default: the temporary folder's disk)")
     parser.add_argument("--torch-onnx", action="store_true", help="also torch.onnx (slow)")
     args = parser.parse_args()
     if args.child:
@@ -130,24 +143,30 @@ def main() -> None:
     # child forked from a large parent would report the parent's peak as its own.
     print("peak RSS (getrusage) of a fresh child process per export, as a ratio to the weights' bytes")
     for size in args.sizes.split(","):
-        with tempfile.TemporaryDirectory() as folder:
-            subprocess.run([sys.executable, __file__, "--make", size, folder], check=True, capture_output=True)
+        with tempfile.TemporaryDirectory() as scratch:
+            folder = args.folder or os.path.join(scratch, size)
+            if not os.path.isfile(os.path.join(folder, "model.safetensors.index.json")):
+                subprocess.run([sys.executable, __file__, "--make", size, folder], check=True, capture_output=True)
             weights = weight_bytes(folder)
-            print(f"\nllama-{size}: weights {weights / 2**30:.2f} GiB (float32 safetensors)")
+            print(f"\nllama-{size}: weights {weights / 2**30:.2f} GiB (float32 safetensors); this machine has "
+                  f"{available_memory() / 2**30:.1f} GiB available")
             print(f"  {'export':22} {'peak GiB':>9} {'x weights':>10} {'seconds':>8}")
             peaks: dict[str, int] = {}
+            times: dict[str, float] = {}
             for case in cases:
-                peak, seconds, why = measure(case, folder)
+                peak, seconds, why = measure(case, folder, args.out)
                 if peak is None:
                     print(f"  {LABELS[case]:22} failed: {why}")
                 else:
-                    peaks[case] = peak
+                    peaks[case], times[case] = peak, seconds
                     print(f"  {LABELS[case]:22} {peak / 2**30:9.2f} {peak / weights:9.2f}x {seconds:8.1f}")
             if "export_save" in peaks and "torch_onnx" in peaks:
                 print(f"  export+save / torch.onnx: {peaks['export_save'] / peaks['torch_onnx']:.2f}x")
-            if "llm" in peaks and "genai" in peaks:
-                print(f"  export_llm(folder) / genai builder: {peaks['llm'] / peaks['genai']:.2f}x")
-
+            for ours, theirs in (("llm", "genai"), ("llm_ort", "genai"), ("llm_int4", "genai_int4"),
+                                 ("llm_ort_int4", "genai_int4"), ("llm_fp16", "genai_fp16")):
+                if ours in peaks and theirs in peaks:
+                    print(f"  {LABELS[ours].strip()} / {LABELS[theirs]}: memory {peaks[ours] / peaks[theirs]:.2f}x, "
+                          f"time {times[ours] / times[theirs]:.2f}x")
 
 if __name__ == "__main__":
     main()
