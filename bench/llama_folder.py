@@ -33,7 +33,8 @@ def write_folder(folder: str, shape: str, dtype: str = "float32", shard_gb: floa
 
     os.makedirs(folder, exist_ok=True)
     config = transformers.LlamaConfig(**SHAPES[shape], tie_word_embeddings=False, bos_token_id=1, eos_token_id=2,
-                                      pad_token_id=0, torch_dtype=dtype)
+                                      pad_token_id=0, dtype=dtype)
+    config.architectures = ["LlamaForCausalLM"]  # (as a model's save_pretrained writes it; the builder reads it)
     config.save_pretrained(folder)
     with torch.device("meta"):
         shapes = [(name, tuple(p.shape)) for name, p in transformers.LlamaForCausalLM(config).named_parameters()]

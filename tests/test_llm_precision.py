@@ -86,8 +86,12 @@ QUANTIZER_CASES = [(bits, symmetric, kind, k, block)
 
 
 @pytest.mark.parametrize("bits,symmetric,kind,k,block", QUANTIZER_CASES)
-def test_block_quantization_is_onnxruntimes_byte_for_byte(bits, symmetric, kind, k, block):
+def test_block_quantization_is_onnxruntimes_byte_for_byte(bits, symmetric, kind, k, block, monkeypatch):
+    from aten2onnx.exporter import llm_precision
+
     n = 12
+    if kind == "normal":  # (quantized five output columns at a time, as a wide weight is)
+        monkeypatch.setattr(llm_precision, "COLUMNS", 5)
     w = _weights(kind, k, n, np.random.default_rng(k * 7 + block + bits))
     blocks = -(-k // block)
     packed = np.zeros((n, blocks, block * bits // 8), np.uint8)
@@ -99,6 +103,26 @@ def test_block_quantization_is_onnxruntimes_byte_for_byte(bits, symmetric, kind,
     np.testing.assert_array_equal(q.numpy(), _unpack(packed, bits))
     if not symmetric:
         np.testing.assert_array_equal(zero_point.numpy(), _unpack(zero, bits).reshape(n, -1)[:, :blocks])
+
+
+@pytest.mark.parametrize("bits,symmetric", [(4, True), (4, False), (8, True), (8, False)])
+def test_written_parts_are_the_same_column_by_column(bits, symmetric, monkeypatch):
+    """A wide weight is quantized and laid out some output columns at a time: the same bytes as at once."""
+    from aten2onnx.exporter import llm_precision
+
+    spec = llm_precision.BlockQuantization(bits, 32, symmetric)
+    w = torch.randn(96, 40, generator=torch.Generator().manual_seed(bits))
+    whole = [make(w, spec, torch.float32) for make in (llm_precision.matmul_nbits_parts,
+                                                        llm_precision.dequantize_linear_parts)]
+    monkeypatch.setattr(llm_precision, "COLUMNS", 7)
+    pieces = [make(w, spec, torch.float32) for make in (llm_precision.matmul_nbits_parts,
+                                                         llm_precision.dequantize_linear_parts)]
+    for a, b in zip(whole, pieces):
+        assert len(a) == len(b) == (2 if symmetric else 3)
+        for x, y in zip(a, b):
+            assert x.dtype == y.dtype and x.shape == y.shape and x.is_contiguous() and y.is_contiguous()
+            assert torch.equal(x.view(torch.uint8) if x.element_size() == 1 else x,
+                               y.view(torch.uint8) if y.element_size() == 1 else y)
 
 
 # -- what the quantized model computes ------------------------------------------------------------------------

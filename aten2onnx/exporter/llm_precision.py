@@ -88,10 +88,29 @@ def _round_half_away(x: torch.Tensor) -> torch.Tensor:
     return whole + torch.sign(x) * ((x - whole).abs() >= 0.5)
 
 
+# output columns quantized at once: the float32 temporaries stay near COLUMNS * K * 4 bytes each (a 2 GB LM
+# head is never copied whole)
+COLUMNS = 2048
+
+
 def quantize_blocks(weight: torch.Tensor, bits: int, block_size: int, symmetric: bool
                     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """A weight [K, N] quantized per block of block_size along K: (values [N, blocks, block_size] uint8, the
     padding past K zero; scales [N, blocks] float32; zero points [N, blocks] uint8)."""
+    return _by_columns(weight, functools.partial(_quantize_columns, bits=bits, block_size=block_size,
+                                                 symmetric=symmetric), dim=0)
+
+
+def _by_columns(weight: torch.Tensor, fn: Any, dim: int) -> tuple[torch.Tensor, ...]:
+    """fn's parts for weight [K, N], computed COLUMNS output columns at a time and joined along dim."""
+    if weight.shape[1] <= COLUMNS or weight.device.type == "meta":
+        return fn(weight)
+    pieces = [fn(weight[:, i:i + COLUMNS]) for i in range(0, weight.shape[1], COLUMNS)]
+    return tuple(torch.cat(part, dim) for part in zip(*pieces))
+
+
+def _quantize_columns(weight: torch.Tensor, bits: int, block_size: int, symmetric: bool
+                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     k, n = weight.shape
     w = torch.nn.functional.pad(weight.detach().float().t(), (0, -k % block_size)).reshape(n, -1, block_size)
     top, middle = (1 << bits) - 1, 1 << (bits - 1)
@@ -123,9 +142,12 @@ def _pack_nibbles(values: torch.Tensor) -> torch.Tensor:
 def matmul_nbits_parts(weight: torch.Tensor, spec: BlockQuantization, dtype: torch.dtype) -> tuple[torch.Tensor, ...]:
     """MatMulNBits' B [N, blocks, block_size * bits / 8], scales [N, blocks] in dtype, and (asymmetric)
     zero points [N, ceil(blocks * bits / 8)] for weight [K, N]."""
-    q, scale, zero = quantize_blocks(weight, spec.bits, spec.block_size, spec.symmetric)
-    packed = _pack_nibbles(q) if spec.bits == 4 else q
-    parts = (packed.contiguous(), scale.to(dtype))
+    return _by_columns(weight, functools.partial(_nbits_columns, spec=spec, dtype=dtype), dim=0)
+
+
+def _nbits_columns(weight: torch.Tensor, spec: BlockQuantization, dtype: torch.dtype) -> tuple[torch.Tensor, ...]:
+    q, scale, zero = _quantize_columns(weight, spec.bits, spec.block_size, spec.symmetric)
+    parts = ((_pack_nibbles(q) if spec.bits == 4 else q).contiguous(), scale.to(dtype))
     if not spec.symmetric:
         parts += ((_pack_nibbles(zero) if spec.bits == 4 else zero).contiguous(),)
     return parts
@@ -135,17 +157,22 @@ def dequantize_linear_parts(weight: torch.Tensor, spec: BlockQuantization, dtype
                             ) -> tuple[torch.Tensor, ...]:
     """DequantizeLinear's x [K, N] (int4/int8 symmetric, uint4/uint8 with zero points), scales [blocks, N] in
     dtype and (asymmetric) zero points [blocks, N], blocks along axis 0, for weight [K, N]."""
+    parts = _by_columns(weight, functools.partial(_dequantize_linear_columns, spec=spec, dtype=dtype), dim=1)
+    if spec.bits == 4:  # (held one value per byte, written two: viewed as the 4-bit dtype once joined)
+        four = torch.int4 if spec.symmetric else torch.uint4
+        parts = (parts[0].view(four), *parts[1:2], *(zero.view(four) for zero in parts[2:]))
+    return parts
+
+
+def _dequantize_linear_columns(weight: torch.Tensor, spec: BlockQuantization, dtype: torch.dtype
+                               ) -> tuple[torch.Tensor, ...]:
     k, n = weight.shape
-    q, scale, zero = quantize_blocks(weight, spec.bits, spec.block_size, spec.symmetric)
-    values = q.reshape(n, -1)[:, :k].t()
-    narrow = {4: (torch.int4, torch.uint4), 8: (torch.int8, torch.uint8)}[spec.bits]
-    if spec.symmetric:
-        signed = (values.to(torch.int16) - (1 << (spec.bits - 1))).to(torch.int8).contiguous()
-        return signed.view(narrow[0]) if spec.bits == 4 else signed, scale.t().to(dtype).contiguous()
-    values, zero = values.contiguous(), zero.t().contiguous()
-    if spec.bits == 4:
-        values, zero = values.view(narrow[1]), zero.view(narrow[1])
-    return values, scale.t().to(dtype).contiguous(), zero
+    q, scale, zero = _quantize_columns(weight, spec.bits, spec.block_size, spec.symmetric)
+    values = q.reshape(n, -1)[:, :k].t().contiguous()
+    if spec.symmetric:  # q - 2^(bits-1) as a signed value: q - 8 < 8 for 4 bits, q ^ 0x80 read as int8 for 8
+        signed = values.view(torch.int8).sub_(8) if spec.bits == 4 else values.bitwise_xor_(0x80).view(torch.int8)
+        return signed, scale.t().to(dtype).contiguous()
+    return values, scale.t().to(dtype).contiguous(), zero.t().contiguous()
 
 
 def quantize_matmuls(exported: Any, spec: BlockQuantization, *, nbits: bool) -> int:
