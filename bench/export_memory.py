@@ -27,9 +27,11 @@ than this machine's memory). A child that would exhaust the machine's memory is 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -95,8 +97,13 @@ def available_memory() -> int:
         return next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:"))
 
 
-def measure(case: str, folder: str, out_root: str | None) -> tuple[int | None, float | None, str]:
-    with tempfile.TemporaryDirectory(dir=out_root) as out:
+def measure(case: str, folder: str, out_root: str | None, keep: str | None = None
+            ) -> tuple[int | None, float | None, str]:
+    kept = os.path.join(keep, case) if keep else None
+    if kept:
+        shutil.rmtree(kept, ignore_errors=True)
+        os.makedirs(kept)
+    with (contextlib.nullcontext(kept) if kept else tempfile.TemporaryDirectory(dir=out_root)) as out:
         start = time.perf_counter()
         child_process = subprocess.Popen([sys.executable, __file__, "--child", case, folder, out], text=True,
                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
@@ -130,6 +137,7 @@ def main() -> None:
     parser.add_argument("--cases", default="llm,llm_ort,genai,llm_int4,llm_ort_int4,genai_int4,export_save,loaded,touched")
     parser.add_argument("--folder", help="make (or reuse) the model folder here rather than in a temporary one")
     parser.add_argument("--out", help="write the exports under this folder (default: the temporary folder's disk)")
+    parser.add_argument("--keep", help="write each case's export to KEEP/<case> and keep it (to run it after)")
     parser.add_argument("--torch-onnx", action="store_true", help="also torch.onnx (slow)")
     args = parser.parse_args()
     if args.child:
@@ -154,7 +162,7 @@ def main() -> None:
             peaks: dict[str, int] = {}
             times: dict[str, float] = {}
             for case in cases:
-                peak, seconds, why = measure(case, folder, args.out)
+                peak, seconds, why = measure(case, folder, args.out, args.keep)
                 if peak is None:
                     print(f"  {LABELS[case]:22} failed: {why}")
                 else:
