@@ -279,11 +279,14 @@ def test_standard_int4_is_as_near_the_float_model_as_the_builders(folder, builde
 
 # -- a model the user quantized ---------------------------------------------------------------------------------
 
-def test_a_model_quantized_with_torchao_keeps_its_own_weights(tmp_path):
+@pytest.mark.parametrize("optimize", [None, "onnxruntime"])
+def test_a_model_quantized_with_torchao_keeps_its_own_weights(optimize, tmp_path):
+    """Its projections are not packed for GroupQueryAttention (that would concatenate its quantized tensors in
+    float: torchao's tensors have no cat, and the export crashed inside torchao)."""
     tq = pytest.importorskip("torchao.quantization")
     model = llama()
     tq.quantize_(model, tq.IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=tq.PerGroup(32)))
-    path = export(model, tmp_path, precision="int4", opset=21)
+    path = export(model, tmp_path, precision="int4", opset=21, optimize=optimize)
     proto = onnx.load(path)
     # torchao's per-group values, not requantized: no weights of ours, DequantizeLinear of its int4 values
     assert not [i.name for i in proto.graph.initializer if i.name.endswith((".q", ".scales"))]

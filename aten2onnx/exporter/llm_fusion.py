@@ -19,6 +19,7 @@ from typing import Any, Iterator
 import onnx
 import torch
 import torch.fx
+from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 from aten2onnx._contrib_math import causal_grouped_attention, rotate
 from aten2onnx.exporter.passes import Pass, Program
@@ -269,6 +270,8 @@ def llama_attention(module: torch.nn.Module, config: Any) -> Attention | None:
         return None
     if not isinstance(getattr(module, "scaling", None), float):
         return None
+    if any(is_traceable_wrapper_subclass(p) for p in module.parameters()):
+        return None  # (weights the user quantized, torchao's tensors: kept as they are, not packed in float)
     if "qkv_proj" in names:
         weight, bias = _held(module.qkv_proj.weight), _held(module.qkv_proj.bias)
     else:
