@@ -129,13 +129,17 @@ def test_written_parts_are_the_same_column_by_column(bits, symmetric, monkeypatc
 
 def dequantized(model: torch.nn.Module, bits: int, block: int = 32, symmetric: bool = True) -> torch.nn.Module:
     """The model with each linear weight replaced by its quantized values dequantized ((q - zero) * scale)."""
+    from transformers.pytorch_utils import Conv1D
+
     model = copy.deepcopy(model)
     for module in model.modules():
-        if isinstance(module, torch.nn.Linear):
-            w = module.weight.detach().t()
+        if isinstance(module, (torch.nn.Linear, Conv1D)):
+            w = module.weight.detach()
+            w = w.t() if isinstance(module, torch.nn.Linear) else w  # [K, N] (Conv1D stores it so)
             q, scale, zero = quantize_blocks(w, bits, block, symmetric)
-            values = (q.float() - zero.float()[..., None]) * scale[..., None]
-            module.weight.data = values.reshape(w.shape[1], -1)[:, :w.shape[0]].contiguous()
+            values = ((q.float() - zero.float()[..., None]) * scale[..., None]).reshape(w.shape[1], -1)[:, :w.shape[0]]
+            # (a new parameter: an LM head tied to the embedding is quantized, the embedding not)
+            module.weight = torch.nn.Parameter(values if isinstance(module, torch.nn.Linear) else values.t())
     return model
 
 
@@ -148,7 +152,11 @@ def prefill_logits(path: str, ids: torch.Tensor, optimized: bool) -> torch.Tenso
     feeds = {"input_ids": ids.numpy(), "attention_mask": np.ones_like(ids.numpy())}
     for i in session.get_inputs():
         if i.name.startswith("past_key_values"):
-            feeds[i.name] = np.zeros((ids.shape[0], CONFIG["num_key_value_heads"], 0, 32), np.float32)
+            # (the builder's model names its head size: a LLaMA of CONFIG's then)
+            heads, size = [d if isinstance(d, int) else default for d, default in
+                           zip((i.shape[1], i.shape[3]), (CONFIG["num_key_value_heads"],
+                                                          CONFIG["hidden_size"] // CONFIG["num_attention_heads"]))]
+            feeds[i.name] = np.zeros((ids.shape[0], heads, 0, size), np.float32)
         elif i.name == "position_ids":
             feeds[i.name] = np.arange(ids.shape[1])[None].repeat(ids.shape[0], 0)
     return torch.from_numpy(session.run(["logits"], feeds)[0])
@@ -193,6 +201,27 @@ def test_quantized_export_computes_the_dequantized_model(precision, options, op,
     assert (full - want).abs().max() > 100 * (got - want).abs().max()  # (the weights are quantized)
 
 
+@pytest.mark.parametrize("optimize", [None, "onnxruntime"])
+def test_gpt2s_conv1d_layers_are_quantized_as_gemm_weights(optimize, tmp_path):
+    """GPT-2's projections are Conv1D (addmm, exported as Gemm): quantized as the linear layers are, the LM
+    head (tied to the token embedding) too, the embeddings left float."""
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(vocab_size=VOCAB, n_layer=2, n_embd=64, n_head=4, n_positions=128,
+                                     bos_token_id=1, eos_token_id=2)
+    model = transformers.GPT2LMHeadModel(config).eval()
+    path = export(model, tmp_path, precision="int4", optimize=optimize, accuracy_level=1)
+    proto = onnx.load(path)
+    ops = [node.op_type for node in proto.graph.node]
+    assert ops.count("MatMulNBits" if optimize else "DequantizeLinear") == 2 * 4 + 1
+    assert not [n for n in proto.graph.node if n.op_type == "Gemm" and n.input[1] in
+                {i.name for i in proto.graph.initializer}]
+    ids = torch.randint(3, VOCAB, (2, 7), generator=torch.Generator().manual_seed(7))
+    with torch.no_grad():
+        want = dequantized(model, 4)(ids).logits
+    got = prefill_logits(path, ids, optimized=optimize is not None)
+    assert (got - want).abs().max() <= 1e-4 * want.abs().max()
+
+
 def test_default_onnxruntime_optimizations_stay_near_the_dequantized_model(folder, tmp_path):
     """Standard int4 loaded with onnxruntime's optimizations (its DequantizeLinear-MatMul fused to MatMulNBits
     at accuracy level 4: int8 activations) stays much nearer the dequantized model than quantization moved it."""
@@ -208,8 +237,8 @@ def test_default_onnxruntime_optimizations_stay_near_the_dequantized_model(folde
 def test_streamed_and_in_memory_exports_write_the_same_weights(folder, tmp_path):
     streamed = onnx.load(export(folder, tmp_path / "streamed", precision="int4", optimize="onnxruntime"))
     loaded = onnx.load(export(llama(), tmp_path / "loaded", precision="int4", optimize="onnxruntime"))
-    a, b = ({i.name: onnx.numpy_helper.to_array(i) for i in proto.graph.initializer if i.name.endswith((".q", ".scales"))}
-            for proto in (streamed, loaded))
+    a, b = ({i.name: onnx.numpy_helper.to_array(i)
+             for i in proto.graph.initializer if i.name.endswith((".q", ".scales"))} for proto in (streamed, loaded))
     assert a.keys() == b.keys() and len(a) == 2 * (2 * (LINEARS_PER_LAYER - 2) + 1)  # (q, k, v packed)
     assert all(np.array_equal(a[k], b[k]) for k in a)
 

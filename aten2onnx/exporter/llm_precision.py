@@ -176,40 +176,54 @@ def _dequantize_linear_columns(weight: torch.Tensor, spec: BlockQuantization, dt
 
 
 def quantize_matmuls(exported: Any, spec: BlockQuantization, *, nbits: bool) -> int:
-    """Quantize the float weight [K, N] of every MatMul of exported's graph (an ExportedModel not yet
-    written): as MatMulNBits where nbits, else as DequantizeLinear of integer weights (the graph at opset 21
-    or later). Returns how many were quantized."""
+    """Quantize the float weight of every MatMul (its B [K, N]) and Gemm (B, [N, K] where transB; as the
+    addmm of GPT-2's Conv1D) of exported's graph (an ExportedModel not yet written): as MatMulNBits where
+    nbits (a Gemm's C then added), else as DequantizeLinear of integer weights [K, N] (the graph at opset 21
+    or later; a Gemm's transB then 0). Returns how many were quantized."""
     graph = exported.graph
     readers = Counter(name for node in graph.node for name in node.input)
-    matmuls = Counter(node.input[1] for node in graph.node if _quantizable(exported, node))
-    written: dict[str, list[str]] = {}  # weight -> the names of its quantized parts
+    weights = [_weight_kn(exported, node) for node in graph.node]  # (before any is replaced)
+    quantized = Counter(node.input[1] for node, weight in zip(graph.node, weights) if weight is not None)
+    orientations: dict[str, set[bool]] = {}
+    for node, weight in zip(graph.node, weights):
+        if weight is not None:
+            orientations.setdefault(node.input[1], set()).add(_transposed_b(node))
+    written: dict[tuple[str, bool], list[str]] = {}  # (weight, transposed) -> the names of its quantized parts
     nodes = []
-    for node in graph.node:
-        if not _quantizable(exported, node):
+    for node, weight in zip(list(graph.node), weights):
+        if weight is None:
             nodes.append(node)
             continue
-        name = node.input[1]
-        k, n = exported.weight(name).shape
-        if name not in written:
-            weight = exported.weight(name)
+        name, transposed = node.input[1], _transposed_b(node)
+        base = f"{name}.T" if transposed else name
+        k, n = weight.shape
+        if (name, transposed) not in written:
             make = matmul_nbits_parts if nbits else dequantize_linear_parts
             parts = lazy.apply(functools.partial(make, spec=spec, dtype=weight.dtype), weight)
-            written[name] = [f"{name}.{suffix}" for suffix in ("q", "scales", "zero_points")[:len(parts)]]
+            written[name, transposed] = [f"{base}.{suffix}" for suffix in ("q", "scales", "zero_points")[:len(parts)]]
             # (kept where other nodes read it too, as a Gather the LM head's weight where they are tied)
-            exported.replace_weight(name, list(zip(written[name], parts)), keep=readers[name] > matmuls[name])
+            exported.replace_weight(name, list(zip(written[name, transposed], parts)),
+                                    keep=readers[name] > quantized[name] or len(orientations[name]) > 1
+                                    or (name, not transposed) in written)
             if not nbits:
-                nodes.append(helper.make_node("DequantizeLinear", written[name], [f"{name}.dequantized"],
-                                              name=f"{name}.dequantize", axis=0, block_size=spec.block_size))
+                nodes.append(helper.make_node("DequantizeLinear", written[name, transposed], [f"{base}.dequantized"],
+                                              name=f"{base}.dequantize", axis=0, block_size=spec.block_size))
         if nbits:
-            nodes.append(helper.make_node("MatMulNBits", [node.input[0], *written[name]], list(node.output),
+            product = node.output[0] if node.op_type == "MatMul" or len(node.input) < 3 else f"{node.output[0]}.product"
+            nodes.append(helper.make_node("MatMulNBits", [node.input[0], *written[name, transposed]], [product],
                                           name=node.name, domain=MS_DOMAIN, K=k, N=n, bits=spec.bits,
                                           block_size=spec.block_size, accuracy_level=spec.accuracy_level))
+            if product != node.output[0]:
+                nodes.append(helper.make_node("Add", [product, node.input[2]], [node.output[0]],
+                                              name=f"{node.name}.bias"))
         else:
             rewired = onnx.NodeProto()
             rewired.CopyFrom(node)
-            rewired.input[1] = f"{name}.dequantized"
+            rewired.input[1] = f"{base}.dequantized"
+            if transposed:
+                del rewired.attribute[:]  # (transA 0, alpha and beta 1: what remains is transB, now 0)
             nodes.append(rewired)
-    done = sum(matmuls.values())
+    done = sum(quantized.values())
     del graph.node[:]
     graph.node.extend(nodes)
     if nbits and done:
@@ -217,8 +231,20 @@ def quantize_matmuls(exported: Any, spec: BlockQuantization, *, nbits: bool) -> 
     return done
 
 
-def _quantizable(exported: Any, node: onnx.NodeProto) -> bool:
-    if node.op_type != "MatMul" or node.domain != "":
-        return False
+def _transposed_b(node: onnx.NodeProto) -> bool:
+    return node.op_type == "Gemm" and any(a.name == "transB" and a.i for a in node.attribute)
+
+
+def _weight_kn(exported: Any, node: onnx.NodeProto) -> torch.Tensor | None:
+    """The float weight [K, N] node multiplies by, where node is a MatMul by a weight or a plain Gemm by one
+    (no transA, alpha and beta 1), else None."""
+    if node.domain != "" or node.op_type not in ("MatMul", "Gemm"):
+        return None
+    if node.op_type == "Gemm":
+        attributes = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        if attributes.get("transA", 0) or attributes.get("alpha", 1.0) != 1.0 or attributes.get("beta", 1.0) != 1.0:
+            return None
     weight = exported.weight(node.input[1])
-    return weight is not None and weight.dim() == 2 and weight.is_floating_point()
+    if weight is None or weight.dim() != 2 or not weight.is_floating_point():
+        return None
+    return weight.t() if _transposed_b(node) else weight
