@@ -147,11 +147,11 @@ def assert_half_logits(path: str, model: torch.nn.Module, ids: torch.Tensor, mas
     assert float((got - want).abs().max()) <= allowed, (float((got - want).abs().max()), allowed)
 
 
-def genai_greedy(og: Any, folder: str, prompt: torch.Tensor) -> torch.Tensor:
+def genai_greedy(og: Any, folder: str, prompt: torch.Tensor, steps: int = STEPS) -> torch.Tensor:
     """onnxruntime-genai's greedy tokens after the prompt [1, n] for the exported folder."""
     genai_model = og.Model(folder)
     params = og.GeneratorParams(genai_model)
-    params.set_search_options(max_length=prompt.shape[1] + STEPS, do_sample=False)
+    params.set_search_options(max_length=prompt.shape[1] + steps, do_sample=False)
     generator = og.Generator(genai_model, params)
     generator.append_tokens(prompt.numpy())
     while not generator.is_done():

@@ -20,6 +20,7 @@ import torch
 import aten2onnx
 from aten2onnx import ArgumentError
 from aten2onnx.exporter.llm_precision import quantize_blocks
+from test_llm import genai_greedy
 
 transformers = pytest.importorskip("transformers")
 ort = pytest.importorskip("onnxruntime")
@@ -253,15 +254,7 @@ def test_float_precisions_cast_the_model(folder, tmp_path):
 # -- onnxruntime-genai, against the model builder --------------------------------------------------------------
 
 def genai_tokens(folder: str, prompt: torch.Tensor, steps: int) -> list[int]:
-    og = pytest.importorskip("onnxruntime_genai")
-    model = og.Model(folder)
-    params = og.GeneratorParams(model)
-    params.set_search_options(max_length=prompt.shape[1] + steps, do_sample=False)
-    generator = og.Generator(model, params)
-    generator.append_tokens(prompt.numpy())
-    while not generator.is_done():
-        generator.generate_next_token()
-    return [int(t) for t in np.asarray(generator.get_sequence(0))[prompt.shape[1]:]]
+    return genai_greedy(pytest.importorskip("onnxruntime_genai"), folder, prompt, steps).tolist()
 
 
 @pytest.fixture(scope="module")
