@@ -24,6 +24,7 @@ from torch.export.graph_signature import InputKind
 from aten2onnx.errors import CaptureError, NarrowedExportWarning, warn_user
 from aten2onnx.exporter import caches, dynamic
 from aten2onnx.exporter.gradients import HINT, GradientCalls, below_autograd, saved_tensors_attached, transformed
+from aten2onnx.exporter.passes.libraries import library_equivalents
 from aten2onnx.exporter.passes.packed import packed_sequences
 from aten2onnx.exporter.passes.tracing import (DataDependentChecks, LayerEquivalents, causal_masks_taken_as_given,
                                                data_dependent_sizes_from_zero, fake_kernels, shapes_without_kernels)
@@ -396,7 +397,7 @@ def capture(model: Any, args: tuple, kwargs: dict | None, dynamic_shapes: Any,
     recorder = _Recorder()
     gradients = GradientCalls()
     with training_mode(module, training=training), causal_masks_taken_as_given(), data_dependent_sizes_from_zero(), \
-            shapes_without_kernels(), _quiet_torch(recorder):
+            shapes_without_kernels(), library_equivalents(), _quiet_torch(recorder):
         def attempt(mode: str) -> tuple[ExportedProgram, list[str]] | None:
             try:
                 return _attempt(mode, module, args, kwargs, dynamic_shapes, gradients, recorder)

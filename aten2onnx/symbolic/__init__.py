@@ -57,6 +57,7 @@ from aten2onnx.symbolic import (  # noqa: F401  (imported to register)
     opset11_quantize,
     opset11_quantized,
     opset11_sort,
+    opset11_torchvision,
     opset11_scatter,
     opset12,
     opset13_data,

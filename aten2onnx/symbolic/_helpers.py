@@ -167,6 +167,14 @@ def loop(g: GraphBuilder, trip_count: Value | int | None, state: Sequence[Value]
     return [cast(g, out, dtype) for out, dtype in zip(outs, originals)]
 
 
+def branch(g: GraphBuilder, build: Callable[[GraphBuilder], Value], name: str) -> Subgraph:
+    """A branch of an If: the subgraph `build(body)` makes, its one output that value (it may read any value
+    of g)."""
+    body = g.subgraph()
+    body.inputs = []
+    return Subgraph(body, [], [body_output(body, build(body), [])], g.fresh_name(name))
+
+
 # -- arithmetic, comparisons, shapes, slices and fills shared by handlers of many families --------------
 
 INT64_MAX = 2**63 - 1

@@ -42,13 +42,17 @@ def upright(g: GraphBuilder, dets: Value) -> Value:
     return g.op("Where", inverted, g.op("Concat", x1, y1, x1, y1, axis=1), dets)
 
 
-def greedy_nms(g: GraphBuilder, dets: Value, scores: Value, iou_threshold: float) -> Value:
+def greedy_nms(g: GraphBuilder, dets: Value, scores: Value, iou_threshold: float,
+               classes: Value | None = None) -> Value:
     """torchvision's nms as its kernel runs it, in dets' dtype: the boxes sorted by score (TopK: ties lower
     index first), then a Loop over them, each one not yet suppressed suppressing the later ones it
-    overlaps by more than the threshold (compared in float64, as the kernel compares with a double)."""
+    overlaps by more than the threshold (compared in float64, as the kernel compares with a double).
+    Given classes (one per box), a box suppresses only boxes of its own class: one nms per class, the kept
+    boxes in descending score order."""
     n = dim_size(g, dets, 0)
     order = g.topk(scores, n, axis=0)[1]
     boxes = g.op("Gather", dets, order, axis=0)
+    ranked = None if classes is None else g.op("Gather", classes, order, axis=0)
     x1, y1, x2, y2 = (reshape(g, side, [-1]) for side in g.split(boxes, [1, 1, 1, 1], axis=1))
     areas = g.op("Mul", g.op("Sub", x2, x1), g.op("Sub", y2, y1))
     positions = arange_of(g, n, has_range=False)
@@ -66,6 +70,8 @@ def greedy_nms(g: GraphBuilder, dets: Value, scores: Value, iou_threshold: float
         inter = body.op("Mul", w, h)
         iou = body.op("Div", inter, body.op("Sub", body.op("Add", of_i(areas), areas), inter))
         overlapped = body.op("Greater", cast(body, iou, torch.float64), threshold)
+        if ranked is not None:
+            overlapped = body.op("And", overlapped, body.op("Equal", ranked, of_i(ranked)))
         later = body.op("Less", i, positions)
         kept = body.op("Not", of_i(suppressed))
         return [body.op("Or", suppressed, body.op("And", body.op("And", overlapped, later), kept))]
@@ -75,9 +81,8 @@ def greedy_nms(g: GraphBuilder, dets: Value, scores: Value, iou_threshold: float
     return g.op("Gather", order, kept, axis=0)
 
 
-@register("torchvision::nms.default")
-def torchvision_nms(g, dets, scores, iou_threshold):
-    """nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor"""
+def nms(g: GraphBuilder, dets: Value, scores: Value, iou_threshold: float) -> Value:
+    """torchvision's nms: NonMaxSuppression where it computes the same, else greedy_nms."""
     if dets.dtype != torch.float32 or not iou_threshold >= 0:
         # NonMaxSuppression takes float32 boxes, and a threshold in [0, 1]
         return greedy_nms(g, dets, scores, iou_threshold)
@@ -87,6 +92,12 @@ def torchvision_nms(g, dets, scores, iou_threshold):
     selected = g.op("NonMaxSuppression", boxes, reshape(g, scores, [1, 1, -1]),
                     g.int_list([dim_size(g, dets, 0)]), threshold)
     return g.op("Gather", selected, g.const(2, dtype=I64), axis=1)
+
+
+@register("torchvision::nms.default")
+def torchvision_nms(g, dets, scores, iou_threshold):
+    """nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor"""
+    return nms(g, dets, scores, iou_threshold)
 
 
 def roi_align(g: GraphBuilder, input: Value, rois: Value, spatial_scale: float, pooled_height, pooled_width,

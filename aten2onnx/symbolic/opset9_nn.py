@@ -45,6 +45,14 @@ def pad_with(g, self, pad, mode: str, value):
             if not self.is_static:
                 raise
             # no Pad for this dtype at this opset (before 11 it takes floats only): the elements' moves below
+    if mode == "constant" and not all(isinstance(p, int) for p in pad) and g.opset >= 11:
+        # widths computed in the graph (a dynamic size's difference): Pad takes them as an input from 11,
+        # a negative one cropping as eager's does
+        begins, ends = [0] * self.rank, [0] * self.rank
+        for i in range(len(pad) // 2):
+            begins[self.rank - 1 - i], ends[self.rank - 1 - i] = pad[2 * i], pad[2 * i + 1]
+        fill_value = g.const(0 if value is None else value, like=self)
+        return g.op("Pad", self, g.int_list(begins + ends), fill_value, mode="constant")
     if not self.is_static and mode == "circular" and all(isinstance(p, int) for p in pad):
         return _circular(g, self, pad)
     if mode == "constant":

@@ -354,6 +354,12 @@ def aten_nonzero_numpy(g, self):
     return [g.op("Gather", coords, g.const(i, dtype=torch.int64), axis=0) for i in range(max(self.rank, 1))]
 
 
+@register("aten::where.default")
+def aten_where(g, condition):
+    """where(Tensor condition) -> Tensor[]"""
+    return aten_nonzero_numpy(g, condition)
+
+
 @register("aten::masked_select.default")
 def aten_masked_select(g, self, mask):
     """masked_select(Tensor self, Tensor mask) -> Tensor"""

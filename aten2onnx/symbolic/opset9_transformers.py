@@ -17,8 +17,8 @@ import functools
 import torch
 
 from aten2onnx import registry
-from aten2onnx.ir import GraphBuilder, Subgraph, Value, body_output
-from aten2onnx.symbolic._helpers import cast, dim_size, fill, reshape
+from aten2onnx.ir import GraphBuilder, Value
+from aten2onnx.symbolic._helpers import branch, cast, dim_size, fill, reshape
 from aten2onnx.symbolic.opset9_data import arange_of
 
 register = functools.partial(registry.register, opset=9, library="transformers.integrations.moe")
@@ -50,12 +50,6 @@ def own_expert(g: GraphBuilder, mask: Value, products: Value) -> Value:
     """(S, N): each row's product with its own expert's weight out of (E, S, N); 0 for a row of none."""
     mine = g.op("Where", mask, products, fill(g, [], 0, products.dtype))
     return g.reduce("ReduceSum", mine, [0], keepdims=False)
-
-
-def branch(g: GraphBuilder, build, name: str) -> Subgraph:
-    body = g.subgraph()
-    body.inputs = []
-    return Subgraph(body, [], [body_output(body, build(body), [])], g.fresh_name(name))
 
 
 def gathered(g: GraphBuilder, input: Value, weight: Value, offs: Value) -> Value:

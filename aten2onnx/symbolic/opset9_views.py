@@ -19,6 +19,7 @@ from aten2onnx.symbolic._helpers import (
     promote,
     reshape,
     slice_axis,
+    sym_prod,
     transpose_perm,
     unsqueeze_static,
 )
@@ -166,8 +167,12 @@ def aten_flatten(g, self, start_dim=0, end_dim=-1):
     start, end = norm_dim(start_dim, rank), norm_dim(end_dim, rank)
     if start == end:
         return self
-    # Reshape's 0 copies the input dim at the same index, which holds for the dims before start.
-    shape = [0] * start + [-1] + [dim_size(g, self, d) for d in range(end + 1, rank)]
+    # Reshape's 0 copies the input dim at the same index, which holds for the dims before start. Its -1
+    # cannot be inferred when another dim is 0 (no element to divide): then the flattened size is the product
+    kept = [dim_size(g, self, d) for d in (*range(start), *range(end + 1, rank))]
+    nonzero = all(isinstance(d, int) and d > 0 for d in kept)
+    flat = -1 if nonzero else sym_prod(g, [dim_size(g, self, d) for d in range(start, end + 1)])
+    shape = [0] * start + [flat] + [dim_size(g, self, d) for d in range(end + 1, rank)]
     return reshape(g, self, shape)
 
 

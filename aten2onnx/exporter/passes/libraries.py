@@ -1,0 +1,178 @@
+"""Library code torch.export cannot capture as written, traced as equivalents while capturing (capture.py
+enters `library_equivalents`). The user's code and the library's files are never edited: module attributes
+are swapped for the capture and put back after, and only for libraries the model already imported
+(aten2onnx imports none of them). Each equivalent computes what the library's function computes and names
+the library version whose code it was checked against; tests/test_detection.py holds each to eager."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import sys
+from typing import Any, Callable, Iterator
+
+import torch
+
+from aten2onnx import _batched_nms  # noqa: F401  (defines aten2onnx::batched_nms)
+
+
+# -- torchvision (checked against 0.29) ------------------------------------------------------------------
+
+def _batched_nms(boxes: torch.Tensor, scores: torch.Tensor, idxs: torch.Tensor, iou_threshold: float) -> torch.Tensor:
+    """torchvision.ops.batched_nms branches on the number of boxes (a size read from data) and, for no box at
+    all, returns early: aten2onnx::batched_nms is both branches as one op."""
+    return torch.ops.aten2onnx.batched_nms(boxes, scores, idxs, float(iou_threshold))
+
+
+def _topk_min(input: torch.Tensor, orig_kval: int, axis: int) -> int:
+    """detection._utils._topk_min: min(k, size) as a symbolic min (Python's min branches on a size that may
+    be read from data, or be a dynamic image's)."""
+    return torch.sym_min(orig_kval, input.size(axis))
+
+
+def _box_decode(original: Callable[..., Any]) -> Callable[..., Any]:
+    """detection._utils.BoxCoder.decode reshapes the codes to (count, -1, 4) only when the count of boxes
+    (read from data) is above 0, since no -1 can be inferred for none. Codes of a static width (every
+    torchvision detector's: a box, or a box per class) are reshaped to that width, for any count: the
+    boxes are (count, width / 4, 4) also for no box, where the library leaves (0, width), which its callers
+    reshape alike. Other codes go to the library's own method."""
+    def decode(self: Any, rel_codes: torch.Tensor, boxes: list[torch.Tensor]) -> torch.Tensor:
+        width = rel_codes.shape[-1] if rel_codes.dim() == 2 else None
+        if not isinstance(width, int) or width % 4:
+            return original(self, rel_codes, boxes)
+        count = sum(b.size(0) for b in boxes)
+        decoded = self.decode_single(rel_codes.reshape(count, width), torch.cat(boxes, dim=0))
+        return decoded.reshape(count, width // 4, 4)
+    return decode
+
+
+def _example(size: int | torch.SymInt) -> int:
+    """A size as the example inputs have it (a symbolic size's hint)."""
+    return size.node.hint if isinstance(size, torch.SymInt) else size
+
+
+def _resize_image_and_masks(original: Callable[..., Any]) -> Callable[..., Any]:
+    """detection.transform._resize_image_and_masks scales an image by min(min_size / its shorter side,
+    max_size / its longer side) with Python's min and max, which pick one side of a dynamic image for good
+    (torch.export keeps the pick's guard to itself: the exported model resized every image as the example);
+    here they are symbolic, the same float64 arithmetic, and the size interpolate computes from the scale the
+    same. A target (training) or a fixed size goes to the library's own function."""
+    def resize(image: torch.Tensor, self_min_size: int, self_max_size: int, target: Any = None,
+               fixed_size: Any = None) -> tuple[torch.Tensor, Any]:
+        if target is not None or fixed_size is not None:
+            return original(image, self_min_size, self_max_size, target, fixed_size)
+        h, w = image.shape[-2:]
+        scale = torch.sym_min(self_min_size / torch.sym_min(h, w), self_max_size / torch.sym_max(h, w))
+        image = torch.nn.functional.interpolate(image[None], size=None, scale_factor=scale, mode="bilinear",
+                                                recompute_scale_factor=True, align_corners=False)[0]
+        return image, target
+    return resize
+
+
+def _batch_images(original: Callable[..., Any]) -> Callable[..., Any]:
+    """GeneralizedRCNNTransform.batch_images pads each image to the largest size rounded up to a multiple of
+    size_divisible, rounding with int(math.ceil(float)), which made the padded size the example's constant;
+    here the same multiple is an integer ceiling (equal for any int size), and each image is padded with
+    zeros as the library's zero-filled batch holds it."""
+    def batch_images(self: Any, images: list[torch.Tensor], size_divisible: int = 32) -> torch.Tensor:
+        if not isinstance(size_divisible, int) or size_divisible <= 0:
+            return original(self, images, size_divisible)
+        largest = [functools.reduce(torch.sym_max, (img.shape[d] for img in images)) for d in range(images[0].dim())]
+        for d in (1, 2):
+            largest[d] = (largest[d] + size_divisible - 1) // size_divisible * size_divisible
+        padded = [torch.nn.functional.pad(img, (0, largest[2] - img.shape[2], 0, largest[1] - img.shape[1],
+                                                0, largest[0] - img.shape[0])) for img in images]
+        return torch.stack(padded)
+    return batch_images
+
+
+def _roi_align_forward(self: Any, x: dict[str, torch.Tensor], boxes: list[torch.Tensor],
+                       image_shapes: list[tuple[int, int]]) -> torch.Tensor:
+    """MultiScaleRoIAlign.forward sets its scales on the first call from the sizes it sees (for a dynamic
+    image, symbolic: torch.export fixes them), and keeps them on the module. Here scales not yet set are
+    the library's own _setup_scales of the example's sizes, as eager's first call on the example would make
+    them, and the module is left as it was."""
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+    from torchvision.ops import poolers
+
+    x_filtered = poolers._filter_input(x, self.featmap_names)
+    scales, mapper = self.scales, self.map_levels
+    if scales is None or mapper is None:
+        with unset_fake_temporarily():
+            stand_ins = [torch.empty(()).expand(_example(f.shape[-2]), _example(f.shape[-1])) for f in x_filtered]
+            sizes = [(_example(h), _example(w)) for h, w in image_shapes]
+            scales, mapper = poolers._setup_scales(stand_ins, sizes, self.canonical_scale, self.canonical_level)
+    return poolers._multiscale_roi_align(x_filtered, boxes, self.output_size, self.sampling_ratio, scales, mapper)
+
+
+def _multiscale_roi_align(x_filtered: list[torch.Tensor], boxes: list[torch.Tensor], output_size: list[int],
+                          sampling_ratio: int, scales: list[float] | None, mapper: Any) -> torch.Tensor:
+    """ops.poolers._multiscale_roi_align: RoIAlign of each box at the level the mapper gives it, the results
+    in the boxes' order. The library counts the boxes with len() (a Python int of a size read from data)
+    and writes each level's results in place; here the count is the symbolic size and each level's results
+    are put in functionally."""
+    from torchvision.ops import poolers, roi_align
+
+    if scales is None or mapper is None:
+        raise ValueError("scales and mapper should not be None")
+    rois = poolers._convert_to_roi_format(boxes)
+    if len(x_filtered) == 1:
+        return roi_align(x_filtered[0], rois, output_size=output_size, spatial_scale=scales[0],
+                         sampling_ratio=sampling_ratio)
+    levels = mapper(boxes)
+    first = x_filtered[0]
+    result = first.new_zeros((rois.shape[0], first.shape[1], *output_size))
+    for level, (feature, scale) in enumerate(zip(x_filtered, scales)):
+        idx_in_level = torch.where(levels == level)[0]
+        pooled = roi_align(feature, rois[idx_in_level], output_size=output_size, spatial_scale=scale,
+                           sampling_ratio=sampling_ratio)
+        result = result.index_put((idx_in_level,), pooled.to(result.dtype))
+    return result
+
+
+def _torchvision(tv: Any) -> list[tuple[Any, str, Callable[..., Any]]]:
+    """(module, attribute, equivalent) for torchvision's functions, where the module is loaded."""
+    found = []
+    boxes = sys.modules.get("torchvision.ops.boxes")
+    if boxes is not None:
+        found.append((boxes, "batched_nms", _batched_nms))
+        ops = sys.modules.get("torchvision.ops")
+        if ops is not None and getattr(ops, "batched_nms", None) is boxes.batched_nms:
+            found.append((ops, "batched_nms", _batched_nms))
+    utils = sys.modules.get("torchvision.models.detection._utils")
+    if utils is not None:
+        found.append((utils, "_topk_min", _topk_min))
+        found.append((utils.BoxCoder, "decode", _box_decode(utils.BoxCoder.decode)))
+    poolers = sys.modules.get("torchvision.ops.poolers")
+    if poolers is not None:
+        found.append((poolers, "_multiscale_roi_align", _multiscale_roi_align))
+        found.append((poolers.MultiScaleRoIAlign, "forward", _roi_align_forward))
+    transform = sys.modules.get("torchvision.models.detection.transform")
+    if transform is not None:
+        found.append((transform, "_resize_image_and_masks", _resize_image_and_masks(transform._resize_image_and_masks)))
+        found.append((transform.GeneralizedRCNNTransform, "batch_images",
+                      _batch_images(transform.GeneralizedRCNNTransform.batch_images)))
+    return found
+
+
+# the libraries with equivalents, by the module whose import loads them
+_LIBRARIES: dict[str, Callable[[Any], list[tuple[Any, str, Callable[..., Any]]]]] = {"torchvision": _torchvision}
+
+
+@contextlib.contextmanager
+def library_equivalents() -> Iterator[None]:
+    """Every loaded library's functions swapped for their equivalents, put back after."""
+    swapped = []
+    for name, equivalents in _LIBRARIES.items():
+        library = sys.modules.get(name)
+        if library is None:
+            continue
+        for module, attribute, equivalent in equivalents(library):
+            if hasattr(module, attribute):
+                swapped.append((module, attribute, getattr(module, attribute)))
+                setattr(module, attribute, equivalent)
+    try:
+        yield
+    finally:
+        for module, attribute, original in reversed(swapped):
+            setattr(module, attribute, original)
