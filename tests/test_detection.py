@@ -18,6 +18,8 @@ import torch
 import torch.nn.functional as F
 
 import aten2onnx
+
+torchvision = None  # imported by the tests that need it (it installs only beside torch 2.14 here)
 from conftest import flat_tensors, run_ort
 
 Dim = torch.export.Dim
@@ -99,3 +101,118 @@ def test_detector_written_like_torchvisions_exports_with_data_dependent_outputs(
 
 
 # -- torchvision's detectors ----------------------------------------------------------------------------------
+
+
+def lively(model: torch.nn.Module, example: list) -> torch.nn.Module:
+    """model with every Conv2d and Linear rescaled, in the order a forward on example runs them, so that its
+    output has std 1 there (random initialization leaves a deep detector's features near 0 and its scores
+    all equal): distinct features, scores spread apart."""
+    done: set[torch.nn.Module] = set()
+
+    def rescale(module: torch.nn.Module, inputs: tuple, output: torch.Tensor) -> torch.Tensor | None:
+        if module in done or not isinstance(output, torch.Tensor) or output.numel() < 2:
+            return None
+        done.add(module)
+        spread = output.std()
+        module.weight.div_(spread)
+        if module.bias is not None:
+            module.bias.div_(spread)
+        return output / spread
+
+    hooks = [m.register_forward_hook(rescale) for m in model.modules() if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear))]
+    with torch.no_grad():
+        model(example)
+    for hook in hooks:
+        hook.remove()
+    return model
+
+
+BLANKS = (0.5, 0.0, 1.0)  # uniform images: one of them is what a detector here finds nothing in
+
+
+def score_threshold(model: torch.nn.Module, value: float | None = None) -> float:
+    """The model's score threshold (set to value when given): the roi heads' for R-CNNs, the model's own else."""
+    owner = model.roi_heads if hasattr(model, "roi_heads") else model
+    if value is not None:
+        owner.score_thresh = value
+    return owner.score_thresh
+
+
+def detector(name: str, example: torch.Tensor) -> tuple[torch.nn.Module, float]:
+    """torchvision's `name`, random weights made lively, and the value of the uniform image it scores
+    lowest; its score threshold a quarter of the way from the best score it gives that image to the best
+    it gives example (so that the uniform image finds nothing, and example some)."""
+    models = torchvision.models.detection
+    torch.manual_seed(0)
+    sizes = {} if name.startswith("ssd") else {"min_size": 320, "max_size": 320}
+    model = getattr(models, name)(weights=None, weights_backbone=None, **sizes).eval()
+    lively(model, [torch.rand(3, 320, 320)])
+    score_threshold(model, 0.0)
+    with torch.no_grad():
+        best = float(model([example])[0]["scores"].max())
+        blank, value = min((float(model([torch.full((3, 320, 320), v)])[0]["scores"].max()), v) for v in BLANKS)
+    assert best > blank, f"{name}: the example scores no higher than a uniform image ({best} <= {blank})"
+    score_threshold(model, blank + (best - blank) / 4)
+    return model, value
+
+
+DETECTORS = ("fasterrcnn_mobilenet_v3_large_320_fpn", "fasterrcnn_resnet50_fpn", "retinanet_resnet50_fpn",
+             "fcos_resnet50_fpn", "ssdlite320_mobilenet_v3_large")
+
+
+def images(seed: int) -> list[torch.Tensor]:
+    """The example (320 x 320) and two of other sizes and shapes."""
+    g = torch.Generator().manual_seed(seed)
+    return [torch.rand(3, 320, 320, generator=g), torch.rand(3, 240, 352, generator=g),
+            torch.rand(3, 417, 301, generator=g)]
+
+
+def matched(got: dict[str, torch.Tensor], want: dict[str, torch.Tensor], *, atol: float) -> torch.Tensor:
+    """For each of eager's detections, the index of the exported one that is it: the same label, score
+    within 1e-4 and box within atol. Two detections whose scores differ by float noise may come in either
+    order (as may equal scores: torchvision orders them by an unstable sort), so each is looked for among
+    all; none may be found twice, and the exported scores must come in descending order."""
+    assert tuple(got["boxes"].shape) == tuple(want["boxes"].shape), (got["boxes"].shape, want["boxes"].shape)
+    scores = got["scores"].to(want["scores"].dtype)
+    assert bool((scores[:-1] >= scores[1:] - 1e-4).all()), "scores out of order"
+    close = (got["labels"][None, :] == want["labels"][:, None]) \
+        & ((scores[None, :] - want["scores"][:, None]).abs() <= 1e-4) \
+        & ((got["boxes"][None, :, :].to(want["boxes"].dtype) - want["boxes"][:, None, :]).abs().amax(-1) <= atol)
+    order = []
+    for i in range(len(want["boxes"])):
+        candidates = [j for j in torch.where(close[i])[0].tolist() if j not in order]
+        assert candidates, f"eager's detection {i} (label {int(want['labels'][i])}, score {float(want['scores'][i]):.6f}, " \
+            f"box {want['boxes'][i].tolist()}) is not among the exported ones"
+        order.append(min(candidates, key=lambda j: abs(j - i)))
+    return torch.tensor(order, dtype=torch.int64)
+
+
+def assert_same_detections_as(got: list[torch.Tensor], want: dict[str, torch.Tensor], *, atol: float) -> None:
+    """Exported outputs (eager's keys, in order) against eager's detections: matched one by one, the
+    matched ones' other outputs (masks, keypoints) alike."""
+    got = dict(zip(want, got))
+    assert len(got) == len(want)
+    order = matched(got, want, atol=atol)
+    for key, value in want.items():
+        if key not in ("boxes", "labels", "scores"):
+            assert_same_detections([got[key][order]], [value], atol=atol)
+
+
+@pytest.mark.parametrize("name", DETECTORS)
+def test_torchvision_detector_exports_with_dynamic_image_size(name):
+    global torchvision
+    torchvision = pytest.importorskip("torchvision")
+    example, *others = images(1)
+    model, blank = detector(name, example)
+    h, w = Dim("h", min=32, max=2048), Dim("w", min=32, max=2048)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exported = aten2onnx.export(model, ([example],), dynamic_shapes={"images": [{1: h, 2: w}]}, fallback="error")
+    counts = []
+    for image in (example, *others, torch.full((3, 288, 320), blank)):
+        with torch.no_grad():
+            want = model([image])[0]
+        for got in outputs_of(exported, ([image],)):
+            assert_same_detections_as(got, want, atol=1e-2)  # pixels of a 320-pixel image
+        counts.append(len(want["boxes"]))
+    assert counts[-1] == 0 and any(counts), counts
