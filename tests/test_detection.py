@@ -216,3 +216,28 @@ def test_torchvision_detector_exports_with_dynamic_image_size(name):
             assert_same_detections_as(got, want, atol=1e-2)  # pixels of a 320-pixel image
         counts.append(len(want["boxes"]))
     assert counts[-1] == 0 and any(counts), counts
+
+
+SEGMENTERS = ("fcn_resnet50", "deeplabv3_mobilenet_v3_large", "lraspp_mobilenet_v3_large")
+
+
+@pytest.mark.parametrize("name", SEGMENTERS)
+def test_torchvision_segmenter_exports_with_dynamic_batch_and_image_size(name):
+    global torchvision
+    torchvision = pytest.importorskip("torchvision")
+    torch.manual_seed(0)
+    model = getattr(torchvision.models.segmentation, name)(weights=None, weights_backbone=None).eval()
+    g = torch.Generator().manual_seed(2)
+    example = torch.rand(1, 3, 224, 224, generator=g)
+    lively(model, example)
+    dims = {0: Dim("batch", max=16), 2: Dim("h", min=32, max=1024), 3: Dim("w", min=32, max=1024)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exported = aten2onnx.export(model, (example,), dynamic_shapes=(dims,), fallback="error")
+    for image in (example, torch.rand(2, 3, 200, 288, generator=g), torch.rand(1, 3, 97, 131, generator=g)):
+        with torch.no_grad():
+            want = model(image)
+        for got in outputs_of(exported, (image,)):
+            for g_out, w_out in zip(got, want.values()):
+                assert g_out.shape == w_out.shape
+                torch.testing.assert_close(g_out, w_out, rtol=0, atol=1e-4 * float(w_out.abs().max()))
