@@ -105,6 +105,49 @@ def _roi_align_forward(self: Any, x: dict[str, torch.Tensor], boxes: list[torch.
     return poolers._multiscale_roi_align(x_filtered, boxes, self.output_size, self.sampling_ratio, scales, mapper)
 
 
+def _linear_weights(start: torch.Tensor, end: torch.Tensor, size: int, length: int | torch.SymInt
+                    ) -> tuple[torch.Tensor, ...]:
+    """Along one axis of an image `length` long, for each box from start to end (ints, inclusive): where
+    bilinear interpolation (align_corners=False) of `size` samples to the box's extent reads, as ATen's CPU
+    kernel computes it in float32 (scale = size / extent; source = max(scale * (i + 0.5) - 0.5, 0), its floor
+    and the next sample, their weights 1 - lambda and lambda), and which positions the box covers."""
+    extent = torch.clamp(end - start + 1, min=1)
+    scale = torch.tensor(float(size), dtype=torch.float32) / extent.to(torch.float32)
+    position = torch.arange(length, device=start.device)
+    offset = position[None, :] - start[:, None]
+    source = torch.clamp(scale[:, None] * (offset.to(torch.float32) + 0.5) - 0.5, min=0)
+    first = torch.clamp(source.floor().to(torch.int64), max=size - 1)
+    weight = torch.clamp(source - first.to(torch.float32), 0, 1)
+    second = first + (first < size - 1).to(torch.int64)
+    covered = (offset >= 0) & (position[None, :] <= end[:, None])
+    return first, second, 1 - weight, weight, covered
+
+
+def _paste_masks_in_image(masks: torch.Tensor, boxes: torch.Tensor, img_shape: tuple[int, int],
+                          padding: int = 1) -> torch.Tensor:
+    """detection.roi_heads.paste_masks_in_image resizes each mask to its box in a Python loop over the
+    detections (a count read from data) and pastes it into an empty image; here all at once: each image
+    pixel inside a box reads the box's mask bilinearly as F.interpolate to the box's size computes it (rows
+    then columns, ATen's weights and order), every other pixel 0. The library's own expand_masks and
+    expand_boxes make the padded masks and integer boxes."""
+    from torchvision.models.detection import roi_heads
+
+    masks, scale = roi_heads.expand_masks(masks, padding=padding)
+    boxes = roi_heads.expand_boxes(boxes, scale).to(dtype=torch.int64)
+    im_h, im_w = img_shape
+    masks = masks[:, 0]
+    size = masks.shape[-1]
+    row0, row1, top, bottom, rows_in = _linear_weights(boxes[:, 1], boxes[:, 3], size, im_h)
+    col0, col1, left, right, cols_in = _linear_weights(boxes[:, 0], boxes[:, 2], size, im_w)
+    across = masks.gather(2, col0[:, None, :].expand(-1, size, -1)) * left[:, None, :] \
+        + masks.gather(2, col1[:, None, :].expand(-1, size, -1)) * right[:, None, :]
+    width = across.shape[-1]
+    pasted = across.gather(1, row0[:, :, None].expand(-1, -1, width)) * top[:, :, None] \
+        + across.gather(1, row1[:, :, None].expand(-1, -1, width)) * bottom[:, :, None]
+    inside = rows_in[:, :, None] & cols_in[:, None, :]
+    return torch.where(inside, pasted, torch.zeros((), dtype=pasted.dtype))[:, None]
+
+
 def _multiscale_roi_align(x_filtered: list[torch.Tensor], boxes: list[torch.Tensor], output_size: list[int],
                           sampling_ratio: int, scales: list[float] | None, mapper: Any) -> torch.Tensor:
     """ops.poolers._multiscale_roi_align: RoIAlign of each box at the level the mapper gives it, the results
@@ -147,8 +190,12 @@ def _torchvision(tv: Any) -> list[tuple[Any, str, Callable[..., Any]]]:
     if poolers is not None:
         found.append((poolers, "_multiscale_roi_align", _multiscale_roi_align))
         found.append((poolers.MultiScaleRoIAlign, "forward", _roi_align_forward))
+    heads = sys.modules.get("torchvision.models.detection.roi_heads")
+    if heads is not None:
+        found.append((heads, "paste_masks_in_image", _paste_masks_in_image))
     transform = sys.modules.get("torchvision.models.detection.transform")
     if transform is not None:
+        found.append((transform, "paste_masks_in_image", _paste_masks_in_image))
         found.append((transform, "_resize_image_and_masks", _resize_image_and_masks(transform._resize_image_and_masks)))
         found.append((transform.GeneralizedRCNNTransform, "batch_images",
                       _batch_images(transform.GeneralizedRCNNTransform.batch_images)))
