@@ -157,7 +157,7 @@ def detector(name: str, example: torch.Tensor) -> tuple[torch.nn.Module, float]:
 
 
 DETECTORS = ("fasterrcnn_mobilenet_v3_large_320_fpn", "fasterrcnn_resnet50_fpn", "retinanet_resnet50_fpn",
-             "fcos_resnet50_fpn", "ssdlite320_mobilenet_v3_large", "maskrcnn_resnet50_fpn")
+             "fcos_resnet50_fpn", "ssdlite320_mobilenet_v3_large", "maskrcnn_resnet50_fpn", "keypointrcnn_resnet50_fpn")
 
 
 def images(seed: int) -> list[torch.Tensor]:

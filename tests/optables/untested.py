@@ -84,6 +84,9 @@ UNTESTED: dict[str, str] = {
     **_each("dispatched by tests/test_torchvision.py::test_nms_keeps_eager_indices_exactly (our own op, made only by "
             "capturing torchvision's batched_nms, whose eager kernel is torchvision's nms)",
             "aten2onnx::batched_nms.default"),
+    **_each("dispatched by tests/test_detection.py::test_torchvision_detector_exports_with_dynamic_image_size (our own "
+            "op, made only by capturing torchvision's Keypoint R-CNN, whose keypoints it decodes)",
+            "aten2onnx::heatmaps_to_keypoints.default"),
     **_each("dispatched by tests/test_detection.py::test_detector_written_like_torchvisions_exports_with_data_dependent_"
             "outputs under torch 2.14 (torch.where(condition), which torch 2.13 captures as nonzero_numpy)",
             "aten::where.default"),

@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-from aten2onnx import _batched_nms  # noqa: F401  (defines aten2onnx::batched_nms)
+from aten2onnx import _detection_ops  # noqa: F401  (defines aten2onnx::batched_nms, heatmaps_to_keypoints)
 
 
 # -- torchvision (checked against 0.29) ------------------------------------------------------------------
@@ -22,6 +22,12 @@ def _batched_nms(boxes: torch.Tensor, scores: torch.Tensor, idxs: torch.Tensor, 
     """torchvision.ops.batched_nms branches on the number of boxes (a size read from data) and, for no box at
     all, returns early: aten2onnx::batched_nms is both branches as one op."""
     return torch.ops.aten2onnx.batched_nms(boxes, scores, idxs, float(iou_threshold))
+
+
+def _heatmaps_to_keypoints(maps: torch.Tensor, rois: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """detection.roi_heads.heatmaps_to_keypoints loops over the rois (a count read from data), resizing each
+    one's heatmaps to its own size read from data: aten2onnx::heatmaps_to_keypoints is that loop as one op."""
+    return torch.ops.aten2onnx.heatmaps_to_keypoints(maps, rois)
 
 
 def _topk_min(input: torch.Tensor, orig_kval: int, axis: int) -> int:
@@ -193,6 +199,7 @@ def _torchvision(tv: Any) -> list[tuple[Any, str, Callable[..., Any]]]:
     heads = sys.modules.get("torchvision.models.detection.roi_heads")
     if heads is not None:
         found.append((heads, "paste_masks_in_image", _paste_masks_in_image))
+        found.append((heads, "heatmaps_to_keypoints", _heatmaps_to_keypoints))
     transform = sys.modules.get("torchvision.models.detection.transform")
     if transform is not None:
         found.append((transform, "paste_masks_in_image", _paste_masks_in_image))
