@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 
 import aten2onnx
+from aten2onnx.testing.detection import detector, lively
 
 torchvision = None  # imported by the tests that need it (it installs only beside torch 2.14 here)
 from conftest import flat_tensors, run_ort
@@ -103,59 +104,6 @@ def test_detector_written_like_torchvisions_exports_with_data_dependent_outputs(
 # -- torchvision's detectors ----------------------------------------------------------------------------------
 
 
-def lively(model: torch.nn.Module, example: list) -> torch.nn.Module:
-    """model with every Conv2d and Linear rescaled, in the order a forward on example runs them, so that its
-    output has std 1 there (random initialization leaves a deep detector's features near 0 and its scores
-    all equal): distinct features, scores spread apart."""
-    done: set[torch.nn.Module] = set()
-
-    def rescale(module: torch.nn.Module, inputs: tuple, output: torch.Tensor) -> torch.Tensor | None:
-        if module in done or not isinstance(output, torch.Tensor) or output.numel() < 2:
-            return None
-        done.add(module)
-        spread = output.std()
-        module.weight.div_(spread)
-        if module.bias is not None:
-            module.bias.div_(spread)
-        return output / spread
-
-    hooks = [m.register_forward_hook(rescale) for m in model.modules() if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear))]
-    with torch.no_grad():
-        model(example)
-    for hook in hooks:
-        hook.remove()
-    return model
-
-
-BLANKS = (0.5, 0.0, 1.0)  # uniform images: one of them is what a detector here finds nothing in
-
-
-def score_threshold(model: torch.nn.Module, value: float | None = None) -> float:
-    """The model's score threshold (set to value when given): the roi heads' for R-CNNs, the model's own else."""
-    owner = model.roi_heads if hasattr(model, "roi_heads") else model
-    if value is not None:
-        owner.score_thresh = value
-    return owner.score_thresh
-
-
-def detector(name: str, example: torch.Tensor) -> tuple[torch.nn.Module, float]:
-    """torchvision's `name`, random weights made lively, and the value of the uniform image it scores
-    lowest; its score threshold a quarter of the way from the best score it gives that image to the best
-    it gives example (so that the uniform image finds nothing, and example some)."""
-    models = torchvision.models.detection
-    torch.manual_seed(0)
-    sizes = {} if name.startswith("ssd") else {"min_size": 320, "max_size": 320}
-    model = getattr(models, name)(weights=None, weights_backbone=None, **sizes).eval()
-    lively(model, [torch.rand(3, 320, 320)])
-    score_threshold(model, 0.0)
-    with torch.no_grad():
-        best = float(model([example])[0]["scores"].max())
-        blank, value = min((float(model([torch.full((3, 320, 320), v)])[0]["scores"].max()), v) for v in BLANKS)
-    assert best > blank, f"{name}: the example scores no higher than a uniform image ({best} <= {blank})"
-    score_threshold(model, blank + (best - blank) / 4)
-    return model, value
-
-
 DETECTORS = ("fasterrcnn_mobilenet_v3_large_320_fpn", "fasterrcnn_resnet50_fpn", "retinanet_resnet50_fpn",
              "fcos_resnet50_fpn", "ssdlite320_mobilenet_v3_large", "maskrcnn_resnet50_fpn", "keypointrcnn_resnet50_fpn")
 
@@ -204,7 +152,7 @@ def test_torchvision_detector_exports_with_dynamic_image_size(name):
     global torchvision
     torchvision = pytest.importorskip("torchvision")
     example, *others = images(1)
-    model, blank = detector(name, example)
+    model, blank = detector(torchvision.models.detection, name, example)
     h, w = Dim("h", min=32, max=2048), Dim("w", min=32, max=2048)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
