@@ -190,3 +190,84 @@ def test_torchvision_segmenter_exports_with_dynamic_batch_and_image_size(name):
             for g_out, w_out in zip(got, want.values()):
                 assert g_out.shape == w_out.shape
                 torch.testing.assert_close(g_out, w_out, rtol=0, atol=1e-4 * float(w_out.abs().max()))
+
+
+class YoloStyle(torch.nn.Module):
+    """A single-stage detector with its non-maximum suppression in forward, written as ultralytics writes its
+    export-time post-processing: a prediction [4 + classes, anchors] per image, the anchors whose best class
+    clears a confidence threshold kept by a boolean mask, boxes moved apart by class by a constant offset
+    (max_wh) for one torchvision nms, then the first max_det kept."""
+
+    def __init__(self, classes: int = 4, conf: float = 0.5, iou: float = 0.45, max_det: int = 5) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.body = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, 2, 1), torch.nn.SiLU(), torch.nn.Conv2d(16, 16, 3, 2, 1),
+                                        torch.nn.SiLU())
+        self.head = torch.nn.Conv2d(16, 4 + classes, 1)
+        self.classes, self.conf, self.iou, self.max_det = classes, conf, iou, max_det
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        features = self.head(self.body(images))  # [1, 4 + classes, h, w]
+        h, w = features.shape[-2:]
+        prediction = features.flatten(2)[0].transpose(0, 1)  # [anchors, 4 + classes]
+        grid_y, grid_x = torch.meshgrid(torch.arange(h), torch.arange(w), indexing="ij")
+        centre = (torch.stack([grid_x, grid_y], -1).reshape(-1, 2).float() + 0.5) * 4
+        half = prediction[:, 2:4].sigmoid() * 32
+        boxes = torch.cat([centre + prediction[:, :2].tanh() * 4 - half, centre + prediction[:, :2].tanh() * 4 + half], 1)
+        conf, label = prediction[:, 4:].sigmoid().max(1, keepdim=True)
+        x = torch.cat([boxes, conf, label.float()], 1)[conf.view(-1) > self.conf]
+        keep = torchvision.ops.nms(x[:, :4] + x[:, 5:6] * 7680, x[:, 4], self.iou)[: self.max_det]
+        return x[keep]
+
+
+def test_yolo_style_detector_with_nms_in_forward_exports_with_dynamic_image_size():
+    global torchvision
+    torchvision = pytest.importorskip("torchvision")
+    model = YoloStyle().eval()
+    g = torch.Generator().manual_seed(3)
+    example = torch.rand(1, 3, 128, 160, generator=g)
+    lively(model, example)
+    with torch.no_grad():  # class scores spread around the threshold: a uniform image clears none
+        model.head.weight[4:].mul_(2)
+        model.head.bias[4:] = -6
+    dims = {2: Dim("h", min=32, max=1024), 3: Dim("w", min=32, max=1024)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exported = aten2onnx.export(model, (example,), dynamic_shapes=(dims,), fallback="error")
+    counts = []
+    for image in (example, torch.rand(1, 3, 96, 224, generator=g), torch.rand(1, 3, 256, 256, generator=g),
+                  torch.full((1, 3, 64, 64), 0.5)):
+        with torch.no_grad():
+            want = model(image)
+        for got in outputs_of(exported, (image,)):
+            assert_same_detections(got, [want], atol=1e-4)
+        counts.append(len(want))
+    assert counts[-1] == 0 and 0 < min(counts[:-1]) < model.max_det == max(counts), counts  # none, some, the cap
+
+
+def test_detr_exports_with_dynamic_batch_and_image_size():
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    backbone = transformers.ResNetConfig(embedding_size=16, hidden_sizes=[16, 32, 64, 128], depths=[1, 1, 1, 1],
+                                         out_features=["stage4"])
+    config = transformers.DetrConfig(use_timm_backbone=False, use_pretrained_backbone=False, backbone_config=backbone,
+                                     d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+                                     decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64, num_queries=10,
+                                     num_labels=5)
+    config.backbone = None
+    model = transformers.DetrForObjectDetection(config).eval()
+    g = torch.Generator().manual_seed(4)
+    example = torch.rand(1, 3, 224, 224, generator=g)
+    dims = {0: Dim("batch", max=8), 2: Dim("h", min=64, max=1024), 3: Dim("w", min=64, max=1024)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", aten2onnx.NarrowedExportWarning)  # no dim narrowed
+        warnings.filterwarnings("ignore", category=UserWarning)
+        warnings.filterwarnings("ignore", category=FutureWarning)
+        exported = aten2onnx.export(model, (example,), dynamic_shapes={"pixel_values": dims}, fallback="error")
+    for image in (example, torch.rand(2, 3, 160, 256, generator=g), torch.rand(1, 3, 320, 192, generator=g)):
+        with torch.no_grad():
+            out = model(image)
+        for got in outputs_of(exported, (image,)):
+            for g_out, w_out in zip(got, (out.logits, out.pred_boxes)):
+                assert g_out.shape == w_out.shape
+                torch.testing.assert_close(g_out, w_out, rtol=1e-4, atol=1e-5)
