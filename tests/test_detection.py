@@ -271,3 +271,26 @@ def test_detr_exports_with_dynamic_batch_and_image_size():
             for g_out, w_out in zip(got, (out.logits, out.pred_boxes)):
                 assert g_out.shape == w_out.shape
                 torch.testing.assert_close(g_out, w_out, rtol=1e-4, atol=1e-5)
+
+
+def test_capturing_a_detector_leaves_torchvision_and_the_model_as_they_were():
+    global torchvision
+    torchvision = pytest.importorskip("torchvision")
+    from torchvision.models.detection import _utils, roi_heads, transform
+    from torchvision.ops import boxes, poolers
+
+    library = {(module, name): getattr(module, name) for module, name in (
+        (boxes, "batched_nms"), (torchvision.ops, "batched_nms"), (_utils, "_topk_min"), (_utils.BoxCoder, "decode"),
+        (poolers, "_multiscale_roi_align"), (poolers.MultiScaleRoIAlign, "forward"), (roi_heads, "paste_masks_in_image"),
+        (roi_heads, "heatmaps_to_keypoints"), (transform, "paste_masks_in_image"),
+        (transform, "_resize_image_and_masks"), (transform.GeneralizedRCNNTransform, "batch_images"))}
+    torch.manual_seed(0)
+    model = torchvision.models.detection.fasterrcnn_mobilenet_v3_large_320_fpn(weights=None, weights_backbone=None).eval()
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        aten2onnx.export(model, ([torch.rand(3, 320, 320)],))
+    assert all(getattr(module, name) is original for (module, name), original in library.items())
+    # eager sets the pooler's scales on its first call; capturing is no call of the user's
+    assert model.roi_heads.box_roi_pool.scales is None and model.roi_heads.box_roi_pool.map_levels is None
+    assert all(torch.equal(v, state[k]) for k, v in model.state_dict().items())
