@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 import aten2onnx
-from aten2onnx.testing.detection import detector, lively
+from aten2onnx.testing.detection import detector, lively, matched
 
 torchvision = None  # imported by the tests that need it (it installs only beside torch 2.14 here)
 from conftest import flat_tensors, run_ort
@@ -113,26 +113,6 @@ def images(seed: int) -> list[torch.Tensor]:
     g = torch.Generator().manual_seed(seed)
     return [torch.rand(3, 320, 320, generator=g), torch.rand(3, 240, 352, generator=g),
             torch.rand(3, 417, 301, generator=g)]
-
-
-def matched(got: dict[str, torch.Tensor], want: dict[str, torch.Tensor], *, atol: float) -> torch.Tensor:
-    """For each of eager's detections, the index of the exported one that is it: the same label, score
-    within 1e-4 and box within atol. Two detections whose scores differ by float noise may come in either
-    order (as may equal scores: torchvision orders them by an unstable sort), so each is looked for among
-    all; none may be found twice, and the exported scores must come in descending order."""
-    assert tuple(got["boxes"].shape) == tuple(want["boxes"].shape), (got["boxes"].shape, want["boxes"].shape)
-    scores = got["scores"].to(want["scores"].dtype)
-    assert bool((scores[:-1] >= scores[1:] - 1e-4).all()), "scores out of order"
-    close = (got["labels"][None, :] == want["labels"][:, None]) \
-        & ((scores[None, :] - want["scores"][:, None]).abs() <= 1e-4) \
-        & ((got["boxes"][None, :, :].to(want["boxes"].dtype) - want["boxes"][:, None, :]).abs().amax(-1) <= atol)
-    order = []
-    for i in range(len(want["boxes"])):
-        candidates = [j for j in torch.where(close[i])[0].tolist() if j not in order]
-        assert candidates, f"eager's detection {i} (label {int(want['labels'][i])}, score {float(want['scores'][i]):.6f}, " \
-            f"box {want['boxes'][i].tolist()}) is not among the exported ones"
-        order.append(min(candidates, key=lambda j: abs(j - i)))
-    return torch.tensor(order, dtype=torch.int64)
 
 
 def assert_same_detections_as(got: list[torch.Tensor], want: dict[str, torch.Tensor], *, atol: float) -> None:

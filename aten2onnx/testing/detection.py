@@ -61,3 +61,27 @@ def detector(models: Any, name: str, example: torch.Tensor) -> tuple[torch.nn.Mo
         raise ValueError(f"{name}: the example scores no higher than a uniform image ({best} <= {blank}): pick another")
     score_threshold(model, blank + (best - blank) / 4)
     return model, value
+
+
+def matched(got: dict[str, torch.Tensor], want: dict[str, torch.Tensor], *, atol: float) -> torch.Tensor:
+    """For each of eager's detections, the index of the exported one that is it: the same label, score
+    within 1e-4 and box within atol. Two detections whose scores differ by float noise may come in either
+    order (as may equal scores: torchvision orders them by an unstable sort), so each is looked for among
+    all; none may be found twice, and the exported scores must come in descending order. AssertionError
+    says which detection is missing."""
+    if tuple(got["boxes"].shape) != tuple(want["boxes"].shape):
+        raise AssertionError(f"{len(got['boxes'])} detections, eager {len(want['boxes'])}")
+    scores = got["scores"].to(want["scores"].dtype)
+    if not bool((scores[:-1] >= scores[1:] - 1e-4).all()):
+        raise AssertionError("scores out of order")
+    close = (got["labels"][None, :] == want["labels"][:, None]) \
+        & ((scores[None, :] - want["scores"][:, None]).abs() <= 1e-4) \
+        & ((got["boxes"][None, :, :].to(want["boxes"].dtype) - want["boxes"][:, None, :]).abs().amax(-1) <= atol)
+    order = []
+    for i in range(len(want["boxes"])):
+        candidates = [j for j in torch.where(close[i])[0].tolist() if j not in order]
+        if not candidates:
+            raise AssertionError(f"eager's detection {i} (label {int(want['labels'][i])}, score "
+                                 f"{float(want['scores'][i]):.6f}, box {want['boxes'][i].tolist()}) is not among the exported ones")
+        order.append(min(candidates, key=lambda j: abs(j - i)))
+    return torch.tensor(order, dtype=torch.int64)
