@@ -23,14 +23,16 @@ ALLOWED = {
     "_aten_node": BASE,
     "_packed_rnn": set(),
     "_fractional_pool": set(),
+    "_detection_ops": set(),
     "registry": BASE,
     "ir": BASE | {"_aten_node"},
-    "symbolic": BASE | {"registry", "ir", "_packed_rnn", "_fractional_pool"},
+    "symbolic": BASE | {"registry", "ir", "_packed_rnn", "_fractional_pool", "_detection_ops"},
     "_contrib_math": set(),
-    "exporter": BASE | {"_aten_node", "_packed_rnn", "_fractional_pool", "_contrib_math", "registry", "ir", "symbolic"},
-    # (_packed_rnn and _fractional_pool define the aten2onnx:: ops a saved model may call; _contrib_math the
+    "exporter": BASE | {"_aten_node", "_packed_rnn", "_fractional_pool", "_detection_ops", "_contrib_math", "registry",
+                        "ir", "symbolic"},
+    # (_packed_rnn, _fractional_pool and _detection_ops define the aten2onnx:: ops capture makes; _contrib_math the
     # arithmetic of onnxruntime's contrib ops, which the exporter's capture ops and the runtime's kernels share)
-    "runtime": BASE | {"_aten_node", "_packed_rnn", "_fractional_pool", "_contrib_math"},
+    "runtime": BASE | {"_aten_node", "_packed_rnn", "_fractional_pool", "_detection_ops", "_contrib_math"},
 }
 
 
