@@ -189,6 +189,10 @@ FOUND = [
     # (fuzz_models seed 96000000, program 96000193; tests/optables/division.py sweeps the values around it)
     program([("x0", (3, 4), BF16)], [("v0", "torch.atan2(torch.div(x0, x0, rounding_mode='floor'), x0)")], ("v0",),
             seed=1),
+    # a bfloat16 fill of one element folded to a constant whose one stride was 0: its bytes, read for the
+    # constant cache, failed a view to uint8 (fuzz_models seed 129100000, programs 129100073, 129100118)
+    program([("x0", (2,), torch.bool)], [("v3", "x0.to(torch.bfloat16)"), ("v4", "v3.narrow(0, 0, 1).fill_(-0.5)")],
+            ("v3",), seed=17708),
 ]
 
 

@@ -634,7 +634,10 @@ def _raw_bytes(tensor: torch.Tensor) -> bytes:
     try:
         return tensor.numpy().tobytes()
     except TypeError:
-        return tensor.detach().reshape(-1).contiguous().view(torch.uint8).numpy().tobytes()
+        flat = tensor.detach().reshape(-1).contiguous()
+    if flat.numel() and flat.stride(0) != 1:  # one element is contiguous whatever its stride: a view needs 1
+        flat = flat.clone(memory_format=torch.contiguous_format)
+    return flat.view(torch.uint8).numpy().tobytes()
 
 
 def carrier(tensor: torch.Tensor) -> tuple[torch.Tensor, bool]:
