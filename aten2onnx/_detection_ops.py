@@ -1,12 +1,15 @@
 """The ops torchvision's detection functions are captured as (see exporter/passes/libraries.py), defined where
 both the exporter and its symbolic can import it.
 
-`aten2onnx::batched_nms`: torchvision's `batched_nms`. torchvision (checked against 0.29) suppresses boxes per class in one of two ways, chosen by the number of
-boxes, a size read from data that torch.export cannot branch on: above 4000 coordinates (on the CPU) one
-nms per class, the kept boxes sorted by score; otherwise one nms over boxes moved apart by class (each
-class offset by its index times the largest coordinate + 1), whose float rounding differs. This op is
-that choice as one call, its size a symbol from 0 up; its eager kernel runs torchvision's nms as
-torchvision's function does, and its translation is an If over the same two computations."""
+`aten2onnx::batched_nms`: torchvision's `batched_nms`. torchvision (checked against 0.29) suppresses boxes
+per class in one of two ways, chosen by the number of boxes, a size read from data that torch.export cannot
+branch on: above 4000 coordinates (on the CPU) one nms per class, the kept boxes sorted by score; otherwise
+one nms over boxes moved apart by class (each class offset by its index times the largest coordinate + 1),
+whose float rounding differs. This op is that choice as one call, its size a symbol from 0 up; its eager
+kernel runs torchvision's nms as torchvision's function does, and its translation is an If over the same
+two computations.
+
+`aten2onnx::heatmaps_to_keypoints`: Keypoint R-CNN's heatmap decoding, below."""
 
 from __future__ import annotations
 

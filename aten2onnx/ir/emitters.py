@@ -285,15 +285,22 @@ class Emitters:
             start = end
         return pieces
 
-    def pad(self, x: Value, pads: Sequence[int], mode: str = "constant", value: float | int | None = None) -> Value:
-        """x padded by pads (ONNX's order: every axis' begin, then every axis' end) in mode (constant, reflect,
-        edge), with value in constant mode. Pad takes pads as an attribute, and its value as a float, before 11,
-        and no integers there (int64 and bool, which no wider type Pad takes holds, are padded by Concat with
-        filled blocks instead)."""
-        if mode == "constant" and not self._runs("Pad", x) and x.shape is not None and min(pads, default=0) >= 0:
+    def pad(self, x: Value, pads: Sequence[int | Value], mode: str = "constant",
+            value: float | int | None = None) -> Value:
+        """x padded by pads (ONNX's order: every axis' begin, then every axis' end; ints, or 0-d int graph values
+        for widths computed in the graph) in mode (constant, reflect, edge), with value in constant mode. Pad
+        takes pads as an attribute, and its value as a float, before 11, and no integers there (int64 and bool,
+        which no wider type Pad takes holds, are padded by Concat with filled blocks instead, by static widths).
+        Widths in the graph where Pad takes an attribute, or for a dtype it does not run, are
+        NotImplementedError."""
+        static = all(isinstance(p, int) for p in pads)
+        if mode == "constant" and not self._runs("Pad", x) and x.shape is not None and static and min(pads, default=0) >= 0:
             return self._pad_by_concat(x, pads, 0 if value is None else value)
+        if not static and not (self._as_input("Pad", "pads") and self._runs("Pad", x)):
+            raise NotImplementedError(f"opset {self.opset} Pad takes no widths computed in the graph for {x.dtype}; "
+                                      f"export at opset {_first_with_input('Pad', 'pads')} or later")
         if self._as_input("Pad", "pads"):
-            inputs = [self.const(list(pads), dtype=torch.int64)]
+            inputs = [self.int_list(list(pads))]
             if mode == "constant" and value is not None:
                 inputs.append(self.const(value, like=x))
             return self.op("Pad", x, *inputs, mode=mode)

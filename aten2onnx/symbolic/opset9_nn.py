@@ -33,26 +33,25 @@ _PAD_MODES = {"constant": "constant", "reflect": "reflect", "replicate": "edge"}
 
 def pad_with(g, self, pad, mode: str, value):
     pad = list(pad)
-    if mode in _PAD_MODES and all(isinstance(p, int) and p >= 0 for p in pad):
+    static = all(isinstance(p, int) for p in pad)
+    begins, ends = [0] * self.rank, [0] * self.rank  # Pad's order: F.pad's pairs start at the last dim
+    for i in range(len(pad) // 2):
+        begins[self.rank - 1 - i], ends[self.rank - 1 - i] = pad[2 * i], pad[2 * i + 1]
+    if mode in _PAD_MODES and static and all(p >= 0 for p in pad):
         # Pad, static or symbolic sizes: its widths here are constants (a negative one crops, which only
         # constant mode's Pad does; those are gathered below)
-        begins, ends = [0] * self.rank, [0] * self.rank
-        for i in range(len(pad) // 2):
-            begins[self.rank - 1 - i], ends[self.rank - 1 - i] = pad[2 * i], pad[2 * i + 1]
         try:
             return g.pad(self, begins + ends, _PAD_MODES[mode], (0 if value is None else value) if mode == "constant" else None)
         except NotImplementedError:
             if not self.is_static:
                 raise
             # no Pad for this dtype at this opset (before 11 it takes floats only): the elements' moves below
-    if mode == "constant" and not all(isinstance(p, int) for p in pad) and g.opset >= 11:
-        # widths computed in the graph (a dynamic size's difference): Pad takes them as an input from 11,
-        # a negative one cropping as eager's does
-        begins, ends = [0] * self.rank, [0] * self.rank
-        for i in range(len(pad) // 2):
-            begins[self.rank - 1 - i], ends[self.rank - 1 - i] = pad[2 * i], pad[2 * i + 1]
-        fill_value = g.const(0 if value is None else value, like=self)
-        return g.op("Pad", self, g.int_list(begins + ends), fill_value, mode="constant")
+    if mode == "constant" and not static:
+        # widths computed in the graph (a dynamic size's difference), a negative one cropping as eager's does
+        try:
+            return g.pad(self, begins + ends, "constant", 0 if value is None else value)
+        except NotImplementedError:
+            pass  # no Pad taking them at this opset: what follows, or a fallback
     if not self.is_static and mode == "circular" and all(isinstance(p, int) for p in pad):
         return _circular(g, self, pad)
     if mode == "constant":

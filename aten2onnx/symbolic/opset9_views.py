@@ -169,8 +169,7 @@ def aten_flatten(g, self, start_dim=0, end_dim=-1):
         return self
     # Reshape's 0 copies the input dim at the same index, which holds for the dims before start. Its -1
     # cannot be inferred when another dim is 0 (no element to divide): then the flattened size is the product
-    kept = [dim_size(g, self, d) for d in (*range(start), *range(end + 1, rank))]
-    nonzero = all(isinstance(d, int) and d > 0 for d in kept)
+    nonzero = all(isinstance(n, int) and n > 0 for d, n in enumerate(self.shape) if not start <= d <= end)
     flat = -1 if nonzero else sym_prod(g, [dim_size(g, self, d) for d in range(start, end + 1)])
     shape = [0] * start + [flat] + [dim_size(g, self, d) for d in range(end + 1, rank)]
     return reshape(g, self, shape)

@@ -179,7 +179,7 @@ def _multiscale_roi_align(x_filtered: list[torch.Tensor], boxes: list[torch.Tens
     return result
 
 
-def _torchvision(tv: Any) -> list[tuple[Any, str, Callable[..., Any]]]:
+def _torchvision() -> list[tuple[Any, str, Callable[..., Any]]]:
     """(module, attribute, equivalent) for torchvision's functions, where the module is loaded."""
     found = []
     boxes = sys.modules.get("torchvision.ops.boxes")
@@ -210,7 +210,7 @@ def _torchvision(tv: Any) -> list[tuple[Any, str, Callable[..., Any]]]:
 
 
 # the libraries with equivalents, by the module whose import loads them
-_LIBRARIES: dict[str, Callable[[Any], list[tuple[Any, str, Callable[..., Any]]]]] = {"torchvision": _torchvision}
+_LIBRARIES: dict[str, Callable[[], list[tuple[Any, str, Callable[..., Any]]]]] = {"torchvision": _torchvision}
 
 
 @contextlib.contextmanager
@@ -218,10 +218,9 @@ def library_equivalents() -> Iterator[None]:
     """Every loaded library's functions swapped for their equivalents, put back after."""
     swapped = []
     for name, equivalents in _LIBRARIES.items():
-        library = sys.modules.get(name)
-        if library is None:
+        if name not in sys.modules:
             continue
-        for module, attribute, equivalent in equivalents(library):
+        for module, attribute, equivalent in equivalents():
             if hasattr(module, attribute):
                 swapped.append((module, attribute, getattr(module, attribute)))
                 setattr(module, attribute, equivalent)
