@@ -49,6 +49,20 @@ def multilabel(rows, classes):
     return torch.randn(rows, classes), target
 
 
+def picked(q, k, keep):
+    """Products with rows picked by a mask, their count read from data (0 included): einsum keeping that
+    count in its output (onnxruntime's Einsum died of SIGFPE on an empty one) and a view to it (Reshape
+    read a 0 there as the input's dim)."""
+    kept = k[keep]
+    cols = kept.reshape(-1, 12).t()
+    return torch.einsum("lhd,shd->lhs", q, kept), cols.view(2, 6, cols.shape[1])
+
+
+def to_pick(n):
+    """q, k and a mask that picks every third row of k at n = 5 and none at n = 8."""
+    return torch.randn(n, 3, 4), torch.randn(n + 2, 3, 4), (torch.arange(n + 2) % 3 == 0) & (n < 8)
+
+
 aten = torch.ops.aten
 # name: (fn, make(n) -> args with a size n somewhere, the dynamic dims of each argument)
 CASES = {
@@ -109,6 +123,7 @@ CASES = {
                             F.multilabel_margin_loss(v, u, reduction="sum")),
         lambda n: (*multilabel(n, n - 1), *(z[0] for z in multilabel(1, n))),
         ({0: AUTO, 1: AUTO}, {0: AUTO, 1: AUTO}, {0: AUTO}, {0: AUTO})),
+    "picked_by_mask": (picked, to_pick, ({0: AUTO}, {0: AUTO}, {0: AUTO})),
     "native_layer_norm": (lambda x, w, b: aten.native_layer_norm.default(x, [8], w, b, 1e-5),
                           lambda n: (torch.randn(2, n, 8), torch.randn(8), torch.randn(8)),
                           ({0: AUTO, 1: AUTO}, None, None)),

@@ -145,15 +145,23 @@ def _check_other_size(node: torch.fx.Node, op: torch._ops.OpOverload, gm: torch.
     if not symbols:
         return
     known = size_hints(shape_env)
-    hints = {s: int(known[s]) for s in symbols if s in known}
-    if len(hints) != len(symbols):
-        raise NoDecomposition("its decomposition could not be checked at another size (a size has no example value)")
+    hints, ranges = {}, {}
+    for s in symbols:
+        if s in known:  # a size of the inputs: its example's, and torch.export's own floor of 2
+            hints[s], ranges[s] = int(known[s]), (2, None)
+            continue
+        least, most = _range(shape_env, s)  # a size read from data: no example, a range that may hold 0
+        if least is None:
+            raise NoDecomposition("its decomposition could not be checked at another size (a size has no example "
+                                  "value and no lower bound)")
+        hints[s], ranges[s] = max(least, min(4, most if most is not None else 4)), (least, most)
     generator = torch.Generator().manual_seed(0)
     checked: list[int] = []
     for step in _OTHER_SIZES:
         sizes = {s: h + step for s, h in hints.items()}
-        if any(v < 2 for v in sizes.values()) or (checked and (checked[0] > 0) == (step > 0)):
-            continue  # a size below 2 (torch.export's own floor), or one on the side already checked
+        if any(v < ranges[s][0] or (ranges[s][1] is not None and v > ranges[s][1]) for s, v in sizes.items()) \
+                or (checked and (checked[0] > 0) == (step > 0)):
+            continue  # a size outside its range, or one on the side already checked
         concrete = [_concrete(v, sizes, generator) for v in vals]
         if any(isinstance(c, torch.Tensor) and c.numel() > _CHECK_ELEMENTS for c in concrete):
             continue
@@ -183,6 +191,15 @@ def _check_other_size(node: torch.fx.Node, op: torch._ops.OpOverload, gm: torch.
             return
     if not checked:
         raise NoDecomposition("its decomposition could not be checked at another size (the op refused every one tried)")
+
+
+def _range(shape_env: Any, symbol: Any) -> tuple[int | None, int | None]:
+    """The least and most a symbol can be, as the ShapeEnv bounds it (None where it does not)."""
+    bounds = shape_env.var_to_range.get(symbol)
+    if bounds is None:
+        return None, None
+    least, most = bounds.lower, bounds.upper
+    return (int(least) if least.is_finite else None), (int(most) if most.is_finite else None)
 
 
 def _implied(shape_env: Any, expr: Any) -> bool:

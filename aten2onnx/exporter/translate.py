@@ -645,6 +645,8 @@ class Translator:
         return value
 
     def _stamp(self, value: Value, val: Any, name: str, new: set[int]) -> None:
+        if isinstance(val, torch.SymInt):
+            value.least = _least(val)  # a fact about the value, whoever made it
         if id(value) not in new:
             return  # the handler passed an existing value through (a no-op such as contiguous)
         dtype, shape = graph_type(val)
@@ -698,6 +700,14 @@ def _holds_exactly(wide: torch.dtype, narrow: torch.dtype) -> bool:
 
 
 _NUMBERS = (int, float, bool, torch.SymInt, torch.SymFloat, torch.SymBool)
+
+
+def _least(size: torch.SymInt) -> int | None:
+    """The least a symbolic size can be, as the capture's ranges bound it (None: unbounded below)."""
+    try:
+        return int(size.node.shape_env.bound_sympy(size.node.expr).lower)
+    except (TypeError, ValueError, OverflowError, AttributeError):
+        return None
 
 
 def _check_result(result: Any, val: Any) -> None:

@@ -50,10 +50,11 @@ class Value:
     `const` holds the tensor of a constant made by `g.const` (or folded from constants), so
     handlers can read static values such as shapes. A written buffer (kind "state") is an input
     whose initializer is only its default: its `const` is None, so nothing reads through it, and
-    the default is in `default`.
+    the default is in `default`. `least` is the least a 0-d integer value (a SymInt of the capture) can
+    be, where the capture bounds it.
     """
 
-    __slots__ = ("name", "dtype", "shape", "const", "producer", "kind", "complex", "default", "typed")
+    __slots__ = ("name", "dtype", "shape", "const", "producer", "kind", "complex", "default", "typed", "least")
 
     def __init__(self, name: str, dtype: torch.dtype | None = None, shape: tuple[Dim, ...] | None = None,
                  const: torch.Tensor | None = None, kind: str = "node", complex: bool = False) -> None:
@@ -66,6 +67,7 @@ class Value:
         self.complex = complex  # a complex tensor carried as real pairs: dtype and shape are the carrier's
         self.default: torch.Tensor | None = None  # a "state" value's initializer
         self.typed = dtype is not None  # the dtype is known for certain, not guessed (see GraphBuilder._infer)
+        self.least: int | None = None
 
     @property
     def rank(self) -> int | None:

@@ -246,11 +246,21 @@ class Emitters:
 
     def reshape_to_sizes(self, x: Value, shape: Value) -> Value:
         """x reshaped to a shape of sizes read from the graph (no -1): a 0 there is a size of 0, not
-        Reshape's "copy the input's dim", which allowzero says from opset 14 (before, a dim that is 0 when run
-        reads as the input's)."""
+        Reshape's "copy the input's dim", which allowzero says from opset 14. Before (from Slice taking its
+        bounds as inputs, 10), x's elements and as many zeros as make up the shape with each 0 read as 1
+        (none where no size is 0) are reshaped to that shape, then sliced to the sizes asked: a copy of x,
+        the price of a size that may be 0. At opset 9 a 0 still reads as the input's dim."""
         if has_attribute("Reshape", "allowzero", self.opset):
             return self.op("Reshape", x, shape, allowzero=1)
-        return self.op("Reshape", x, shape)
+        if not self._as_input("Slice", "starts") or x.dtype is None:
+            return self.op("Reshape", x, shape)
+        zero, one = self.const([0], dtype=torch.int64), self.const([1], dtype=torch.int64)
+        at_least_one = self.op("Where", self.op("Equal", shape, zero), one, shape)
+        extra = self.op("Sub", self.op("ReduceProd", at_least_one, keepdims=1), self.op("Size", x))
+        flat = self.op("Reshape", x, self.const([-1], dtype=torch.int64))
+        zeros = self.op("ConstantOfShape", extra, value=torch.zeros(1, dtype=x.dtype))
+        whole = self.op("Reshape", self.op("Concat", flat, zeros, axis=0), at_least_one)
+        return self.op("Slice", whole, self.op("Mul", shape, zero), shape)
 
     def unsqueeze(self, x: Value, axes: Sequence[int]) -> Value:
         if self._as_input("Unsqueeze", "axes"):

@@ -19,6 +19,7 @@ from aten2onnx.symbolic._helpers import (
     promote,
     reshape,
     slice_axis,
+    static_reshape,
     sym_prod,
     transpose_perm,
     unsqueeze_static,
@@ -56,9 +57,16 @@ def aten_sym_stride(g, self, dim):
 def torch_reshape(g: GraphBuilder, x: Value, shape: list) -> Value:
     """x as torch's view/reshape reads shape. A size 0 there makes the result empty, so it is made of
     the shape (ConstantOfShape): Reshape would read the 0 as "keep the input's size", and
-    onnxruntime's shape inference refuses a 0 beside a size it cannot see."""
+    onnxruntime's shape inference refuses a 0 beside a size it cannot see. A size computed in the graph
+    that may be 0 (one read from data) is read as a size by the Reshape emitter where Reshape can say so
+    (allowzero); a -1 beside it cannot be inferred when it is 0, which torch refuses too."""
     if any(isinstance(s, int) and s == 0 for s in shape):
         return fill(g, list(shape), 0, x.dtype)
+    if -1 not in shape and any(isinstance(s, Value) and (s.least is None or s.least < 1) for s in shape):
+        out = g.reshape_to_sizes(x, g.int_list(shape))
+        if out.shape is None:
+            out.shape = static_reshape(x, shape)
+        return out
     return reshape(g, x, shape)
 
 
