@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterator
 import torch
 
 from aten2onnx import _detection_ops  # noqa: F401  (defines aten2onnx::batched_nms, heatmaps_to_keypoints)
+from aten2onnx.exporter.passes import library_longformer
 
 
 # -- torchvision (checked against 0.29) ------------------------------------------------------------------
@@ -210,7 +211,10 @@ def _torchvision() -> list[tuple[Any, str, Callable[..., Any]]]:
 
 
 # the libraries with equivalents, by the module whose import loads them
-_LIBRARIES: dict[str, Callable[[], list[tuple[Any, str, Callable[..., Any]]]]] = {"torchvision": _torchvision}
+_LIBRARIES: dict[str, Callable[[], list[tuple[Any, str, Callable[..., Any]]]]] = {
+    "torchvision": _torchvision,
+    library_longformer.MODULE: library_longformer.equivalents,
+}
 
 
 @contextlib.contextmanager

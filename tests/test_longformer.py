@@ -1,0 +1,99 @@
+"""transformers' Longformer (PyTorch's AllenaiLongformerBase) through the capture equivalents of
+aten2onnx/exporter/passes/library_longformer.py: it reads from data whether any token attends globally and how
+many do, which torch.export cannot trace. Exported static (as the benchmark calls it) and with dynamic batch and
+sequence, it must give eager's logits in onnxruntime and aten2onnx.runtime for other sizes, other numbers of
+global tokens (none, some, every row's first, many) and padded rows, with no dim narrowed."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+
+import aten2onnx
+from aten2onnx.errors import NarrowedExportWarning
+from conftest import run_ort
+
+transformers = pytest.importorskip("transformers")
+transformers.logging.set_verbosity_error()
+from transformers.models.longformer import modeling_longformer  # noqa: E402
+
+VOCAB = 100
+CONFIG = dict(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+              attention_window=[8, 4], max_position_embeddings=160, pad_token_id=1)
+
+
+def longformer(head: type) -> torch.nn.Module:
+    torch.manual_seed(0)
+    return head(transformers.LongformerConfig(**CONFIG)).eval()
+
+
+def inputs(batch: int, seq: int, globals_at: list[list[int]], padded_from: int | None = None, seed: int = 0):
+    """Token ids, an attention mask (the last row padded from `padded_from`) and a global attention mask with
+    row r's global tokens at globals_at[r]."""
+    generator = torch.Generator().manual_seed(seed)
+    ids = torch.randint(2, VOCAB, (batch, seq), generator=generator)
+    mask = torch.ones(batch, seq, dtype=torch.long)
+    if padded_from is not None:
+        mask[-1, padded_from:] = 0
+    glob = torch.zeros(batch, seq, dtype=torch.long)
+    for row, at in enumerate(globals_at):
+        glob[row, at] = 1
+    return ids, mask, glob
+
+
+# (batch, seq, each row's global tokens, where the last row's padding starts): the example first
+EXAMPLE = (2, 37, [[0, 5], [0]], 30)
+OTHERS = {
+    "no global token": (2, 37, [[], []], None),
+    "longer, a padded row": (3, 50, [[3, 9, 17], [], [0]], 41),
+    "a multiple of the window": (1, 16, [[2]], None),
+    "shorter than a window": (2, 5, [[1], [0, 4]], None),
+    "many global tokens": (2, 24, [list(range(0, 24, 2)), list(range(20))], 22),
+}
+
+
+def assert_matches(exported, model, args):
+    with torch.no_grad():
+        want = model(*args).logits
+    got = run_ort(exported.model_proto, dict(zip(exported.input_names, args)))[0]
+    torch.testing.assert_close(torch.from_numpy(got), want, rtol=1e-4, atol=1e-4)
+    with torch.no_grad():
+        torch.testing.assert_close(exported.run(*args).logits, want, rtol=1e-4, atol=1e-4)
+
+
+def test_static_as_the_benchmark_calls_it():
+    model = longformer(transformers.LongformerForMaskedLM)
+    ids = inputs(2, 37, [])[0]
+    with torch.no_grad():
+        exported = aten2onnx.export(model, (ids,))
+    assert exported.fallback_ops == []
+    assert_matches(exported, model, (ids,))
+
+
+@pytest.mark.parametrize("head", [transformers.LongformerForMaskedLM, transformers.LongformerForSequenceClassification,
+                                  transformers.LongformerForTokenClassification])
+def test_dynamic_batch_and_sequence(head):
+    model = longformer(head)
+    dims = {0: "batch", 1: "sequence"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NarrowedExportWarning)
+        with torch.no_grad():
+            exported = aten2onnx.export(model, inputs(*EXAMPLE), dynamic_shapes=(dims, dims, dims))
+    assert exported.fallback_ops == []
+    assert_matches(exported, model, inputs(*EXAMPLE))
+    for name, case in OTHERS.items():
+        assert_matches(exported, model, inputs(*case, seed=len(name)))
+
+
+def test_library_and_model_left_as_they_were():
+    model = longformer(transformers.LongformerForMaskedLM)
+    owners = (modeling_longformer.LongformerSelfAttention, modeling_longformer.LongformerEncoder,
+              modeling_longformer.LongformerModel)
+    before = [dict(vars(owner)) for owner in owners]
+    weights = {k: v.clone() for k, v in model.state_dict().items()}
+    with torch.no_grad():
+        aten2onnx.export(model, inputs(*EXAMPLE))
+    assert [dict(vars(owner)) for owner in owners] == before
+    assert all(torch.equal(v, model.state_dict()[k]) for k, v in weights.items())
