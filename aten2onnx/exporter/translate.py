@@ -112,6 +112,7 @@ class Translator:
     def run(self, input_names: list[str] | None, advance: Callable[[], Any] | None = None) -> Translation:
         """advance: called after each top-level node (a progress bar's)."""
         user_inputs = self._bind_placeholders(input_names)
+        self.g.dim_least.update(_dim_bounds(self.gm))
         results = self._translate_nodes(self.gm, advance)
         if self.unsupported:
             raise UnsupportedOperatorError(self.unsupported, self.opset)
@@ -700,6 +701,22 @@ def _holds_exactly(wide: torch.dtype, narrow: torch.dtype) -> bool:
 
 
 _NUMBERS = (int, float, bool, torch.SymInt, torch.SymFloat, torch.SymBool)
+
+
+def _dim_bounds(gm: torch.fx.GraphModule) -> dict[str, int]:
+    """The least each symbolic dim of the program's tensors can be, by the text shapes carry it as."""
+    bounds: dict[str, int] = {}
+    for node in gm.graph.nodes:
+        for val in torch.utils._pytree.tree_leaves(node.meta.get("val")):
+            if not isinstance(val, torch.Tensor):
+                continue
+            for d in val.shape:
+                text = dim_of(d)
+                if isinstance(text, str) and text not in bounds:
+                    least = _least(d)
+                    if least is not None:
+                        bounds[text] = least
+    return bounds
 
 
 def _least(size: torch.SymInt) -> int | None:

@@ -288,6 +288,8 @@ class GraphBuilder(Emitters):
         self.meta: dict[str, str] = {}  # metadata stamped on every node built; set by the translator
         self._scope = "n"
         if parent is None:
+            # the least each symbolic dim can be (as shapes spell it, "s0 + 1"), where the capture bounds it
+            self.dim_least: dict[str, int] = {}
             self.initializers: dict[str, Value] = {}
             self.domains: dict[str, int] = {}
             self._counter = itertools.count()
@@ -297,6 +299,7 @@ class GraphBuilder(Emitters):
         else:
             # A subgraph (If/Loop/Scan body): value names are unique across the whole model, and
             # constants live in the main graph, which subgraphs read from their outer scope.
+            self.dim_least = parent.dim_least
             self.initializers = parent.initializers
             self.domains = parent.domains
             self._counter = parent._counter

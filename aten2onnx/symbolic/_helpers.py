@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import math
-import re
 from typing import Callable, Sequence
 
 import torch
@@ -235,14 +234,12 @@ def dim_size(g: GraphBuilder, x: Value, dim: int) -> SymInt:
     return g.op("Gather", g.op("Shape", x), g.const(dim, dtype=torch.int64), axis=0)
 
 
-def surely_positive(dim: int | str | None) -> bool:
-    """Whether a dim of a value's shape is at least 1 whatever the inputs: a positive int, or a sum or
-    product of positive ints and the capture's sizes of inputs (backed symbols, s0, s1, ..., at least 2
-    unless the dynamic shapes declare a lower minimum). A size read from data (u0, ...) or a difference
-    may be 0."""
+def surely_positive(g: GraphBuilder, dim: int | str | None) -> bool:
+    """Whether a dim of a value's shape is at least 1 whatever the inputs: a positive int, or a symbolic dim
+    the capture's ranges bound at 1 or more (a size read from data may be 0)."""
     if isinstance(dim, int):
         return dim > 0
-    return isinstance(dim, str) and re.fullmatch(r"(?:s\d+|[1-9]\d*)(?:\s*[*+]\s*(?:s\d+|[1-9]\d*))*", dim) is not None
+    return isinstance(dim, str) and g.dim_least.get(dim, 0) >= 1
 
 
 def sym_prod(g: GraphBuilder, sizes: Sequence[SymInt]) -> SymInt:
