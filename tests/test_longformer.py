@@ -24,9 +24,9 @@ CONFIG = dict(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attenti
               attention_window=[8, 4], max_position_embeddings=160, pad_token_id=1)
 
 
-def longformer(head: type) -> torch.nn.Module:
+def longformer(head: type, **config) -> torch.nn.Module:
     torch.manual_seed(0)
-    return head(transformers.LongformerConfig(**CONFIG)).eval()
+    return head(transformers.LongformerConfig(**{**CONFIG, **config})).eval()
 
 
 def inputs(batch: int, seq: int, globals_at: list[list[int]], padded_from: int | None = None, seed: int = 0):
@@ -85,6 +85,18 @@ def test_dynamic_batch_and_sequence(head):
     assert_matches(exported, model, inputs(*EXAMPLE))
     for name, case in OTHERS.items():
         assert_matches(exported, model, inputs(*case, seed=len(name)))
+
+
+def test_pretrained_window():
+    # the pretrained models' window of 512: a dynamic chunk count of 2 * ceil(s / 512) - 1 (its einsum fell back
+    # to an ATen node, which onnxruntime cannot run, when the exporter could not tell that count is never 0)
+    model = longformer(transformers.LongformerForMaskedLM, attention_window=512, max_position_embeddings=2100)
+    dims = {0: "batch", 1: "sequence"}
+    with torch.no_grad():
+        exported = aten2onnx.export(model, inputs(2, 600, [[0], [0, 7]]), dynamic_shapes=(dims, dims, dims))
+    assert exported.fallback_ops == []
+    assert_matches(exported, model, inputs(1, 1500, [[]]))
+    assert_matches(exported, model, inputs(2, 1024, [[5], [0, 100, 1023]], padded_from=900))
 
 
 def test_library_and_model_left_as_they_were():
