@@ -178,14 +178,17 @@ def test_quantized_answers_on_every_cpu(case):
     assert all(m <= 0.25 * float((want - fp).abs().mean()) for m in means.values()), means
 
 
-def test_random_quantized_programs():
+def test_random_quantized_programs(tmp_path, monkeypatch):
     """The quantized fuzzer's programs (aten2onnx.testing.quantized, `scripts/fuzz_models.py --quantized`): a
     batch of them, each within the bound in onnxruntime, aten2onnx.runtime and, where qemu runs, onnxruntime
-    without VNNI; most quantize and export (a run that skips them all tests nothing)."""
+    without VNNI; most quantize and export (a run that skips them all tests nothing). The files it runs are
+    removed after (a folder of them was left in the temporary directory on every call)."""
     from aten2onnx.testing.quantized import examine_quantized, generate_quantized
 
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     programs = [generate_quantized(seed) for seed in range(3000, 3016)]
     outcomes = examine_quantized(programs, emulate=cpus.available())
+    assert list(tmp_path.iterdir()) == []
     bugs = [f"{o.status}: {o.detail}\n{p.describe()}" for p, o in zip(programs, outcomes) if o.bug]
     assert not bugs, "\n\n".join(bugs)
     assert sum(o.status == "match" for o in outcomes) >= 12, [o.status for o in outcomes]

@@ -367,12 +367,16 @@ def bounds(model: torch.nn.Module, x: torch.Tensor, want: torch.Tensor, fp: torc
 
 def examine_quantized(programs: Sequence[QuantizedProgram], *, emulate: bool = False) -> list[QuantizedOutcome]:
     """Each program's outcome; with emulate, onnxruntime also runs them as a CPU without VNNI (all in one
-    emulated process)."""
+    emulated process, reading the files from a temporary folder removed after)."""
+    with tempfile.TemporaryDirectory(prefix="aten2onnx-quantized-") as folder:
+        return _examine(programs, emulate, folder)
+
+
+def _examine(programs: Sequence[QuantizedProgram], emulate: bool, folder: str) -> list[QuantizedOutcome]:
     from aten2onnx.runtime import InferenceSession
 
     outcomes: list[QuantizedOutcome | None] = []
     pending = []  # (index, path, feeds, want, bound, errors) awaiting the emulated run
-    folder = tempfile.mkdtemp(prefix="aten2onnx-quantized-")
     for index, program in enumerate(programs):
         model, x = program.build(), program.example()
         try:
