@@ -13,7 +13,7 @@ import torch
 
 import aten2onnx
 from aten2onnx.errors import NarrowedExportWarning
-from conftest import run_ort
+from conftest import flat_tensors, run_ort
 
 transformers = pytest.importorskip("transformers")
 transformers.logging.set_verbosity_error()
@@ -87,6 +87,45 @@ def test_dynamic_batch_and_sequence(head):
         assert_matches(exported, model, inputs(*case, seed=len(name)))
 
 
+def with_separators(batch: int, seq: int, seed: int = 0) -> torch.Tensor:
+    """Token ids with three separators (id 2) per row, the first at a different place in each row."""
+    ids = torch.randint(3, VOCAB, (batch, seq), generator=torch.Generator().manual_seed(seed))
+    for row in range(batch):
+        ids[row, [3 + row, 4 + row, seq - 1]] = 2
+    return ids
+
+
+# heads that put global attention before or after the first separator (found from data in the library), with
+# dynamic batch and sequence: (example, another input, dims)
+FROM_SEPARATORS = {
+    transformers.LongformerForQuestionAnswering: (with_separators(2, 21), with_separators(3, 40, seed=1),
+                                                  {0: "batch", 1: "sequence"}),
+    transformers.LongformerForMultipleChoice: (torch.stack([with_separators(3, 21, seed=s) for s in (0, 1)]),
+                                               with_separators(3, 40, seed=2)[None], {0: "batch", 2: "sequence"}),
+}
+
+
+@pytest.mark.parametrize("head", list(FROM_SEPARATORS), ids=lambda h: h.__name__)
+def test_global_attention_from_separators(head):
+    model = longformer(head, sep_token_id=2)
+    example, other, dims = FROM_SEPARATORS[head]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NarrowedExportWarning)
+        with torch.no_grad():
+            exported = aten2onnx.export(model, (example,), dynamic_shapes=(dims,))
+    assert exported.fallback_ops == []
+    for ids in (example, other):
+        with torch.no_grad():
+            want = flat_tensors(model(ids))
+        got = run_ort(exported.model_proto, {exported.input_names[0]: ids})
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            torch.testing.assert_close(torch.from_numpy(g), w, rtol=1e-4, atol=1e-4)
+        with torch.no_grad():
+            for g, w in zip(flat_tensors(exported.run(ids)), want):
+                torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-4)
+
+
 def test_pretrained_window():
     # the pretrained models' window of 512: a dynamic chunk count of 2 * ceil(s / 512) - 1 (its einsum fell back
     # to an ATen node, which onnxruntime cannot run, when the exporter could not tell that count is never 0)
@@ -103,9 +142,9 @@ def test_library_and_model_left_as_they_were():
     model = longformer(transformers.LongformerForMaskedLM)
     owners = (modeling_longformer.LongformerSelfAttention, modeling_longformer.LongformerEncoder,
               modeling_longformer.LongformerModel)
-    before = [dict(vars(owner)) for owner in owners]
+    before = [dict(vars(owner)) for owner in owners] + [modeling_longformer._get_question_end_index]
     weights = {k: v.clone() for k, v in model.state_dict().items()}
     with torch.no_grad():
         aten2onnx.export(model, inputs(*EXAMPLE))
-    assert [dict(vars(owner)) for owner in owners] == before
+    assert [dict(vars(owner)) for owner in owners] + [modeling_longformer._get_question_end_index] == before
     assert all(torch.equal(v, model.state_dict()[k]) for k, v in weights.items())

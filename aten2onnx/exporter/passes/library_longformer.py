@@ -2,7 +2,8 @@
 
 Longformer reads two things from its inputs' data that torch.export cannot trace: whether any token attends
 globally (`.item()` of a mask, then a Python branch), and how many global tokens the row with most has (a size,
-then `len()` of an index tensor of that size). The sequence is also padded to a multiple of the attention window
+then `len()` of an index tensor of that size). Its question answering and multiple choice heads find where
+global attention goes from the separator tokens' positions, a count read from data. The sequence is also padded to a multiple of the attention window
 only `if padding_len > 0`, a branch on the dynamic length, and the sliding-window products size their chunks with
 `torch.div` of sizes, a tensor read back as a size.
 
@@ -201,6 +202,15 @@ def self_attention_forward(original: Callable[..., Any]) -> Callable[..., Any]:
     return forward
 
 
+def question_end_index(input_ids: torch.Tensor, sep_token_id: int) -> torch.Tensor:
+    """_get_question_end_index: each row's first separator token (question answering and multiple choice put
+    global attention before or after it). The library takes the positions of every separator (a count read
+    from data) and asserts three per row; the first is the argmax of where they are (argmax takes the first
+    of equal values). For an input the library refuses (not three separators in a row) the export still
+    gives each row's first separator, or 0 for a row without one."""
+    return (input_ids == sep_token_id).to(torch.int32).argmax(dim=1)
+
+
 def equivalents() -> list[tuple[Any, str, Callable[..., Any]]]:
     """(owner, attribute, equivalent) for Longformer, where its module is loaded and its methods take the
     arguments checked against (else none: capture then stops where the library reads data, as before)."""
@@ -217,6 +227,7 @@ def equivalents() -> list[tuple[Any, str, Callable[..., Any]]]:
                                     "inputs_embeds", "pad_token_id"],
         attention._sliding_chunks_query_key_matmul: ["self", "query", "key", "window_overlap"],
         attention._sliding_chunks_matmul_attn_probs_value: ["self", "attn_probs", "value", "window_overlap"],
+        module._get_question_end_index: ["input_ids", "sep_token_id"],
     }
     if any(list(inspect.signature(fn).parameters) != names for fn, names in expected.items()):
         return []
@@ -226,4 +237,5 @@ def equivalents() -> list[tuple[Any, str, Callable[..., Any]]]:
         (attention, "forward", self_attention_forward(attention.forward)),
         (attention, "_sliding_chunks_query_key_matmul", sliding_chunks_query_key_matmul),
         (attention, "_sliding_chunks_matmul_attn_probs_value", sliding_chunks_matmul_attn_probs_value),
+        (module, "_get_question_end_index", question_end_index),
     ]
