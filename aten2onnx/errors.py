@@ -29,6 +29,12 @@ class ArgumentError(ExportError, TypeError):
     work (an empty or repeated input or output name), named."""
 
 
+class LibraryRefusal(ArgumentError):
+    """A library call that aten2onnx captures through an equivalent (exporter/passes/libraries.py) asked in a way
+    the equivalent cannot capture, with the call that can be: raised as it is from capture, not among
+    torch.export's failures (the library's line is not the user's to change)."""
+
+
 class InternalError(ExportError):
     """aten2onnx failed on its own bug, not the model's; the exception it hit is chained."""
 

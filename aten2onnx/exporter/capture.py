@@ -21,7 +21,7 @@ from torch.export import ExportedProgram
 from torch.export.dynamic_shapes import refine_dynamic_shapes_from_suggested_fixes
 from torch.export.graph_signature import InputKind
 
-from aten2onnx.errors import CaptureError, NarrowedExportWarning, warn_user
+from aten2onnx.errors import CaptureError, LibraryRefusal, NarrowedExportWarning, warn_user
 from aten2onnx.exporter import caches, dynamic
 from aten2onnx.exporter.gradients import HINT, GradientCalls, below_autograd, saved_tensors_attached, transformed
 from aten2onnx.exporter.passes.libraries import library_equivalents
@@ -401,6 +401,8 @@ def capture(model: Any, args: tuple, kwargs: dict | None, dynamic_shapes: Any,
         def attempt(mode: str) -> tuple[ExportedProgram, list[str]] | None:
             try:
                 return _attempt(mode, module, args, kwargs, dynamic_shapes, gradients, recorder)
+            except LibraryRefusal:
+                raise  # an equivalent's advice, final whatever the mode
             except Exception as e:  # torch.export raises many types; all are reported below
                 failures.append((mode, e))
                 return None if mode == "strict" else _refined(mode, module, args, kwargs, dynamic_shapes, e)

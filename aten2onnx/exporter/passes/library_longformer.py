@@ -15,9 +15,9 @@ The equivalents compute what the library's code computes, without the branches:
   what the local path computes;
 - the sliding-window products chunk with `unfold` (the library's own ONNX branch) and integer division.
 
-Scatters by index lists become gathers and a scatter by position, with the same values. Calls asking for attention
-probabilities (`output_attentions`) go to the library's own code: their global output exists only when a global
-token does."""
+Scatters by index lists become gathers and a scatter by position, with the same values. A call asking for attention
+probabilities (`output_attentions`) is refused with advice: its global attentions exist only when a global token
+does."""
 
 from __future__ import annotations
 
@@ -28,6 +28,8 @@ from typing import Any, Callable, NamedTuple
 
 import torch
 from torch import nn
+
+from aten2onnx.errors import LibraryRefusal
 
 MODULE = "transformers.models.longformer.modeling_longformer"
 
@@ -78,8 +80,11 @@ def encoder_forward(original: Callable[..., Any]) -> Callable[..., Any]:
                 padding_len: Any = 0, output_attentions: bool = False, output_hidden_states: bool = False,
                 return_dict: bool = True) -> Any:
         if output_attentions:
-            return original(self, hidden_states, attention_mask, padding_len, output_attentions,
-                            output_hidden_states, return_dict)
+            raise LibraryRefusal(
+                "Longformer with output_attentions=True returns global attentions only when some token attends "
+                "globally, which it reads from the input's data; an exported model's outputs cannot come and go "
+                "with the data. Export it with output_attentions=False (the default; config.output_attentions=False "
+                "if the config sets it)")
         is_index_masked = attention_mask < 0
         is_index_global_attn = attention_mask > 0
         found = global_tokens(is_index_global_attn)
