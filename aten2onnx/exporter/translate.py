@@ -112,7 +112,7 @@ class Translator:
     def run(self, input_names: list[str] | None, advance: Callable[[], Any] | None = None) -> Translation:
         """advance: called after each top-level node (a progress bar's)."""
         user_inputs = self._bind_placeholders(input_names)
-        self.g.dim_least.update(_dim_bounds(self.gm))
+        self.g.dim_least.update(_size_bounds(self.gm))
         results = self._translate_nodes(self.gm, advance)
         if self.unsupported:
             raise UnsupportedOperatorError(self.unsupported, self.opset)
@@ -646,8 +646,9 @@ class Translator:
         return value
 
     def _stamp(self, value: Value, val: Any, name: str, new: set[int]) -> None:
-        if isinstance(val, torch.SymInt):
-            value.least = _least(val)  # a fact about the value, whoever made it
+        if isinstance(val, torch.SymInt):  # a fact about the value, whoever made it
+            text = dim_of(val)
+            value.least = text if isinstance(text, int) else self.g.dim_least.get(text)
         if id(value) not in new:
             return  # the handler passed an existing value through (a no-op such as contiguous)
         dtype, shape = graph_type(val)
@@ -703,14 +704,14 @@ def _holds_exactly(wide: torch.dtype, narrow: torch.dtype) -> bool:
 _NUMBERS = (int, float, bool, torch.SymInt, torch.SymFloat, torch.SymBool)
 
 
-def _dim_bounds(gm: torch.fx.GraphModule) -> dict[str, int]:
-    """The least each symbolic dim of the program's tensors can be, by the text shapes carry it as."""
+def _size_bounds(gm: torch.fx.GraphModule) -> dict[str, int]:
+    """The least each symbolic size of the program (a tensor's dim, or a SymInt it computes) can be, by the
+    text shapes carry it as."""
     bounds: dict[str, int] = {}
     for node in gm.graph.nodes:
         for val in torch.utils._pytree.tree_leaves(node.meta.get("val")):
-            if not isinstance(val, torch.Tensor):
-                continue
-            for d in val.shape:
+            sizes = val.shape if isinstance(val, torch.Tensor) else (val,) if isinstance(val, torch.SymInt) else ()
+            for d in sizes:
                 text = dim_of(d)
                 if isinstance(text, str) and text not in bounds:
                     least = _least(d)

@@ -288,7 +288,7 @@ class GraphBuilder(Emitters):
         self.meta: dict[str, str] = {}  # metadata stamped on every node built; set by the translator
         self._scope = "n"
         if parent is None:
-            # the least each symbolic dim can be (as shapes spell it, "s0 + 1"), where the capture bounds it
+            # the least each symbolic size can be (as shapes spell it, "s0 + 1"), where the capture bounds it
             self.dim_least: dict[str, int] = {}
             self.initializers: dict[str, Value] = {}
             self.domains: dict[str, int] = {}

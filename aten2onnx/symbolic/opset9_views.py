@@ -19,7 +19,6 @@ from aten2onnx.symbolic._helpers import (
     promote,
     reshape,
     slice_axis,
-    static_reshape,
     sym_prod,
     transpose_perm,
     unsqueeze_static,
@@ -63,10 +62,7 @@ def torch_reshape(g: GraphBuilder, x: Value, shape: list) -> Value:
     if any(isinstance(s, int) and s == 0 for s in shape):
         return fill(g, list(shape), 0, x.dtype)
     if -1 not in shape and any(isinstance(s, Value) and (s.least is None or s.least < 1) for s in shape):
-        out = g.reshape_to_sizes(x, g.int_list(shape))
-        if out.shape is None:
-            out.shape = static_reshape(x, shape)
-        return out
+        return g.reshape_to_sizes(x, g.int_list(shape))
     return reshape(g, x, shape)
 
 

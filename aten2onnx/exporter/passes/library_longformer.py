@@ -3,9 +3,9 @@
 Longformer reads two things from its inputs' data that torch.export cannot trace: whether any token attends
 globally (`.item()` of a mask, then a Python branch), and how many global tokens the row with most has (a size,
 then `len()` of an index tensor of that size). Its question answering and multiple choice heads find where
-global attention goes from the separator tokens' positions, a count read from data. The sequence is also padded to a multiple of the attention window
-only `if padding_len > 0`, a branch on the dynamic length, and the sliding-window products size their chunks with
-`torch.div` of sizes, a tensor read back as a size.
+global attention goes from the separator tokens' positions, a count read from data. The sequence is also padded
+to a multiple of the attention window only `if padding_len > 0`, a branch on the dynamic length, and the
+sliding-window products size their chunks with `torch.div` of sizes, a tensor read back as a size.
 
 The equivalents compute what the library's code computes, without the branches:
 - the padding is always applied (by 0 where the length is already a multiple);
@@ -73,36 +73,34 @@ def pad_to_window_size(self: Any, input_ids: torch.Tensor | None, attention_mask
     return padding_len, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds
 
 
-def encoder_forward(original: Callable[..., Any]) -> Callable[..., Any]:
+def encoder_forward(self: Any, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                    padding_len: Any = 0, output_attentions: bool = False, output_hidden_states: bool = False,
+                    return_dict: bool = True) -> Any:
     """LongformerEncoder.forward with the global tokens found once and handed to every layer in place of
     the library's `is_global_attn` flag."""
-    def forward(self: Any, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                padding_len: Any = 0, output_attentions: bool = False, output_hidden_states: bool = False,
-                return_dict: bool = True) -> Any:
-        if output_attentions:
-            raise LibraryRefusal(
-                "Longformer with output_attentions=True returns global attentions only when some token attends "
-                "globally, which it reads from the input's data; an exported model's outputs cannot come and go "
-                "with the data. Export it with output_attentions=False (the default; config.output_attentions=False "
-                "if the config sets it)")
-        is_index_masked = attention_mask < 0
-        is_index_global_attn = attention_mask > 0
-        found = global_tokens(is_index_global_attn)
-        all_hidden_states: tuple[torch.Tensor, ...] | None = () if output_hidden_states else None
-        for layer in self.layer:
-            if all_hidden_states is not None:
-                all_hidden_states += (hidden_states,)
-            hidden_states = layer(hidden_states, attention_mask=attention_mask, is_index_masked=is_index_masked,
-                                  is_index_global_attn=is_index_global_attn, is_global_attn=found,
-                                  output_attentions=False)[0]
+    if output_attentions:
+        raise LibraryRefusal(
+            "Longformer with output_attentions=True returns global attentions only when some token attends "
+            "globally, which it reads from the input's data; an exported model's outputs cannot come and go "
+            "with the data. Export it with output_attentions=False (the default; config.output_attentions=False "
+            "if the config sets it)")
+    is_index_masked = attention_mask < 0
+    is_index_global_attn = attention_mask > 0
+    found = global_tokens(is_index_global_attn)
+    all_hidden_states: tuple[torch.Tensor, ...] | None = () if output_hidden_states else None
+    for layer in self.layer:
         if all_hidden_states is not None:
-            all_hidden_states = tuple(h[:, : h.shape[1] - padding_len] for h in all_hidden_states + (hidden_states,))
-        hidden_states = hidden_states[:, : hidden_states.shape[1] - padding_len]
-        if not return_dict:
-            return tuple(v for v in (hidden_states, all_hidden_states) if v is not None)
-        output = sys.modules[MODULE].LongformerBaseModelOutput
-        return output(last_hidden_state=hidden_states, hidden_states=all_hidden_states)
-    return forward
+            all_hidden_states += (hidden_states,)
+        hidden_states = layer(hidden_states, attention_mask=attention_mask, is_index_masked=is_index_masked,
+                              is_index_global_attn=is_index_global_attn, is_global_attn=found,
+                              output_attentions=False)[0]
+    if all_hidden_states is not None:
+        all_hidden_states = tuple(h[:, : h.shape[1] - padding_len] for h in all_hidden_states + (hidden_states,))
+    hidden_states = hidden_states[:, : hidden_states.shape[1] - padding_len]
+    if not return_dict:
+        return tuple(v for v in (hidden_states, all_hidden_states) if v is not None)
+    output = sys.modules[MODULE].LongformerBaseModelOutput
+    return output(last_hidden_state=hidden_states, hidden_states=all_hidden_states)
 
 
 def _chunks(x: torch.Tensor, size: int, step: int) -> torch.Tensor:
@@ -156,7 +154,7 @@ def self_attention_forward(original: Callable[..., Any]) -> Callable[..., Any]:
     def forward(self: Any, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 is_index_masked: torch.Tensor | None = None, is_index_global_attn: torch.Tensor | None = None,
                 is_global_attn: Any = None, output_attentions: bool = False) -> tuple[torch.Tensor, ...]:
-        if not isinstance(is_global_attn, GlobalTokens) or output_attentions:
+        if not isinstance(is_global_attn, GlobalTokens):  # (encoder_forward's calls only: no attentions asked)
             return original(self, hidden_states, attention_mask, is_index_masked, is_index_global_attn,
                             is_global_attn, output_attentions)
         found, most = is_global_attn, is_global_attn.most
@@ -238,7 +236,7 @@ def equivalents() -> list[tuple[Any, str, Callable[..., Any]]]:
         return []
     return [
         (model, "_pad_to_window_size", pad_to_window_size),
-        (encoder, "forward", encoder_forward(encoder.forward)),
+        (encoder, "forward", encoder_forward),
         (attention, "forward", self_attention_forward(attention.forward)),
         (attention, "_sliding_chunks_query_key_matmul", sliding_chunks_query_key_matmul),
         (attention, "_sliding_chunks_matmul_attn_probs_value", sliding_chunks_matmul_attn_probs_value),
