@@ -371,3 +371,40 @@ def test_save_gives_back_the_pages_of_weights_mapped_from_a_file(tmp_path, exter
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     with torch.no_grad():  # the model reads its weights again from the file
         np.testing.assert_array_equal(model(x).numpy(), want)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="reads Linux's /proc/self/smaps")
+def test_export_llm_from_a_folder_holds_one_weights_pages_at_once(tmp_path, monkeypatch):
+    """The safetensors are read through mappings: at each read the pages the process holds of them are at most
+    the largest weight's, and the pages the kernel maps with the ones read (its fault-around, or a large folio
+    of the page cache: at most a huge page's 2 MB at either end), and none after."""
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(vocab_size=4096, hidden_size=256, intermediate_size=512, num_hidden_layers=4,
+                                      num_attention_heads=4, num_key_value_heads=2, **SPECIAL)
+    model = transformers.AutoModelForCausalLM.from_config(config).eval()
+    folder = tmp_path / "hf"
+    model.save_pretrained(folder, max_shard_size="3MB")
+    shards = [str(folder / f) for f in os.listdir(folder) if f.endswith(".safetensors")]
+    total = sum(os.path.getsize(s) for s in shards)
+    largest = max(t.numel() * t.element_size() for t in model.state_dict().values())
+    slack = 2 * (2 << 20)
+    assert total > 2 * (largest + slack)
+    from aten2onnx.exporter import weights as weights_module
+    held = []
+    read = weights_module.Safetensors.read
+
+    def tracked(self: Any, key: str) -> torch.Tensor:
+        held.append(sum(_resident_bytes_of(s) for s in shards))  # (the last weight's pages, not yet given back)
+        return read(self, key)
+
+    monkeypatch.setattr(weights_module.Safetensors, "read", tracked)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        path = aten2onnx.export_llm(folder, tmp_path / "out")
+    assert len(held) >= len(model.state_dict()) - 1  # (a tied weight is read once)
+    assert max(held) <= largest + slack
+    assert sum(_resident_bytes_of(s) for s in shards) == 0
+    ids = torch.randint(3, 4096, (2, 6))
+    with torch.no_grad():
+        want = model(ids).logits.numpy()
+    np.testing.assert_allclose(logits(path, ids), want, rtol=1e-4, atol=1e-4)

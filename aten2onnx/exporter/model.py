@@ -6,8 +6,7 @@ import hashlib
 import json
 import os
 import re
-import secrets
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import onnx
@@ -18,10 +17,10 @@ from onnx import helper
 from aten2onnx import _aten_node, _dtypes
 from aten2onnx.errors import ArgumentError, ExportError, InvalidInputError
 from aten2onnx.ir.builder import (GraphBuilder, Node, Subgraph, Value, fill_tensor_proto, live_nodes, node_inputs,
-                                  tensor_nbytes, tensor_view, value_info)
+                                  tensor_nbytes, value_info)
 from aten2onnx.ir import lazy, op_types
 from aten2onnx.exporter.functions import DOMAIN as FUNCTIONS_DOMAIN, extract as extract_functions, same_call
-from aten2onnx.exporter import graph_optimizer, residency
+from aten2onnx.exporter import filewrite, graph_optimizer, residency
 from aten2onnx.exporter.progress import Progress
 from aten2onnx.exporter.translate import Translation
 
@@ -205,6 +204,7 @@ class ExportedModel:
         self._watched = [(tensor, tensor._version) for tensor in watched or []]
         self._proto: onnx.ModelProto | None = None
         self._load: Callable[[str, torch.Tensor], torch.Tensor] | None = None  # (bind_weights)
+        self._loaded: Callable[[], None] = _nothing  # (hands back what the last load holds)
         self.input_names = input_names
         self.output_names = output_names
         self.fallback_ops = fallback_ops
@@ -250,13 +250,13 @@ class ExportedModel:
         keys a weight may be stored under (a tied weight a checkpoint holds once). Returns self."""
         from aten2onnx.exporter.weights import loader
 
-        load, has = loader(weights, aliases)
+        load, has, done = loader(weights, aliases)
         needed = sorted(set().union(*(lazy.keys(t) for _, t, _ in self._weights)))
         missing = [key for key in needed if not has(key)]
         if missing:
             raise ArgumentError(f"the weights given lack {len(missing)} of the {len(needed)} the model needs: "
                                 f"{missing[:5]}; give the model's own state_dict(), or the safetensors it was saved in")
-        self._load = load
+        self._load, self._loaded = load, done
         self._proto = None
         return self
 
@@ -285,6 +285,7 @@ class ExportedModel:
             values = [(name, self._value(name, tensor)) for name, tensor in weights]  # (before the skeleton changes)
             for name, tensor in values:
                 fill_tensor_proto(model.graph.initializer.add(), tensor, name)
+            self._loaded()
             self._proto = model
         return self._proto
 
@@ -411,18 +412,27 @@ class ExportedModel:
         base = os.path.basename(path)
         path = os.path.join(folder, base)
         stale = _data_files(folder, base)
-        bars = Progress(progress)
+        try:
+            self._write(folder, path, base, external_data, stale, Progress(progress))
+        finally:
+            self._loaded()
+        for name in stale:
+            os.unlink(os.path.join(folder, name))
+
+    def _write(self, folder: str, path: str, base: str, external_data: bool, stale: set[str], bars: Progress) -> None:
+        """save's writing: stale (the data files of earlier saves) loses the name of the one written, if the same."""
         if not external_data:
             if self._proto is not None:
                 data = self._proto.SerializeToString()
                 total, chunks = len(data), [data]
             else:
                 total, chunks = _stream(self._skeleton, self._checked_weights(), self._value)
-            _atomic_write(folder, path, bars.saving(chunks, total))
+            _atomic_write(folder, path, chunks, bars, total)
         else:
             skeleton, total, chunks = self._external()
             digest = hashlib.sha256()
-            tmp = _write_temporary(folder, _hashed(bars.saving(chunks, total), digest))
+            with bars.saving(total) as advance:
+                tmp = filewrite.write_new(folder, chunks, digest=digest, advance=advance)
             data_name = f"{base}.{digest.hexdigest()[:16]}.data"
             _commit(tmp, os.path.join(folder, data_name), folder)
             for ref in skeleton.graph.initializer:
@@ -435,8 +445,6 @@ class ExportedModel:
                     os.unlink(os.path.join(folder, data_name))
                 raise
             stale.discard(data_name)
-        for name in stale:
-            os.unlink(os.path.join(folder, name))
 
     def _external(self) -> tuple[onnx.ModelProto, int, Any]:
         """The model with initializers pointing into one data file (location first among each one's
@@ -467,9 +475,8 @@ class ExportedModel:
                 if start > written:
                     yield b"\0" * (start - written)
                 value = self._value(name, tensor)
-                for data in _tensor_pieces(value):
-                    yield data
-                    start += data.nbytes
+                yield value  # (copied out before the generator resumes)
+                start += tensor_nbytes(value)
                 pages.release(value)  # written: a weight mapped from a file need not stay resident
                 del value  # (a weight read from a checkpoint is freed before the next is read)
                 written = start
@@ -537,7 +544,7 @@ def _stream(skeleton: onnx.ModelProto, weights: list[tuple[str, torch.Tensor]],
         for prefix, name, tensor in records:
             yield prefix
             weight = value(name, tensor)
-            yield from _tensor_pieces(weight)
+            yield weight  # (copied out before the generator resumes)
             pages.release(weight)
             del weight
 
@@ -546,21 +553,6 @@ def _stream(skeleton: onnx.ModelProto, weights: list[tuple[str, torch.Tensor]],
 
 def _no_weights(key: str, like: torch.Tensor) -> torch.Tensor:
     raise lazy.UnboundWeightError(f"no weights are bound to read {key!r} from")
-
-
-PIECE_BYTES = 16 << 20
-
-
-def _tensor_pieces(tensor: torch.Tensor) -> Iterator[memoryview]:
-    """A tensor's bytes as tensor_view gives them, in pieces: a tensor that is not contiguous (a weight stored
-    transposed is a view of the module's) is copied a block of rows at a time, never whole."""
-    if tensor.is_contiguous() or tensor.dtype in _dtypes.PACKED or tensor.dim() == 0 or tensor.numel() == 0:
-        yield tensor_view(tensor)
-        return
-    row = max(tensor[0].numel() * tensor.element_size(), 1)
-    step = max(PIECE_BYTES // row, 1)
-    for start in range(0, tensor.shape[0], step):
-        yield tensor_view(tensor[start:start + step])
 
 
 def _tensor_header(proto: onnx.TensorProto, name: str, tensor: torch.Tensor) -> onnx.TensorProto:
@@ -594,34 +586,6 @@ def _data_files(folder: str, base: str) -> set[str]:
         return set()
 
 
-def _hashed(chunks: Any, digest: Any) -> Any:
-    for chunk in chunks:
-        digest.update(chunk)
-        yield chunk
-
-
-def _write_temporary(folder: str, chunks: Any) -> str:
-    """A new file in folder holding the chunks, flushed to disk; its mode follows the umask (0666 &
-    ~umask), as any file a program creates (mkstemp would make it 0600)."""
-    while True:
-        tmp = os.path.join(folder, f".aten2onnx-{secrets.token_hex(8)}.tmp")
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-            break
-        except FileExistsError:
-            continue
-    try:
-        with os.fdopen(fd, "wb") as f:
-            for chunk in chunks:
-                f.write(chunk)
-            f.flush()
-            os.fsync(f.fileno())
-    except BaseException:
-        os.unlink(tmp)
-        raise
-    return tmp
-
-
 def _commit(tmp: str, path: str, folder: str) -> None:
     """Rename tmp over path, and make the rename itself durable before anything that relies on it."""
     try:
@@ -637,5 +601,14 @@ def _commit(tmp: str, path: str, folder: str) -> None:
             os.close(fd)
 
 
-def _atomic_write(folder: str, path: str, chunks: Any) -> None:
-    _commit(_write_temporary(folder, chunks), path, folder)
+def _atomic_write(folder: str, path: str, chunks: Any, bars: Progress | None = None, total: int = 0) -> None:
+    if bars is None:
+        _commit(filewrite.write_new(folder, chunks), path, folder)
+        return
+    with bars.saving(total) as advance:
+        tmp = filewrite.write_new(folder, chunks, advance=advance)
+    _commit(tmp, path, folder)
+
+
+def _nothing() -> None:
+    return None

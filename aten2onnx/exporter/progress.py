@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterator
 
 from tqdm import tqdm
 
@@ -34,14 +34,12 @@ class Progress:
         finally:
             bar.close()
 
-    def saving(self, chunks: Iterable[Any], total: int) -> Iterator[Any]:
-        """chunks (bytes or memoryviews) passed through, counted in MB of total on a saving bar."""
+    @contextlib.contextmanager
+    def saving(self, total: int) -> Iterator[Callable[[int], Any]]:
+        """A bar of MB written of total; yields the function that advances it by a number of bytes."""
         with self.stage("saving", total=total, unit="B", unit_scale=True, unit_divisor=1024,
                         bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}B/{total_fmt}B [{elapsed}, {rate_fmt}]") as bar:
-            for chunk in chunks:
-                yield chunk
-                bar.update(memoryview(chunk).nbytes)
-
+            yield bar.update
 
 def _size(file: object) -> tuple[int | None, int | None]:
     """The terminal's columns and rows; 80 x 24 for a terminal that reports 0 x 0 (a pseudo-terminal nobody

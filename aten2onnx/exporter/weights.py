@@ -1,11 +1,17 @@
 """Weights bound to a model exported without them: from a state dict, or read from safetensors files one
-tensor at a time (plain reads of the tensor's bytes, no memory map: the process holds one weight at once)."""
+tensor at a time, the process holding one weight at once. On Linux a tensor is read through a mapping of its
+file (no copy: its pages are the page cache's), and the pages of the one read before are handed back when
+the next is read (madvise MADV_DONTNEED: they leave this process's resident memory and stay in the page
+cache; should the earlier tensor be read again, they are mapped again from the file). Elsewhere each
+tensor's bytes are read into memory of its own, freed with it."""
 
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import struct
+import sys
 from typing import Any, Callable, Mapping
 
 import torch
@@ -45,6 +51,8 @@ class Safetensors:
                                         f"not read; known: {sorted(_DTYPES)}")
                 start, end = entry["data_offsets"]
                 self.entries[key] = (path, dtype, list(entry["shape"]), 8 + length + start, end - start)
+        self._maps: dict[str, mmap.mmap] = {}
+        self._held: mmap.mmap | None = None  # the mapping of the last tensor read through one
 
     @classmethod
     def at(cls, location: str | os.PathLike) -> Safetensors:
@@ -67,22 +75,55 @@ class Safetensors:
 
     def read(self, key: str) -> torch.Tensor:
         path, dtype, shape, offset, size = self.entries[key]
-        buffer = bytearray(size)
-        with open(path, "rb") as f:
-            f.seek(offset)
-            if f.readinto(buffer) != size:
-                raise ArgumentError(f"{path}: tensor {key!r} lies beyond the end of the file")
         if size == 0:
             return torch.empty(shape, dtype=dtype)
-        return torch.frombuffer(buffer, dtype=dtype).reshape(shape)
+        if offset + size > os.path.getsize(path):
+            raise ArgumentError(f"{path}: tensor {key!r} lies beyond the end of the file")
+        mapped = self._map(path) if MAPPED and offset % dtype.itemsize == 0 else None
+        if mapped is None:
+            buffer = bytearray(size)
+            with open(path, "rb") as f:
+                f.seek(offset)
+                if f.readinto(buffer) != size:
+                    raise ArgumentError(f"{path}: tensor {key!r} lies beyond the end of the file")
+            return torch.frombuffer(buffer, dtype=dtype).reshape(shape)
+        self.give_back()
+        low = offset - offset % mmap.PAGESIZE
+        mapped.madvise(mmap.MADV_WILLNEED, low, offset + size - low)  # (read ahead in large reads)
+        self._held = mapped
+        return torch.frombuffer(mapped, dtype=dtype, count=size // dtype.itemsize, offset=offset).reshape(shape)
+
+    def give_back(self) -> None:
+        """Hand back the pages of the last tensor read through a mapping (they stay in the page cache)."""
+        if self._held is not None:
+            # the whole file's: reading a page maps its neighbours too (the kernel's fault-around, or a
+            # large folio of the page cache), beyond the tensor's pages
+            self._held.madvise(mmap.MADV_DONTNEED)
+            self._held = None
+
+    def _map(self, path: str) -> mmap.mmap | None:
+        if path not in self._maps:
+            try:
+                with open(path, "rb") as f:
+                    # copy-on-write: the file is never written, and the tensors are writable as any
+                    self._maps[path] = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
+            except (OSError, ValueError):
+                return None
+        return self._maps[path]
 
 
-def loader(weights: Any, aliases: Mapping[str, list[str]] | None = None) -> tuple[Loader, Callable[[str], bool]]:
-    """(load(key, like), has(key)) for a state dict (a mapping of names to tensors), a safetensors file or a
-    folder of them. aliases: other names a weight may be stored under (a tied weight saved once)."""
+# Whether tensors are read through mappings (where madvise hands their pages back at once).
+MAPPED = sys.platform == "linux" and hasattr(mmap, "MADV_DONTNEED")
+
+def loader(weights: Any, aliases: Mapping[str, list[str]] | None = None
+           ) -> tuple[Loader, Callable[[str], bool], Callable[[], None]]:
+    """(load(key, like), has(key), done()) for a state dict (a mapping of names to tensors), a safetensors file
+    or a folder of them; done() hands back what the last load holds (the pages of a mapped tensor). aliases:
+    other names a weight may be stored under (a tied weight saved once)."""
+    done: Callable[[], None] = _nothing
     if isinstance(weights, (str, os.PathLike)):
         files = Safetensors.at(weights)
-        has, read = files.__contains__, files.read
+        has, read, done = files.__contains__, files.read, files.give_back
     elif isinstance(weights, Mapping):
         if not all(isinstance(v, torch.Tensor) for v in weights.values()):
             raise ArgumentError("weights: a state dict maps names to tensors")
@@ -100,4 +141,8 @@ def loader(weights: Any, aliases: Mapping[str, list[str]] | None = None) -> tupl
             raise ArgumentError(f"the weights given hold no {key!r}")
         return read(name)
 
-    return load, lambda key: stored(key) is not None
+    return load, lambda key: stored(key) is not None, done
+
+
+def _nothing() -> None:
+    return None
