@@ -112,9 +112,10 @@ def _by_columns(weight: torch.Tensor, fn: Any, dim: int) -> tuple[torch.Tensor, 
 def _quantize_columns(weight: torch.Tensor, bits: int, block_size: int, symmetric: bool
                       ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     k, n = weight.shape
-    w = torch.nn.functional.pad(weight.detach().float().t(), (0, -k % block_size)).reshape(n, -1, block_size)
+    w = weight.detach().float().t()
+    w = (w if k % block_size == 0 else torch.nn.functional.pad(w, (0, -k % block_size))).reshape(n, -1, block_size)
     top, middle = (1 << bits) - 1, 1 << (bits - 1)
-    high, low = w.amax(-1), w.amin(-1)
+    low, high = torch.aminmax(w, dim=-1)
     if symmetric:
         scale = torch.where(high.abs() > low.abs(), high, low) / -middle
         zero = torch.full_like(scale, middle)
@@ -124,7 +125,11 @@ def _quantize_columns(weight: torch.Tensor, bits: int, block_size: int, symmetri
         nonzero = torch.where(scale != 0, scale, torch.ones_like(scale))
         zero = torch.where(scale != 0, _round_half_away(-low / nonzero), torch.zeros_like(scale)).clamp(0, top)
     inverse = torch.where(scale != 0, 1 / scale, torch.zeros_like(scale))
-    q = _round_half_away(w * inverse[..., None] + zero[..., None]).clamp(0, top).to(torch.uint8)
+    q = w * inverse[..., None]
+    q += zero[..., None]
+    # rounded half away from zero where it is kept: floor(x + 0.5) is that for x >= 0 (x + 0.5 is exact in
+    # float32 below 2^22), and both clamp to 0 below; in place, as the weight's size of temporaries costs
+    q = q.add_(0.5).floor_().clamp_(0, top).to(torch.uint8)
     if k % block_size:  # (the padding is written as zeros, as onnxruntime's quantizer leaves it)
         q = q.reshape(n, -1)
         q = torch.cat([q[:, :k], q.new_zeros(n, q.shape[1] - k)], 1).reshape(n, -1, block_size)
