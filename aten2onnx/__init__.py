@@ -250,16 +250,12 @@ def export_llm(
         as attention_bias; genai's past_present_share_buffer true), RMS norms as
         SimplifiedLayerNormalization, a residual add into a norm as SkipSimplifiedLayerNormalization.
     """
-    import contextlib
     import copy
     import json
     import tempfile
     import warnings
 
-    from aten2onnx._backend import runtime_backend
-    from aten2onnx.exporter import export_program
     from aten2onnx.exporter import llm, llm_fusion, llm_precision
-    from aten2onnx.exporter.passes import PIPELINE
 
     dtype, quantization = llm_precision.precision_spec(precision, dtype, block_size, symmetric, accuracy_level)
     blocked = quantization is not None and optimize is None  # (DequantizeLinear by blocks)
@@ -279,28 +275,31 @@ def export_llm(
         # (the fusion check runs the cast model, so it needs one in memory)
         twin = optimize is None
         model = llm.cast_without_copy(model, dtype) if twin else copy.deepcopy(model).to(dtype)
-    layout = llm.cache_layout(model)
     position_ids = llm.takes_position_ids(model)
-    args, shapes = llm.example_inputs(model, layout, position_ids)
-    names = llm.input_names(layout, position_ids)
-    module = llm.cache_module(model, layout, position_ids)
-    plan = None
-    if optimize == "onnxruntime":
-        positions = llm.context_length(model, max_length)
-        plan = (llm_fusion.choose(model, module, args, positions) if streamed is None
-                else _plan_like(model, module.layers, position_ids, positions))
-        if plan is None or not plan.attention:
-            warnings.warn(f"optimize='onnxruntime': {type(model).__name__}'s attention is not one GroupQueryAttention "
-                          "is emitted for here (or its fused form did not reproduce the model), so it is exported as "
-                          "standard ONNX" + (", its RMS norms fused" if plan is not None else ""), stacklevel=2)
-    with llm_fusion.watching(module, plan) if plan is not None else contextlib.nullcontext(), \
-            warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        exported = export_program(module, args, None, opset=opset, dynamic_shapes=shapes, fallback="aten",
-                                  input_names=names, output_names=llm.output_names(layout),
-                                  custom_symbolics=llm_fusion.SYMBOLICS if plan is not None else None,
-                                  backend=runtime_backend(), progress=progress, exact=False,
-                                  pipeline=llm_fusion.pipeline(PIPELINE) if plan is not None else PIPELINE)
+    # a model without weights (on the meta device): its cache's layout as its config says, checked on the
+    # capture (which costs a capture of its own otherwise); where the capture's cache differs, or the capture
+    # fails, the layout is read from a capture and the model captured again
+    layout = llm.config_layout(model) if next(model.parameters()).device.type == "meta" else None
+    guessed = layout is not None
+    layout = layout or llm.cache_layout(model)
+    real = None
+    try:
+        exported, caught, plan, module, args, names = _capture_decoder(
+            model, layout, position_ids, streamed is not None, optimize, max_length, opset, progress)
+        right = not guessed or llm.has_layout(exported.graph, layout)
+    except Aten2OnnxError:
+        if not guessed or (real := llm.cache_layout(model)) == layout:
+            raise
+        right = False
+    real = layout if right else real or llm.cache_layout(model)
+    if real != layout:
+        layout = real
+        exported, caught, plan, module, args, names = _capture_decoder(
+            model, layout, position_ids, streamed is not None, optimize, max_length, opset, progress)
+    if optimize == "onnxruntime" and (plan is None or not plan.attention):
+        warnings.warn(f"optimize='onnxruntime': {type(model).__name__}'s attention is not one GroupQueryAttention "
+                      "is emitted for here (or its fused form did not reproduce the model), so it is exported as "
+                      "standard ONNX" + (", its RMS norms fused" if plan is not None else ""), stacklevel=2)
     llm.check_symbolic(exported.graph, names)
     out_dir = os.fspath(out_dir)
     os.makedirs(out_dir, exist_ok=True)
@@ -340,6 +339,37 @@ def export_llm(
     os.replace(f.name, os.path.join(out_dir, "genai_config.json"))
     llm.copy_tokenizer(source, out_dir)
     return path
+
+
+def _capture_decoder(model: torch.nn.Module, layout: Any, position_ids: bool, streamed: bool,
+                     optimize: str | None, max_length: int | None, opset: int, progress: bool | None) -> tuple:
+    """export_llm's export of the model with a cache of that layout: (the export, the warnings it gave, the
+    fusion plan, the module captured, its example inputs, its input names)."""
+    import contextlib
+    import warnings
+
+    from aten2onnx._backend import runtime_backend
+    from aten2onnx.exporter import export_program
+    from aten2onnx.exporter import llm, llm_fusion
+    from aten2onnx.exporter.passes import PIPELINE
+
+    args, shapes = llm.example_inputs(model, layout, position_ids)
+    names = llm.input_names(layout, position_ids)
+    module = llm.cache_module(model, layout, position_ids)
+    plan = None
+    if optimize == "onnxruntime":
+        positions = llm.context_length(model, max_length)
+        plan = (llm_fusion.choose(model, module, args, positions) if not streamed
+                else _plan_like(model, module.layers, position_ids, positions))
+    with llm_fusion.watching(module, plan) if plan is not None else contextlib.nullcontext(), \
+            warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        exported = export_program(module, args, None, opset=opset, dynamic_shapes=shapes, fallback="aten",
+                                  input_names=names, output_names=llm.output_names(layout),
+                                  custom_symbolics=llm_fusion.SYMBOLICS if plan is not None else None,
+                                  backend=runtime_backend(), progress=progress, exact=False,
+                                  pipeline=llm_fusion.pipeline(PIPELINE) if plan is not None else PIPELINE)
+    return exported, caught, plan, module, args, names
 
 
 def _plan_like(model: torch.nn.Module, layers: int, position_ids: bool, positions: int) -> Any:

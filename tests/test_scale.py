@@ -5,6 +5,7 @@ at a time. The truth each is held to: the file the same model's ordinary export 
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import os
 import warnings
@@ -408,3 +409,39 @@ def test_export_llm_from_a_folder_holds_one_weights_pages_at_once(tmp_path, monk
     with torch.no_grad():
         want = model(ids).logits.numpy()
     np.testing.assert_allclose(logits(path, ids), want, rtol=1e-4, atol=1e-4)
+
+
+# config_layout's answer: the config's own, or (a config that says otherwise than the model's cache) one head more
+WRONG_LAYOUTS = {"as configured": lambda layout: layout,
+                 "heads": lambda layout: dataclasses.replace(layout, kv_heads=tuple(h + 1 for h in layout.kv_heads)),
+                 "head size": lambda layout: dataclasses.replace(layout, head_sizes=tuple(2 * s for s in layout.head_sizes)),
+                 "layers": lambda layout: dataclasses.replace(layout, kv_heads=layout.kv_heads[1:],
+                                                              head_sizes=layout.head_sizes[1:])}
+
+
+@pytest.mark.parametrize("said", WRONG_LAYOUTS)
+def test_export_llm_from_a_folder_reads_its_cache_from_the_config_and_checks_it(said, tmp_path, monkeypatch):
+    """A model without weights: its cache's layout is the config's, checked on the capture; where the config
+    says otherwise than the model's cache (multi-query Falcon's config counts 1 key/value head as many), the
+    layout is read from a capture of its own and the model captured again."""
+    from aten2onnx.exporter import llm
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(LLMS[0][1]()).eval()
+    folder = tmp_path / "hf"
+    model.save_pretrained(folder)
+    configured, read = llm.config_layout, []
+    monkeypatch.setattr(llm, "config_layout", lambda m: WRONG_LAYOUTS[said](configured(m)))
+    real = llm.cache_layout
+    monkeypatch.setattr(llm, "cache_layout", lambda m: read.append(m) or real(m))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        path = aten2onnx.export_llm(folder, tmp_path / "out")
+    read_main = [m for m in read if m.config.num_hidden_layers == model.config.num_hidden_layers]
+    assert len(read_main) == (0 if said == "as configured" else 1)
+    ids = torch.randint(3, 96, (2, 6))
+    with torch.no_grad():
+        want = model(ids).logits.numpy()
+    np.testing.assert_allclose(logits(path, ids), want, rtol=1e-4, atol=1e-4)
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    heads = [i.shape[1] for i in session.get_inputs() if i.name.startswith("past_key_values.")]
+    assert heads == [model.config.num_key_value_heads] * 2 * model.config.num_hidden_layers

@@ -207,6 +207,42 @@ def cache_layout(model: torch.nn.Module) -> CacheLayout:
     return CacheLayout(tuple(k.shape[1] for k in keys), tuple(k.shape[-1] for k in keys), keys[0].dtype)
 
 
+def config_layout(model: torch.nn.Module) -> CacheLayout | None:
+    """The cache's layout as the model's config says it (every layer num_key_value_heads heads of head_dim, or
+    of hidden_size / num_attention_heads, in the model's dtype), to be checked on a capture (has_layout); None
+    where the config does not say."""
+    text = model.config.get_text_config()
+    heads = getattr(text, "num_attention_heads", None)
+    layers = getattr(text, "num_hidden_layers", None)
+    kv = getattr(text, "num_key_value_heads", None) or heads
+    head = getattr(text, "head_dim", None)
+    if head is None and isinstance(heads, int) and heads > 0 and isinstance(getattr(text, "hidden_size", None), int):
+        head = text.hidden_size // heads
+    dtype = next((p.dtype for p in model.parameters() if p.is_floating_point()), None)
+    if dtype is None or not all(isinstance(n, int) and n > 0 for n in (layers, kv, head)):
+        return None
+    return CacheLayout((kv,) * layers, (head,) * layers, dtype)
+
+
+def has_layout(graph: Any, layout: CacheLayout) -> bool:
+    """Whether an exported graph's cache outputs (present.<i>.key/value) are those of layout: as many layers,
+    each of its heads and head size, of its dtype."""
+    from aten2onnx import _dtypes
+
+    present = {value.name: value.type.tensor_type for value in graph.output if value.name.startswith("present.")}
+    if len(present) != 2 * layout.layers:
+        return False
+    for i in range(layout.layers):
+        for kv in ("key", "value"):
+            kind = present.get(f"present.{i}.{kv}")
+            if kind is None or kind.elem_type != _dtypes.to_onnx(layout.dtype) or len(kind.shape.dim) != 4:
+                return False
+            dims = kind.shape.dim
+            if (dims[1].dim_value, dims[3].dim_value) != (layout.kv_heads[i], layout.head_sizes[i]):
+                return False
+    return True
+
+
 class _Call(torch.nn.Module):
     def __init__(self, fn: Callable[..., Any]) -> None:
         super().__init__()
