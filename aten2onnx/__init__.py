@@ -350,7 +350,7 @@ def _capture_decoder(model: torch.nn.Module, layout: Any, position_ids: bool, st
 
     from aten2onnx._backend import runtime_backend
     from aten2onnx.exporter import export_program
-    from aten2onnx.exporter import llm, llm_fusion
+    from aten2onnx.exporter import llm, llm_fusion, llm_layers
     from aten2onnx.exporter.passes import PIPELINE
 
     args, shapes = llm.example_inputs(model, layout, position_ids)
@@ -361,6 +361,15 @@ def _capture_decoder(model: torch.nn.Module, layout: Any, position_ids: bool, st
         positions = llm.context_length(model, max_length)
         plan = (llm_fusion.choose(model, module, args, positions) if not streamed
                 else _plan_like(model, module.layers, position_ids, positions))
+    # a model of many alike layers: captured with three, the program repeated to all (llm_layers)
+    stack = llm_layers.uniform_stack(model)
+    repeated = []
+
+    def capture_with(inexact: list[str]) -> Any:
+        ep, done = llm_layers.capture_repeated(model, module, layout, args, shapes, stack, inexact)
+        repeated.append(done)
+        return ep
+
     with llm_fusion.watching(module, plan) if plan is not None else contextlib.nullcontext(), \
             warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -368,7 +377,11 @@ def _capture_decoder(model: torch.nn.Module, layout: Any, position_ids: bool, st
                                   input_names=names, output_names=llm.output_names(layout),
                                   custom_symbolics=llm_fusion.SYMBOLICS if plan is not None else None,
                                   backend=runtime_backend(), progress=progress, exact=False,
-                                  pipeline=llm_fusion.pipeline(PIPELINE) if plan is not None else PIPELINE)
+                                  pipeline=llm_fusion.pipeline(PIPELINE) if plan is not None else PIPELINE,
+                                  capture_with=capture_with if stack is not None else None)
+    if any(repeated):
+        exported.notes.append(f"{type(model).__name__}'s {stack.count} layers were captured as "
+                              f"{llm_layers.CAPTURED}, the program repeating the last to all of them (they are alike)")
     return exported, caught, plan, module, args, names
 
 

@@ -9,6 +9,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 import torch.utils._pytree as pytree
+from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind
 
 from aten2onnx import _aten_node
@@ -114,12 +115,15 @@ def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic
             custom_symbolics: dict[str, Callable] | None, backend: Backend, progress: bool | None = None,
             exact: bool = False, pipeline: Sequence[passes.Pass] = passes.PIPELINE, training: bool = False,
             optimizer: optimizer_export.OptimizerPlan | None = None,
-            functions: bool | Sequence[Any] = False, optimize: bool | str = False) -> Traced:
+            functions: bool | Sequence[Any] = False, optimize: bool | str = False,
+            capture_with: Callable[[list[str]], ExportedProgram] | None = None) -> Traced:
     """training: model is a training.LossModule, captured in train mode as its joint forward-backward
     program; the export is a TrainingModel. optimizer: the update a training export applies after the
     gradients. functions: module classes whose calls become ONNX local functions
     (exporter/functions.py), or True for every class called more than once. optimize: run the graph
-    optimizer (exporter/graph_optimizer.py) on the translated graph (never on an exact export)."""
+    optimizer (exporter/graph_optimizer.py) on the translated graph (never on an exact export). capture_with:
+    the program for model, made otherwise than by capturing it (export_llm's repeated layers), given the list
+    capture fills with inexact traced calls."""
     from aten2onnx import symbolic  # noqa: F401  (registers the built-in symbolics)
     from aten2onnx.symbolic import MAX_OPSET, MIN_OPSET
 
@@ -144,7 +148,8 @@ def _export(model: Any, args: tuple, kwargs: dict | None, *, opset: int, dynamic
             (exact_checks.check_training_model if training else exact_checks.check_model)(model)
         inexact: list[str] = []
         with stages.stage("capture"), diagnose.guarded_globals(model), diagnose.user_tensors_kept(model) as kept:
-            ep = capture(model, args, kwargs, dynamic.normalize(dynamic_shapes), inexact, training=training)
+            ep = (capture_with(inexact) if capture_with is not None else
+                  capture(model, args, kwargs, dynamic.normalize(dynamic_shapes), inexact, training=training))
             # a tensor the model keeps elsewhere than its state_dict is named by where it lives
             state_names = {target: kept[id(value)][0] for target, value in ep.constants.items()
                            if isinstance(value, torch.Tensor) and id(value) in kept and kept[id(value)][1] is value}
