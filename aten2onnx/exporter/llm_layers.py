@@ -206,8 +206,41 @@ def repeat(ep: ExportedProgram, stack: Stack, root: str, model: torch.nn.Module,
             else not isinstance(p, torch.fx.Node) and not isinstance(q, torch.fx.Node) and type(p) is type(q) and p == q
             for p, q in zip(flat_x, flat_y))
 
+    from aten2onnx.ir import lazy
+
+    in_model = f"{stack.path}."  # (the layers' path in model)
+    names_by_id = {id(t): name for name, t in [*model.named_parameters(remove_duplicate=False),
+                                                 *model.named_buffers(remove_duplicate=False)]}
+
+    def derivation(x: torch.fx.Node, j: int) -> tuple | None:
+        """A constant a layer's code computes from layer j's weights (a packed QKV weight of a model without
+        them): (how, the weights' paths in the layer), or None."""
+        tag = getattr(values.get(specs[x.name].target), lazy._TAG, None)
+        if not tag or tag[0] != "apply":
+            return None
+        roles = []
+        for t in tag[2]:
+            name = names_by_id.get(id(t)) if isinstance(t, torch.Tensor) else None
+            if isinstance(t, torch.Tensor) and (name is None or not name.startswith(f"{in_model}{j}.")):
+                return None
+            roles.append(name[len(f"{in_model}{j}."):] if name is not None else ("value", t))
+        return tag[1], tuple(roles), tag[3]
+
+    derived: dict[torch.fx.Node, tuple] = {}  # layer 2's constants computed from its weights -> how
+
+    def alike_constants(x: torch.fx.Node, y: torch.fx.Node) -> bool:
+        if equal_constants(x, y):
+            return True
+        if x not in constants or y not in constants:
+            return False
+        how = derivation(y, 2)
+        if how is None or derivation(x, 1) != how:
+            return False
+        derived[y] = how
+        return True
+
     for a, b in same.items():
-        if not _alike_nodes(a, b, same, before, rename, constants, equal_constants):
+        if not _alike_nodes(a, b, same, before, rename, constants, alike_constants):
             raise Unlike(f"{a.format_node()} / {b.format_node()}")
     last = regions[2][-1]
     order = {n: k for k, n in enumerate(graph.nodes)}
@@ -247,6 +280,25 @@ def repeat(ep: ExportedProgram, stack: Stack, root: str, model: torch.nn.Module,
             placeholders[i][p] = node
             new_specs[node.name] = InputSpec(spec.kind, TensorArgument(node.name), target,
                                              spec.persistent if spec.kind == InputKind.BUFFER else None)
+
+    new_constants = dict(ep.constants)
+    at_constants = max((n for n in graph.nodes if n.op == "placeholder" and specs.get(n.name) is not None
+                        and specs[n.name].kind == InputKind.CONSTANT_TENSOR), key=list(graph.nodes).index, default=None)
+    for i in range(CAPTURED, stack.count):
+        for y, (fn, roles, part) in derived.items():
+            inputs_i = [named[f"{in_model}{i}.{r}"] if isinstance(r, str) else r[1] for r in roles]
+            value = lazy.apply(fn, *inputs_i)
+            value = value if part is None else value[part]
+            target = f"{prefix}{i}.{specs[y.name].target[len(prefix) + 2:]}"
+            with graph.inserting_after(at_constants):
+                node = graph.placeholder(re.sub(r"\W", "_", f"c_{target}"))
+            node.meta = dict(y.meta)
+            at_constants = node
+            placeholders[i][y] = node
+            new_constants[target] = value
+            new_specs[node.name] = InputSpec(InputKind.CONSTANT_TENSOR, TensorArgument(node.name), target)
+    for y in derived:
+        placeholders[2][y] = y
 
     copies: dict[int, dict[torch.fx.Node, torch.fx.Node]] = {2: {n: n for n in regions[2]}}
     index = {n: k for k, n in enumerate(regions[1])}
@@ -298,7 +350,7 @@ def repeat(ep: ExportedProgram, stack: Stack, root: str, model: torch.nn.Module,
     return ExportedProgram(root=ep.graph_module, graph=graph,
                            graph_signature=ExportGraphSignature(input_specs, output_specs),
                            state_dict=state_dict, range_constraints=ep.range_constraints, module_call_graph=calls,
-                           constants=ep.constants, verifiers=ep.verifiers)
+                           constants=new_constants, verifiers=ep.verifiers)
 
 
 def _layers(graph: torch.fx.Graph, specs: dict[str, InputSpec], prefix: str,
