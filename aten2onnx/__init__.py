@@ -251,6 +251,7 @@ def export_llm(
         SimplifiedLayerNormalization, a residual add into a norm as SkipSimplifiedLayerNormalization.
     """
     import copy
+    import functools
     import json
     import tempfile
     import warnings
@@ -276,6 +277,7 @@ def export_llm(
         twin = optimize is None
         model = llm.cast_without_copy(model, dtype) if twin else copy.deepcopy(model).to(dtype)
     position_ids = llm.takes_position_ids(model)
+    small = functools.cache(lambda: llm.proxy(model))  # (made once: for the fusion plan and the short contexts)
     # a model without weights (on the meta device): its cache's layout as its config says, checked on the
     # capture (which costs a capture of its own otherwise); where the capture's cache differs, or the capture
     # fails, the layout is read from a capture and the model captured again
@@ -285,7 +287,7 @@ def export_llm(
     real = None
     try:
         exported, caught, plan, module, args, names = _capture_decoder(
-            model, layout, position_ids, streamed is not None, optimize, max_length, opset, progress)
+            model, layout, position_ids, streamed is not None, optimize, max_length, opset, progress, small)
         right = not guessed or llm.has_layout(exported.graph, layout)
     except Aten2OnnxError:
         if not guessed or (real := llm.cache_layout(model)) == layout:
@@ -295,7 +297,7 @@ def export_llm(
     if real != layout:
         layout = real
         exported, caught, plan, module, args, names = _capture_decoder(
-            model, layout, position_ids, streamed is not None, optimize, max_length, opset, progress)
+            model, layout, position_ids, streamed is not None, optimize, max_length, opset, progress, small)
     if optimize == "onnxruntime" and (plan is None or not plan.attention):
         warnings.warn(f"optimize='onnxruntime': {type(model).__name__}'s attention is not one GroupQueryAttention "
                       "is emitted for here (or its fused form did not reproduce the model), so it is exported as "
@@ -321,7 +323,7 @@ def export_llm(
     direct = (streamed is None and not twin and quantization is None
               and (exported.weight_bytes <= PROXY_ABOVE or _proxying))
     if (llm.runs_short_contexts(path, module, model, layout, position_ids, names) if direct
-            else _short_contexts_confirmed(llm.proxy(model), opset, dtype)):
+            else _short_contexts_confirmed(small(), opset, dtype)):
         caught = [w for w in caught if w not in narrowed]
     elif not narrowed:
         warnings.warn(f"export_llm: the exported model was not shown to compute {type(model).__name__}'s results for "
@@ -342,7 +344,8 @@ def export_llm(
 
 
 def _capture_decoder(model: torch.nn.Module, layout: Any, position_ids: bool, streamed: bool,
-                     optimize: str | None, max_length: int | None, opset: int, progress: bool | None) -> tuple:
+                     optimize: str | None, max_length: int | None, opset: int, progress: bool | None,
+                     small: Callable[[], Any]) -> tuple:
     """export_llm's export of the model with a cache of that layout: (the export, the warnings it gave, the
     fusion plan, the module captured, its example inputs, its input names)."""
     import contextlib
@@ -360,7 +363,7 @@ def _capture_decoder(model: torch.nn.Module, layout: Any, position_ids: bool, st
     if optimize == "onnxruntime":
         positions = llm.context_length(model, max_length)
         plan = (llm_fusion.choose(model, module, args, positions) if not streamed
-                else _plan_like(model, module.layers, position_ids, positions))
+                else _plan_like(model, module.layers, position_ids, positions, small()))
     # a model of many alike layers: captured with three, the program repeated to all (llm_layers)
     stack = llm_layers.uniform_stack(model)
     repeated = []
@@ -385,12 +388,11 @@ def _capture_decoder(model: torch.nn.Module, layout: Any, position_ids: bool, st
     return exported, caught, plan, module, args, names
 
 
-def _plan_like(model: torch.nn.Module, layers: int, position_ids: bool, positions: int) -> Any:
+def _plan_like(model: torch.nn.Module, layers: int, position_ids: bool, positions: int, like: Any) -> Any:
     """export_llm's fusion plan for a model without weights: the plan chosen by running a small model of
     its architecture with weights (llm.proxy), made for the model's own modules; None where none fits."""
     from aten2onnx.exporter import llm, llm_fusion
 
-    like = llm.proxy(model)
     if like is None:
         return None
     layout = llm.cache_layout(like)

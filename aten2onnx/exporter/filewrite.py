@@ -121,7 +121,14 @@ class _Staging:
                 self._put_bytes(data)
                 nbytes = data.nbytes
             else:
-                self._put_rows(piece.detach())
+                threads = torch.get_num_threads()
+                # torch's copies leave a core to the hasher (on 2 cores, two copying threads and the hasher
+                # would take turns); what computes the pieces between them keeps every thread
+                torch.set_num_threads(max(1, threads - 1) if self.digest is not None else threads)
+                try:
+                    self._put_rows(piece.detach())
+                finally:
+                    torch.set_num_threads(threads)
                 nbytes = piece.numel() * piece.element_size()
         else:
             data = memoryview(piece).cast("B")
@@ -214,7 +221,7 @@ class _Staging:
         done = 0
         while done < length:
             try:
-                done += os.pwrite(self.fd, view[done:length], offset + done)
+                done += _write_at(self.fd, view[done:length], offset + done)
             except OSError as e:
                 if not (self.direct and e.errno == errno.EINVAL):
                     raise
@@ -226,3 +233,10 @@ class _Staging:
 
         fcntl.fcntl(self.fd, fcntl.F_SETFL, fcntl.fcntl(self.fd, fcntl.F_GETFL) & ~_O_DIRECT)
         self.direct = False
+
+
+def _write_at(fd: int, data: memoryview, offset: int) -> int:
+    if hasattr(os, "pwrite"):
+        return os.pwrite(fd, data, offset)
+    os.lseek(fd, offset, os.SEEK_SET)  # (Windows: one thread writes, in order)
+    return os.write(fd, data)

@@ -152,9 +152,13 @@ def _cast(tensor: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return tensor.to(dtype)
 
 
+# The MLP width of export_llm's small model of an architecture (llm.proxy).
+PROXY_MLP = 256
+
+
 def proxy(model: torch.nn.Module) -> torch.nn.Module | None:
-    """A small model of model's architecture with random weights (one layer, a vocabulary of at most 1024
-    where its special tokens allow): its export runs what model's export would on the shortest contexts,
+    """A small model of model's architecture with random weights (one layer, an MLP at most PROXY_MLP wide, a
+    vocabulary of at most 1024 where its special tokens allow): its export runs what model's export would on the shortest contexts,
     so it stands in for the checks that need weights. None where the architecture will not shrink so."""
     import copy
 
@@ -166,6 +170,8 @@ def proxy(model: torch.nn.Module) -> torch.nn.Module | None:
     special = [i for s in special for i in (s if isinstance(s, (list, tuple)) else [s]) if isinstance(i, int)]
     text.vocab_size = min(text.vocab_size, max([1024] + [i + 1 for i in special]))
     text.num_hidden_layers = 1
+    if isinstance(getattr(text, "intermediate_size", None), int):  # (the MLP's width changes no size handling)
+        text.intermediate_size = min(text.intermediate_size, PROXY_MLP)
     if isinstance(getattr(text, "layer_types", None), list):
         text.layer_types = text.layer_types[:1]
     try:

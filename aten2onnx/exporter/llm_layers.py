@@ -12,8 +12,10 @@ Only where nothing can tell the layers apart:
 - in the three-layer capture, layer 2's nodes are layer 1's node for node: the same ops, arguments and
   shapes, each argument the same shared value, or the same node of the layer itself or of the one before,
   or the same weight or cache input of the layer; nothing but the last layer's output read after it.
-Anything else is captured whole, as before. export_llm then checks the export against the model on a
-small model of the architecture with the same number of layers (llm.proxy), itself exported this way.
+Anything else is captured whole, as before. What a capture of three cannot show is a layer's code reading
+its index at run time: that is read in the source (any use of the index but naming the cache, or a model
+loop numbering its layers for anything but the config's per-layer lists, and the model is captured whole).
+The layers keep the model's own config (its layer count); the modules on the way to them get the cut one.
 """
 
 from __future__ import annotations
