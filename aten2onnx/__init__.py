@@ -253,10 +253,9 @@ def export_llm(
     import copy
     import functools
     import json
-    import tempfile
     import warnings
 
-    from aten2onnx.exporter import llm, llm_fusion, llm_precision
+    from aten2onnx.exporter import filewrite, llm, llm_fusion, llm_precision
 
     dtype, quantization = llm_precision.precision_spec(precision, dtype, block_size, symmetric, accuracy_level)
     blocked = quantization is not None and optimize is None  # (DequantizeLinear by blocks)
@@ -336,9 +335,9 @@ def export_llm(
     kept_positions = position_ids and "position_ids" in {i.name for i in exported.graph.input}
     config = llm.genai_config(model, layout, kept_positions, "model.onnx", max_length,
                               share_buffer=plan is not None and plan.attention > 0)
-    with tempfile.NamedTemporaryFile("w", dir=out_dir, suffix=".tmp", delete=False) as f:
-        json.dump(config, f, indent=4)
-    os.replace(f.name, os.path.join(out_dir, "genai_config.json"))
+    # (a new file's mode follows the umask, as the model's: a NamedTemporaryFile would keep 0600)
+    written = filewrite.write_new(out_dir, [json.dumps(config, indent=4).encode()])
+    os.replace(written, os.path.join(out_dir, "genai_config.json"))
     llm.copy_tokenizer(source, out_dir)
     return path
 

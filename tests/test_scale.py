@@ -445,3 +445,23 @@ def test_export_llm_from_a_folder_reads_its_cache_from_the_config_and_checks_it(
     session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     heads = [i.shape[1] for i in session.get_inputs() if i.name.startswith("past_key_values.")]
     assert heads == [model.config.num_key_value_heads] * 2 * model.config.num_hidden_layers
+
+
+def test_export_llm_writes_files_whose_mode_follows_the_umask(tmp_path):
+    """Every file of the folder (the model, its data, genai_config.json, the tokenizer's) as any file a program
+    creates: 0666 less the umask (genai_config.json was 0600, written through a NamedTemporaryFile)."""
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(LLMS[0][1]()).eval()
+    folder = tmp_path / "hf"
+    model.save_pretrained(folder)
+    (folder / "tokenizer.json").write_text("{}")
+    previous = os.umask(0o027)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            aten2onnx.export_llm(folder, tmp_path / "out")
+    finally:
+        os.umask(previous)
+    modes = {name: os.stat(tmp_path / "out" / name).st_mode & 0o777 for name in os.listdir(tmp_path / "out")}
+    assert {"model.onnx", "genai_config.json", "tokenizer.json"} <= set(modes)
+    assert modes == dict.fromkeys(modes, 0o640)
