@@ -124,3 +124,27 @@ def test_every_exported_decomposition_is_fused(opset):
             assert torch.equal(got, want)
         else:  # ONNX's own Attention (opset 23): its kernel follows the spec's math, not sdpa's bits
             torch.testing.assert_close(got, want)
+
+
+def test_attention_whose_reduce_max_lost_its_axes_runs_unfused():
+    """A masked attention's ReduceMax without its axes attribute (a graph edited after export: the max is then
+    over every axis) is not the exported attention: it runs as written, as onnx's reference evaluator runs it,
+    where the fusion's matcher raised KeyError('axes') (fuzz_runtime, seed 2029113025)."""
+    import onnx
+    from onnx.reference import ReferenceEvaluator
+
+    torch.manual_seed(0)
+    q, mask = torch.randn(1, 2, 3, 4), torch.rand(3, 3) > 0.2
+    proto = aten2onnx.export(Attention(), (q, mask), opset=17).model_proto
+    maxes = [n for n in proto.graph.node if n.op_type == "ReduceMax"]
+    assert maxes and all(any(a.name == "axes" for a in n.attribute) for n in maxes)
+    for node in maxes:
+        kept = [a for a in node.attribute if a.name != "axes"]
+        del node.attribute[:]
+        node.attribute.extend(kept)
+    onnx.checker.check_model(proto)
+    session = InferenceSession(proto)
+    assert "aten2onnx.fused:Attention" not in kernels(session)
+    got = session.run_torch({"q": q, "mask": mask})["output"]
+    want = ReferenceEvaluator(proto).run(None, {"q": q.numpy(), "mask": mask.numpy()})[0]
+    torch.testing.assert_close(got, torch.from_numpy(want))

@@ -196,7 +196,8 @@ def _sdpa(group: _Group) -> tuple[str, list[str], dict] | None:
         rank = len(perm)
         if rank < 2 or perm != list(range(rank - 2)) + [rank - 1, rank - 2] or found.get("axis") not in (-1, rank - 1):
             return None
-        if axes_input is not None and (found.get("keepdims") != 1 or _axes(found["axes"], group) not in ([-1], [rank - 1])
+        if axes_input is not None and (found.get("keepdims") != 1 or "axes" not in found  # (no axes: every one)
+                                       or _axes(found["axes"], group) not in ([-1], [rank - 1])
                                        or found["lowest"] != _lowest(found["dtype"])):
             return None
         inputs = [found["q"], found["k"], found["v"], found.get("mask", "")]
