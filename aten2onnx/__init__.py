@@ -280,23 +280,25 @@ def export_llm(
     # a model without weights (on the meta device): its cache's layout as its config says, checked on the
     # capture (which costs a capture of its own otherwise); where the capture's cache differs, or the capture
     # fails, the layout is read from a capture and the model captured again
+    read_layout = functools.cache(lambda: llm.cache_layout(model))
     layout = llm.config_layout(model) if next(model.parameters()).device.type == "meta" else None
     guessed = layout is not None
-    layout = layout or llm.cache_layout(model)
-    real = None
+    layout = layout if guessed else read_layout()
+
+    def attempt(layout: llm.CacheLayout) -> tuple:
+        return _capture_decoder(model, layout, position_ids, streamed is not None, optimize, max_length, opset,
+                                progress, small)
+
     try:
-        exported, caught, plan, module, args, names = _capture_decoder(
-            model, layout, position_ids, streamed is not None, optimize, max_length, opset, progress, small)
-        right = not guessed or llm.has_layout(exported.graph, layout)
+        captured = attempt(layout)
     except Aten2OnnxError:
-        if not guessed or (real := llm.cache_layout(model)) == layout:
+        if not guessed or read_layout() == layout:
             raise
-        right = False
-    real = layout if right else real or llm.cache_layout(model)
-    if real != layout:
-        layout = real
-        exported, caught, plan, module, args, names = _capture_decoder(
-            model, layout, position_ids, streamed is not None, optimize, max_length, opset, progress, small)
+        captured = None
+    if guessed and (captured is None or not llm.has_layout(captured[0].graph, layout)) and read_layout() != layout:
+        layout = read_layout()
+        captured = attempt(layout)
+    exported, caught, plan, module, args, names = captured
     if optimize == "onnxruntime" and (plan is None or not plan.attention):
         warnings.warn(f"optimize='onnxruntime': {type(model).__name__}'s attention is not one GroupQueryAttention "
                       "is emitted for here (or its fused form did not reproduce the model), so it is exported as "

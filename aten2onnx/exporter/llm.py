@@ -158,8 +158,8 @@ PROXY_MLP = 256
 
 def proxy(model: torch.nn.Module) -> torch.nn.Module | None:
     """A small model of model's architecture with random weights (one layer, an MLP at most PROXY_MLP wide, a
-    vocabulary of at most 1024 where its special tokens allow): its export runs what model's export would on the shortest contexts,
-    so it stands in for the checks that need weights. None where the architecture will not shrink so."""
+    vocabulary of at most 1024 where its special tokens allow): its export runs what model's export would on
+    the shortest contexts, so it stands in for the checks that need weights. None where the architecture will not shrink so."""
     import copy
 
     from transformers import AutoModelForCausalLM

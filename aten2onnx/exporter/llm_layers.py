@@ -242,7 +242,7 @@ def repeat(ep: ExportedProgram, stack: Stack, root: str, model: torch.nn.Module,
         return True
 
     for a, b in same.items():
-        if not _alike_nodes(a, b, same, before, rename, constants, alike_constants):
+        if not _alike_nodes(a, b, same, before, rename, alike_constants):
             raise Unlike(f"{a.format_node()} / {b.format_node()}")
     last = regions[2][-1]
     order = {n: k for k, n in enumerate(graph.nodes)}
@@ -284,8 +284,8 @@ def repeat(ep: ExportedProgram, stack: Stack, root: str, model: torch.nn.Module,
                                              spec.persistent if spec.kind == InputKind.BUFFER else None)
 
     new_constants = dict(ep.constants)
-    at_constants = max((n for n in graph.nodes if n.op == "placeholder" and specs.get(n.name) is not None
-                        and specs[n.name].kind == InputKind.CONSTANT_TENSOR), key=list(graph.nodes).index, default=None)
+    at_constants = max((n for n in order if n.op == "placeholder" and specs[n.name].kind == InputKind.CONSTANT_TENSOR),
+                       key=order.get, default=None)
     for i in range(CAPTURED, stack.count):
         for y, (fn, roles, part) in derived.items():
             inputs_i = [named[f"{in_model}{i}.{r}"] if isinstance(r, str) else r[1] for r in roles]
@@ -303,7 +303,6 @@ def repeat(ep: ExportedProgram, stack: Stack, root: str, model: torch.nn.Module,
         placeholders[2][y] = y
 
     copies: dict[int, dict[torch.fx.Node, torch.fx.Node]] = {2: {n: n for n in regions[2]}}
-    index = {n: k for k, n in enumerate(regions[1])}
     at = last
     for i in range(CAPTURED, stack.count):
         mapping: dict[torch.fx.Node, torch.fx.Node] = {}
@@ -312,8 +311,8 @@ def repeat(ep: ExportedProgram, stack: Stack, root: str, model: torch.nn.Module,
         def arg(x: torch.fx.Node, i: int = i, mapping: dict = mapping, previous: dict = previous) -> torch.fx.Node:
             if x in mapping:
                 return mapping[x]
-            if x in index:  # the layer before's node
-                return previous[regions[2][index[x]]]
+            if x in same:  # the layer before's node (layer 1's in the template)
+                return previous[same[x]]
             if x in placeholders[2]:
                 return placeholders[i][x]
             return x
@@ -416,7 +415,7 @@ def _input_renames(inputs: dict[int, list[torch.fx.Node]], specs: dict[str, Inpu
 
 
 def _alike_nodes(a: torch.fx.Node, b: torch.fx.Node, same: dict, before: dict, rename: dict,
-                 constants: set[torch.fx.Node], equal_constants: Callable[[Any, Any], bool]) -> bool:
+                 alike_constants: Callable[[Any, Any], bool]) -> bool:
     if a.op != b.op or a.target != b.target or not _alike_values(a.meta.get("val"), b.meta.get("val")):
         return False
 
@@ -433,7 +432,7 @@ def _alike_nodes(a: torch.fx.Node, b: torch.fx.Node, same: dict, before: dict, r
                 return True
             if x in rename:
                 return rename[x][0] is y
-            if x is not y and isinstance(y, torch.fx.Node) and y not in same.values() and equal_constants(x, y):
+            if x is not y and isinstance(y, torch.fx.Node) and y not in same.values() and alike_constants(x, y):
                 return True  # a constant each layer makes for itself: layer 2's read by every copy
             return x is y and y not in same.values()
         if isinstance(x, (list, tuple)):

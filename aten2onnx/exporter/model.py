@@ -204,7 +204,7 @@ class ExportedModel:
         self._watched = [(tensor, tensor._version) for tensor in watched or []]
         self._proto: onnx.ModelProto | None = None
         self._load: Callable[[str, torch.Tensor], torch.Tensor] | None = None  # (bind_weights)
-        self._loaded: Callable[[], None] = _nothing  # (hands back what the last load holds)
+        self._loaded: Callable[[], None] = lambda: None  # (hands back what the last load holds: bind_weights)
         self.input_names = input_names
         self.output_names = output_names
         self.fallback_ops = fallback_ops
@@ -427,7 +427,8 @@ class ExportedModel:
                 total, chunks = len(data), [data]
             else:
                 total, chunks = _stream(self._skeleton, self._checked_weights(), self._value)
-            _atomic_write(folder, path, chunks, bars, total)
+            with bars.saving(total) as advance:
+                _atomic_write(folder, path, chunks, advance)
         else:
             skeleton, total, chunks = self._external()
             digest = hashlib.sha256()
@@ -601,14 +602,5 @@ def _commit(tmp: str, path: str, folder: str) -> None:
             os.close(fd)
 
 
-def _atomic_write(folder: str, path: str, chunks: Any, bars: Progress | None = None, total: int = 0) -> None:
-    if bars is None:
-        _commit(filewrite.write_new(folder, chunks), path, folder)
-        return
-    with bars.saving(total) as advance:
-        tmp = filewrite.write_new(folder, chunks, advance=advance)
-    _commit(tmp, path, folder)
-
-
-def _nothing() -> None:
-    return None
+def _atomic_write(folder: str, path: str, chunks: Any, advance: Callable[[int], Any] | None = None) -> None:
+    _commit(filewrite.write_new(folder, chunks, advance=advance), path, folder)

@@ -41,6 +41,7 @@ class Progress:
                         bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}B/{total_fmt}B [{elapsed}, {rate_fmt}]") as bar:
             yield bar.update
 
+
 def _size(file: object) -> tuple[int | None, int | None]:
     """The terminal's columns and rows; 80 x 24 for a terminal that reports 0 x 0 (a pseudo-terminal nobody
     sized, where tqdm would hide its bars); None off a terminal (tqdm's defaults)."""

@@ -115,6 +115,7 @@ class Safetensors:
 # Whether tensors are read through mappings (where madvise hands their pages back at once).
 MAPPED = sys.platform == "linux" and hasattr(mmap, "MADV_DONTNEED")
 
+
 def loader(weights: Any, aliases: Mapping[str, list[str]] | None = None
            ) -> tuple[Loader, Callable[[str], bool], Callable[[], None]]:
     """(load(key, like), has(key), done()) for a state dict (a mapping of names to tensors), a safetensors file
