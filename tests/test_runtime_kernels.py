@@ -129,6 +129,10 @@ TABLE = [
     Entry("MatMul", [f32(2, 3, 4), f32(4, 5)]),
     Entry("Gemm", [f32(3, 4), f32(5, 4), f32(5)], attrs={"transB": 1}),
     Entry("Gemm", [f32(4, 3), f32(4, 5), f32(3, 5)], attrs={"transA": 1, "alpha": 0.5, "beta": 2.0}, id="scaled"),
+    # a scale that is not finite: torch.addmm drops a NaN alpha at some shapes (6x8 @ 8x16 gave C + A @ B)
+    Entry("Gemm", [f32(6, 8), f32(16, 8), f32(16)], attrs={"transB": 1, "alpha": float("nan")}, id="nan_alpha"),
+    Entry("Gemm", [f32(6, 8), f32(16, 8), f32(16)], attrs={"transB": 1, "beta": float("nan")}, id="nan_beta"),
+    Entry("Gemm", [f32(6, 8), f32(16, 8), f32(16)], attrs={"transB": 1, "alpha": float("inf")}, id="inf_alpha"),
     Entry("Einsum", [f32(2, 3), f32(3, 4)], attrs={"equation": "ij,jk->ik"}, opset=12),
     Entry("ReduceSum", [f32(3, 4, 5), i64([0, 2])], attrs={"keepdims": 0}, opset=13),
     Entry("ReduceMean", [f32(3, 4, 5), i64([-1])], opset=18),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from aten2onnx.runtime.kernel import Kernel, kernel
@@ -19,11 +21,13 @@ class MatMul(Kernel):
 @kernel("Gemm", since=7)  # 11: C is optional
 class Gemm(Kernel):
     """Gemm: alpha * A' @ B' + beta * C. With C it is torch.addmm(C, A', B'), as nn.Linear computes;
-    alpha and beta are passed only when not 1 so the call is the one eager makes."""
+    alpha and beta are passed only when not 1 so the call is the one eager makes. A scale that is not
+    finite multiplies as IEEE says: addmm's BLAS call drops a NaN alpha at some shapes (C + A' @ B')."""
 
     def setup(self, alpha: float = 1.0, beta: float = 1.0, transA: int = 0, transB: int = 0) -> None:
         self.alpha, self.beta, self.trans_a, self.trans_b = alpha, beta, transA, transB
         self.scaled = alpha != 1.0 or beta != 1.0
+        self.finite = math.isfinite(alpha) and math.isfinite(beta)
 
     def run(self, a, b, c=None):
         if self.trans_a:
@@ -36,6 +40,8 @@ class Gemm(Kernel):
         if self.scaled:
             if self.beta == 0.0:
                 return (torch.mul(torch.mm(a, b), self.alpha),)
+            if not self.finite:
+                return (torch.add(torch.mul(torch.mm(a, b), self.alpha), torch.mul(c, self.beta)),)
             return (torch.addmm(c, a, b, beta=self.beta, alpha=self.alpha),)
         return (torch.addmm(c, a, b),)
 
